@@ -1,0 +1,44 @@
+# make test   : create or refresh the venv for AIRFLOW_VERSION, then run the whole suite
+# make demo   : run the campaign, cleanup and report DAGs against the local emulator
+# make bench  : benchmarks against the emulator (prints one table)
+PYTHON ?= python3
+AIRFLOW_VERSION ?= 3.3.2
+VENV ?= .venv
+CONSTRAINTS := constraints/airflow-$(AIRFLOW_VERSION).txt
+STAMP := $(VENV)/.installed-$(AIRFLOW_VERSION)
+PYTEST_ARGS ?=
+
+.PHONY: venv test demo bench lint constraints clean
+
+venv: $(STAMP)
+
+# Rebuilt when pyproject.toml or the constraints change; the venv itself is kept and updated.
+$(STAMP): pyproject.toml $(CONSTRAINTS)
+	test -x $(VENV)/bin/python || $(PYTHON) -m venv $(VENV)
+	$(VENV)/bin/python -m pip install -q --upgrade "pip>=24"
+	$(VENV)/bin/python -m pip install -q -c $(CONSTRAINTS) "apache-airflow==$(AIRFLOW_VERSION)" -e ".[test]"
+	rm -f $(VENV)/.installed-*
+	touch $@
+
+test: venv
+	$(VENV)/bin/python -m pytest $(PYTEST_ARGS)
+
+demo: venv
+	$(VENV)/bin/python -m dags_examples.demo
+
+bench: venv
+	$(VENV)/bin/python -m benchmarks.run
+
+lint: venv
+	$(VENV)/bin/python -m ruff check airflow_provider_linkstats tests dags_examples
+
+# Regenerate the pinned constraints from a fresh, unconstrained install (maintainers only).
+constraints:
+	rm -rf /tmp/linkstats-constraints-venv
+	$(PYTHON) -m venv /tmp/linkstats-constraints-venv
+	/tmp/linkstats-constraints-venv/bin/python -m pip install -q --upgrade "pip>=24"
+	/tmp/linkstats-constraints-venv/bin/python -m pip install -q "apache-airflow==$(AIRFLOW_VERSION)" -e ".[test]"
+	/tmp/linkstats-constraints-venv/bin/python -m pip freeze --exclude-editable | grep -v '^airflow-provider-linkstats' > $(CONSTRAINTS)
+
+clean:
+	rm -rf .venv .venv-airflow2 .pytest_cache

@@ -1,0 +1,196 @@
+"""The synchronous API client: requests built and read by ``protocol``, sent by ``transport``."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+from airflow_provider_linkstats.client.contract import MAX_PER_PAGE, Resource
+from airflow_provider_linkstats.client.errors import (
+    LinkstatsInputError,
+    LinkstatsNotFoundError,
+    LinkstatsOutcomeUnknownError,
+    LinkstatsTransportError,
+)
+from airflow_provider_linkstats.client.protocol import (
+    ApiRequest,
+    ApiResponse,
+    build_create,
+    build_delete,
+    build_get,
+    build_list,
+    build_update,
+    parse_page,
+    parse_record,
+    raise_for_status,
+)
+from airflow_provider_linkstats.client.retry import RetryPolicy
+from airflow_provider_linkstats.client.transport import RequestsTransport
+from airflow_provider_linkstats.client.validation import validate_list_params
+
+log = logging.getLogger(__name__)
+
+DEFAULT_CONNECT_TIMEOUT = 10.0
+DEFAULT_READ_TIMEOUT = 30.0
+
+
+class LinkstatsClient:
+    """Talks to one service (links or analytics) with one API key over one reused session.
+
+    Thread-safe for concurrent calls, as a bulk delete makes them. The key lives only in the
+    session's headers: it is in no attribute, repr or message.
+    """
+
+    def __init__(
+        self,
+        root: str,
+        api_key: str,
+        *,
+        read_timeout: float = DEFAULT_READ_TIMEOUT,
+        connect_timeout: float = DEFAULT_CONNECT_TIMEOUT,
+        verify_ssl: bool = True,
+        retry: RetryPolicy | None = None,
+        pool_size: int = 16,
+    ) -> None:
+        self.root = root
+        self.retry = retry or RetryPolicy()
+        self._secrets = (api_key,)
+        self._transport = RequestsTransport(
+            root,
+            api_key,
+            connect_timeout=connect_timeout,
+            read_timeout=read_timeout,
+            verify_ssl=verify_ssl,
+            pool_size=pool_size,
+        )
+
+    def __repr__(self) -> str:
+        return f"LinkstatsClient(root={self.root!r})"
+
+    def close(self) -> None:
+        self._transport.close()
+
+    # -- one request, with the retry policy --------------------------------------------------
+
+    def call(self, request: ApiRequest) -> ApiResponse:
+        """Send ``request`` under the retry policy and return its 2xx response, or raise."""
+        for attempt in self.retry.retrying(request, log):
+            with attempt:
+                response = self._transport.send(request)
+                try:
+                    raise_for_status(request, response, self._secrets)
+                except LinkstatsNotFoundError:
+                    # A DELETE whose earlier attempt was lost may have done its work already.
+                    if request.method == "DELETE" and attempt.retry_state.attempt_number > 1:
+                        log.info("Linkstats %s: gone on retry, counted as deleted", request.describe())
+                        return ApiResponse(200, {}, b"")
+                    raise
+                return response
+        raise AssertionError("unreachable: tenacity re-raises the last error")  # pragma: no cover
+
+    # -- records -----------------------------------------------------------------------------
+
+    def create(self, resource: Resource, fields: Mapping[str, Any]) -> dict[str, Any]:
+        """Create a record; a create whose answer was lost is reconciled, never blindly re-sent.
+
+        After a lost answer the record is looked up by its natural key (alias or domain): found,
+        it is returned; not found, the create certainly did not happen and is sent again.
+        """
+        request = build_create(resource, fields)
+        key_value = fields.get(resource.natural_key)
+        for _ in range(self.retry.max_retries + 1):
+            try:
+                return parse_record(request, self.call(request))
+            except LinkstatsTransportError as error:
+                if not error.sent:
+                    raise
+                if not key_value:
+                    raise LinkstatsOutcomeUnknownError(
+                        f"{request.describe()}: the answer was lost, so the {resource.singular} may have been "
+                        f"created. Without a {resource.natural_key} it cannot be looked up, so it was not sent "
+                        f"again; check the service before retrying."
+                    ) from None
+                existing = self.find_by_natural_key(resource, str(key_value), fields.get("domain_id"))
+                if existing is not None:
+                    log.warning(
+                        "Linkstats %s: the answer was lost but the %s exists (id=%s); not sending again",
+                        request.describe(),
+                        resource.singular,
+                        existing.get("id"),
+                    )
+                    return existing
+                log.warning(
+                    "Linkstats %s: the answer was lost and no %s with that %s exists; sending again",
+                    request.describe(),
+                    resource.singular,
+                    resource.natural_key,
+                )
+        raise LinkstatsOutcomeUnknownError(
+            f"{request.describe()}: every answer was lost ({self.retry.max_retries + 1} tries); "
+            f"the {resource.singular} may or may not exist"
+        )
+
+    def get(self, resource: Resource, record_id: Any) -> dict[str, Any]:
+        request = build_get(resource, record_id)
+        return parse_record(request, self.call(request))
+
+    def update(self, resource: Resource, record_id: Any, fields: Mapping[str, Any]) -> dict[str, Any]:
+        request = build_update(resource, record_id, fields)
+        record = parse_record(request, self.call(request))
+        return record or self.get(resource, record_id)  # a 204 answer carries no record
+
+    def delete(self, resource: Resource, record_id: Any, *, missing_ok: bool = False) -> bool:
+        """Delete a record; True when it was deleted, False when it was already gone (missing_ok)."""
+        request = build_delete(resource, record_id)
+        try:
+            self.call(request)
+        except LinkstatsNotFoundError:
+            if missing_ok:
+                return False
+            raise
+        return True
+
+    # -- listings ----------------------------------------------------------------------------
+
+    def iter(
+        self, resource: Resource, filters: Mapping[str, Any] | None = None, *, max_items: int | None = None
+    ) -> Iterator[dict[str, Any]]:
+        """Yield records page by page (per_page 100 unless given) until the last page or max_items."""
+        params = validate_list_params(resource, dict(filters or {}))
+        params.setdefault("per_page", MAX_PER_PAGE)
+        if max_items is not None and (isinstance(max_items, bool) or not isinstance(max_items, int) or max_items < 0):
+            raise LinkstatsInputError("max_items", max_items, "a non-negative integer or None")
+        yielded = 0
+        page_number = 1
+        while max_items is None or yielded < max_items:
+            request = build_list(resource, params, page_number)
+            page = parse_page(request, self.call(request), params["per_page"])
+            for item in page.items:
+                if max_items is not None and yielded >= max_items:
+                    return
+                yielded += 1
+                yield item
+            if not page.has_next:
+                return
+            page_number += 1
+
+    def list(
+        self, resource: Resource, filters: Mapping[str, Any] | None = None, *, max_items: int | None = None
+    ) -> list[dict[str, Any]]:
+        return list(self.iter(resource, filters, max_items=max_items))
+
+    def find_by_natural_key(self, resource: Resource, value: str, domain_id: Any = None) -> dict[str, Any] | None:
+        """The record whose alias (links) or domain (websites) is exactly ``value``, if any.
+
+        The service's search may match substrings, so every candidate is compared exactly.
+        """
+        filters = {"search": value, "search_by": resource.natural_key}
+        for record in self.iter(resource, filters):
+            if str(record.get(resource.natural_key)) != value:
+                continue
+            found_domain = record.get("domain_id")
+            if domain_id is not None and found_domain is not None and str(found_domain) != str(domain_id):
+                continue
+            return record
+        return None

@@ -1,0 +1,238 @@
+"""The API contract of both services, written once.
+
+Validation, form encoding, the operators' documentation and the emulator all read the tables
+below; adding a field to either service is a one-line change here. Nothing in this module does
+I/O or imports a third-party library, so it is cheap to import at DAG-parse time.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, field
+
+API_PREFIX = "/public/api/v1"
+PER_PAGE_CHOICES: tuple[int, ...] = (10, 25, 50, 100)
+MAX_PER_PAGE = max(PER_PAGE_CHOICES)
+
+
+class LinkStatus(enum.IntEnum):
+    """Values of the link listing's ``status`` filter."""
+
+    ALL = 0
+    ACTIVE = 1
+    EXPIRED = 2
+    DISABLED = 3
+
+
+class Privacy(enum.IntEnum):
+    PUBLIC = 0
+    PRIVATE = 1
+    PASSWORD = 2
+
+
+class TargetType(enum.IntEnum):
+    NONE = 0
+    GEOGRAPHIC = 1
+    PLATFORM = 2
+    ROTATION = 4
+
+
+class Platform(str, enum.Enum):
+    """Keys allowed in platform targeting rules."""
+
+    IOS = "iOS"
+    ANDROID = "Android"
+    WINDOWS = "Windows"
+    OS_X = "OS X"
+    LINUX = "Linux"
+    UBUNTU = "Ubuntu"
+    CHROME_OS = "Chrome OS"
+
+
+class Toggle(enum.IntEnum):
+    """The 0/1 switches (``disabled``, ``email``, ``exclude_bots``)."""
+
+    OFF = 0
+    ON = 1
+
+
+class Kind(str, enum.Enum):
+    """How a field's value is checked and put on the wire."""
+
+    TEXT = "text"  # any non-empty string
+    URL = "url"  # absolute http(s) URL
+    HOST = "host"  # a bare domain name, no scheme or path
+    ID = "id"  # positive integer identifier
+    ID_LIST = "id_list"  # list of positive integer identifiers
+    CHOICE = "choice"  # one of ``choices``
+    DATE = "date"  # YYYY-MM-DD
+    TIME = "time"  # HH:MM
+    POSITIVE_INT = "positive_int"
+    TARGETING = "targeting"  # list of {"key": ..., "value": ...}
+    LINES = "lines"  # list of strings, sent one per line
+    IP_LINES = "ip_lines"  # list of IP addresses, sent one per line
+
+
+@dataclass(frozen=True)
+class FieldSpec:
+    """One request field of a resource."""
+
+    name: str
+    kind: Kind
+    doc: str
+    create: bool = True
+    update: bool = True
+    required_on_create: bool = False
+    choices: tuple = ()  # allowed values for Kind.CHOICE and key values for targeting
+    default_on_create: object = None  # what the service assumes when the field is absent
+    secret: bool = False  # masked in logs and rendered fields
+    key_required: bool = True  # targeting only: rotation rules carry a value alone
+
+    def allowed(self) -> str:
+        """Human description of what the field accepts, used in error messages."""
+        if self.kind is Kind.CHOICE:
+            return "one of " + ", ".join(_describe_choice(c) for c in self.choices)
+        return _KIND_DESCRIPTIONS[self.kind]
+
+
+def _describe_choice(choice: object) -> str:
+    if isinstance(choice, enum.Enum):
+        return f"{choice.value!r} ({choice.name})"
+    return repr(choice)
+
+
+_KIND_DESCRIPTIONS = {
+    Kind.TEXT: "a non-empty string",
+    Kind.URL: "an absolute http:// or https:// URL",
+    Kind.HOST: "a domain name such as example.com (no scheme, path or spaces)",
+    Kind.ID: "a positive integer",
+    Kind.ID_LIST: "a list of positive integers",
+    Kind.DATE: "a date formatted YYYY-MM-DD",
+    Kind.TIME: "a time formatted HH:MM (24-hour)",
+    Kind.POSITIVE_INT: "a positive integer",
+    Kind.TARGETING: 'a list of {"key": ..., "value": ...} dicts',
+    Kind.LINES: "a list of non-empty strings without line breaks",
+    Kind.IP_LINES: "a list of IPv4 or IPv6 addresses",
+}
+
+_PRIVACY = tuple(Privacy)
+_TOGGLE = tuple(Toggle)
+
+LINK_FIELDS: tuple[FieldSpec, ...] = (
+    FieldSpec("url", Kind.URL, "Destination URL.", required_on_create=True),
+    FieldSpec("domain_id", Kind.ID, "Domain the short link lives on.", update=False),
+    FieldSpec("alias", Kind.TEXT, "Short-link alias (the path after the domain)."),
+    FieldSpec("password", Kind.TEXT, "Link password.", secret=True),
+    FieldSpec("space_id", Kind.ID, "Space the link belongs to."),
+    FieldSpec("pixel_ids", Kind.ID_LIST, "Tracking pixels fired on a click."),
+    FieldSpec("disabled", Kind.CHOICE, "1 disables the link.", choices=_TOGGLE, default_on_create=0),
+    FieldSpec("privacy", Kind.CHOICE, "Statistics privacy.", choices=_PRIVACY, default_on_create=0),
+    FieldSpec("privacy_password", Kind.TEXT, "Statistics password when privacy is 2.", secret=True),
+    FieldSpec("expiration_url", Kind.URL, "Where an expired link sends visitors."),
+    FieldSpec("expiration_date", Kind.DATE, "Date the link expires, in the service's time zone."),
+    FieldSpec("expiration_time", Kind.TIME, "Time of day the link expires."),
+    FieldSpec("expiration_clicks", Kind.POSITIVE_INT, "Click count at which the link expires."),
+    FieldSpec("target_type", Kind.CHOICE, "Which targeting applies.", choices=tuple(TargetType)),
+    FieldSpec("country", Kind.TARGETING, "Geographic rules: country code -> destination URL."),
+    FieldSpec(
+        "platform",
+        Kind.TARGETING,
+        "Platform rules: platform -> destination URL.",
+        choices=tuple(p.value for p in Platform),
+    ),
+    FieldSpec("language", Kind.TARGETING, "Language rules: language code -> destination URL."),
+    FieldSpec("rotation", Kind.TARGETING, "Rotation: destination URLs served in turn.", key_required=False),
+)
+
+WEBSITE_FIELDS: tuple[FieldSpec, ...] = (
+    FieldSpec("domain", Kind.HOST, "Domain of the tracked website.", update=False, required_on_create=True),
+    FieldSpec("privacy", Kind.CHOICE, "Statistics privacy.", choices=_PRIVACY, default_on_create=1),
+    FieldSpec("password", Kind.TEXT, "Statistics password when privacy is 2.", secret=True),
+    FieldSpec("email", Kind.CHOICE, "1 enables e-mail reports.", choices=_TOGGLE, default_on_create=0),
+    FieldSpec("exclude_bots", Kind.CHOICE, "1 leaves bots out of the statistics.", choices=_TOGGLE, default_on_create=1),
+    FieldSpec("exclude_params", Kind.LINES, "URL query parameters to ignore."),
+    FieldSpec("exclude_ips", Kind.IP_LINES, "Visitor IP addresses to ignore."),
+)
+
+
+@dataclass(frozen=True)
+class ListParamSpec:
+    """One query parameter of a listing."""
+
+    name: str
+    kind: Kind
+    doc: str
+    choices: tuple = ()
+    default: object = None
+
+    def allowed(self) -> str:
+        if self.choices:
+            return "one of " + ", ".join(repr(c) for c in self.choices)
+        return _KIND_DESCRIPTIONS[self.kind]
+
+
+_SORT = ListParamSpec("sort", Kind.CHOICE, "Sort direction.", choices=("desc", "asc"), default="desc")
+_PER_PAGE = ListParamSpec("per_page", Kind.CHOICE, "Page size.", choices=PER_PAGE_CHOICES, default=10)
+_SEARCH = ListParamSpec("search", Kind.TEXT, "Text to search for (in the search_by field).")
+
+LINK_LIST_PARAMS: tuple[ListParamSpec, ...] = (
+    _SEARCH,
+    ListParamSpec("search_by", Kind.CHOICE, "Field searched.", choices=("title", "alias", "url"), default="title"),
+    ListParamSpec("status", Kind.CHOICE, "Status filter.", choices=tuple(int(s) for s in LinkStatus), default=0),
+    ListParamSpec("space_id", Kind.ID, "Only links in this space."),
+    ListParamSpec("domain_id", Kind.ID, "Only links on this domain."),
+    ListParamSpec("pixel_id", Kind.ID, "Only links with this pixel."),
+    ListParamSpec(
+        "sort_by", Kind.CHOICE, "Sort key.", choices=("id", "clicks", "title", "alias", "url"), default="id"
+    ),
+    _SORT,
+    _PER_PAGE,
+)
+
+WEBSITE_LIST_PARAMS: tuple[ListParamSpec, ...] = (
+    _SEARCH,
+    ListParamSpec("search_by", Kind.CHOICE, "Field searched.", choices=("domain",), default="domain"),
+    ListParamSpec("sort_by", Kind.CHOICE, "Sort key.", choices=("id", "domain"), default="id"),
+    _SORT,
+    _PER_PAGE,
+)
+
+
+@dataclass(frozen=True)
+class Resource:
+    """A collection of one service: where it lives and what it accepts."""
+
+    name: str  # path segment under API_PREFIX, also the plural noun
+    singular: str
+    service: str  # "links" or "analytics": which connection type serves it
+    fields: tuple[FieldSpec, ...]
+    list_params: tuple[ListParamSpec, ...]
+    natural_key: str  # unique per account; how a retried create finds its twin
+    _by_name: dict = field(default_factory=dict, compare=False, repr=False)
+
+    def __post_init__(self) -> None:
+        self._by_name.update({f.name: f for f in self.fields})
+
+    def field(self, name: str) -> FieldSpec:
+        return self._by_name[name]
+
+    def fields_for(self, operation: str) -> tuple[FieldSpec, ...]:
+        """Fields accepted by ``operation`` ("create" or "update")."""
+        return tuple(f for f in self.fields if getattr(f, operation))
+
+    @property
+    def secret_fields(self) -> tuple[str, ...]:
+        return tuple(f.name for f in self.fields if f.secret)
+
+    @property
+    def path(self) -> str:
+        return f"{API_PREFIX}/{self.name}"
+
+
+LINKS = Resource("links", "link", "links", LINK_FIELDS, LINK_LIST_PARAMS, natural_key="alias")
+WEBSITES = Resource("websites", "website", "analytics", WEBSITE_FIELDS, WEBSITE_LIST_PARAMS, natural_key="domain")
+RESOURCES = {r.name: r for r in (LINKS, WEBSITES)}
+
+# Form encoding of list-valued fields, in one place so that a different real encoding is a
+# one-line change: "brackets" sends name[]=a&name[]=b, "lines" sends one item per line.
+LIST_ENCODING = {"pixel_ids": "brackets", "exclude_params": "lines", "exclude_ips": "lines"}

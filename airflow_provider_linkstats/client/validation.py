@@ -1,0 +1,240 @@
+"""Checks every value against the contract before a request is built.
+
+Values often arrive as strings from Jinja templates, so numbers given as digit strings are
+accepted and normalised. ``None`` means "not given": it is dropped, never sent as an empty string.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import enum
+import ipaddress
+import re
+from collections.abc import Iterable, Mapping
+from typing import Any
+from urllib.parse import urlsplit
+
+from airflow_provider_linkstats.client.contract import (
+    FieldSpec,
+    Kind,
+    ListParamSpec,
+    Resource,
+)
+from airflow_provider_linkstats.client.errors import LinkstatsInputError
+
+_DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
+_TIME = re.compile(r"^\d{2}:\d{2}$")
+_HOST = re.compile(r"^[^\s/:?#@]+(:\d{1,5})?$")
+
+
+def validate_fields(resource: Resource, operation: str, values: Mapping[str, Any]) -> dict[str, Any]:
+    """Return the given fields normalised for ``operation`` ("create" or "update").
+
+    Raises :class:`LinkstatsInputError` for an unknown field, a field the operation does not
+    accept, a missing required field, or a value outside what the contract allows.
+    """
+    accepted = {f.name: f for f in resource.fields_for(operation)}
+    clean: dict[str, Any] = {}
+    for name, value in values.items():
+        if name not in accepted:
+            known = {f.name for f in resource.fields}
+            why = f"a field {resource.singular} {operation} accepts: " + ", ".join(sorted(accepted))
+            if name in known:
+                why = f"not accepted on {operation}; fields accepted: " + ", ".join(sorted(accepted))
+            raise LinkstatsInputError(name, value, why)
+        if value is None:
+            continue
+        clean[name] = validate_value(accepted[name], value)
+    if operation == "create":
+        for spec in accepted.values():
+            if spec.required_on_create and spec.name not in clean:
+                raise LinkstatsInputError(spec.name, None, f"required on {resource.singular} create; {spec.allowed()}")
+    return clean
+
+
+def validate_value(spec: FieldSpec | ListParamSpec, value: Any) -> Any:
+    """Normalise one value or raise an error naming the field, the value and what is allowed."""
+    secret = getattr(spec, "secret", False)
+
+    def bad(shown: object = value, allowed: str | None = None) -> LinkstatsInputError:
+        return LinkstatsInputError(spec.name, shown, allowed or spec.allowed(), secret=secret)
+
+    kind = spec.kind
+    if kind is Kind.CHOICE:
+        return _choice(spec, value, bad)
+    if kind is Kind.TEXT:
+        if not isinstance(value, str) or not value:
+            raise bad()
+        return value
+    if kind is Kind.URL:
+        if not _is_url(value):
+            raise bad()
+        return value
+    if kind is Kind.HOST:
+        if not isinstance(value, str) or not _HOST.match(value):
+            raise bad()
+        return value
+    if kind in (Kind.ID, Kind.POSITIVE_INT):
+        number = _positive_int(value)
+        if number is None:
+            raise bad()
+        return number
+    if kind is Kind.ID_LIST:
+        items = _split_list(value)
+        numbers = [_positive_int(item) for item in items] if items is not None else None
+        if numbers is None or any(n is None for n in numbers):
+            raise bad()
+        return numbers
+    if kind is Kind.DATE:
+        return _date(value, bad)
+    if kind is Kind.TIME:
+        return _time(value, bad)
+    if kind is Kind.TARGETING:
+        assert isinstance(spec, FieldSpec)
+        return _targeting(spec, value)
+    if kind in (Kind.LINES, Kind.IP_LINES):
+        items = value.splitlines() if isinstance(value, str) else _split_list(value, split_commas=False)
+        if items is None or not all(isinstance(i, str) and i and i.strip() == i and "\n" not in i for i in items):
+            raise bad()
+        if kind is Kind.IP_LINES:
+            for item in items:
+                try:
+                    ipaddress.ip_address(item)
+                except ValueError:
+                    raise bad(item) from None
+        return list(items)
+    raise AssertionError(f"unhandled kind {kind}")  # pragma: no cover - contract and code in step
+
+
+def validate_list_params(resource: Resource, params: Mapping[str, Any]) -> dict[str, Any]:
+    """Normalise listing filters; unknown names and values outside the contract are rejected."""
+    specs = {p.name: p for p in resource.list_params}
+    clean: dict[str, Any] = {}
+    for name, value in params.items():
+        if name not in specs:
+            raise LinkstatsInputError(
+                name, value, f"a {resource.name} listing parameter: " + ", ".join(specs)
+            )
+        if value is None:
+            continue
+        clean[name] = validate_value(specs[name], value)
+    return clean
+
+
+def validate_id(value: Any, field: str = "id") -> int:
+    """A record identifier: a positive integer, or its digits as a string."""
+    number = _positive_int(value)
+    if number is None:
+        raise LinkstatsInputError(field, value, "a positive integer")
+    return number
+
+
+# -- helpers ---------------------------------------------------------------------------------
+
+
+def _positive_int(value: Any) -> int | None:
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value if value > 0 else None
+    if isinstance(value, str) and value.strip().isdigit():
+        number = int(value.strip())
+        return number if number > 0 else None
+    return None
+
+
+def _split_list(value: Any, *, split_commas: bool = True) -> list | None:
+    """A list given as a list/tuple, or as the string a template renders ("1,2" or "[1, 2]")."""
+    if isinstance(value, (list, tuple)):
+        return list(value)
+    if split_commas and isinstance(value, str):
+        inner = value.strip().removeprefix("[").removesuffix("]")
+        return [part.strip() for part in inner.split(",") if part.strip()]
+    return None
+
+
+def _is_url(value: Any) -> bool:
+    if not isinstance(value, str) or any(c.isspace() for c in value):
+        return False
+    try:
+        parts = urlsplit(value)
+    except ValueError:
+        return False
+    return parts.scheme in ("http", "https") and bool(parts.netloc)
+
+
+def _choice(spec: FieldSpec | ListParamSpec, value: Any, bad: Any) -> Any:
+    candidates = [value]
+    if isinstance(value, enum.Enum):
+        candidates = [value.value]
+    elif isinstance(value, bool):
+        candidates = [int(value)]
+    elif isinstance(value, str) and value.strip().lstrip("-").isdigit():
+        candidates = [value, int(value.strip())]
+    for candidate in candidates:
+        for choice in spec.choices:
+            plain = choice.value if isinstance(choice, enum.Enum) else choice
+            if type(candidate) is type(plain) and candidate == plain:
+                return plain
+    raise bad()
+
+
+def _date(value: Any, bad: Any) -> str:
+    if isinstance(value, dt.datetime):
+        raise bad(value, "a date formatted YYYY-MM-DD (pass a datetime as expires_at instead)")
+    if isinstance(value, dt.date):
+        return value.isoformat()
+    if isinstance(value, str) and _DATE.match(value):
+        try:
+            dt.date.fromisoformat(value)
+            return value
+        except ValueError:
+            pass
+    raise bad()
+
+
+def _time(value: Any, bad: Any) -> str:
+    if isinstance(value, dt.time):
+        return value.strftime("%H:%M")
+    if isinstance(value, str) and _TIME.match(value):
+        hours, minutes = int(value[:2]), int(value[3:])
+        if hours < 24 and minutes < 60:
+            return value
+    raise bad()
+
+
+def _targeting(spec: FieldSpec, value: Any) -> list[dict[str, str]]:
+    shape = 'a list of {"value": ...} dicts' if not spec.key_required else spec.allowed()
+    if not isinstance(value, (list, tuple)):
+        raise LinkstatsInputError(spec.name, value, shape)
+    rules: list[dict[str, str]] = []
+    for index, rule in enumerate(value):
+        where = f"{spec.name}[{index}]"
+        if not isinstance(rule, Mapping):
+            raise LinkstatsInputError(where, rule, shape)
+        extra = set(rule) - {"key", "value"}
+        if extra:
+            raise LinkstatsInputError(f"{where}.{sorted(extra)[0]}", rule[sorted(extra)[0]], 'only "key" and "value"')
+        clean: dict[str, str] = {}
+        if spec.key_required or "key" in rule:
+            key = rule.get("key")
+            if spec.choices:
+                if key not in spec.choices:
+                    raise LinkstatsInputError(f"{where}.key", key, "one of " + ", ".join(map(repr, spec.choices)))
+            elif not isinstance(key, str) or not key:
+                raise LinkstatsInputError(f"{where}.key", key, "a non-empty string")
+            clean["key"] = key
+        rule_value = rule.get("value")
+        if not isinstance(rule_value, str) or not rule_value:
+            raise LinkstatsInputError(f"{where}.value", rule_value, "a non-empty string (usually a URL)")
+        clean["value"] = rule_value
+        rules.append(clean)
+    return rules
+
+
+def secret_values(resource: Resource, values: Mapping[str, Any]) -> Iterable[str]:
+    """The values of ``values`` that must be masked in logs (passwords)."""
+    for name in resource.secret_fields:
+        value = values.get(name)
+        if isinstance(value, str) and value:
+            yield value

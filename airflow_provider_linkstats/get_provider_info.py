@@ -1,0 +1,47 @@
+"""Entry point ``apache_airflow_provider``: what Airflow's ProvidersManager reads about us."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from airflow_provider_linkstats import __version__
+from airflow_provider_linkstats.connection import provider_connection_types
+
+PACKAGE = "airflow_provider_linkstats"
+INTEGRATIONS = {
+    "links": "Linkstats Links",
+    "analytics": "Linkstats Analytics",
+}
+
+
+def get_provider_info() -> dict[str, Any]:
+    return {
+        "package-name": "airflow-provider-linkstats",
+        "name": "Linkstats",
+        "description": "Manage short links and tracked websites, and wait for links to expire.",
+        "versions": [__version__],
+        "integrations": [
+            {
+                "integration-name": "Linkstats Links",
+                "external-doc-url": "https://pypi.org/project/airflow-provider-linkstats/",
+                "tags": ["service"],
+            },
+            {
+                "integration-name": "Linkstats Analytics",
+                "external-doc-url": "https://pypi.org/project/airflow-provider-linkstats/",
+                "tags": ["service"],
+            },
+        ],
+        "hooks": [
+            {"integration-name": name, "python-modules": [f"{PACKAGE}.hooks.linkstats"]}
+            for name in INTEGRATIONS.values()
+        ],
+        "operators": [
+            {"integration-name": "Linkstats Links", "python-modules": [f"{PACKAGE}.operators.links"]},
+            {"integration-name": "Linkstats Analytics", "python-modules": [f"{PACKAGE}.operators.websites"]},
+        ],
+        "sensors": [{"integration-name": "Linkstats Links", "python-modules": [f"{PACKAGE}.sensors.links"]}],
+        "triggers": [{"integration-name": "Linkstats Links", "python-modules": [f"{PACKAGE}.triggers.links"]}],
+        "extra-links": [f"{PACKAGE}.operators.links.LinkstatsShortUrlLink"],
+        "connection-types": provider_connection_types(),
+    }

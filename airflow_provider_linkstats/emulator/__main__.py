@@ -1,0 +1,66 @@
+"""``linkstats-emulator``: both Linkstats services on one port, or one port each.
+
+    linkstats-emulator --port 8765 --api-key KEY [--analytics-port 8766] [--state-file demo.json]
+
+The key may come from LINKSTATS_EMULATOR_API_KEY instead of the command line (which other local
+users can see in the process list).
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import sys
+
+KEY_ENV = "LINKSTATS_EMULATOR_API_KEY"
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="linkstats-emulator", description="Local emulator of the Linkstats services.")
+    parser.add_argument("--host", default="127.0.0.1", help="interface to bind (default 127.0.0.1)")
+    parser.add_argument("--port", type=int, default=8765, help="port of the links service, and of both by default")
+    parser.add_argument(
+        "--analytics-port", type=int, default=None, help="serve the analytics service on its own port instead"
+    )
+    parser.add_argument(
+        "--api-key", action="append", default=None, help=f"accepted API key, repeatable (default: ${KEY_ENV})"
+    )
+    parser.add_argument("--state-file", default=None, help="JSON file that keeps the records across restarts")
+    parser.add_argument("--timezone", default="UTC", help="service time zone of expiration dates (default UTC)")
+    parser.add_argument("--base-url", default=None, help="public base URL used in short_url (default: the links URL)")
+    parser.add_argument("--log-level", default="warning", choices=["debug", "info", "warning", "error"])
+    args = parser.parse_args(argv)
+    if not args.api_key:
+        from_env = os.environ.get(KEY_ENV, "")
+        args.api_key = [from_env] if from_env else None
+    if not args.api_key:
+        parser.error(f"give an API key with --api-key or ${KEY_ENV}")
+    return args
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    logging.basicConfig(level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    from airflow_provider_linkstats.emulator.server import Emulator
+
+    emulator = Emulator(
+        api_keys=args.api_key,
+        host=args.host,
+        port=args.port,
+        analytics_port=args.analytics_port,
+        state_file=args.state_file,
+        timezone=args.timezone,
+        base_url=args.base_url,
+        log_level=args.log_level,
+    )
+
+    def ready(emu: Emulator) -> None:
+        print(f"Linkstats emulator: links {emu.url}, analytics {emu.analytics_url} (Ctrl+C to stop)", flush=True)
+
+    emulator.run(on_ready=ready)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

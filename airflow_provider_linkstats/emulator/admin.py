@@ -1,0 +1,125 @@
+"""Control over HTTP, for a demo or a test in another process: clock, faults, statistics, reset.
+
+Under ``/__emulator__``, outside the API prefix, with no API key: the emulator is a local tool
+(bind it to 127.0.0.1) and these routes are what a script uses to drive it. Each mirrors the
+Python method of the same name and takes its keyword arguments as a JSON object.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+from typing import Any
+
+from fastapi import FastAPI, Request
+from fastapi.responses import JSONResponse
+
+from airflow_provider_linkstats.emulator.errors import ApiError
+from airflow_provider_linkstats.emulator.state import EmulatorState
+
+ADMIN_PREFIX = "/__emulator__"
+
+
+def add_admin_routes(app: FastAPI, state: EmulatorState) -> None:
+    clock, faults, stats = state.clock, state.faults, state.stats
+
+    def clock_view() -> JSONResponse:
+        return JSONResponse({"now": clock.now().isoformat(), "frozen": clock.frozen})
+
+    async def get_clock(request: Request) -> JSONResponse:
+        return clock_view()
+
+    async def post_clock(request: Request) -> JSONResponse:
+        """{"now": ISO-8601 with offset, "freeze": bool} | {"advance": seconds} | {"reset": true}"""
+        body = await _json(request)
+        if body.get("reset"):
+            clock.reset()
+        elif "advance" in body:
+            _call(clock.advance, seconds=body["advance"])
+        elif "now" in body:
+            _call(clock.set, _datetime(body["now"]), freeze=bool(body.get("freeze", False)))
+        else:
+            raise ApiError(422, 'Send {"now": ...}, {"advance": seconds} or {"reset": true}.')
+        return clock_view()
+
+    async def get_faults(request: Request) -> JSONResponse:
+        return JSONResponse(faults.describe())
+
+    async def fail_next(request: Request) -> JSONResponse:
+        _call(faults.fail_next, **await _json(request))
+        return JSONResponse(faults.describe())
+
+    async def drop_next(request: Request) -> JSONResponse:
+        _call(faults.drop_next, **await _json(request))
+        return JSONResponse(faults.describe())
+
+    async def latency(request: Request) -> JSONResponse:
+        _call(faults.set_latency, **await _json(request))
+        return JSONResponse(faults.describe())
+
+    async def clear_faults(request: Request) -> JSONResponse:
+        faults.clear()
+        return JSONResponse(faults.describe())
+
+    async def get_stats(request: Request) -> JSONResponse:
+        """?method=&path_prefix= narrow ``count``; ``requests`` lists every API request."""
+        query = request.query_params
+        return JSONResponse(
+            {
+                "count": stats.count(query.get("method"), query.get("path_prefix")),
+                "connections": stats.connections(),
+                "requests": stats.requests(),
+            }
+        )
+
+    async def reset_stats(request: Request) -> JSONResponse:
+        stats.reset()
+        return JSONResponse({"message": "Statistics reset."})
+
+    async def reset(request: Request) -> JSONResponse:
+        state.reset()
+        return JSONResponse({"message": "Emulator reset: store, clock, faults and statistics."})
+
+    routes = [
+        ("/clock", get_clock, "GET"),
+        ("/clock", post_clock, "POST"),
+        ("/faults", get_faults, "GET"),
+        ("/faults", clear_faults, "DELETE"),
+        ("/faults/fail_next", fail_next, "POST"),
+        ("/faults/drop_next", drop_next, "POST"),
+        ("/faults/latency", latency, "POST"),
+        ("/stats", get_stats, "GET"),
+        ("/stats", reset_stats, "DELETE"),
+        ("/reset", reset, "POST"),
+    ]
+    for path, endpoint, method in routes:
+        app.add_api_route(ADMIN_PREFIX + path, endpoint, methods=[method])
+
+
+async def _json(request: Request) -> dict[str, Any]:
+    raw = await request.body()
+    try:
+        body = json.loads(raw) if raw.strip() else {}
+    except ValueError:
+        raise ApiError(400, "The body must be a JSON object.") from None
+    if not isinstance(body, dict):
+        raise ApiError(400, "The body must be a JSON object.")
+    return body
+
+
+def _call(method: Any, *args: Any, **kwargs: Any) -> Any:
+    """Run a control method; a bad argument is the caller's 422, not the emulator's 500."""
+    try:
+        return method(*args, **kwargs)
+    except (TypeError, ValueError) as error:
+        raise ApiError(422, str(error)) from None
+
+
+def _datetime(value: Any) -> dt.datetime:
+    try:
+        moment = dt.datetime.fromisoformat(str(value).replace("Z", "+00:00"))
+    except ValueError:
+        raise ApiError(422, f"now must be an ISO-8601 date-time with an offset, got {value!r}") from None
+    if moment.utcoffset() is None:
+        raise ApiError(422, f"now must carry a UTC offset, got {value!r}")
+    return moment

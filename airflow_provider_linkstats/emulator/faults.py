@@ -1,0 +1,144 @@
+"""Fault injection: what the next API requests suffer, changed at any time without a restart."""
+
+from __future__ import annotations
+
+import datetime as dt
+import email.utils
+import threading
+from dataclasses import asdict, dataclass
+
+from airflow_provider_linkstats.client.contract import API_PREFIX
+
+
+@dataclass
+class FaultRule:
+    """Applies to the next ``remaining`` requests matching ``method`` and ``path_prefix`` (None: any)."""
+
+    remaining: int
+    method: str | None = None
+    path_prefix: str | None = None
+    status: int | None = None  # None for a drop rule
+    retry_after: str | None = None
+    body: str | None = None  # None: a JSON {"message": ...}
+    content_type: str = "text/html; charset=utf-8"
+
+    def matches(self, method: str, path: str) -> bool:
+        return (self.method is None or self.method == method) and (
+            self.path_prefix is None or path.startswith(self.path_prefix)
+        )
+
+
+@dataclass(frozen=True)
+class Decision:
+    """What the middleware does to one request."""
+
+    latency: float = 0.0
+    fail: FaultRule | None = None
+    drop: bool = False
+
+
+_NOTHING = Decision()
+
+
+class Faults:
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._fail: list[FaultRule] = []
+        self._drop: list[FaultRule] = []
+        self._latency = 0.0
+
+    def fail_next(
+        self,
+        count: int = 1,
+        status: int = 503,
+        retry_after: int | float | str | dt.datetime | None = None,
+        method: str | None = None,
+        path_prefix: str | None = None,
+        body: str | None = None,
+        content_type: str = "text/html; charset=utf-8",
+    ) -> None:
+        """Answer the next ``count`` matching API requests with ``status`` instead of handling them.
+
+        ``retry_after``: seconds, or an aware datetime sent as an HTTP date. ``body``: sent as-is
+        (an HTML error page, truncated JSON...) instead of the JSON message.
+        """
+        if not 100 <= int(status) <= 599:
+            raise ValueError(f"status must be an HTTP status code, got {status!r}")
+        rule = FaultRule(
+            _count(count), _method(method), api_path_prefix(path_prefix), int(status), _retry_after(retry_after), body, content_type
+        )
+        with self._lock:
+            self._fail.append(rule)
+
+    def drop_next(self, count: int = 1, method: str | None = "POST", path_prefix: str | None = None) -> None:
+        """Handle the next ``count`` matching requests (the change is committed), then close the
+        connection without answering, as a proxy timing out or a crash would."""
+        with self._lock:
+            self._drop.append(FaultRule(_count(count), _method(method), api_path_prefix(path_prefix)))
+
+    def set_latency(self, seconds: float) -> None:
+        """Seconds added before every API response (awaited, so concurrent requests overlap)."""
+        if seconds < 0:
+            raise ValueError("latency cannot be negative")
+        self._latency = float(seconds)
+
+    def clear(self) -> None:
+        with self._lock:
+            self._fail.clear()
+            self._drop.clear()
+            self._latency = 0.0
+
+    def describe(self) -> dict:
+        with self._lock:
+            return {
+                "latency": self._latency,
+                "fail_next": [asdict(r) for r in self._fail],
+                "drop_next": [asdict(r) for r in self._drop],
+            }
+
+    def take(self, method: str, path: str) -> Decision:
+        """The faults for this request, consuming one count of each matching rule."""
+        if not (self._fail or self._drop or self._latency):
+            return _NOTHING  # the common case, without the lock
+        with self._lock:
+            return Decision(self._latency, _consume(self._fail, method, path), _consume(self._drop, method, path) is not None)
+
+
+def _consume(rules: list[FaultRule], method: str, path: str) -> FaultRule | None:
+    for rule in rules:
+        if rule.matches(method, path):
+            rule.remaining -= 1
+            if rule.remaining <= 0:
+                rules.remove(rule)
+            return rule
+    return None
+
+
+def _count(count: int) -> int:
+    if isinstance(count, bool) or not isinstance(count, int) or count < 1:
+        raise ValueError(f"count must be a positive integer, got {count!r}")
+    return count
+
+
+def _method(method: str | None) -> str | None:
+    return method.upper() if method else None
+
+
+def api_path_prefix(path_prefix: str | None) -> str | None:
+    """A full path, or one relative to the API root ("/links" means "/public/api/v1/links")."""
+    if not path_prefix:
+        return None
+    path_prefix = "/" + path_prefix.lstrip("/")
+    return path_prefix if path_prefix.startswith(API_PREFIX) else API_PREFIX + path_prefix
+
+
+def _retry_after(value: int | float | str | dt.datetime | None) -> str | None:
+    if value is None:
+        return None
+    if isinstance(value, dt.datetime):
+        if value.utcoffset() is None:
+            raise ValueError("retry_after datetime must be time-zone aware")
+        return email.utils.format_datetime(value.astimezone(dt.timezone.utc), usegmt=True)
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return str(int(value)) if float(value).is_integer() else str(value)
+    return str(value)

@@ -1,0 +1,221 @@
+"""Running the emulator: in a background thread for tests, or in the foreground for the CLI.
+
+Both ways run one uvicorn server per port in one event loop (uvloop and httptools when
+installed), sharing one ``EmulatorState``. Sockets are bound before the loop starts, so the port
+(a free one when 0) is known as soon as ``start()`` returns.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import signal
+import socket
+import threading
+import time
+from collections.abc import Callable, Iterable, Iterator
+from typing import Any
+
+import uvicorn
+
+from airflow_provider_linkstats.emulator.app import build_app
+from airflow_provider_linkstats.emulator.clock import Clock
+from airflow_provider_linkstats.emulator.faults import Faults
+from airflow_provider_linkstats.emulator.state import EmulatorState
+from airflow_provider_linkstats.emulator.stats import Stats
+from airflow_provider_linkstats.emulator.store import Store
+
+# Longer than any client's pool keeps an idle connection, so the server never closes one just as
+# a client reuses it (which would look like a dropped request).
+KEEP_ALIVE_SECONDS = 75
+START_TIMEOUT = 15.0
+
+
+class Emulator:
+    """Both Linkstats services on 127.0.0.1: ``with Emulator(api_keys=("k",)) as emu: emu.url``.
+
+    ``analytics_port=None`` serves everything on one port; a number (0 for a free one) serves the
+    analytics service there and the links service on ``port``.
+    """
+
+    def __init__(
+        self,
+        api_keys: Iterable[str] = ("test-key",),
+        *,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        analytics_port: int | None = None,
+        state_file: str | os.PathLike | None = None,
+        timezone: str = "UTC",
+        base_url: str | None = None,
+        log_level: str = "warning",
+    ) -> None:
+        self._api_keys = tuple(api_keys)
+        if not self._api_keys or not all(isinstance(k, str) and k for k in self._api_keys):
+            raise ValueError("api_keys must hold at least one non-empty string")
+        self.host = host
+        self._ports = {"links": port} if analytics_port is None else {"links": port, "analytics": analytics_port}
+        self._base_url = base_url
+        self._log_level = log_level
+        clock = Clock()
+        self.state = EmulatorState(clock, Store(clock, timezone=timezone, state_file=state_file), Faults(), Stats())
+        self.clock, self.store, self.faults, self.stats = clock, self.state.store, self.state.faults, self.state.stats
+        self._sockets: dict[str, socket.socket] = {}
+        self._servers: list[uvicorn.Server] = []
+        self._thread: threading.Thread | None = None
+        self._error: BaseException | None = None
+
+    def __repr__(self) -> str:  # the keys stay out of it
+        return f"Emulator(url={self.url if self._sockets else None!r})"
+
+    @property
+    def api_key(self) -> str:
+        return self._api_keys[0]
+
+    @property
+    def url(self) -> str:
+        """Base URL of the links service (of both services when they share a port)."""
+        return self._url_of("links")
+
+    @property
+    def analytics_url(self) -> str:
+        return self._url_of("analytics" if "analytics" in self._sockets else "links")
+
+    def reset(self) -> None:
+        self.state.reset()
+
+    # -- in a background thread ----------------------------------------------------------------
+
+    def start(self) -> Emulator:
+        if self._thread is not None:
+            raise RuntimeError("the emulator is already running")
+        self._prepare()
+        self._thread = threading.Thread(target=self._run_loop, name="linkstats-emulator", daemon=True)
+        self._thread.start()
+        deadline = time.monotonic() + START_TIMEOUT
+        while not all(s.started for s in self._servers):
+            if not self._thread.is_alive() or time.monotonic() > deadline:
+                self.stop()
+                raise RuntimeError(f"the emulator did not start: {self._error!r}")
+            time.sleep(0.005)
+        return self
+
+    def stop(self) -> None:
+        for server in self._servers:
+            server.should_exit = True
+        if self._thread is not None:
+            self._thread.join(timeout=10)
+            if self._thread.is_alive():
+                for server in self._servers:
+                    server.force_exit = True
+                self._thread.join(timeout=5)
+        self._thread = None
+        self._close_sockets()
+
+    def __enter__(self) -> Emulator:
+        return self.start()
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.stop()
+
+    # -- in the foreground (CLI) -----------------------------------------------------------------
+
+    def run(self, on_ready: Callable[[Emulator], None] | None = None) -> None:
+        """Serve until SIGINT or SIGTERM (a second SIGINT stops at once)."""
+        self._prepare()
+
+        def handle(signum: int, frame: object) -> None:
+            for server in self._servers:
+                if server.should_exit and signum == signal.SIGINT:
+                    server.force_exit = True
+                server.should_exit = True
+
+        previous = {sig: signal.signal(sig, handle) for sig in (signal.SIGINT, signal.SIGTERM)}
+        try:
+            self._run_loop(on_ready)
+        finally:
+            for sig, handler in previous.items():
+                signal.signal(sig, handler)
+            self._close_sockets()
+        if self._error is not None:
+            raise self._error
+
+    # -- internals -------------------------------------------------------------------------------
+
+    def _prepare(self) -> None:
+        family = socket.AF_INET6 if ":" in self.host else socket.AF_INET
+        try:
+            for service, port in self._ports.items():
+                self._sockets[service] = socket.create_server((self.host, port), family=family)
+        except OSError:
+            self._close_sockets()
+            raise
+        self.store.base_url = self._base_url or self.url
+        services = [("links", "analytics")] if len(self._sockets) == 1 else [("links",), ("analytics",)]
+        self._servers = [_server(build_app(self.state, self._api_keys, s), self._log_level) for s in services]
+
+    def _run_loop(self, on_ready: Callable[[Emulator], None] | None = None) -> None:
+        loop = _new_event_loop()
+        try:
+            loop.run_until_complete(self._serve(on_ready))
+        except BaseException as error:  # reported by start() or run()
+            self._error = error
+        finally:
+            loop.close()
+
+    async def _serve(self, on_ready: Callable[[Emulator], None] | None) -> None:
+        sockets = list(self._sockets.values())
+        tasks = [asyncio.ensure_future(s.serve(sockets=[sock])) for s, sock in zip(self._servers, sockets)]
+        while not all(s.started for s in self._servers) and not any(t.done() for t in tasks):
+            await asyncio.sleep(0.01)
+        if on_ready is not None and all(s.started for s in self._servers):
+            on_ready(self)
+        await asyncio.gather(*tasks)
+
+    def _url_of(self, service: str) -> str:
+        sock = self._sockets.get(service)
+        if sock is None:
+            raise RuntimeError("the emulator is not started")
+        host, port = sock.getsockname()[:2]
+        if host in ("0.0.0.0", "::"):
+            host = "127.0.0.1"
+        return f"http://[{host}]:{port}" if ":" in host else f"http://{host}:{port}"
+
+    def _close_sockets(self) -> None:
+        for sock in self._sockets.values():
+            with contextlib.suppress(OSError):
+                sock.close()
+
+
+class _Server(uvicorn.Server):
+    """A uvicorn server that leaves signals to ``Emulator.run`` (one handler for every port)."""
+
+    @contextlib.contextmanager
+    def capture_signals(self) -> Iterator[None]:
+        yield
+
+    def install_signal_handlers(self) -> None:  # uvicorn < 0.29's name for the same hook
+        pass
+
+
+def _server(app: Any, log_level: str) -> uvicorn.Server:
+    config = uvicorn.Config(
+        app,
+        log_config=None,  # never reconfigure the host process's logging (pytest, Airflow)
+        log_level=log_level,
+        access_log=False,  # per-request logging would cost more than the request
+        lifespan="off",
+        proxy_headers=False,  # the client address is what the statistics count
+        server_header=False,
+        timeout_keep_alive=KEEP_ALIVE_SECONDS,
+    )
+    return _Server(config)
+
+
+def _new_event_loop() -> asyncio.AbstractEventLoop:
+    try:
+        import uvloop
+    except ImportError:
+        return asyncio.new_event_loop()
+    return uvloop.new_event_loop()

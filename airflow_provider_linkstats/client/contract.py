@@ -92,6 +92,10 @@ class FieldSpec:
         """Human description of what the field accepts, used in error messages."""
         if self.kind is Kind.CHOICE:
             return "one of " + ", ".join(_describe_choice(c) for c in self.choices)
+        if self.kind is Kind.TARGETING and not self.key_required:
+            return 'a list of {"value": ...} dicts'
+        if self.kind is Kind.TARGETING and self.choices:
+            return f"{_KIND_DESCRIPTIONS[self.kind]}, key one of " + ", ".join(map(repr, self.choices))
         return _KIND_DESCRIPTIONS[self.kind]
 
 

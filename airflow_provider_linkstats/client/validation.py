@@ -80,7 +80,7 @@ def validate_value(spec: FieldSpec | ListParamSpec, value: Any) -> Any:
             raise bad()
         return number
     if kind is Kind.ID_LIST:
-        items = _split_list(value)
+        items = split_list(value)
         numbers = [_positive_int(item) for item in items] if items is not None else None
         if numbers is None or any(n is None for n in numbers):
             raise bad()
@@ -93,7 +93,7 @@ def validate_value(spec: FieldSpec | ListParamSpec, value: Any) -> Any:
         assert isinstance(spec, FieldSpec)
         return _targeting(spec, value)
     if kind in (Kind.LINES, Kind.IP_LINES):
-        items = value.splitlines() if isinstance(value, str) else _split_list(value, split_commas=False)
+        items = value.splitlines() if isinstance(value, str) else split_list(value, split_commas=False)
         if items is None or not all(isinstance(i, str) and i and i.strip() == i and "\n" not in i for i in items):
             raise bad()
         if kind is Kind.IP_LINES:
@@ -143,7 +143,7 @@ def _positive_int(value: Any) -> int | None:
     return None
 
 
-def _split_list(value: Any, *, split_commas: bool = True) -> list | None:
+def split_list(value: Any, *, split_commas: bool = True) -> list | None:
     """A list given as a list/tuple, or as the string a template renders ("1,2" or "[1, 2]")."""
     if isinstance(value, (list, tuple)):
         return list(value)
@@ -204,7 +204,7 @@ def _time(value: Any, bad: Any) -> str:
 
 
 def _targeting(spec: FieldSpec, value: Any) -> list[dict[str, str]]:
-    shape = 'a list of {"value": ...} dicts' if not spec.key_required else spec.allowed()
+    shape = spec.allowed()
     if not isinstance(value, (list, tuple)):
         raise LinkstatsInputError(spec.name, value, shape)
     rules: list[dict[str, str]] = []

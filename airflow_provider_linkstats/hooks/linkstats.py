@@ -135,19 +135,23 @@ class LinkstatsBaseHook(BaseHook):
 
     resource: Resource
 
-    def _create(self, fields: JsonDict) -> JsonDict:
+    # The resource-neutral methods below serve the operators, which are written once for both
+    # resources; DAG code reads better with the named ones (create_link, get_website, ...).
+
+    def create_record(self, fields: JsonDict) -> JsonDict:
         return self.client.create(self.resource, fields)
 
-    def _get(self, record_id: int | str) -> JsonDict:
+    def get_record(self, record_id: int | str) -> JsonDict:
         return self.client.get(self.resource, record_id)
 
-    def _update(self, record_id: int | str, fields: JsonDict) -> JsonDict:
+    def update_record(self, record_id: int | str, fields: JsonDict) -> JsonDict:
         return self.client.update(self.resource, record_id, fields)
 
-    def _delete(self, record_id: int | str, missing_ok: bool) -> bool:
+    def delete_record(self, record_id: int | str, *, missing_ok: bool = False) -> bool:
         return self.client.delete(self.resource, record_id, missing_ok=missing_ok)
 
-    def _iter(self, filters: JsonDict, max_items: int | None) -> Iterator[JsonDict]:
+    def iter_records(self, filters: JsonDict, max_items: int | None = None) -> Iterator[JsonDict]:
+        filters = dict(filters)
         filters.setdefault("per_page", MAX_PER_PAGE)
         return self.client.iter(self.resource, filters, max_items=max_items)
 
@@ -193,28 +197,28 @@ class LinkstatsLinksHook(LinkstatsBaseHook):
         ``expires_at`` (an aware datetime, pendulum DateTime or ISO-8601 string with offset) sets
         expiration_date and expiration_time in the connection's time zone, seconds rounded up.
         """
-        return self._create({"url": url, **self._with_expiry(fields, expires_at)})
+        return self.create_record({"url": url, **self.with_expiry(fields, expires_at)})
 
     def get_link(self, link_id: int | str) -> JsonDict:
-        return self._get(link_id)
+        return self.get_record(link_id)
 
     def update_link(self, link_id: int | str, *, expires_at: Any = None, **fields: Any) -> JsonDict:
         """Send only the given fields; a field left out (or None) stays as it is."""
-        return self._update(link_id, self._with_expiry(fields, expires_at))
+        return self.update_record(link_id, self.with_expiry(fields, expires_at))
 
     def delete_link(self, link_id: int | str, *, missing_ok: bool = False) -> bool:
         """True when deleted; False when it was already gone and ``missing_ok``."""
-        return self._delete(link_id, missing_ok)
+        return self.delete_record(link_id, missing_ok=missing_ok)
 
     def iter_links(self, *, max_items: int | None = None, **filters: Any) -> Iterator[JsonDict]:
         """Every link matching the listing filters, walking the pages at per_page=100."""
-        return self._iter(filters, max_items)
+        return self.iter_records(filters, max_items)
 
     def list_links(self, *, max_items: int | None = None, **filters: Any) -> list[JsonDict]:
         """Filters: search, search_by, status, space_id, domain_id, pixel_id, sort_by, sort, per_page."""
-        return list(self._iter(filters, max_items))
+        return list(self.iter_records(filters, max_items))
 
-    def _with_expiry(self, fields: JsonDict, expires_at: Any) -> JsonDict:
+    def with_expiry(self, fields: JsonDict, expires_at: Any) -> JsonDict:
         if expires_at is None:
             return fields
         clash = {"expiration_date", "expiration_time"} & {k for k, v in fields.items() if v is not None}
@@ -236,23 +240,23 @@ class LinkstatsAnalyticsHook(LinkstatsBaseHook):
 
     def create_website(self, domain: str, **fields: Any) -> JsonDict:
         """Create a website; ``fields``: privacy, password, email, exclude_bots, exclude_params, exclude_ips."""
-        return self._create({"domain": domain, **fields})
+        return self.create_record({"domain": domain, **fields})
 
     def get_website(self, website_id: int | str) -> JsonDict:
-        return self._get(website_id)
+        return self.get_record(website_id)
 
     def update_website(self, website_id: int | str, **fields: Any) -> JsonDict:
-        return self._update(website_id, fields)
+        return self.update_record(website_id, fields)
 
     def delete_website(self, website_id: int | str, *, missing_ok: bool = False) -> bool:
-        return self._delete(website_id, missing_ok)
+        return self.delete_record(website_id, missing_ok=missing_ok)
 
     def iter_websites(self, *, max_items: int | None = None, **filters: Any) -> Iterator[JsonDict]:
-        return self._iter(filters, max_items)
+        return self.iter_records(filters, max_items)
 
     def list_websites(self, *, max_items: int | None = None, **filters: Any) -> list[JsonDict]:
         """Filters: search, search_by, sort_by, sort, per_page."""
-        return list(self._iter(filters, max_items))
+        return list(self.iter_records(filters, max_items))
 
 
 # -- helpers -----------------------------------------------------------------------------------

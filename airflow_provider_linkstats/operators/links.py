@@ -1,0 +1,235 @@
+"""Operators for short links on the links service.
+
+Every field is an explicit keyword argument with the contract's name, templated, and checked
+against the contract after rendering and before any request.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from airflow.providers.common.compat.sdk import BaseOperatorLink
+
+from airflow_provider_linkstats.client.contract import LINKS
+from airflow_provider_linkstats.operators.base import (
+    LinkstatsCreateOperatorBase,
+    LinkstatsDeleteOperatorBase,
+    LinkstatsGetOperatorBase,
+    LinkstatsListOperatorBase,
+    LinkstatsUpdateOperatorBase,
+    assign_arguments,
+    document_fields,
+    document_filters,
+)
+
+CREATE_FIELDS = tuple(spec.name for spec in LINKS.fields_for("create"))
+UPDATE_FIELDS = tuple(spec.name for spec in LINKS.fields_for("update"))
+LIST_FILTERS = tuple(spec.name for spec in LINKS.list_params)
+SHORT_URL_XCOM_KEY = "short_url"
+
+TargetingRules = Sequence[dict[str, str]]
+
+
+class LinkstatsShortUrlLink(BaseOperatorLink):
+    """"Short URL" button on a link task: the short URL of the link it created or changed."""
+
+    name = "Short URL"
+
+    def get_link(self, operator: Any, *, ti_key: Any) -> str:
+        from airflow.providers.common.compat.sdk import XCom
+
+        url = XCom.get_value(ti_key=ti_key, key=SHORT_URL_XCOM_KEY)
+        return url if isinstance(url, str) else ""
+
+
+class _LinkWriteMixin:
+    """Shared by create and update: the expiry convenience and the short-URL extra link."""
+
+    resource = LINKS
+    hook_class_name = "LinkstatsLinksHook"
+    operator_extra_links = (LinkstatsShortUrlLink(),)
+    expires_at: Any
+    hook: Any
+
+    def with_expiry(self, fields: dict[str, Any]) -> dict[str, Any]:
+        return self.hook.with_expiry(fields, self.expires_at) if self.expires_at else fields
+
+    def after_write(self, record: dict[str, Any], context: Any) -> None:
+        short_url = record.get("short_url")
+        if short_url:
+            context["ti"].xcom_push(key=SHORT_URL_XCOM_KEY, value=short_url)
+
+
+@document_fields(LINKS, "create")
+class LinkstatsCreateLinkOperator(_LinkWriteMixin, LinkstatsCreateOperatorBase):
+    """Create a short link and return its record (also pushed as the task's XCom).
+
+    :param if_exists: what an existing link with the same ``alias`` means: "fail" (default),
+        "skip" (return it unchanged) or "update" (write the given fields to it). Templated.
+    :param expires_at: an aware datetime, pendulum DateTime or ISO-8601 string with offset;
+        sets expiration_date and expiration_time in the connection's time zone. Templated.
+    :param linkstats_conn_id: connection id (default ``linkstats_links_default``). Templated.
+    """
+
+    template_fields: Sequence[str] = ("linkstats_conn_id", *CREATE_FIELDS, "expires_at", "if_exists")
+    template_fields_renderers = {name: "json" for name in ("country", "platform", "language", "rotation")}
+
+    def __init__(
+        self,
+        *,
+        url: str,
+        domain_id: int | str | None = None,
+        alias: str | None = None,
+        password: str | None = None,
+        space_id: int | str | None = None,
+        pixel_ids: Sequence[int] | None = None,
+        disabled: int | bool | None = None,
+        privacy: int | None = None,
+        privacy_password: str | None = None,
+        expiration_url: str | None = None,
+        expiration_date: str | None = None,
+        expiration_time: str | None = None,
+        expiration_clicks: int | str | None = None,
+        target_type: int | None = None,
+        country: TargetingRules | None = None,
+        platform: TargetingRules | None = None,
+        language: TargetingRules | None = None,
+        rotation: TargetingRules | None = None,
+        expires_at: Any = None,
+        if_exists: str = "fail",
+        linkstats_conn_id: str = "linkstats_links_default",
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(if_exists=if_exists, linkstats_conn_id=linkstats_conn_id, **kwargs)
+        assign_arguments(self, locals(), (*CREATE_FIELDS, "expires_at"))
+        self.mask_secrets()
+
+    def prepare_fields(self) -> dict[str, Any]:
+        return self.with_expiry(self.given_fields("create"))
+
+
+@document_fields(LINKS, "update")
+class LinkstatsUpdateLinkOperator(_LinkWriteMixin, LinkstatsUpdateOperatorBase):
+    """Change a link; only the fields given are sent, the others stay as they are.
+
+    :param link_id: the link to change. Templated.
+    :param expires_at: as for create: sets expiration_date and expiration_time. Templated.
+    :param linkstats_conn_id: connection id (default ``linkstats_links_default``). Templated.
+    """
+
+    template_fields: Sequence[str] = ("linkstats_conn_id", "link_id", *UPDATE_FIELDS, "expires_at")
+    id_argument = "link_id"
+
+    def __init__(
+        self,
+        *,
+        link_id: int | str,
+        url: str | None = None,
+        alias: str | None = None,
+        password: str | None = None,
+        space_id: int | str | None = None,
+        pixel_ids: Sequence[int] | None = None,
+        disabled: int | bool | None = None,
+        privacy: int | None = None,
+        privacy_password: str | None = None,
+        expiration_url: str | None = None,
+        expiration_date: str | None = None,
+        expiration_time: str | None = None,
+        expiration_clicks: int | str | None = None,
+        target_type: int | None = None,
+        country: TargetingRules | None = None,
+        platform: TargetingRules | None = None,
+        language: TargetingRules | None = None,
+        rotation: TargetingRules | None = None,
+        expires_at: Any = None,
+        linkstats_conn_id: str = "linkstats_links_default",
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(linkstats_conn_id=linkstats_conn_id, **kwargs)
+        assign_arguments(self, locals(), ("link_id", *UPDATE_FIELDS, "expires_at"))
+        self.mask_secrets()
+
+    def prepare_fields(self) -> dict[str, Any]:
+        return self.with_expiry(self.given_fields("update"))
+
+
+class LinkstatsGetLinkOperator(LinkstatsGetOperatorBase):
+    """Read one link and return its record.
+
+    :param link_id: the link's id. Templated.
+    :param linkstats_conn_id: connection id (default ``linkstats_links_default``). Templated.
+    """
+
+    template_fields: Sequence[str] = ("linkstats_conn_id", "link_id")
+    resource = LINKS
+    hook_class_name = "LinkstatsLinksHook"
+    id_argument = "link_id"
+
+    def __init__(self, *, link_id: int | str, linkstats_conn_id: str = "linkstats_links_default", **kwargs: Any) -> None:
+        super().__init__(linkstats_conn_id=linkstats_conn_id, **kwargs)
+        self.link_id = link_id
+
+
+class LinkstatsDeleteLinkOperator(LinkstatsDeleteOperatorBase):
+    """Delete one link (``link_id``) or many (``link_ids``) and return the id(s).
+
+    :param link_id: one link's id. Templated.
+    :param link_ids: many ids, e.g. the XCom of a list task; deleted on ``max_workers`` threads
+        with progress lines in the log. Templated.
+    :param missing_ok: a link that is already gone counts as deleted instead of failing.
+    :param max_workers: concurrent deletes of a bulk delete (1-16, default 8).
+    :param linkstats_conn_id: connection id (default ``linkstats_links_default``). Templated.
+    """
+
+    template_fields: Sequence[str] = ("linkstats_conn_id", "link_id", "link_ids")
+    resource = LINKS
+    hook_class_name = "LinkstatsLinksHook"
+    id_argument = "link_id"
+    ids_argument = "link_ids"
+
+    def __init__(
+        self,
+        *,
+        link_id: int | str | None = None,
+        link_ids: Sequence[int | str] | None = None,
+        missing_ok: bool = False,
+        max_workers: int = 8,
+        linkstats_conn_id: str = "linkstats_links_default",
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(missing_ok=missing_ok, max_workers=max_workers, linkstats_conn_id=linkstats_conn_id, **kwargs)
+        self.link_id = link_id
+        self.link_ids = link_ids
+
+
+@document_filters(LINKS)
+class LinkstatsListLinksOperator(LinkstatsListOperatorBase):
+    """List links matching the filters, walking every page, and return the records.
+
+    :param max_items: stop after this many records (default: all).
+    :param linkstats_conn_id: connection id (default ``linkstats_links_default``). Templated.
+    """
+
+    template_fields: Sequence[str] = ("linkstats_conn_id", *LIST_FILTERS, "max_items")
+    resource = LINKS
+    hook_class_name = "LinkstatsLinksHook"
+
+    def __init__(
+        self,
+        *,
+        search: str | None = None,
+        search_by: str | None = None,
+        status: int | None = None,
+        space_id: int | str | None = None,
+        domain_id: int | str | None = None,
+        pixel_id: int | str | None = None,
+        sort_by: str | None = None,
+        sort: str | None = None,
+        per_page: int | None = None,
+        max_items: int | None = None,
+        linkstats_conn_id: str = "linkstats_links_default",
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(max_items=max_items, linkstats_conn_id=linkstats_conn_id, **kwargs)
+        assign_arguments(self, locals(), LIST_FILTERS)

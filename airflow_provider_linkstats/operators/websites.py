@@ -1,0 +1,163 @@
+"""Operators for tracked websites on the analytics service.
+
+The website field ``email`` (e-mail reports on or off) is the argument ``email_reports`` here,
+because ``email`` on every Airflow operator already means "where to send failure alerts".
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from airflow_provider_linkstats.client.contract import WEBSITES
+from airflow_provider_linkstats.operators.base import (
+    LinkstatsCreateOperatorBase,
+    LinkstatsDeleteOperatorBase,
+    LinkstatsGetOperatorBase,
+    LinkstatsListOperatorBase,
+    LinkstatsUpdateOperatorBase,
+    assign_arguments,
+    document_fields,
+    document_filters,
+)
+
+RENAMED = {"email_reports": "email"}  # operator argument -> API field
+_TO_ARGUMENT = {api: arg for arg, api in RENAMED.items()}
+CREATE_ARGUMENTS = tuple(_TO_ARGUMENT.get(s.name, s.name) for s in WEBSITES.fields_for("create"))
+UPDATE_ARGUMENTS = tuple(_TO_ARGUMENT.get(s.name, s.name) for s in WEBSITES.fields_for("update"))
+LIST_FILTERS = tuple(spec.name for spec in WEBSITES.list_params)
+
+
+class _WebsiteOperator:
+    resource = WEBSITES
+    hook_class_name = "LinkstatsAnalyticsHook"
+    field_arguments = RENAMED
+
+
+@document_fields(WEBSITES, "create", renamed=RENAMED)
+class LinkstatsCreateWebsiteOperator(_WebsiteOperator, LinkstatsCreateOperatorBase):
+    """Create a tracked website and return its record.
+
+    :param if_exists: what an existing website with the same ``domain`` means: "fail" (default),
+        "skip" (return it unchanged) or "update" (write the given fields to it). Templated.
+    :param linkstats_conn_id: connection id (default ``linkstats_analytics_default``). Templated.
+    """
+
+    template_fields: Sequence[str] = ("linkstats_conn_id", *CREATE_ARGUMENTS, "if_exists")
+
+    def __init__(
+        self,
+        *,
+        domain: str,
+        privacy: int | None = None,
+        password: str | None = None,
+        email_reports: int | bool | None = None,
+        exclude_bots: int | bool | None = None,
+        exclude_params: Sequence[str] | None = None,
+        exclude_ips: Sequence[str] | None = None,
+        if_exists: str = "fail",
+        linkstats_conn_id: str = "linkstats_analytics_default",
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(if_exists=if_exists, linkstats_conn_id=linkstats_conn_id, **kwargs)
+        assign_arguments(self, locals(), CREATE_ARGUMENTS)
+        self.mask_secrets()
+
+
+@document_fields(WEBSITES, "update", renamed=RENAMED)
+class LinkstatsUpdateWebsiteOperator(_WebsiteOperator, LinkstatsUpdateOperatorBase):
+    """Change a website; only the fields given are sent.
+
+    :param website_id: the website to change. Templated.
+    :param linkstats_conn_id: connection id (default ``linkstats_analytics_default``). Templated.
+    """
+
+    template_fields: Sequence[str] = ("linkstats_conn_id", "website_id", *UPDATE_ARGUMENTS)
+    id_argument = "website_id"
+
+    def __init__(
+        self,
+        *,
+        website_id: int | str,
+        privacy: int | None = None,
+        password: str | None = None,
+        email_reports: int | bool | None = None,
+        exclude_bots: int | bool | None = None,
+        exclude_params: Sequence[str] | None = None,
+        exclude_ips: Sequence[str] | None = None,
+        linkstats_conn_id: str = "linkstats_analytics_default",
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(linkstats_conn_id=linkstats_conn_id, **kwargs)
+        assign_arguments(self, locals(), ("website_id", *UPDATE_ARGUMENTS))
+        self.mask_secrets()
+
+
+class LinkstatsGetWebsiteOperator(_WebsiteOperator, LinkstatsGetOperatorBase):
+    """Read one website and return its record.
+
+    :param website_id: the website's id. Templated.
+    :param linkstats_conn_id: connection id (default ``linkstats_analytics_default``). Templated.
+    """
+
+    template_fields: Sequence[str] = ("linkstats_conn_id", "website_id")
+    id_argument = "website_id"
+
+    def __init__(
+        self, *, website_id: int | str, linkstats_conn_id: str = "linkstats_analytics_default", **kwargs: Any
+    ) -> None:
+        super().__init__(linkstats_conn_id=linkstats_conn_id, **kwargs)
+        self.website_id = website_id
+
+
+class LinkstatsDeleteWebsiteOperator(_WebsiteOperator, LinkstatsDeleteOperatorBase):
+    """Delete one website (``website_id``) or many (``website_ids``) and return the id(s).
+
+    :param missing_ok: a website that is already gone counts as deleted instead of failing.
+    :param max_workers: concurrent deletes of a bulk delete (1-16, default 8).
+    :param linkstats_conn_id: connection id (default ``linkstats_analytics_default``). Templated.
+    """
+
+    template_fields: Sequence[str] = ("linkstats_conn_id", "website_id", "website_ids")
+    id_argument = "website_id"
+    ids_argument = "website_ids"
+
+    def __init__(
+        self,
+        *,
+        website_id: int | str | None = None,
+        website_ids: Sequence[int | str] | None = None,
+        missing_ok: bool = False,
+        max_workers: int = 8,
+        linkstats_conn_id: str = "linkstats_analytics_default",
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(missing_ok=missing_ok, max_workers=max_workers, linkstats_conn_id=linkstats_conn_id, **kwargs)
+        self.website_id = website_id
+        self.website_ids = website_ids
+
+
+@document_filters(WEBSITES)
+class LinkstatsListWebsitesOperator(_WebsiteOperator, LinkstatsListOperatorBase):
+    """List websites matching the filters, walking every page, and return the records.
+
+    :param max_items: stop after this many records (default: all).
+    :param linkstats_conn_id: connection id (default ``linkstats_analytics_default``). Templated.
+    """
+
+    template_fields: Sequence[str] = ("linkstats_conn_id", *LIST_FILTERS, "max_items")
+
+    def __init__(
+        self,
+        *,
+        search: str | None = None,
+        search_by: str | None = None,
+        sort_by: str | None = None,
+        sort: str | None = None,
+        per_page: int | None = None,
+        max_items: int | None = None,
+        linkstats_conn_id: str = "linkstats_analytics_default",
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(max_items=max_items, linkstats_conn_id=linkstats_conn_id, **kwargs)
+        assign_arguments(self, locals(), LIST_FILTERS)

@@ -1,6 +1,8 @@
 # make test   : create or refresh the venv for AIRFLOW_VERSION, then run the whole suite
 # make demo   : run the campaign, cleanup and report DAGs against the local emulator
 # make bench  : benchmarks against the emulator (prints one table)
+SHELL := /bin/bash
+.SHELLFLAGS := -o pipefail -c
 PYTHON ?= python3
 AIRFLOW_VERSION ?= 3.3.2
 VENV ?= .venv
@@ -16,7 +18,8 @@ venv: $(STAMP)
 $(STAMP): pyproject.toml $(CONSTRAINTS)
 	test -x $(VENV)/bin/python || $(PYTHON) -m venv $(VENV)
 	$(VENV)/bin/python -m pip install -q --upgrade "pip>=24"
-	$(VENV)/bin/python -m pip install -q -c $(CONSTRAINTS) "apache-airflow==$(AIRFLOW_VERSION)" -e ".[test]"
+	$(VENV)/bin/python -m pip install -q -c $(CONSTRAINTS) "apache-airflow==$(AIRFLOW_VERSION)" -e ".[test]" \
+		2>&1 | { grep -v "is ignored: it is neither a file nor a directory" || true; }
 	rm -f $(VENV)/.installed-*
 	touch $@
 

@@ -19,11 +19,16 @@ REPO = Path(__file__).resolve().parent.parent
 API_KEY = "test-key-5f0c9a1e"  # distinctive, so a leak is easy to grep for
 
 _home = tempfile.mkdtemp(prefix="linkstats-airflow-home-")
+# dag.test() on Airflow 3.3 only runs DAGs from files under the dags folder, and walks it: the
+# folder holds links to the two DAG folders only (not the repo, whose .venv it would walk too).
+DAGS_FOLDER = Path(_home) / "dags"
+DAGS_FOLDER.mkdir()
+(DAGS_FOLDER / "examples").symlink_to(REPO / "dags_examples", target_is_directory=True)
+(DAGS_FOLDER / "tests").symlink_to(REPO / "tests" / "dags", target_is_directory=True)
 os.environ.update(
     {
         "AIRFLOW_HOME": _home,
-        # dag.test() on Airflow 3.3 only runs DAGs from files under the dags folder.
-        "AIRFLOW__CORE__DAGS_FOLDER": str(REPO),
+        "AIRFLOW__CORE__DAGS_FOLDER": str(DAGS_FOLDER),
         "AIRFLOW__CORE__LOAD_EXAMPLES": "False",
         "AIRFLOW__DATABASE__SQL_ALCHEMY_CONN": f"sqlite:///{_home}/airflow.db",
     }

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import importlib.util
 
-from tests.conftest import REPO
+from tests.conftest import DAGS_FOLDER
 
 
 def load_dag(name: str):
-    path = REPO / "tests" / "dags" / f"{name}.py"
+    path = DAGS_FOLDER / "tests" / f"{name}.py"
     spec = importlib.util.spec_from_file_location(f"linkstats_test_dag_{name}", path)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)

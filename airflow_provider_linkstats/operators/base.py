@@ -266,6 +266,8 @@ class LinkstatsDeleteOperatorBase(LinkstatsBaseOperator):
         if isinstance(many, (bytes, dict)) or not hasattr(many, "__iter__"):
             raise LinkstatsInputError(self.ids_argument, many, "a list of positive integer ids")
         workers = self.max_workers
+        if isinstance(workers, str) and workers.strip().isdigit():
+            workers = int(workers)
         if isinstance(workers, bool) or not isinstance(workers, int) or not 1 <= workers <= MAX_WORKERS_LIMIT:
             raise LinkstatsInputError("max_workers", workers, f"an integer from 1 to {MAX_WORKERS_LIMIT}")
         ids = list(dict.fromkeys(validate_id(value, self.ids_argument) for value in many))

@@ -178,11 +178,11 @@ class LinkstatsDeleteLinkOperator(LinkstatsDeleteOperatorBase):
     :param link_ids: many ids, e.g. the XCom of a list task; deleted on ``max_workers`` threads
         with progress lines in the log. Templated.
     :param missing_ok: a link that is already gone counts as deleted instead of failing.
-    :param max_workers: concurrent deletes of a bulk delete (1-16, default 8).
+    :param max_workers: concurrent deletes of a bulk delete (1-16, default 8). Templated.
     :param linkstats_conn_id: connection id (default ``linkstats_links_default``). Templated.
     """
 
-    template_fields: Sequence[str] = ("linkstats_conn_id", "link_id", "link_ids")
+    template_fields: Sequence[str] = ("linkstats_conn_id", "link_id", "link_ids", "max_workers")
     resource = LINKS
     hook_class_name = "LinkstatsLinksHook"
     id_argument = "link_id"

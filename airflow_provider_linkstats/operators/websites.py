@@ -114,11 +114,11 @@ class LinkstatsDeleteWebsiteOperator(_WebsiteOperator, LinkstatsDeleteOperatorBa
     """Delete one website (``website_id``) or many (``website_ids``) and return the id(s).
 
     :param missing_ok: a website that is already gone counts as deleted instead of failing.
-    :param max_workers: concurrent deletes of a bulk delete (1-16, default 8).
+    :param max_workers: concurrent deletes of a bulk delete (1-16, default 8). Templated.
     :param linkstats_conn_id: connection id (default ``linkstats_analytics_default``). Templated.
     """
 
-    template_fields: Sequence[str] = ("linkstats_conn_id", "website_id", "website_ids")
+    template_fields: Sequence[str] = ("linkstats_conn_id", "website_id", "website_ids", "max_workers")
     id_argument = "website_id"
     ids_argument = "website_ids"
 

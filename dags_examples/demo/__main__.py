@@ -1,0 +1,231 @@
+"""`make demo`: the three example DAGs in real Airflow against the local emulator.
+
+1. prepares an Airflow home with SQLite under demo-output/ and starts the emulator;
+2. points both connections at it through AIRFLOW_CONN_* (a fresh random API key);
+3. runs the campaign DAG with `airflow dags test` while simulated visitors click the campaign
+   links through the emulator's redirect until they expire (the A/B link expires by date: the
+   emulator's clock is moved past it);
+4. seeds old and fresh expired links, runs the cleanup DAG and checks only the old ones went;
+5. runs the report DAG and prints where the report is;
+6. stops the emulator; exits non-zero if any run failed.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import re
+import secrets
+import shutil
+import socket
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pendulum
+import requests
+
+REPO = Path(__file__).resolve().parents[2]
+OUT = REPO / "demo-output"
+HOME = OUT / "airflow-home"
+REPORTS = OUT / "reports"
+CAMPAIGN = "demo-" + pendulum.now("UTC").format("MMDDHHmmss")
+CLICKS_TO_EXPIRE = 12
+API = "/public/api/v1"
+
+VISITORS = [  # (X-Country, User-Agent, Accept-Language)
+    ("US", "Mozilla/5.0 (iPhone; CPU iPhone OS 17_0 like Mac OS X)", "en-US"),
+    ("FR", "Mozilla/5.0 (Linux; Android 14; Pixel 8)", "fr-FR"),
+    ("DE", "Mozilla/5.0 (Windows NT 10.0; Win64; x64)", "de-DE"),
+    ("GB", "Mozilla/5.0 (Macintosh; Intel Mac OS X 14_0)", "en-GB"),
+]
+
+
+def say(message: str) -> None:
+    print(f"[demo {time.strftime('%H:%M:%S')}] {message}", flush=True)
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+class Emulator:
+    """The emulator in its own process, driven over HTTP like any other client would."""
+
+    def __init__(self, api_key: str) -> None:
+        self.url = f"http://127.0.0.1:{free_port()}"
+        self.session = requests.Session()
+        self.session.headers["Authorization"] = f"Bearer {api_key}"
+        env = {**os.environ, "LINKSTATS_EMULATOR_API_KEY": api_key}  # the key stays out of `ps`
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "airflow_provider_linkstats.emulator", "--port", self.url.rsplit(":", 1)[1]],
+            env=env,
+            stdout=(OUT / "emulator.log").open("w"),
+            stderr=subprocess.STDOUT,
+        )
+        for _ in range(100):
+            try:
+                requests.get(f"{self.url}/__emulator__/clock", timeout=1)
+                return
+            except requests.ConnectionError:
+                time.sleep(0.1)
+        raise RuntimeError("the emulator did not start; see demo-output/emulator.log")
+
+    def stop(self) -> None:
+        self.process.terminate()
+        self.process.wait(timeout=10)
+
+    def links(self, **filters: object) -> list[dict]:
+        found, page = [], 1
+        while True:
+            body = self.session.get(f"{self.url}{API}/links", params={**filters, "per_page": 100, "page": page}).json()
+            found += body["data"]
+            if body["meta"]["current_page"] >= body["meta"]["last_page"]:
+                return found
+            page += 1
+
+    def create_link(self, **fields: object) -> dict:
+        response = self.session.post(f"{self.url}{API}/links", data=fields)
+        response.raise_for_status()
+        return response.json()["data"]
+
+    def click(self, alias: str, visitor: tuple[str, str, str]) -> int:
+        country, agent, language = visitor
+        headers = {"X-Country": country, "User-Agent": agent, "Accept-Language": language}
+        return requests.get(f"{self.url}/{alias}", headers=headers, allow_redirects=False, timeout=5).status_code
+
+    def clock(self, **body: object) -> None:
+        requests.post(f"{self.url}/__emulator__/clock", json=body, timeout=5).raise_for_status()
+
+
+def airflow(env: dict, *args: str, log: Path | None = None) -> int:
+    with (log or Path(os.devnull)).open("w") as handle:
+        return subprocess.run([sys.executable, "-m", "airflow", *args], env=env, stdout=handle, stderr=subprocess.STDOUT).returncode
+
+
+LOG_LINE = re.compile(r"^\d{4}-\d\d-\d\dT\S+ \[(\w+)\s*\] (.*?)\s+\[[\w.]+\]")
+SHOWN_MESSAGES = re.compile(r"^(bulk delete finished|created link|created website|.* deleted$)")
+
+
+def excerpt(text: str) -> list[str]:
+    """What the tasks printed (tables, summaries) and their key log messages, without the noise."""
+    shown = []
+    for line in text.splitlines():
+        match = LOG_LINE.match(line)
+        if match and SHOWN_MESSAGES.match(match.group(2)):
+            shown.append(match.group(2))
+        elif not match and line.strip() and not re.match(r"^(\d{4}-|You might|Run `pip)", line):
+            shown.append(line.rstrip())
+    return shown
+
+
+def run_dag(env: dict, dag_id: str, conf: dict) -> bool:
+    log = OUT / f"{dag_id}.log"
+    say(f"airflow dags test {dag_id} (log: {log.relative_to(REPO)})")
+    started = time.monotonic()
+    code = airflow(env, "dags", "test", dag_id, "--conf", json.dumps(conf), log=log)
+    text = log.read_text()
+    for line in excerpt(text):
+        say("  | " + line[:150])
+    ok = code == 0 and "state=success" in text
+    say(f"{dag_id}: {'success' if ok else 'FAILED'} in {time.monotonic() - started:.1f} s")
+    return ok
+
+
+def visitors(emulator: Emulator, stop: threading.Event) -> None:
+    """Click the campaign links until they expire; then move the clock past the A/B link's date."""
+    clicks = 0
+    while not stop.is_set():
+        active = [link for link in emulator.links(search=CAMPAIGN, search_by="alias", status=1)]
+        by_clicks = [link for link in active if link.get("expiration_clicks")]
+        for link in by_clicks:
+            emulator.click(link["alias"], random.choice(VISITORS))
+            clicks += 1
+        if active and not by_clicks:
+            say(f"visitors: {clicks} clicks; the click-limited links have expired, moving the clock 2 hours on")
+            for link in active:
+                emulator.click(link["alias"], random.choice(VISITORS))
+            emulator.clock(advance=2 * 3600)
+        stop.wait(0.2)
+
+
+def seed_expired(emulator: Emulator, count: int, prefix: str) -> None:
+    for index in range(count):
+        link = emulator.create_link(url=f"https://example.com/old/{index}", alias=f"{prefix}-{index}", expiration_clicks=1)
+        emulator.click(link["alias"], VISITORS[index % len(VISITORS)])
+
+
+def main() -> int:
+    for folder in (HOME, REPORTS):
+        shutil.rmtree(folder, ignore_errors=True)
+        folder.mkdir(parents=True)
+    api_key = secrets.token_urlsafe(24)
+    emulator = Emulator(api_key)
+    say(f"emulator on {emulator.url} (both services)")
+    connection = {"host": emulator.url, "password": api_key, "extra": {"timeout": 10}}
+    env = {
+        **os.environ,
+        "AIRFLOW_HOME": str(HOME),
+        "AIRFLOW__CORE__DAGS_FOLDER": str(REPO / "dags_examples"),
+        "AIRFLOW__CORE__LOAD_EXAMPLES": "False",
+        "AIRFLOW__LOGGING__LOGGING_LEVEL": "INFO",
+        "LINKSTATS_CAMPAIGN_POKE_INTERVAL": "2",
+        "LINKSTATS_CAMPAIGN_WAIT_TIMEOUT": "300",
+        "AIRFLOW_CONN_LINKSTATS_LINKS_DEFAULT": json.dumps({"conn_type": "linkstats_links", **connection}),
+        "AIRFLOW_CONN_LINKSTATS_ANALYTICS_DEFAULT": json.dumps({"conn_type": "linkstats_analytics", **connection}),
+    }
+    results: dict[str, bool] = {}
+    try:
+        say("preparing the Airflow metadata database (SQLite)")
+        if airflow(env, "db", "migrate", log=OUT / "db-migrate.log") != 0:
+            say("airflow db migrate failed; see demo-output/db-migrate.log")
+            return 1
+
+        stop = threading.Event()
+        clicker = threading.Thread(target=visitors, args=(emulator, stop), daemon=True)
+        clicker.start()
+        results["campaign"] = run_dag(
+            env, "linkstats_campaign_launch", {"campaign": CAMPAIGN, "expire_after_clicks": CLICKS_TO_EXPIRE}
+        )
+        stop.set()
+        clicker.join(timeout=10)
+        emulator.clock(reset=True)
+        left = emulator.links(search=CAMPAIGN, search_by="alias")
+        say(f"campaign links left behind: {len(left)}")
+        results["campaign"] &= not left
+
+        say("seeding 30 expired links created 40 days ago and 5 created today")
+        emulator.clock(now=pendulum.now("UTC").subtract(days=40).isoformat())
+        seed_expired(emulator, 30, "old")
+        emulator.clock(reset=True)
+        seed_expired(emulator, 5, "fresh")
+        results["cleanup"] = run_dag(env, "linkstats_cleanup_expired", {"older_than_days": 30})
+        remaining = sorted(link["alias"].split("-")[0] for link in emulator.links(status=2))
+        say(f"expired links after cleanup: {len(remaining)} ({', '.join(sorted(set(remaining))) or 'none'})")
+        results["cleanup"] &= remaining == ["fresh"] * 5
+
+        say("creating 5 evergreen links with 3 to 15 visits each, and 2 tracked websites")
+        for rank in range(1, 6):
+            emulator.create_link(url=f"https://example.com/evergreen/{rank}", alias=f"evergreen-{rank}")
+            for visit in range(3 * rank):
+                emulator.click(f"evergreen-{rank}", VISITORS[visit % len(VISITORS)])
+        for domain in ("shop.example.com", "blog.example.com"):
+            emulator.session.post(f"{emulator.url}{API}/websites", data={"domain": domain}).raise_for_status()
+        results["report"] = run_dag(env, "linkstats_weekly_report", {"top_n": 5, "output_dir": str(REPORTS)})
+        produced = sorted(p.name for p in REPORTS.iterdir())
+        say(f"report files in {REPORTS.relative_to(REPO)}/: {', '.join(produced)}")
+    finally:
+        emulator.stop()
+        say("emulator stopped")
+    failed = [name for name, ok in results.items() if not ok]
+    say("all runs succeeded" if not failed else f"FAILED: {', '.join(failed)}")
+    return 1 if failed or len(results) < 3 else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -48,7 +48,9 @@ class RetryPolicy:
         return tenacity.AsyncRetrying(**self._settings(request, log))
 
     def _settings(self, request: ApiRequest, log: logging.Logger) -> dict:
-        backoff = tenacity.wait_exponential_jitter(initial=self.initial_wait, max=self.max_wait, jitter=self.initial_wait)
+        backoff = tenacity.wait_exponential(multiplier=self.initial_wait, max=self.max_wait) + tenacity.wait_random(
+            0, self.initial_wait
+        )
 
         def wait(state: tenacity.RetryCallState) -> float:
             error = state.outcome.exception() if state.outcome else None

@@ -93,7 +93,7 @@ def add_admin_routes(app: FastAPI, state: EmulatorState) -> None:
         ("/reset", reset, "POST"),
     ]
     for path, endpoint, method in routes:
-        app.add_api_route(ADMIN_PREFIX + path, endpoint, methods=[method])
+        app.add_route(ADMIN_PREFIX + path, endpoint, methods=[method])
 
 
 async def _json(request: Request) -> dict[str, Any]:
@@ -107,10 +107,10 @@ async def _json(request: Request) -> dict[str, Any]:
     return body
 
 
-def _call(method: Any, *args: Any, **kwargs: Any) -> Any:
+def _call(control: Any, /, *args: Any, **kwargs: Any) -> Any:
     """Run a control method; a bad argument is the caller's 422, not the emulator's 500."""
     try:
-        return method(*args, **kwargs)
+        return control(*args, **kwargs)
     except (TypeError, ValueError) as error:
         raise ApiError(422, str(error)) from None
 

@@ -1,7 +1,8 @@
 """The HTTP face of the emulator: the ten API endpoints, the short-link redirect, the admin routes.
 
-Handlers take the raw ``Request`` and return ready responses: bodies are parsed by ``forms`` with
-the client's own decoder, and FastAPI does no model validation on the hot path.
+Handlers are plain endpoints on the FastAPI app (``add_route``: Request in, Response out), so the
+hot path does no dependency solving or model validation; bodies are parsed by ``forms`` with the
+client's own decoder.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse, RedirectResponse
 from starlette.exceptions import HTTPException
 
-from airflow_provider_linkstats.client.contract import RESOURCES, Resource
+from airflow_provider_linkstats.client.contract import API_PREFIX, RESOURCES, Resource
 from airflow_provider_linkstats.emulator.admin import add_admin_routes
 from airflow_provider_linkstats.emulator.errors import ApiError
 from airflow_provider_linkstats.emulator.forms import clean_list_params, parse_form
@@ -32,11 +33,11 @@ def build_app(state: EmulatorState, api_keys: Iterable[str], services: Iterable[
     app = FastAPI(openapi_url=None, docs_url=None, redoc_url=None)  # /docs would shadow an alias
     app.add_exception_handler(ApiError, _api_error)  # type: ignore[arg-type]
     app.add_exception_handler(HTTPException, _http_error)  # type: ignore[arg-type]
-    add_admin_routes(app, state)
     auth = _BearerAuth(api_keys)
-    for resource in RESOURCES.values():
+    for resource in RESOURCES.values():  # first: routes are matched in order, and these are the hot ones
         if resource.service in services:
             _add_resource_routes(app, resource, state, auth)
+    add_admin_routes(app, state)
     if "links" in services:
         _add_redirect(app, state)  # last: it catches every other GET path
     return FaultsAndStats(app, state.faults, state.stats)
@@ -87,22 +88,24 @@ def _add_resource_routes(app: FastAPI, resource: Resource, state: EmulatorState,
         return JSONResponse({"message": f"{resource.singular.capitalize()} {record_id} deleted."})
 
     one = resource.path + "/{record_id}"
-    app.add_api_route(resource.path, list_records, methods=["GET"])
-    app.add_api_route(resource.path, create, methods=["POST"])
-    app.add_api_route(one, read, methods=["GET"])
-    app.add_api_route(one, update, methods=["PUT"])
-    app.add_api_route(one, delete, methods=["DELETE"])
+    app.add_route(resource.path, list_records, methods=["GET"])
+    app.add_route(resource.path, create, methods=["POST"])
+    app.add_route(one, read, methods=["GET"])
+    app.add_route(one, update, methods=["PUT"])
+    app.add_route(one, delete, methods=["DELETE"])
 
 
 def _add_redirect(app: FastAPI, state: EmulatorState) -> None:
     async def follow(request: Request) -> Any:
+        if request.url.path.startswith(API_PREFIX):
+            raise HTTPException(404)  # an unknown API route, not an alias
         visitor = Visitor.from_headers(request.headers)
         visit = state.store.visit(request.path_params["alias"], visitor, request.query_params.get("password"))
         if visit.location is not None:
             return RedirectResponse(visit.location, status_code=visit.status)
         return JSONResponse({"message": visit.message}, status_code=visit.status)
 
-    app.add_api_route("/{alias:path}", follow, methods=["GET"])
+    app.add_route("/{alias:path}", follow, methods=["GET"])
 
 
 def _envelope(request: Request, items: list, total: int, page: int, per_page: int) -> dict:
@@ -133,7 +136,7 @@ def _envelope(request: Request, items: list, total: int, page: int, per_page: in
 
 
 async def _api_error(request: Request, error: ApiError) -> JSONResponse:
-    return JSONResponse(error.body(), status_code=error.status, headers=error.headers)
+    return JSONResponse(error.body(), status_code=error.status)
 
 
 async def _http_error(request: Request, error: HTTPException) -> JSONResponse:

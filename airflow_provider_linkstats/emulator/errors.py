@@ -8,18 +8,11 @@ from collections.abc import Mapping
 class ApiError(Exception):
     """An error answer: ``{"message": ..., "errors": {field: [...]}}`` (errors only for 422)."""
 
-    def __init__(
-        self,
-        status: int,
-        message: str,
-        errors: Mapping[str, list[str]] | None = None,
-        headers: Mapping[str, str] | None = None,
-    ) -> None:
+    def __init__(self, status: int, message: str, errors: Mapping[str, list[str]] | None = None) -> None:
         super().__init__(message)
         self.status = status
         self.message = message
         self.errors = dict(errors or {})
-        self.headers = dict(headers or {})
 
     def body(self) -> dict:
         body: dict = {"message": self.message}

@@ -62,10 +62,16 @@ class Faults:
         ``retry_after``: seconds, or an aware datetime sent as an HTTP date. ``body``: sent as-is
         (an HTML error page, truncated JSON...) instead of the JSON message.
         """
-        if not 100 <= int(status) <= 599:
-            raise ValueError(f"status must be an HTTP status code, got {status!r}")
+        if not 200 <= int(status) <= 599:
+            raise ValueError(f"status must be a final HTTP status (200-599), got {status!r}")
         rule = FaultRule(
-            _count(count), _method(method), api_path_prefix(path_prefix), int(status), _retry_after(retry_after), body, content_type
+            _count(count),
+            _method(method),
+            api_path_prefix(path_prefix),
+            int(status),
+            _retry_after(retry_after),
+            body,
+            content_type,
         )
         with self._lock:
             self._fail.append(rule)
@@ -101,7 +107,9 @@ class Faults:
         if not (self._fail or self._drop or self._latency):
             return _NOTHING  # the common case, without the lock
         with self._lock:
-            return Decision(self._latency, _consume(self._fail, method, path), _consume(self._drop, method, path) is not None)
+            return Decision(
+                self._latency, _consume(self._fail, method, path), _consume(self._drop, method, path) is not None
+            )
 
 
 def _consume(rules: list[FaultRule], method: str, path: str) -> FaultRule | None:

@@ -107,11 +107,11 @@ def destination(link: Mapping[str, Any], visitor: Visitor, rotation_turn: int) -
     if target_type == TargetType.ROTATION and link.get("rotation"):
         rules = link["rotation"]
         return rules[rotation_turn % len(rules)]["value"]
-    wanted = {"country": visitor.country, "platform": visitor.platform}
-    field = _RULES_BY_TYPE.get(target_type)  # type: ignore[call-overload]
-    if field and wanted[field]:
+    field = _RULES_BY_TYPE.get(target_type)  # type: ignore[arg-type]
+    wanted = {"country": visitor.country, "platform": visitor.platform}.get(field or "")
+    if field and wanted:
         for rule in link.get(field) or ():
-            if rule["key"].lower() == wanted[field].lower():
+            if rule["key"].lower() == wanted.lower():
                 return rule["value"]
     if visitor.language:
         tag = visitor.language.lower()

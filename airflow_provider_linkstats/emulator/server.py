@@ -19,7 +19,7 @@ from typing import Any
 
 import uvicorn
 
-from airflow_provider_linkstats.emulator.app import build_app
+from airflow_provider_linkstats.emulator.app import SERVICES, build_app
 from airflow_provider_linkstats.emulator.clock import Clock
 from airflow_provider_linkstats.emulator.faults import Faults
 from airflow_provider_linkstats.emulator.state import EmulatorState
@@ -144,16 +144,18 @@ class Emulator:
     # -- internals -------------------------------------------------------------------------------
 
     def _prepare(self) -> None:
-        family = socket.AF_INET6 if ":" in self.host else socket.AF_INET
         try:
             for service, port in self._ports.items():
-                self._sockets[service] = socket.create_server((self.host, port), family=family)
+                self._sockets[service] = _listening_socket(self.host, port)
         except OSError:
             self._close_sockets()
             raise
         self.store.base_url = self._base_url or self.url
-        services = [("links", "analytics")] if len(self._sockets) == 1 else [("links",), ("analytics",)]
-        self._servers = [_server(build_app(self.state, self._api_keys, s), self._log_level) for s in services]
+        shared = len(self._sockets) == 1  # one port serves both services
+        self._servers = [
+            _server(build_app(self.state, self._api_keys, SERVICES if shared else (service,)), self._log_level)
+            for service in self._sockets  # same order as the sockets, paired in _serve
+        ]
 
     def _run_loop(self, on_ready: Callable[[Emulator], None] | None = None) -> None:
         loop = _new_event_loop()
@@ -166,7 +168,7 @@ class Emulator:
 
     async def _serve(self, on_ready: Callable[[Emulator], None] | None) -> None:
         sockets = list(self._sockets.values())
-        tasks = [asyncio.ensure_future(s.serve(sockets=[sock])) for s, sock in zip(self._servers, sockets)]
+        tasks = [asyncio.ensure_future(s.serve(sockets=[sock])) for s, sock in zip(self._servers, sockets, strict=True)]
         while not all(s.started for s in self._servers) and not any(t.done() for t in tasks):
             await asyncio.sleep(0.01)
         if on_ready is not None and all(s.started for s in self._servers):
@@ -186,6 +188,7 @@ class Emulator:
         for sock in self._sockets.values():
             with contextlib.suppress(OSError):
                 sock.close()
+        self._sockets.clear()
 
 
 class _Server(uvicorn.Server):
@@ -211,6 +214,21 @@ def _server(app: Any, log_level: str) -> uvicorn.Server:
         timeout_keep_alive=KEEP_ALIVE_SECONDS,
     )
     return _Server(config)
+
+
+def _listening_socket(host: str, port: int) -> socket.socket:
+    """Bound with an explicit IPPROTO_TCP: asyncio turns Nagle off (TCP_NODELAY) only on sockets
+    that say so, and with Nagle on every response waits ~40 ms for the client's delayed ACK."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind((host, port))
+        sock.listen(socket.SOMAXCONN)
+    except OSError:
+        sock.close()
+        raise
+    return sock
 
 
 def _new_event_loop() -> asyncio.AbstractEventLoop:

@@ -24,7 +24,7 @@ from zoneinfo import ZoneInfo
 from airflow_provider_linkstats.client.contract import LINKS, RESOURCES, WEBSITES, Kind, Resource
 from airflow_provider_linkstats.emulator import links as link_rules
 from airflow_provider_linkstats.emulator.clock import Clock
-from airflow_provider_linkstats.emulator.errors import ApiError, ValidationFailed, not_found
+from airflow_provider_linkstats.emulator.errors import ValidationFailed, not_found
 from airflow_provider_linkstats.emulator.forms import clean_fields
 
 _LIST_KINDS = {Kind.ID_LIST, Kind.TARGETING, Kind.LINES, Kind.IP_LINES}
@@ -72,7 +72,7 @@ class Store:
 
     def add_link(self, **fields: Any) -> Record:
         """Seed a link without HTTP; ``title`` and ``clicks`` may be set here too (not over the API)."""
-        extras = {name: fields.pop(name) for name in ("title", "clicks") if name in fields}
+        extras: dict[str, Any] = {name: fields.pop(name) for name in ("title", "clicks") if name in fields}
         return copy.deepcopy(self.create(LINKS, _known(LINKS, fields), extras))
 
     def add_website(self, **fields: Any) -> Record:
@@ -91,13 +91,14 @@ class Store:
             stamp = self._timestamp()
             record: Record = {"id": self._next_id[resource.name]}
             for spec in resource.fields:
-                record[spec.name] = values[spec.name] if values.get(spec.name) is not None else _default(spec)
+                record[spec.name] = values[spec.name] if spec.name in values else _default(spec)
             if resource is LINKS:
                 _init_link(record, extras or {})
                 if record["alias"] is None:
                     record["alias"] = self._free_alias(record["domain_id"])
             record.update(created_at=stamp, updated_at=stamp)
-            self._claim_key(resource, record)
+            key = self._free_key(resource, record)
+            self._keys[resource.name][key] = record["id"]
             self._records[resource.name][record["id"]] = record
             self._next_id[resource.name] += 1
             self._save()
@@ -110,13 +111,11 @@ class Store:
             changed = {**record}
             for name, value in values.items():
                 changed[name] = _default(resource.field(name)) if value is None else value
-            if self._unique_key(resource, changed) != self._unique_key(resource, record):
-                del self._keys[resource.name][self._unique_key(resource, record)]
-                try:
-                    self._claim_key(resource, changed)
-                except ApiError:
-                    self._keys[resource.name][self._unique_key(resource, record)] = record["id"]
-                    raise
+            old_key = self._unique_key(resource, record)
+            if self._unique_key(resource, changed) != old_key:
+                new_key = self._free_key(resource, changed)
+                del self._keys[resource.name][old_key]
+                self._keys[resource.name][new_key] = record["id"]
             changed["updated_at"] = self._timestamp()
             record.update(changed)
             self._save()
@@ -213,12 +212,13 @@ class Store:
             return (record["domain_id"], record["alias"])
         return record["domain"].lower()
 
-    def _claim_key(self, resource: Resource, record: Record) -> None:
+    def _free_key(self, resource: Resource, record: Record) -> Any:
+        """The record's unique key, or a 422 on its natural key when another record holds it."""
         key = self._unique_key(resource, record)
         if key in self._keys[resource.name]:
             name = resource.natural_key
             raise ValidationFailed({name: [f"The {name} has already been taken."]})
-        self._keys[resource.name][key] = record["id"]
+        return key
 
     def _filter(self, name: str, wanted: Any, record: Record, now: dt.datetime) -> bool:
         if name == "status":

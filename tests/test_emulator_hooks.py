@@ -1,0 +1,124 @@
+"""The provider's hooks against the emulator: the same calls as against the scripted server, with
+the outcome checked in the emulator's own records and request counts."""
+
+from __future__ import annotations
+
+import datetime as dt
+import math
+
+import pytest
+
+from airflow_provider_linkstats.client import (
+    LinkstatsAuthError,
+    LinkstatsNotFoundError,
+    LinkstatsOutcomeUnknownError,
+    LinkstatsValidationError,
+)
+from airflow_provider_linkstats.client.contract import MAX_PER_PAGE, LinkStatus
+from airflow_provider_linkstats.hooks.linkstats import LinkstatsAnalyticsHook, LinkstatsLinksHook
+from tests.conftest import API_KEY, connection_json
+
+
+@pytest.fixture
+def links(emu):
+    hook = LinkstatsLinksHook(retry_wait=0.01, retry_wait_max=1.0)
+    yield hook
+    hook.close()
+
+
+@pytest.fixture
+def websites(emu):
+    hook = LinkstatsAnalyticsHook(retry_wait=0.01, retry_wait_max=1.0)
+    yield hook
+    hook.close()
+
+
+def test_link_methods(links, emu):
+    rules = [{"key": "US", "value": "https://us.example.com"}]
+    created = links.create_link("https://example.com", alias="spring", target_type=1, country=rules, pixel_ids=[3])
+    assert emu.store.links() == [created]
+    assert links.get_link(created["id"]) == created
+    updated = links.update_link(created["id"], disabled=1)
+    assert updated["status"] == LinkStatus.DISABLED and emu.store.links()[0]["disabled"] == 1
+    assert [link["id"] for link in links.list_links(status=LinkStatus.DISABLED)] == [created["id"]]
+    assert links.find("spring")["id"] == created["id"]
+    assert links.delete_link(created["id"]) is True
+    assert emu.store.links() == []
+    assert links.delete_link(created["id"], missing_ok=True) is False
+    with pytest.raises(LinkstatsNotFoundError):
+        links.get_link(created["id"])
+
+
+def test_website_methods(websites, emu):
+    created = websites.create_website("shop.example.com", exclude_ips=["10.0.0.1"], exclude_params=["utm_source"])
+    assert emu.store.websites() == [created]
+    assert websites.update_website(created["id"], email=1)["email"] == 1
+    assert [w["domain"] for w in websites.list_websites(search="shop")] == ["shop.example.com"]
+    assert websites.delete_website(created["id"]) is True and emu.store.websites() == []
+
+
+def test_listing_walks_every_page_at_100(links, emu):
+    for n in range(250):
+        emu.store.add_link(url=f"https://e{n}.com")
+    assert sorted(link["id"] for link in links.list_links()) == list(range(1, 251))
+    assert emu.stats.count(method="GET", path_prefix="/links") == math.ceil(250 / MAX_PER_PAGE)
+    assert {q for r in emu.stats.requests() for q in r["query"]["per_page"]} == {"100"}
+    assert emu.stats.connections() == 1  # one keep-alive session for the whole walk
+
+
+def test_expires_at_is_met_by_the_emulator_clock(links, emu):
+    emu.clock.set(dt.datetime(2030, 1, 1, 8, 0, tzinfo=dt.timezone.utc), freeze=True)
+    created = links.create_link("https://example.com", expires_at=emu.clock.now() + dt.timedelta(minutes=5))
+    assert (created["expiration_date"], created["expiration_time"]) == ("2030-01-01", "08:05")
+    assert links.list_links(status=LinkStatus.EXPIRED) == []
+    emu.clock.advance(minutes=5)
+    assert [link["id"] for link in links.list_links(status=LinkStatus.EXPIRED)] == [created["id"]]
+
+
+def test_server_validation_error_names_the_field(links, emu):
+    links.create_link("https://example.com", alias="taken")
+    with pytest.raises(LinkstatsValidationError) as error:
+        links.create_link("https://example.com/2", alias="taken")
+    assert list(error.value.errors) == ["alias"] and error.value.status == 422
+
+
+def test_503_with_retry_after_is_retried(links, emu):
+    emu.faults.fail_next(count=2, status=503, retry_after=0)
+    assert links.create_link("https://example.com", alias="after-503")["alias"] == "after-503"
+    assert emu.stats.count(method="POST") == 3
+    assert len(emu.store.links()) == 1
+
+
+def test_dropped_create_with_alias_is_reconciled_not_duplicated(links, emu):
+    emu.faults.drop_next(method="POST")
+    created = links.create_link("https://example.com", alias="lost-answer")
+    assert [link["id"] for link in emu.store.links()] == [created["id"]]
+    assert [r["method"] for r in emu.stats.requests()] == ["POST", "GET"]
+
+
+def test_dropped_create_without_alias_fails_clearly_and_is_not_resent(links, emu):
+    emu.faults.drop_next(method="POST")
+    with pytest.raises(LinkstatsOutcomeUnknownError, match="may have been created"):
+        links.create_link("https://example.com")
+    assert len(emu.store.links()) == 1 and emu.stats.count(method="POST") == 1
+
+
+def test_dropped_delete_is_retried_and_counts_as_done(links, emu):
+    link = emu.store.add_link(url="https://example.com")
+    emu.faults.drop_next(method="DELETE")
+    assert links.delete_link(link["id"]) is True
+    assert emu.store.links() == [] and emu.stats.count(method="DELETE") == 2
+
+
+def test_test_connection(links, emu, monkeypatch):
+    assert links.test_connection()[0] is True
+    assert emu.stats.requests()[-1]["method"] == "GET"
+    monkeypatch.setenv(
+        "AIRFLOW_CONN_LINKSTATS_LINKS_DEFAULT",
+        connection_json(emu.url).replace(API_KEY, "wrong-key-0000"),
+    )
+    wrong = LinkstatsLinksHook()
+    ok, message = wrong.test_connection()
+    assert ok is False and "wrong-key-0000" not in message and "401" in message
+    with pytest.raises(LinkstatsAuthError):
+        wrong.list_links()

@@ -134,6 +134,14 @@ class ScriptedServer:
             self._server.script.extend(steps)
         return self
 
+    def reset(self) -> None:
+        """Forget the script, the requests and the connection count; answer with the initial default."""
+        with self._server.lock:
+            self._server.script.clear()
+            self._server.requests.clear()
+            self._server.connections = 0
+            self._server.default = ("respond", 200, {"data": []})
+
     def set_default(self, step: Any) -> None:
         """A step, or a function of the request record returning a step, for unscripted requests."""
         self._server.default = step

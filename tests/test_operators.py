@@ -244,43 +244,7 @@ def test_website_crud(emu):
     assert deleted == created["id"] and emu.store.websites() == []
 
 
-# -- bad input: rejected before any request ------------------------------------------------------
-
-BAD_INPUT = [
-    (lambda: LinkstatsCreateLinkOperator(task_id="t", url="ftp://x"), "url", "ftp://x"),
-    (lambda: LinkstatsCreateLinkOperator(task_id="t", url="https://x.com", privacy=3), "privacy", "3"),
-    (lambda: LinkstatsCreateLinkOperator(task_id="t", url="https://x.com", target_type=3), "target_type", "3"),
-    (lambda: LinkstatsCreateLinkOperator(task_id="t", url="https://x.com", disabled=2), "disabled", "2"),
-    (lambda: LinkstatsCreateLinkOperator(task_id="t", url="https://x.com", if_exists="replace"), "if_exists", "replace"),
-    (lambda: LinkstatsCreateLinkOperator(task_id="t", url="https://x.com", expiration_time="9:5"), "expiration_time", "9:5"),
-    (lambda: LinkstatsCreateLinkOperator(task_id="t", url="https://x.com", expires_at="tomorrow"), "expires_at", "tomorrow"),
-    (lambda: LinkstatsCreateLinkOperator(task_id="t", url="https://x.com", pixel_ids=[1, "b"]), "pixel_ids", "b"),
-    (lambda: LinkstatsCreateLinkOperator(task_id="t", url="https://x.com", country=[{"key": "US"}]), "country[0].value", "None"),
-    (lambda: LinkstatsUpdateLinkOperator(task_id="t", link_id="abc", url="https://x.com"), "link_id", "abc"),
-    (lambda: LinkstatsGetLinkOperator(task_id="t", link_id=0), "link_id", "0"),
-    (lambda: LinkstatsDeleteLinkOperator(task_id="t"), "link_id/link_ids", "None"),
-    (lambda: LinkstatsDeleteLinkOperator(task_id="t", link_ids=[1], max_workers=100), "max_workers", "100"),
-    (lambda: LinkstatsDeleteLinkOperator(task_id="t", link_id=1, missing_ok="maybe"), "missing_ok", "maybe"),
-    (lambda: LinkstatsListLinksOperator(task_id="t", status=5), "status", "5"),
-    (lambda: LinkstatsListLinksOperator(task_id="t", search_by="domain"), "search_by", "domain"),
-    (lambda: LinkstatsListLinksOperator(task_id="t", sort="up"), "sort", "up"),
-    (lambda: LinkstatsListLinksOperator(task_id="t", max_items=-1), "max_items", "-1"),
-    (lambda: LinkstatsCreateWebsiteOperator(task_id="t", domain="https://x.com/"), "domain", "https://x.com/"),
-    (lambda: LinkstatsCreateWebsiteOperator(task_id="t", domain="x.com", exclude_ips=["999.1.1.1"]), "exclude_ips", "999.1.1.1"),
-    (lambda: LinkstatsCreateWebsiteOperator(task_id="t", domain="x.com", email_reports=5), "email", "5"),
-    (lambda: LinkstatsListWebsitesOperator(task_id="t", sort_by="clicks"), "sort_by", "clicks"),
-    (lambda: LinkstatsListWebsitesOperator(task_id="t", per_page=1000), "per_page", "1000"),
-]
-
-
-@pytest.mark.parametrize(("make", "field", "value"), BAD_INPUT, ids=[f"{c[1]}={c[2]}" for c in BAD_INPUT])
-def test_bad_input_rejected_before_any_request(emu, make, field, value):
-    with pytest.raises(LinkstatsInputError) as caught:
-        run(make())
-    message = str(caught.value)
-    assert caught.value.field == field
-    assert value in message and "Allowed:" in message
-    assert api_count(emu) == 0
+# -- bad input: see tests/test_bad_input.py (one table for every operator and the sensor) ---------
 
 
 # -- secrets and the extra link ----------------------------------------------------------------

@@ -8,6 +8,7 @@ from typing import Any
 
 from airflow_provider_linkstats.client.contract import MAX_PER_PAGE, Resource
 from airflow_provider_linkstats.client.errors import (
+    LinkstatsError,
     LinkstatsInputError,
     LinkstatsNotFoundError,
     LinkstatsOutcomeUnknownError,
@@ -55,7 +56,6 @@ class LinkstatsClient:
     ) -> None:
         self.root = root
         self.retry = retry or RetryPolicy()
-        self._secrets = (api_key,)
         self._transport = RequestsTransport(
             root,
             api_key,
@@ -67,6 +67,11 @@ class LinkstatsClient:
 
     def __repr__(self) -> str:
         return f"LinkstatsClient(root={self.root!r})"
+
+    @property
+    def _secrets(self) -> tuple[str, ...]:
+        """What to redact from server messages: the key, read back from the session's header."""
+        return (self._transport.api_key,)
 
     def close(self) -> None:
         self._transport.close()
@@ -111,7 +116,15 @@ class LinkstatsClient:
                         f"created. Without a {resource.natural_key} it cannot be looked up, so it was not sent "
                         f"again; check the service before retrying."
                     ) from None
-                existing = self.find_by_natural_key(resource, str(key_value), fields.get("domain_id"))
+                try:
+                    existing = self.find_by_natural_key(resource, str(key_value), fields.get("domain_id"))
+                except LinkstatsError as lookup_error:
+                    # Still unknown: say so, rather than report the lookup's GET as the failure.
+                    raise LinkstatsOutcomeUnknownError(
+                        f"{request.describe()}: the answer was lost, so the {resource.singular} may have been "
+                        f"created, and looking it up by {resource.natural_key} failed too ({lookup_error}); "
+                        f"it was not sent again"
+                    ) from lookup_error
                 if existing is not None:
                     log.warning(
                         "Linkstats %s: the answer was lost but the %s exists (id=%s); not sending again",

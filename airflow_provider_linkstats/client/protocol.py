@@ -16,7 +16,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from airflow_provider_linkstats.client.contract import API_PREFIX, LINKS, MAX_PER_PAGE, LinkStatus, Resource
+from airflow_provider_linkstats.client.contract import API_PREFIX, LINKS, MAX_PER_PAGE, RESOURCES, LinkStatus, Resource
 from airflow_provider_linkstats.client.encoding import FormPairs, encode_form
 from airflow_provider_linkstats.client.errors import (
     LinkstatsApiError,
@@ -28,6 +28,7 @@ from airflow_provider_linkstats.client.errors import (
     LinkstatsValidationError,
 )
 from airflow_provider_linkstats.client.validation import (
+    secret_values,
     validate_fields,
     validate_id,
     validate_list_params,
@@ -44,6 +45,8 @@ class ApiRequest:
     path: str  # starts with "/", e.g. "/links/5"
     params: tuple[tuple[str, str], ...] = ()
     form: tuple[tuple[str, str], ...] = ()
+    # Password values in ``form``: redacted from any error text the server sends back.
+    secrets: tuple[str, ...] = field(default=(), repr=False, compare=False)
 
     @property
     def idempotent(self) -> bool:
@@ -82,13 +85,15 @@ def api_root(base_url: str) -> str:
 
 def build_create(resource: Resource, fields: Mapping[str, Any]) -> ApiRequest:
     values = validate_fields(resource, "create", fields)
-    return ApiRequest("POST", f"/{resource.name}", form=tuple(encode_form(values)))
+    secrets = tuple(secret_values(resource, values))
+    return ApiRequest("POST", f"/{resource.name}", form=tuple(encode_form(values)), secrets=secrets)
 
 
 def build_update(resource: Resource, record_id: Any, fields: Mapping[str, Any]) -> ApiRequest:
     record_id = validate_id(record_id, f"{resource.singular}_id")
     values = validate_fields(resource, "update", fields)
-    return ApiRequest("PUT", f"/{resource.name}/{record_id}", form=tuple(encode_form(values)))
+    secrets = tuple(secret_values(resource, values))
+    return ApiRequest("PUT", f"/{resource.name}/{record_id}", form=tuple(encode_form(values)), secrets=secrets)
 
 
 def build_get(resource: Resource, record_id: Any) -> ApiRequest:
@@ -134,6 +139,7 @@ def raise_for_status(request: ApiRequest, response: ApiResponse, secrets: tuple[
     status = response.status
     if 200 <= status < 300:
         return
+    secrets = (*secrets, *request.secrets)
     payload = _try_json(response.body)
     message = _error_message(payload, status, response.body)
     message = redact(message, secrets)
@@ -161,9 +167,9 @@ def parse_record(request: ApiRequest, response: ApiResponse) -> dict[str, Any]:
     if payload is None:
         return {}
     if isinstance(payload, dict) and isinstance(payload.get("data"), dict):
-        return payload["data"]
+        return _without_secrets(payload["data"])
     if isinstance(payload, dict) and "data" not in payload:
-        return payload
+        return _without_secrets(payload)
     raise _shape_error(request, response, "a record object")
 
 
@@ -183,6 +189,7 @@ def parse_page(request: ApiRequest, response: ApiResponse, per_page: int) -> Pag
         raise _shape_error(request, response, "a list or an object with a 'data' list")
     if not all(isinstance(item, dict) for item in items):
         raise _shape_error(request, response, "a list of record objects")
+    items = [_without_secrets(item) for item in items]
     total = None
     if isinstance(meta, dict) and _is_int(meta.get("current_page")) and _is_int(meta.get("last_page")):
         has_next = meta["current_page"] < meta["last_page"]
@@ -226,6 +233,16 @@ def redact(text: str, secrets: tuple[str, ...]) -> str:
 
 
 # -- helpers ---------------------------------------------------------------------------------
+
+# Passwords are write-only; should a service echo one in a record, it must not reach XCom.
+_SECRET_FIELDS = frozenset(spec.name for r in RESOURCES.values() for spec in r.fields if spec.secret)
+
+
+def _without_secrets(record: dict[str, Any]) -> dict[str, Any]:
+    if _SECRET_FIELDS.isdisjoint(record):
+        return record
+    return {name: value for name, value in record.items() if name not in _SECRET_FIELDS}
+
 
 _BEARER = re.compile(r"(?i)(bearer\s+)[^\s\"',;]+")
 

@@ -44,6 +44,11 @@ class RequestsTransport:
     def __repr__(self) -> str:
         return f"RequestsTransport(root={self.root!r})"
 
+    @property
+    def api_key(self) -> str:
+        """The key, kept only in the session's Authorization header (so in no attribute's repr)."""
+        return str(self._session.headers["Authorization"]).removeprefix("Bearer ")
+
     def send(self, request: ApiRequest) -> ApiResponse:
         try:
             response = self._session.request(

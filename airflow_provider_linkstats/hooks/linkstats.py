@@ -64,10 +64,16 @@ class LinkstatsBaseHook(BaseHook):
 
     # -- connection --------------------------------------------------------------------------
 
-    @cached_property
+    @property
     def connection(self) -> Any:
-        """The Airflow Connection, fetched once (its repr hides the password)."""
-        return self.get_connection(self.linkstats_conn_id)
+        """The Airflow Connection, fetched once.
+
+        Held out of sight of ``repr(vars(hook))``: on Airflow 3 a Connection's repr shows its password.
+        """
+        holder = self.__dict__.get("_connection")
+        if holder is None:
+            holder = self.__dict__["_connection"] = _Hidden(self.get_connection(self.linkstats_conn_id))
+        return holder.value
 
     @cached_property
     def settings(self) -> JsonDict:
@@ -315,6 +321,18 @@ def _extra(name: str, kind: str, default: Any, value: Any) -> Any:
             raise LinkstatsInputError(name, value, f"a {'non-negative whole' if kind == 'integer' else 'positive'} number")
         return number
     return str(value)
+
+
+class _Hidden:
+    """Holds a value whose repr would show a secret."""
+
+    __slots__ = ("value",)
+
+    def __init__(self, value: Any) -> None:
+        self.value = value
+
+    def __repr__(self) -> str:
+        return "<hidden>"
 
 
 def _mask(secret: str) -> None:

@@ -1,0 +1,189 @@
+"""DAG parse cost: what importing our operator and sensor modules adds on top of ``airflow.sdk``.
+
+The scheduler's DAG processor has Airflow loaded already (it forks its parsing processes from a
+parent that imported it); what a provider adds per parse is the import of the modules a DAG file
+names. So each sample is a fresh interpreter that imports ``airflow.sdk`` and then forks one child
+per side (ours, the HTTP provider's; the order alternates between samples). Each child starts
+from the same pristine state and times its modules one after the other, so each per-module figure
+is what that module adds to the ones before it. The median over the samples counts. (Without
+``os.fork`` each side gets its own interpreter instead. On Airflow 2, where there is no
+``airflow.sdk``, the base is what it holds in 3: the DAG, BaseOperator and BaseSensorOperator
+modules.)
+
+Bytecode caches are warm on both sides, as on a scheduler where pip compiled the provider at
+install time: the probes run with ``PYTHONPYCACHEPREFIX`` (a directory outside the repo) and
+without ``PYTHONDONTWRITEBYTECODE``, and a warm-up probe fills the cache first. Without that, a
+source checkout would be compiled on every import and measured against pip's precompiled
+Airflow, which is not what a user's scheduler does.
+"""
+
+from __future__ import annotations
+
+import ast
+import importlib.util
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+from benchmarks.common import Row, verdict
+
+OURS = (
+    "airflow_provider_linkstats.operators.links",
+    "airflow_provider_linkstats.operators.websites",
+    "airflow_provider_linkstats.sensors.links",
+)
+THEIRS = ("airflow.providers.http.operators.http", "airflow.providers.http.sensors.http")
+HTTP_LIBRARIES = ("requests", "urllib3", "httpx", "httpcore", "aiohttp")
+TARGET = 1 / 5
+
+_PROBE = r"""
+import importlib, json, os, sys, time
+try:
+    import airflow.sdk
+except ImportError:  # Airflow 2: what airflow.sdk holds in 3 (DAG, BaseOperator, BaseSensorOperator)
+    import airflow.models.baseoperator, airflow.models.dag, airflow.sensors.base
+
+def measure(modules):
+    before = set(sys.modules)
+    times = {}
+    for name in modules:
+        start = time.perf_counter()
+        importlib.import_module(name)
+        times[name] = time.perf_counter() - start
+    return {"times": times, "new": sorted(set(sys.modules) - before)}
+
+out = {}
+for side, modules in json.loads(sys.argv[1]):
+    if not hasattr(os, "fork"):
+        out[side] = measure(modules)
+        continue
+    read_end, write_end = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        os.close(read_end)
+        os.write(write_end, json.dumps(measure(modules)).encode())
+        os._exit(0)
+    os.close(write_end)
+    data = b""
+    while chunk := os.read(read_end, 1 << 16):
+        data += chunk
+    os.close(read_end)
+    os.waitpid(pid, 0)
+    out[side] = json.loads(data)
+print(json.dumps(out))
+"""
+
+
+def available(modules: tuple[str, ...]) -> tuple[str, ...]:
+    return tuple(m for m in modules if importlib.util.find_spec(m) is not None)
+
+
+def module_level_imports(module: str) -> list[str]:
+    """HTTP libraries ``module`` imports at module level (not in a function or ``if TYPE_CHECKING``)."""
+    spec = importlib.util.find_spec(module)
+    if spec is None or not spec.origin or not spec.origin.endswith(".py"):
+        return []
+    tree = ast.parse(Path(spec.origin).read_text(encoding="utf-8"))
+    found: list[str] = []
+
+    def visit(nodes: list[ast.stmt]) -> None:
+        for node in nodes:
+            if isinstance(node, ast.Import):
+                found.extend(alias.name for alias in node.names)
+            elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+                found.append(node.module)
+            elif isinstance(node, ast.If) and "TYPE_CHECKING" not in ast.unparse(node.test):
+                visit(node.body)
+                visit(node.orelse)
+            elif isinstance(node, ast.Try):
+                visit(node.body)
+
+    visit(tree.body)
+    return sorted({name.split(".")[0] for name in found} & set(HTTP_LIBRARIES))
+
+
+def probe_env(env: dict[str, str]) -> dict[str, str]:
+    full = {**os.environ, **env}
+    full.pop("PYTHONDONTWRITEBYTECODE", None)
+    full["PYTHONPYCACHEPREFIX"] = os.path.join(tempfile.gettempdir(), "linkstats-bench-pycache")
+    return full
+
+
+def sample(sides: list[tuple[str, tuple[str, ...]]], env: dict[str, str]) -> dict:
+    command = [sys.executable, "-c", _PROBE, json.dumps(sides)]
+    out = subprocess.run(command, env=env, capture_output=True, text=True, check=True)
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def run(env: dict[str, str], *, samples: int = 9) -> list[Row]:
+    ours, theirs = available(OURS), available(THEIRS)
+    env = probe_env(env)
+    if not hasattr(os, "fork"):  # one interpreter can measure only one side
+        sample([("ours", ours)], env)
+        sample([("theirs", theirs)], env)
+    else:
+        sample([("ours", ours), ("theirs", theirs)], env)  # warm-up: bytecode cache filled
+    runs: dict[str, list[dict]] = {"ours": [], "theirs": []}
+    for index in range(samples):
+        sides = [("ours", ours), ("theirs", theirs)]
+        if index % 2:
+            sides.reverse()
+        if hasattr(os, "fork"):
+            results = sample(sides, env)
+        else:
+            results = {side: sample([(side, modules)], env)[side] for side, modules in sides}
+        for side in runs:
+            runs[side].append(results[side])
+
+    def med(side: str, module: str | None = None) -> float:
+        values = [sum(r["times"].values()) if module is None else r["times"][module] for r in runs[side]]
+        return statistics.median(values) * 1000
+
+    rows = []
+    for side, modules in (("ours", ours), ("theirs", theirs)):
+        for module in modules:
+            rows.append(Row("5. DAG parse", f"import {module}", f"{med(side, module):.1f} ms", "", "", ""))
+    ours_total, theirs_total = med("ours"), med("theirs")
+    missing = [m for m in OURS if m not in ours]
+    note = f" ({', '.join(missing)} PENDING: not written yet)" if missing else ""
+    rows.append(
+        Row(
+            "5. DAG parse",
+            f"ours, all {len(ours)} modules{note}, median of {samples} fresh interpreters (fork after airflow.sdk)",
+            f"{ours_total:.1f} ms",
+            f"{ours_total / theirs_total:.3f}x HTTP provider's",
+            f"< {TARGET:.2f}x",
+            verdict(ours_total < TARGET * theirs_total and not missing),
+        )
+    )
+    rows.append(
+        Row(
+            "5. DAG parse",
+            f"HTTP provider, operator + sensor modules, median of {samples}",
+            f"{theirs_total:.1f} ms",
+            "1.000x",
+            "",
+            "",
+        )
+    )
+    # sys.modules alone cannot tell: airflow.sdk has imported httpx already. So the provider
+    # modules a parse loaded are read too, for HTTP imports outside functions and TYPE_CHECKING.
+    loaded = sorted({m for r in runs["ours"] for m in r["new"] if m.startswith("airflow_provider_linkstats")})
+    pulled = sorted({m.split(".")[0] for r in runs["ours"] for m in r["new"]} & set(HTTP_LIBRARIES))
+    static = sorted({f"{module}: {name}" for module in loaded for name in module_level_imports(module)} - {""})
+    rows.append(
+        Row(
+            "5. DAG parse",
+            f"HTTP libraries imported by the {len(loaded)} provider modules a parse loads "
+            "(new in sys.modules; module-level imports in their source)",
+            ", ".join(pulled + static) or "none",
+            "",
+            "none",
+            verdict(not pulled and not static),
+        )
+    )
+    return rows

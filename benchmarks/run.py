@@ -1,0 +1,210 @@
+"""``make bench``: the provider against raw requests and the HTTP provider, one table, one run.
+
+    python -m benchmarks.run [--quick] [--full] [--no-write]
+
+Starts the emulator in a subprocess on a free port (its CPU is not the client's), seeds it over
+its API, measures, and prints one Markdown table, which it also writes to benchmarks/RESULTS.md
+with the machine and the date. ``--quick`` repeats less (about two minutes; figures noisier);
+``--full`` also times all 2,000 sequential deletes instead of extrapolating from 200 (adds ~40 s).
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import os
+import platform
+import shutil
+import subprocess
+import sys
+import time
+import warnings
+from importlib import metadata
+from pathlib import Path
+
+from benchmarks.common import EmulatorProcess, Row, airflow_env, connection_env
+
+HERE = Path(__file__).resolve().parent
+RESULTS = HERE / "RESULTS.md"
+TOTAL_LINKS = 10_000
+READ_CALLS = 2_000
+BULK = 2_000
+SEQUENTIAL_SAMPLE = 200
+EXPIRING = 1_000  # the newest links expire by date, for the sensor
+DAY = 86_400
+FLEET_TIMEOUT = 150
+
+
+def machine() -> list[str]:
+    cpu = platform.processor() or "unknown CPU"
+    try:
+        with open("/proc/cpuinfo") as handle:
+            cpu = next(line.split(":", 1)[1].strip() for line in handle if line.startswith("model name"))
+    except (OSError, StopIteration):
+        pass
+
+    def version(dist: str) -> str:
+        try:
+            return metadata.version(dist)
+        except metadata.PackageNotFoundError:
+            return "not installed"
+
+    return [
+        f"- Date: {dt.datetime.now(dt.timezone.utc):%Y-%m-%d %H:%M} UTC",
+        f"- Machine: {cpu}, {os.cpu_count()} cores, {platform.system()} {platform.release()}",
+        f"- Python {platform.python_version()}, Airflow {version('apache-airflow')}, "
+        f"apache-airflow-providers-http {version('apache-airflow-providers-http')}, "
+        f"requests {version('requests')}, airflow-provider-linkstats {version('airflow-provider-linkstats')}",
+        f"- Load average at start: {' '.join(f'{x:.2f}' for x in os.getloadavg())}",
+    ]
+
+
+def trigger_fleet(env: dict[str, str]) -> tuple[str, str]:
+    """Run benchmarks/trigger_fleet.py (the sensor issue's 1,000-trigger benchmark), if written."""
+    if not (HERE / "trigger_fleet.py").exists():
+        return "pending", "benchmarks/trigger_fleet.py is not written yet"
+    start = time.perf_counter()
+    try:
+        done = subprocess.run(
+            [sys.executable, "-m", "benchmarks.trigger_fleet"],
+            env={**os.environ, **env},
+            cwd=HERE.parent,
+            capture_output=True,
+            text=True,
+            timeout=FLEET_TIMEOUT,
+        )
+    except subprocess.TimeoutExpired:
+        return "timeout", f"benchmarks/trigger_fleet.py ran over {FLEET_TIMEOUT} s and was stopped"
+    took = time.perf_counter() - start
+    if done.returncode != 0:
+        return "failed", f"exit {done.returncode} after {took:.0f} s:\n{(done.stderr or done.stdout)[-1500:]}"
+    return "ok", done.stdout.strip() + f"\n(ran in {took:.0f} s)"
+
+
+NOTES = """
+How to read it:
+
+- 1: every way returns the record as a dict (status checked, JSON parsed). The floor is what
+  anyone writes, a reused `requests.Session()`; its default `trust_env=True` looks up proxy
+  settings on every request, which our transport turns off (so the environment's proxies never
+  see the key), hence the second, stricter floor. `HttpHook.run` fetches the connection and
+  builds a new Session on every call (it reuses its adapter's TCP connection).
+- 2: sequential deletes are timed on 200 links and multiplied up, unless `--full`. Ideal =
+  N x latency / max_workers; the rest is client CPU under the GIL (requests is synchronous)
+  on a 2-core machine shared with the emulator.
+- 4: requests are counted by the emulator; `poke()` is called directly, in poke mode.
+- 5: each sample is a fresh interpreter that imports `airflow.sdk`, then forks one child per
+  side, as the DAG processor parses from a parent with Airflow loaded; bytecode caches warm on
+  both sides (a pip install compiles them).
+"""
+
+
+def table(rows: list[Row]) -> str:
+    lines = ["| # | Measurement | Figure | Ratio | Target | Met |", "|---|---|---|---|---|---|"]
+    for row in rows:
+        lines.append(f"| {row.section} | {row.what} | {row.figure} | {row.ratio} | {row.target} | {row.verdict} |")
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="fewer repeats (figures noisier)")
+    parser.add_argument("--full", action="store_true", help="time all 2,000 sequential deletes (no extrapolation)")
+    parser.add_argument("--no-write", action="store_true", help=f"do not write {RESULTS.name}")
+    parser.add_argument("--no-fleet", action="store_true", help="skip the 1,000-trigger benchmark")
+    args = parser.parse_args(argv)
+
+    warnings.filterwarnings("ignore", category=DeprecationWarning)  # one-line notices in the table
+    own_home = "LINKSTATS_BENCH_AIRFLOW_HOME" not in os.environ
+    env = airflow_env()
+    os.environ.update(env)  # before anything imports Airflow
+    try:
+        return measure(args, env)
+    finally:
+        if own_home:
+            shutil.rmtree(env["AIRFLOW_HOME"], ignore_errors=True)
+
+
+def measure(args: argparse.Namespace, env: dict[str, str]) -> int:
+    header = machine()
+    started = time.perf_counter()
+    rows: list[Row] = []
+
+    def progress(message: str) -> None:
+        print(f"[{time.perf_counter() - started:5.1f} s] {message}", file=sys.stderr, flush=True)
+
+    from benchmarks import bulk, listing, parse_cost, per_call, sensor_cost
+
+    with EmulatorProcess() as emu:
+        os.environ.update(connection_env(emu.url))
+        progress(f"emulator at {emu.url}; seeding {TOTAL_LINKS:,} links")
+        expires_on = (dt.datetime.now(dt.timezone.utc) + dt.timedelta(days=2)).strftime("%Y-%m-%d")
+        expiry = {"expiration_date": expires_on, "expiration_time": "12:00"}
+        first_expiring = TOTAL_LINKS - EXPIRING
+        records = emu.seed_links(
+            TOTAL_LINKS,
+            expiring=lambda i: expiry if i >= first_expiring else {},
+        )
+        ids = [r["id"] for r in records]
+
+        progress("1. per-call overhead")
+        rows += per_call.run(emu, ids[:READ_CALLS], calls=READ_CALLS, repeats=1 if args.quick else 3)
+
+        progress("3. listing")
+        rows += listing.run(emu, TOTAL_LINKS, repeats=1 if args.quick else 2)
+
+        progress("4. sensor")
+        if sensor_cost.available():
+            expiring = [r for r in records if r.get("expiration_date")]  # seeding threads interleave the ids
+            rows += sensor_cost.run(emu, TOTAL_LINKS, expiring, expire_after=3 * DAY)
+        else:
+            rows.append(Row("4. sensor", "requests per poke", "pending (sensors/links.py not written yet)"))
+
+        progress("2. bulk delete with 20 ms latency")
+        sequential = BULK if args.full else SEQUENTIAL_SAMPLE
+        rows += bulk.run(emu, ids[:BULK], ids[BULK : BULK + sequential + 1])
+        server_cpu = emu.cpu_seconds()
+
+    fleet_status, fleet_output = ("skipped", "--no-fleet") if args.no_fleet else (None, None)
+    if fleet_status is None:
+        progress("4. 1,000 triggers (benchmarks/trigger_fleet.py)")
+        fleet_status, fleet_output = trigger_fleet(env)
+    rows.append(
+        Row(
+            "4. sensor",
+            "1,000 triggers vs HttpSensorTrigger (benchmarks/trigger_fleet.py)",
+            fleet_status if fleet_status != "ok" else "see below",
+        )
+    )
+
+    progress("5. DAG parse cost")
+    rows += parse_cost.run(env, samples=7)
+    rows.sort(key=lambda r: r.section[:2])
+
+    header.append(
+        f"- Load average at end: {' '.join(f'{x:.2f}' for x in os.getloadavg())}; "
+        f"run took {time.perf_counter() - started:.0f} s; emulator CPU {server_cpu:.1f} s"
+        + (" (--quick)" if args.quick else "")
+        + (" (--full)" if args.full else "")
+    )
+    body = "\n".join(header) + "\n\n" + table(rows) + "\n"
+    if fleet_output and fleet_status == "ok":
+        body += f"\n### 1,000 triggers (`python -m benchmarks.trigger_fleet`)\n\n```\n{fleet_output}\n```\n"
+    elif fleet_output:
+        body += f"\n1,000 triggers: {fleet_status}: {fleet_output}\n"
+    body += NOTES
+    print(body)
+    if not args.no_write:
+        RESULTS.write_text(
+            "# Benchmark results\n\nWritten by `make bench` (`python -m benchmarks.run`); see README, Benchmarks.\n\n"
+            + body
+        )
+        progress(f"wrote {RESULTS.relative_to(HERE.parent)}")
+    for row in rows:
+        if row.verdict == "MISSED":
+            progress(f"target MISSED: {row.what}: {row.figure} {row.ratio} (target {row.target})")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,349 @@
+"""Wait until a short link (or every link of a list) has expired.
+
+The scheduler imports this module on every DAG parse, so it imports no HTTP library and not the
+hooks module: the hook and the trigger are imported inside the methods that use them.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import time
+import warnings
+from collections.abc import Mapping, Sequence
+from functools import cached_property
+from typing import TYPE_CHECKING, Any
+
+from airflow.providers.common.compat.sdk import (
+    AirflowException,
+    AirflowFailException,
+    AirflowSensorTimeout,
+    AirflowSkipException,
+    BaseSensorOperator,
+    PokeReturnValue,
+    conf,
+)
+
+from airflow_provider_linkstats.client.errors import LinkstatsInputError
+from airflow_provider_linkstats.client.expiry import (
+    DEFAULT_EXISTENCE_CHECK_EVERY,
+    ExpiryWatch,
+    LinkGoneError,
+    PokeOutcome,
+    drive,
+    existence_check_every_value,
+)
+
+if TYPE_CHECKING:
+    from airflow_provider_linkstats.hooks.linkstats import LinkstatsLinksHook
+
+TRIGGER_CLASSPATH = "airflow_provider_linkstats.triggers.links.LinkstatsLinkExpiredTrigger"
+DEFAULT_CONN_ID = "linkstats_links_default"
+DEFAULT_MAX_TRANSPORT_FAILURES = 5
+_JINJA_MARKERS = ("{{", "{%", "{#")
+
+
+class LinkstatsLinkExpiredSensor(BaseSensorOperator):
+    """Wait until a link is listed as Expired (by its click limit or its date), then return it.
+
+    Give one link as ``link_id`` (an id, or the record a create task returned) and/or ``alias``,
+    or several as ``link_ids`` (all must expire). All three are templated, so the XCom of an
+    upstream create task fits: ``link_id=create.output`` or ``"{{ ti.xcom_pull('create')['id'] }}"``.
+
+    Cost per poke, counted in requests to the service:
+
+    - a link whose alias is known (given, or read once from ``GET /links/{id}``): one listing
+      request (``status=2&search_by=alias&search=<alias>``, matched by id), unless more than 100
+      expired links' aliases contain it;
+    - ``link_ids``: ceil(expired links in the account / 100) at most, never one per link;
+    - plus an existence check on the first poke that waits and every ``existence_check_every``-th
+      one, so a deleted link fails the task at once instead of at the timeout: ``GET /links/{id}``
+      for one link (or up to 3); for more, the All listing walked 100 a page until every pending
+      link is seen, then a GET only for those it missed. With only ``link_id`` the alias is read
+      once (that read is the first check); in reschedule mode, where each poke is a new process,
+      it is re-read every poke (2 requests): pass the create task's record, or the alias too.
+
+    Returns the expired link record (``link_id``/``alias``) or the list of records (``link_ids``)
+    as the task's XCom.
+
+    :param link_id: the link's id, or its record (``{"id": ..., "alias": ...}``). Templated.
+    :param alias: the link's alias; with only an alias the one link holding it is looked up once.
+        Templated.
+    :param link_ids: ids (or records) of links that must all expire. Templated.
+    :param linkstats_conn_id: connection of type ``linkstats_links``. Templated.
+    :param existence_check_every: check that the watched links still exist every this many pokes
+        (0: only on the first poke that waits). A link gone (404) fails the task with
+        AirflowFailException (not retried), which ``soft_fail`` turns into a skip, as for any sensor.
+    :param max_transport_failures: deferrable mode: polls in a row that may fail transiently
+        (no answer, 429, 502/503/504) before the task fails; the trigger sleeps ``poke_interval``
+        (or a longer ``Retry-After``) between them. In poke and reschedule mode the connection's
+        ``max_retries`` apply to each request instead.
+    :param deferrable: after one poke in the worker, wait in the triggerer (no worker slot). The
+        trigger polls every ``poke_interval``; ``exponential_backoff`` applies to the other modes.
+    :param start_from_trigger: start the wait in the triggerer, without a worker at all (implies
+        ``deferrable``). The inputs then reach the triggerer unrendered: Airflow >= 3.3 renders the
+        templated fields there (``xcom_pull`` included); on older versions a templated value, and
+        on any version an XComArg (``create.output``), cannot be known at scheduling time, so the
+        option is dropped with a warning and the task defers from a worker as usual. Validation,
+        the alias lookup and the first existence check then happen in the trigger, and the timeout
+        is Airflow's trigger timeout. Not for mapped tasks (``.partial().expand()``); ``dag.test()``
+        runs ``execute()``, which defers as in plain deferrable mode.
+    """
+
+    template_fields: Sequence[str] = ("link_id", "alias", "link_ids", "linkstats_conn_id")
+    template_fields_renderers = {"link_id": "json", "link_ids": "json"}
+    ui_color = "#d9e7ff"
+
+    def __init__(
+        self,
+        *,
+        link_id: Any = None,
+        alias: Any = None,
+        link_ids: Any = None,
+        linkstats_conn_id: str = DEFAULT_CONN_ID,
+        existence_check_every: int = DEFAULT_EXISTENCE_CHECK_EVERY,
+        max_transport_failures: int = DEFAULT_MAX_TRANSPORT_FAILURES,
+        deferrable: bool = conf.getboolean("operators", "default_deferrable", fallback=False),
+        start_from_trigger: bool = False,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(**kwargs)
+        self.link_id = link_id
+        self.alias = alias
+        self.link_ids = link_ids
+        self.linkstats_conn_id = linkstats_conn_id
+        self.existence_check_every = existence_check_every_value(existence_check_every)
+        failures = max_transport_failures
+        if isinstance(failures, bool) or not isinstance(failures, int) or failures < 1:
+            raise LinkstatsInputError("max_transport_failures", max_transport_failures, "a whole number >= 1")
+        self.max_transport_failures = max_transport_failures
+        if link_ids is None and link_id is None and alias is None:
+            raise LinkstatsInputError("link_id", None, "a link id, a link record, or an alias (or link_ids, a list)")
+        if _static(link_id) and _static(alias) and _static(link_ids):
+            self._watch_from_inputs()  # a literal mistake shows at DAG parse time
+        self.deferrable = deferrable or start_from_trigger
+        self.start_from_trigger = start_from_trigger
+        if start_from_trigger:
+            self._prepare_start_from_trigger()
+
+    # -- the hook, created on first use in the worker -------------------------------------------
+
+    @cached_property
+    def hook(self) -> LinkstatsLinksHook:
+        from airflow_provider_linkstats.hooks.linkstats import LinkstatsLinksHook
+
+        return LinkstatsLinksHook(self.linkstats_conn_id)
+
+    # -- execution -------------------------------------------------------------------------------
+
+    def execute(self, context: Any) -> Any:
+        started = time.time()
+        self._watch = self._watch_from_inputs()  # rendered by now; no request before this passes
+        try:
+            if self.deferrable:
+                outcome = self._first_poke()
+                if outcome.done:
+                    return self._result(outcome.expired)
+                self._defer(deadline=started + self.timeout)
+            return super().execute(context)
+        finally:
+            if "hook" in self.__dict__:
+                self.hook.close()
+
+    def poke(self, context: Any) -> PokeReturnValue | bool:
+        watch = self._current_watch()
+        if self.reschedule:
+            # Each reschedule is a new process: the poke number comes from Airflow's records.
+            count = _reschedule_count(context)
+            watch.waiting_pokes = count or 0
+            watch.verified = watch.verified or bool(count)
+        outcome = self._poke_once()
+        if outcome.done:
+            return PokeReturnValue(is_done=True, xcom_value=self._result(outcome.expired))
+        self.log.info(
+            "%s: %d of %d not expired yet (%d request%s)",
+            watch.describe(),
+            len(outcome.pending),
+            len(watch.link_ids),
+            outcome.requests,
+            "" if outcome.requests == 1 else "s",
+        )
+        return False
+
+    def execute_complete(self, context: Any, event: Any = None) -> Any:
+        """Turn the trigger's event into the records, or a failure that says why."""
+        if not isinstance(event, Mapping) or "status" not in event:
+            raise AirflowException(f"the trigger ended without a usable event: {event!r}")
+        status = event["status"]
+        message = str(event.get("message", ""))
+        if status == "success":
+            return self._result(list(event.get("links") or []))
+        if status == "timeout":
+            if self.soft_fail:
+                raise AirflowSkipException(f"{message} (soft_fail)")
+            raise AirflowSensorTimeout(message)
+        reason = event.get("reason")
+        if reason == "gone":
+            if self.soft_fail:
+                raise AirflowSkipException(f"{message} (soft_fail)")
+            raise AirflowFailException(f"{message}. Stopped waiting for it to expire.")
+        if reason == "input":
+            raise AirflowFailException(message)
+        raise AirflowException(f"waiting for the link(s) to expire failed ({reason}): {message}")
+
+    # -- internals -------------------------------------------------------------------------------
+
+    def _watch_from_inputs(self) -> ExpiryWatch:
+        return ExpiryWatch.from_inputs(
+            link_id=self.link_id,
+            alias=self.alias,
+            link_ids=self.link_ids,
+            existence_check_every=self.existence_check_every,
+        )
+
+    def _current_watch(self) -> ExpiryWatch:
+        if getattr(self, "_watch", None) is None:
+            self._watch = self._watch_from_inputs()
+        return self._watch
+
+    def _poke_once(self) -> PokeOutcome:
+        try:
+            return drive(self._current_watch().poke(), self.hook.client.call)
+        except LinkGoneError as error:
+            raise AirflowFailException(f"{error}. Stopped waiting for it to expire.") from None
+
+    def _first_poke(self) -> PokeOutcome:
+        """The worker's one poke before deferring, failing as a poke in BaseSensorOperator would."""
+        never_fail = getattr(self, "never_fail", False)  # Airflow >= 3.1
+        try:
+            return self._poke_once()
+        except AirflowFailException as error:
+            if self.soft_fail or never_fail:
+                raise AirflowSkipException(f"{error} ({'soft_fail' if self.soft_fail else 'never_fail'})") from error
+            raise
+        except Exception as error:
+            if never_fail:
+                raise AirflowSkipException(f"{error} (never_fail)") from error
+            raise
+
+    def _result(self, records: list[dict[str, Any]]) -> Any:
+        if _blank(self.link_ids):
+            return records[0] if records else None
+        return records
+
+    def _defer(self, deadline: float) -> None:
+        from airflow_provider_linkstats.triggers.links import LinkstatsLinkExpiredTrigger
+
+        watch = self._watch
+        trigger = LinkstatsLinkExpiredTrigger(
+            linkstats_conn_id=self.linkstats_conn_id,
+            link_id=watch.link_ids[0] if watch.single else None,
+            alias=watch.alias if watch.single else None,
+            link_ids=None if watch.single else list(watch.link_ids),
+            poke_interval=float(self.poke_interval),
+            deadline=dt.datetime.fromtimestamp(deadline, dt.timezone.utc).isoformat(),
+            max_transport_failures=self.max_transport_failures,
+            existence_check_every=self.existence_check_every,
+            verified=watch.verified,
+        )
+        self.log.info("Deferring: the triggerer waits for %s to expire", watch.describe())
+        # Airflow's own trigger timeout is only a backstop: the trigger reports the deadline itself.
+        backstop = dt.timedelta(seconds=self.timeout + max(60.0, 2 * float(self.poke_interval)))
+        self.defer(trigger=trigger, method_name="execute_complete", timeout=backstop)
+
+    def _prepare_start_from_trigger(self) -> None:
+        """Hand the raw inputs to the triggerer, when it can make sense of them before run()."""
+        from airflow.providers.common.compat.version_compat import AIRFLOW_V_3_3_PLUS
+        from airflow.triggers.base import StartTriggerArgs
+
+        inputs = {
+            "linkstats_conn_id": self.linkstats_conn_id,
+            "link_id": self.link_id,
+            "alias": self.alias,
+            "link_ids": self.link_ids,
+        }
+        unknown = [name for name, value in inputs.items() if not _plain(value)]
+        templated = [name for name, value in inputs.items() if not _static(value)]
+        if unknown or (templated and not AIRFLOW_V_3_3_PLUS):
+            names = ", ".join(unknown or templated)
+            why = (
+                "is an XComArg (use a Jinja template string instead)"
+                if unknown
+                else "is templated and Airflow < 3.3 cannot render it in the triggerer"
+            )
+            warnings.warn(
+                f"{type(self).__name__} {self.task_id!r}: start_from_trigger is ignored because {names} {why}; "
+                "the task defers from a worker instead.",
+                UserWarning,
+                stacklevel=3,
+            )
+            self.start_from_trigger = False
+            return
+        self.start_trigger_args = StartTriggerArgs(
+            trigger_cls=TRIGGER_CLASSPATH,
+            trigger_kwargs={
+                **inputs,
+                "poke_interval": float(self.poke_interval),
+                "deadline": None,  # unknown until the task starts: Airflow's trigger timeout applies
+                "max_transport_failures": self.max_transport_failures,
+                "existence_check_every": self.existence_check_every,
+                "verified": False,
+            },
+            next_method="execute_complete",
+            next_kwargs=None,
+            timeout=dt.timedelta(seconds=self.timeout),
+        )
+
+
+def _reschedule_count(context: Any) -> int | None:
+    """How many times this try was rescheduled (Airflow 3 puts it in the context; 2.x has a table)."""
+    count = context.get("task_reschedule_count") if hasattr(context, "get") else None
+    if count is not None:
+        return int(count)
+    ti = context.get("ti") if hasattr(context, "get") else None
+    if ti is None:
+        return None
+    try:
+        from airflow.models.taskreschedule import TaskReschedule
+        from airflow.utils.session import create_session
+        from sqlalchemy import func, select
+
+        with create_session() as session:
+            return session.scalar(
+                select(func.count())
+                .select_from(TaskReschedule)
+                .where(
+                    TaskReschedule.dag_id == ti.dag_id,
+                    TaskReschedule.task_id == ti.task_id,
+                    TaskReschedule.run_id == ti.run_id,
+                    TaskReschedule.map_index == ti.map_index,
+                    TaskReschedule.try_number == ti.try_number,
+                )
+            )
+    except Exception:  # no metadata database at hand: every poke counts as the first
+        return None
+
+
+def _plain(value: Any) -> bool:
+    """JSON-like data (no XComArg or other object that only a worker can resolve)."""
+    if value is None or isinstance(value, (str, int, float, bool)):
+        return True
+    if isinstance(value, (list, tuple)):
+        return all(_plain(v) for v in value)
+    if isinstance(value, Mapping):
+        return all(isinstance(k, str) and _plain(v) for k, v in value.items())
+    return False
+
+
+def _static(value: Any) -> bool:
+    """Known at DAG parse time: plain data without Jinja."""
+    if isinstance(value, str):
+        return not any(marker in value for marker in _JINJA_MARKERS)
+    if isinstance(value, (list, tuple)):
+        return all(_static(v) for v in value)
+    if isinstance(value, Mapping):
+        return all(_static(v) for v in value.values())
+    return _plain(value)
+
+
+def _blank(value: Any) -> bool:
+    return value is None or (isinstance(value, str) and not value.strip())

@@ -120,7 +120,6 @@ class AsyncLinkstatsClient:
     ) -> None:
         self.root = root.rstrip("/")
         self.retry = retry or RetryPolicy()
-        self._secrets = (api_key,)
         self._client = httpx.AsyncClient(
             headers={"Authorization": f"Bearer {api_key}", "Accept": "application/json", "User-Agent": USER_AGENT},
             timeout=httpx.Timeout(read_timeout, connect=connect_timeout),
@@ -158,6 +157,11 @@ class AsyncLinkstatsClient:
 
     def __repr__(self) -> str:
         return f"AsyncLinkstatsClient(root={self.root!r})"
+
+    @property
+    def _secrets(self) -> tuple[str, ...]:
+        """What to redact from server messages: the key, read back from the client's header (no attribute holds it)."""
+        return (str(self._client.headers["Authorization"]).removeprefix("Bearer "),)
 
     async def __aenter__(self) -> AsyncLinkstatsClient:
         return self

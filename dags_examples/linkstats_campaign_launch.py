@@ -16,8 +16,8 @@ from __future__ import annotations
 import os
 
 import pendulum
-
 from airflow.providers.common.compat.sdk import DAG, Param, task
+
 from airflow_provider_linkstats.operators.links import LinkstatsCreateLinkOperator, LinkstatsDeleteLinkOperator
 from airflow_provider_linkstats.operators.websites import (
     LinkstatsCreateWebsiteOperator,
@@ -41,7 +41,9 @@ with DAG(
         "campaign": Param("spring-sale", type="string", pattern="^[a-z0-9-]{3,40}$", description="Alias prefix"),
         "landing_url": Param("https://example.com/spring-sale", type="string", description="Default destination"),
         "website_domain": Param("spring-sale.example.com", type="string", description="Website to track"),
-        "expire_after_clicks": Param(20, type="integer", minimum=1, description="Clicks that expire the targeted links"),
+        "expire_after_clicks": Param(
+            20, type="integer", minimum=1, description="Clicks that expire the targeted links"
+        ),
         "expire_after_minutes": Param(60, type="integer", minimum=1, description="Lifetime of the A/B link"),
     },
 ) as dag:

@@ -7,8 +7,8 @@ on a bounded thread pool with progress in the task log ("deleted 300/1200 links"
 from __future__ import annotations
 
 import pendulum
-
 from airflow.providers.common.compat.sdk import DAG, Param, task
+
 from airflow_provider_linkstats.client import LinkStatus
 from airflow_provider_linkstats.operators.links import LinkstatsDeleteLinkOperator, LinkstatsListLinksOperator
 
@@ -26,7 +26,9 @@ with DAG(
         "max_workers": Param(8, type="integer", minimum=1, maximum=16, description="Concurrent deletes"),
     },
 ) as dag:
-    expired = LinkstatsListLinksOperator(task_id="list_expired", status=int(LinkStatus.EXPIRED), sort_by="id", sort="asc")
+    expired = LinkstatsListLinksOperator(
+        task_id="list_expired", status=int(LinkStatus.EXPIRED), sort_by="id", sort="asc"
+    )
 
     @task
     def pick_old(records: list[dict], params: dict | None = None) -> list[int]:
@@ -57,7 +59,11 @@ with DAG(
 
     @task
     def summary(expired_records: list[dict], deleted_ids: list[int]) -> dict[str, int]:
-        result = {"expired": len(expired_records), "deleted": len(deleted_ids), "kept": len(expired_records) - len(deleted_ids)}
+        result = {
+            "expired": len(expired_records),
+            "deleted": len(deleted_ids),
+            "kept": len(expired_records) - len(deleted_ids),
+        }
         print(f"cleanup summary: {result}")
         return result
 

@@ -7,8 +7,8 @@ chart of the top links (without it, the chart is skipped with a log line, not a 
 from __future__ import annotations
 
 import pendulum
-
 from airflow.providers.common.compat.sdk import DAG, Param, task
+
 from airflow_provider_linkstats.operators.links import LinkstatsListLinksOperator
 from airflow_provider_linkstats.operators.websites import LinkstatsListWebsitesOperator
 
@@ -45,7 +45,10 @@ with DAG(
             "links_csv": out / f"top_links_{stamp}.csv",
             "websites_csv": out / f"websites_{stamp}.csv",
         }
-        for path, rows, columns in ((files["links_csv"], links, LINK_COLUMNS), (files["websites_csv"], sites, WEBSITE_COLUMNS)):
+        for path, rows, columns in (
+            (files["links_csv"], links, LINK_COLUMNS),
+            (files["websites_csv"], sites, WEBSITE_COLUMNS),
+        ):
             with path.open("w", newline="") as handle:
                 writer = csv.DictWriter(handle, fieldnames=columns, extrasaction="ignore")
                 writer.writeheader()
@@ -64,8 +67,8 @@ with DAG(
 def _table(rows: list[dict], columns: tuple[str, ...]) -> str:
     cells = [[str(row.get(c, "")) for c in columns] for row in rows]
     widths = [max([len(c)] + [len(r[i]) for r in cells]) for i, c in enumerate(columns)]
-    lines = ["  ".join(c.ljust(w) for c, w in zip(columns, widths))]
-    lines += ["  ".join(v.ljust(w) for v, w in zip(r, widths)) for r in cells]
+    lines = ["  ".join(c.ljust(w) for c, w in zip(columns, widths, strict=True))]
+    lines += ["  ".join(v.ljust(w) for v, w in zip(r, widths, strict=True)) for r in cells]
     return "\n".join(lines)
 
 

@@ -80,7 +80,9 @@ class _Handler(BaseHTTPRequestHandler):
         data = _encode(payload)
         self.send_response(status)
         if "Content-Type" not in headers:
-            self.send_header("Content-Type", "application/json" if not isinstance(payload, (str, bytes)) else "text/html")
+            self.send_header(
+                "Content-Type", "application/json" if not isinstance(payload, (str, bytes)) else "text/html"
+            )
         for name, value in headers.items():
             self.send_header(name, value)
         self.send_header("Content-Length", str(len(data)))

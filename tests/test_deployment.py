@@ -20,9 +20,9 @@ import threading
 import time
 from pathlib import Path
 
+import airflow
 import pytest
 
-import airflow
 from tests.conftest import REPO, connection_json
 from tests.test_example_dags import click_until_expired
 
@@ -80,7 +80,11 @@ class Deployment:
                 pass
 
     def dag_run_state(self) -> str | None:
-        args = ["dags", "list-runs", DAG_ID, "-o", "json"] if AIRFLOW_3 else ["dags", "list-runs", "-d", DAG_ID, "-o", "json"]
+        args = (
+            ["dags", "list-runs", DAG_ID, "-o", "json"]
+            if AIRFLOW_3
+            else ["dags", "list-runs", "-d", DAG_ID, "-o", "json"]
+        )
         result = self.cli(*args, check=False)
         for line in result.stdout.splitlines():
             if line.startswith("[{") or line.strip() == "[]":
@@ -161,7 +165,9 @@ def test_campaign_dag_resumes_from_the_triggerer(emu):
                 break
             time.sleep(3)
         logs = {name: deployment.log(name) for name in deployment.processes}
-        assert state == "success", f"DagRun {state}; triggerer log tail:\n{logs['triggerer'][-3000:]}\nscheduler:\n{logs['scheduler'][-3000:]}"
+        assert state == "success", (
+            f"DagRun {state}; triggerer log tail:\n{logs['triggerer'][-3000:]}\nscheduler:\n{logs['scheduler'][-3000:]}"
+        )
         # The sensor deferred, the wait ran in the triggerer (its log is the task's ".trigger."
         # file), and the task resumed from it: the run could not have succeeded otherwise.
         task_dir = next((home / "logs").rglob("task_id=wait_for_expiry"))

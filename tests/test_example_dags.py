@@ -6,12 +6,12 @@ import csv
 import importlib.util
 import threading
 
+import airflow
 import pendulum
 import pytest
 import requests
 
-import airflow
-from tests.conftest import DAGS_FOLDER, REPO
+from tests.conftest import DAGS_FOLDER
 
 EXAMPLES = DAGS_FOLDER / "examples"  # the examples as the dags folder sees them
 VISITORS = [
@@ -88,10 +88,16 @@ def test_campaign_dag_end_to_end(emu, airflow_db, monkeypatch):
 
 def test_cleanup_dag_deletes_only_old_expired_links(emu, airflow_db):
     emu.clock.set(pendulum.now("UTC").subtract(days=45))
-    old = [emu.store.add_link(url=f"https://example.com/o{i}", alias=f"old{i}", expiration_clicks=1, clicks=1) for i in range(120)]
+    old = [
+        emu.store.add_link(url=f"https://example.com/o{i}", alias=f"old{i}", expiration_clicks=1, clicks=1)
+        for i in range(120)
+    ]
     emu.store.add_link(url="https://example.com/old-active", alias="old-active")
     emu.clock.reset()
-    fresh = [emu.store.add_link(url=f"https://example.com/f{i}", alias=f"fresh{i}", expiration_clicks=1, clicks=1) for i in range(3)]
+    fresh = [
+        emu.store.add_link(url=f"https://example.com/f{i}", alias=f"fresh{i}", expiration_clicks=1, clicks=1)
+        for i in range(3)
+    ]
     run = load("linkstats_cleanup_expired").test(run_conf={"older_than_days": 30})
     assert run.state == "success"
     remaining = {link["alias"] for link in emu.store.links()}
@@ -122,7 +128,9 @@ def test_report_dag_writes_csv_ranked_by_clicks(emu, airflow_db, tmp_path):
         assert charts == []  # skipped cleanly, the run still succeeded
 
 
-@pytest.mark.parametrize("dag_id", ["linkstats_campaign_launch", "linkstats_cleanup_expired", "linkstats_weekly_report"])
+@pytest.mark.parametrize(
+    "dag_id", ["linkstats_campaign_launch", "linkstats_cleanup_expired", "linkstats_weekly_report"]
+)
 def test_examples_use_only_the_public_api_and_params(dag_id):
     source = (EXAMPLES / f"{dag_id}.py").read_text()
     assert "airflow_provider_linkstats.emulator" not in source  # real services need only other connections

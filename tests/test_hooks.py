@@ -36,9 +36,7 @@ def links(scripted, monkeypatch):
 
 @pytest.fixture
 def websites(scripted, monkeypatch):
-    monkeypatch.setenv(
-        "AIRFLOW_CONN_LINKSTATS_ANALYTICS_DEFAULT", connection_json(scripted.url, "linkstats_analytics")
-    )
+    monkeypatch.setenv("AIRFLOW_CONN_LINKSTATS_ANALYTICS_DEFAULT", connection_json(scripted.url, "linkstats_analytics"))
     hook = LinkstatsAnalyticsHook(retry_wait=0.01)
     yield hook
     hook.close()
@@ -82,7 +80,11 @@ def test_get_update_delete_link(links, scripted):
     assert updated["url"] == "https://example.com/new"
     assert links.delete_link(7) is True
     get, put, delete = scripted.requests
-    assert (get["method"], get["path"], get["headers"]["Accept"]) == ("GET", "/public/api/v1/links/7", "application/json")
+    assert (get["method"], get["path"], get["headers"]["Accept"]) == (
+        "GET",
+        "/public/api/v1/links/7",
+        "application/json",
+    )
     assert (put["method"], put["path"]) == ("PUT", "/public/api/v1/links/7")
     assert put["form"] == [("url", "https://example.com/new")]  # None was not sent as ""
     assert (delete["method"], delete["path"]) == ("DELETE", "/public/api/v1/links/7")
@@ -209,7 +211,11 @@ def _pages_envelope(total: int, per_page: int = 100):
         last = -(-total // per_page)
         start = (page - 1) * per_page
         items = [{"id": i} for i in range(start + 1, min(total, start + per_page) + 1)]
-        return ("respond", 200, {"data": items, "links": {"next": None}, "meta": {"current_page": page, "last_page": last, "total": total}})
+        return (
+            "respond",
+            200,
+            {"data": items, "links": {"next": None}, "meta": {"current_page": page, "last_page": last, "total": total}},
+        )
 
     return answer
 
@@ -392,7 +398,10 @@ def test_one_connection_reused_across_50_calls(links, scripted):
         (lambda h: h.create_link("https://x.com", expiration_date="2026-13-01"), "expiration_date"),
         (lambda h: h.create_link("https://x.com", expiration_time="25:00"), "expiration_time"),
         (lambda h: h.create_link("https://x.com", expiration_clicks=0), "expiration_clicks"),
-        (lambda h: h.create_link("https://x.com", platform=[{"key": "BeOS", "value": "https://x.com"}]), "platform[0].key"),
+        (
+            lambda h: h.create_link("https://x.com", platform=[{"key": "BeOS", "value": "https://x.com"}]),
+            "platform[0].key",
+        ),
         (lambda h: h.create_link("https://x.com", colour="red"), "colour"),
         (lambda h: h.update_link(1, domain_id=3), "domain_id"),
         (lambda h: h.list_links(per_page=20), "per_page"),

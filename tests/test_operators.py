@@ -86,7 +86,9 @@ def test_every_templated_link_field_is_rendered(emu):
         target_type="{{ params.target }}",
         password="{{ params.password }}",
     )
-    record, _ = run(op, url="https://ex.com", alias="sale", space="3", clicks="10", platform="iOS", target="2", password="pa55word")
+    record, _ = run(
+        op, url="https://ex.com", alias="sale", space="3", clicks="10", platform="iOS", target="2", password="pa55word"
+    )
     assert record["alias"] == "sale-2026-11-21"
     assert record["space_id"] == 3 and record["expiration_clicks"] == 10 and record["target_type"] == 2
     assert record["expiration_url"] == "https://ex.com/over"
@@ -104,7 +106,9 @@ def test_get_update_list_links(emu):
     assert updated["url"] == "https://example.com/new" and updated["alias"] == "a1"
     assert emu.stats.count(method="PUT") == 1
     assert ti.pushed["short_url"].endswith("/a1")
-    listed, _ = run(LinkstatsListLinksOperator(task_id="list", status="{{ params.status }}", sort_by="alias", sort="asc"), status=3)
+    listed, _ = run(
+        LinkstatsListLinksOperator(task_id="list", status="{{ params.status }}", sort_by="alias", sort="asc"), status=3
+    )
     assert [link["alias"] for link in listed] == ["b1"]
 
 
@@ -144,7 +148,9 @@ def test_if_exists_fail_skip_update(emu):
     first, _ = run(LinkstatsCreateLinkOperator(task_id="c", url="https://example.com/1", alias="promo"))
     with pytest.raises(AirflowFailException, match="already exists"):
         run(LinkstatsCreateLinkOperator(task_id="c", url="https://example.com/2", alias="promo"))
-    skipped, _ = run(LinkstatsCreateLinkOperator(task_id="c", url="https://example.com/2", alias="promo", if_exists="skip"))
+    skipped, _ = run(
+        LinkstatsCreateLinkOperator(task_id="c", url="https://example.com/2", alias="promo", if_exists="skip")
+    )
     assert skipped["id"] == first["id"] and skipped["url"] == "https://example.com/1"
     updated, _ = run(
         LinkstatsCreateLinkOperator(task_id="c", url="https://example.com/3", alias="promo", if_exists="update")
@@ -155,7 +161,9 @@ def test_if_exists_fail_skip_update(emu):
 
 def test_if_exists_for_websites_keyed_on_domain(emu):
     first, _ = run(LinkstatsCreateWebsiteOperator(task_id="w", domain="shop.example.com"))
-    again, _ = run(LinkstatsCreateWebsiteOperator(task_id="w", domain="shop.example.com", if_exists="update", email_reports=1))
+    again, _ = run(
+        LinkstatsCreateWebsiteOperator(task_id="w", domain="shop.example.com", if_exists="update", email_reports=1)
+    )
     assert again["id"] == first["id"] and again["email"] == 1
     assert len(emu.store.websites()) == 1
 
@@ -163,9 +171,13 @@ def test_if_exists_for_websites_keyed_on_domain(emu):
 def test_retried_task_does_not_duplicate(emu):
     """The first try's create is committed but its answer is lost; the retry finds it by alias."""
     emu.faults.drop_next(count=1, method="POST")
-    record, _ = run(LinkstatsCreateLinkOperator(task_id="c", url="https://example.com/x", alias="retry-me", if_exists="skip"))
+    record, _ = run(
+        LinkstatsCreateLinkOperator(task_id="c", url="https://example.com/x", alias="retry-me", if_exists="skip")
+    )
     assert record["alias"] == "retry-me"
-    again, _ = run(LinkstatsCreateLinkOperator(task_id="c", url="https://example.com/x", alias="retry-me", if_exists="skip"))
+    again, _ = run(
+        LinkstatsCreateLinkOperator(task_id="c", url="https://example.com/x", alias="retry-me", if_exists="skip")
+    )
     assert again["id"] == record["id"]
     assert [link["alias"] for link in emu.store.links()] == ["retry-me"]
     assert api_count(emu, "POST") == 1

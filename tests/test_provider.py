@@ -9,10 +9,10 @@ import sys
 from importlib.metadata import entry_points
 from pathlib import Path
 
+import airflow
 import jsonschema
 import pytest
 
-import airflow
 from airflow_provider_linkstats import __version__
 from airflow_provider_linkstats.get_provider_info import get_provider_info
 from tests.conftest import API_KEY, REPO
@@ -35,7 +35,9 @@ def test_every_listed_module_and_class_imports():
     import importlib
 
     info = get_provider_info()
-    modules = [m for key in ("hooks", "operators", "sensors", "triggers") for e in info[key] for m in e["python-modules"]]
+    modules = [
+        m for key in ("hooks", "operators", "sensors", "triggers") for e in info[key] for m in e["python-modules"]
+    ]
     classes = [c["hook-class-name"] for c in info["connection-types"]] + info["extra-links"]
     for module in modules:
         importlib.import_module(module)
@@ -45,7 +47,9 @@ def test_every_listed_module_and_class_imports():
 
 
 def test_entry_point_registered_and_version_defined_once():
-    (entry,) = [e for e in entry_points(group="apache_airflow_provider") if e.value.startswith("airflow_provider_linkstats")]
+    (entry,) = [
+        e for e in entry_points(group="apache_airflow_provider") if e.value.startswith("airflow_provider_linkstats")
+    ]
     assert entry.load()()["versions"] == [__version__]
     assert "version" not in (REPO / "pyproject.toml").read_text().split("[project]")[1].split("\n[")[0].replace(
         'dynamic = ["version"]', ""
@@ -60,12 +64,21 @@ def test_hook_form_metadata_for_airflow_2():
     assert behaviour["relabeling"]["password"] == "API key"
     assert behaviour["placeholders"]["host"].startswith("https://")
     if airflow.__version__.startswith("2."):
-        assert set(LinkstatsLinksHook.get_connection_form_widgets()) == {"timeout", "max_retries", "verify_ssl", "timezone"}
+        assert set(LinkstatsLinksHook.get_connection_form_widgets()) == {
+            "timeout",
+            "max_retries",
+            "verify_ssl",
+            "timezone",
+        }
 
 
 def _airflow(*args: str, env: dict | None = None) -> subprocess.CompletedProcess:
     return subprocess.run(
-        [sys.executable, "-m", "airflow", *args], capture_output=True, text=True, env=env or os.environ.copy(), timeout=240
+        [sys.executable, "-m", "airflow", *args],
+        capture_output=True,
+        text=True,
+        env=env or os.environ.copy(),
+        timeout=240,
     )
 
 
@@ -88,8 +101,18 @@ def test_connection_added_with_cli_passes_test_connection(airflow_db, scripted):
     conn_id = "linkstats_links_default"
     _airflow("connections", "delete", conn_id, env=env)
     added = _airflow(
-        "connections", "add", conn_id, "--conn-type", "linkstats_links", "--conn-host", scripted.url,
-        "--conn-password", API_KEY, "--conn-extra", json.dumps({"timeout": 5}), env=env,
+        "connections",
+        "add",
+        conn_id,
+        "--conn-type",
+        "linkstats_links",
+        "--conn-host",
+        scripted.url,
+        "--conn-password",
+        API_KEY,
+        "--conn-extra",
+        json.dumps({"timeout": 5}),
+        env=env,
     )
     assert added.returncode == 0, added.stderr[-2000:]
     code = (

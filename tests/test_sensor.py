@@ -360,6 +360,7 @@ def test_templated_values_are_validated_after_rendering(emu):
 def test_rendered_forms_are_accepted():
     assert ExpiryWatch.from_inputs(link_ids="[3, 1, 3]").link_ids == [3, 1]  # a rendered list, deduplicated
     assert ExpiryWatch.from_inputs(link_ids=[{"id": 4}, "5"]).link_ids == [4, 5]  # records, digit strings
+    assert ExpiryWatch.from_inputs(link_ids=range(1, 4)).link_ids == [1, 2, 3]  # any sequence (mapped XComs)
     watch = ExpiryWatch.from_inputs(link_id={"id": "7", "alias": "spring"})  # a create task's record
     assert (watch.link_ids, watch.alias) == ([7], "spring")
     watch = ExpiryWatch.from_inputs(link_id="", alias="spring", link_ids="")  # empty renders mean "not given"

@@ -153,7 +153,9 @@ WEBSITE_FIELDS: tuple[FieldSpec, ...] = (
     FieldSpec("privacy", Kind.CHOICE, "Statistics privacy.", choices=_PRIVACY, default_on_create=1),
     FieldSpec("password", Kind.TEXT, "Statistics password when privacy is 2.", secret=True),
     FieldSpec("email", Kind.CHOICE, "1 enables e-mail reports.", choices=_TOGGLE, default_on_create=0),
-    FieldSpec("exclude_bots", Kind.CHOICE, "1 leaves bots out of the statistics.", choices=_TOGGLE, default_on_create=1),
+    FieldSpec(
+        "exclude_bots", Kind.CHOICE, "1 leaves bots out of the statistics.", choices=_TOGGLE, default_on_create=1
+    ),
     FieldSpec("exclude_params", Kind.LINES, "URL query parameters to ignore."),
     FieldSpec("exclude_ips", Kind.IP_LINES, "Visitor IP addresses to ignore."),
 )
@@ -186,9 +188,7 @@ LINK_LIST_PARAMS: tuple[ListParamSpec, ...] = (
     ListParamSpec("space_id", Kind.ID, "Only links in this space."),
     ListParamSpec("domain_id", Kind.ID, "Only links on this domain."),
     ListParamSpec("pixel_id", Kind.ID, "Only links with this pixel."),
-    ListParamSpec(
-        "sort_by", Kind.CHOICE, "Sort key.", choices=("id", "clicks", "title", "alias", "url"), default="id"
-    ),
+    ListParamSpec("sort_by", Kind.CHOICE, "Sort key.", choices=("id", "clicks", "title", "alias", "url"), default="id"),
     _SORT,
     _PER_PAGE,
 )

@@ -22,7 +22,7 @@ requests and read the answers the same way.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Generator, Iterable, Mapping
+from collections.abc import Callable, Generator, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -306,8 +306,11 @@ def drive(poke: Poke, call: Callable[[ApiRequest], ApiResponse]) -> PokeOutcome:
 
 
 def validate_link_ids(value: Any) -> list[int]:
-    """A non-empty list of link ids (ints, digit strings, a rendered "[1, 2]", or link records)."""
-    if isinstance(value, (list, tuple)):
+    """A non-empty list of link ids (ints, digit strings, a rendered "[1, 2]", or link records).
+
+    Any sequence will do, such as the lazy list Airflow gives for a mapped task's XCom.
+    """
+    if isinstance(value, (Sequence, set, frozenset)) and not isinstance(value, (str, bytes)):
         value = [item.get("id") if isinstance(item, Mapping) else item for item in value]
     ids = validate_value(_LINK_IDS, value)
     if not ids:

@@ -91,7 +91,9 @@ class LinkstatsBaseHook(BaseHook):
         try:
             pendulum.timezone(settings["timezone"])
         except Exception:
-            raise LinkstatsInputError("timezone", settings["timezone"], "an IANA time zone name such as UTC or Europe/Paris") from None
+            raise LinkstatsInputError(
+                "timezone", settings["timezone"], "an IANA time zone name such as UTC or Europe/Paris"
+            ) from None
         if not conn.password:
             raise LinkstatsInputError(
                 "password", None, f"the API key, stored in connection {self.linkstats_conn_id!r}'s password field"
@@ -318,7 +320,9 @@ def _extra(name: str, kind: str, default: Any, value: Any) -> Any:
         except (TypeError, ValueError):
             number = -1
         if number < 0 or (kind == "number" and number == 0) or isinstance(value, bool):
-            raise LinkstatsInputError(name, value, f"a {'non-negative whole' if kind == 'integer' else 'positive'} number")
+            raise LinkstatsInputError(
+                name, value, f"a {'non-negative whole' if kind == 'integer' else 'positive'} number"
+            )
         return number
     return str(value)
 

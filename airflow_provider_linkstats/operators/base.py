@@ -251,7 +251,9 @@ class LinkstatsDeleteOperatorBase(LinkstatsBaseOperator):
         if single is not None:
             record_id = validate_id(single, self.id_argument)
             deleted = self.hook.delete_record(record_id, missing_ok=missing_ok)
-            self.log.info("%s id=%s %s", self.resource.singular, record_id, "deleted" if deleted else "was already gone")
+            self.log.info(
+                "%s id=%s %s", self.resource.singular, record_id, "deleted" if deleted else "was already gone"
+            )
             return record_id
         return self._delete_many(many, missing_ok)
 

@@ -32,7 +32,7 @@ TargetingRules = Sequence[dict[str, str]]
 
 
 class LinkstatsShortUrlLink(BaseOperatorLink):
-    """"Short URL" button on a link task: the short URL of the link it created or changed."""
+    """ "Short URL" button on a link task: the short URL of the link it created or changed."""
 
     name = "Short URL"
 
@@ -166,7 +166,9 @@ class LinkstatsGetLinkOperator(LinkstatsGetOperatorBase):
     hook_class_name = "LinkstatsLinksHook"
     id_argument = "link_id"
 
-    def __init__(self, *, link_id: int | str, linkstats_conn_id: str = "linkstats_links_default", **kwargs: Any) -> None:
+    def __init__(
+        self, *, link_id: int | str, linkstats_conn_id: str = "linkstats_links_default", **kwargs: Any
+    ) -> None:
         super().__init__(linkstats_conn_id=linkstats_conn_id, **kwargs)
         self.link_id = link_id
 

@@ -105,7 +105,9 @@ class Emulator:
 
 def airflow(env: dict, *args: str, log: Path | None = None) -> int:
     with (log or Path(os.devnull)).open("w") as handle:
-        return subprocess.run([sys.executable, "-m", "airflow", *args], env=env, stdout=handle, stderr=subprocess.STDOUT).returncode
+        return subprocess.run(
+            [sys.executable, "-m", "airflow", *args], env=env, stdout=handle, stderr=subprocess.STDOUT
+        ).returncode
 
 
 LOG_LINE = re.compile(r"^\d{4}-\d\d-\d\dT\S+ \[(\w+)\s*\] (.*?)\s+\[[\w.]+\]")
@@ -156,7 +158,9 @@ def visitors(emulator: Emulator, stop: threading.Event) -> None:
 
 def seed_expired(emulator: Emulator, count: int, prefix: str) -> None:
     for index in range(count):
-        link = emulator.create_link(url=f"https://example.com/old/{index}", alias=f"{prefix}-{index}", expiration_clicks=1)
+        link = emulator.create_link(
+            url=f"https://example.com/old/{index}", alias=f"{prefix}-{index}", expiration_clicks=1
+        )
         emulator.click(link["alias"], VISITORS[index % len(VISITORS)])
 
 

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import pendulum
-
 from airflow.providers.common.compat.sdk import DAG, task
+
 from airflow_provider_linkstats.operators.links import (
     LinkstatsCreateLinkOperator,
     LinkstatsDeleteLinkOperator,
@@ -27,5 +27,7 @@ with DAG(
     def ids_of(records: list[dict]) -> list[int]:
         return [record["id"] for record in records]
 
-    deleted = LinkstatsDeleteLinkOperator.partial(task_id="delete", missing_ok=True).expand(link_id=ids_of(listed.output))
+    deleted = LinkstatsDeleteLinkOperator.partial(task_id="delete", missing_ok=True).expand(
+        link_id=ids_of(listed.output)
+    )
     created >> listed

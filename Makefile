@@ -33,7 +33,8 @@ bench: venv
 	$(VENV)/bin/python -m benchmarks.run
 
 lint: venv
-	$(VENV)/bin/python -m ruff check airflow_provider_linkstats tests dags_examples
+	$(VENV)/bin/python -m pip install -q ruff 2>&1 | { grep -v "is ignored" || true; }
+	$(VENV)/bin/python -m ruff check airflow_provider_linkstats tests dags_examples benchmarks
 
 # Regenerate the pinned constraints from a fresh, unconstrained install (maintainers only).
 constraints:

@@ -466,3 +466,21 @@ def test_async_client_retries_under_the_policy_and_maps_statuses(scripted):
     with pytest.raises(LinkstatsNotFoundError, match="GET /links/1 HTTP 404: Not found."):
         asyncio.run(scenario())
     assert len(scripted.requests) == 2
+
+
+
+def test_hook_parses_a_connection_it_is_given_without_fetching_again(emu, monkeypatch):
+    """The trigger fetches the connection asynchronously and hands it to the hook: no blocking lookup."""
+    from airflow_provider_linkstats.hooks.linkstats import LinkstatsLinksHook
+    from tests.conftest import API_KEY
+
+    fetched = LinkstatsLinksHook().connection
+    hook = LinkstatsLinksHook()
+
+    def refuse(cls, conn_id):
+        raise AssertionError("the hook fetched the connection again")
+
+    monkeypatch.setattr(LinkstatsLinksHook, "get_connection", classmethod(refuse))
+    hook.use_connection(fetched)
+    assert hook.settings["root"] == emu.url + "/public/api/v1"
+    assert API_KEY not in repr(vars(hook))

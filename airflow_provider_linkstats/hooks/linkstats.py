@@ -75,6 +75,12 @@ class LinkstatsBaseHook(BaseHook):
             holder = self.__dict__["_connection"] = _Hidden(self.get_connection(self.linkstats_conn_id))
         return holder.value
 
+    def use_connection(self, connection: Any) -> None:
+        """Take an already fetched Connection (the trigger fetches it asynchronously), so that
+        ``settings`` parses it exactly as in a worker without a blocking lookup."""
+        self.__dict__["_connection"] = _Hidden(connection)
+        self.__dict__.pop("settings", None)
+
     @cached_property
     def settings(self) -> JsonDict:
         """The connection's base URL and extras, parsed and checked once (no key in here)."""

@@ -188,7 +188,7 @@ class LinkstatsLinkExpiredTrigger(BaseTrigger):
         connection = await get_async_connection(self.linkstats_conn_id, hook=LinkstatsLinksHook)
         # The hook parses the connection (base URL, extras, API key present) exactly as in poke mode.
         hook = LinkstatsLinksHook(self.linkstats_conn_id)
-        hook.__dict__["connection"] = connection
+        hook.use_connection(connection)
         settings = hook.settings
         client = await AsyncLinkstatsClient.open(
             settings["root"],

@@ -22,11 +22,14 @@ from pathlib import Path
 
 import airflow
 import pytest
+from cryptography.fernet import Fernet
 
-from tests.conftest import REPO, connection_json
+from tests.airflow_scan import ScanReport, _scan_database, find_secrets
+from tests.conftest import API_KEY, REPO, connection_json
 from tests.test_example_dags import click_until_expired
 
 AIRFLOW_3 = not airflow.__version__.startswith("2.")
+FERNET_KEY = Fernet.generate_key().decode()  # trigger kwargs are stored encrypted, as in production
 DAG_ID = "linkstats_campaign_launch"
 
 
@@ -126,7 +129,7 @@ def test_campaign_dag_resumes_from_the_triggerer(emu):
         "AIRFLOW__API_AUTH__JWT_SECRET": secrets.token_urlsafe(32),
         "AIRFLOW__CORE__INTERNAL_API_SECRET_KEY": secrets.token_urlsafe(32),
         "AIRFLOW__WEBSERVER__SECRET_KEY": secrets.token_urlsafe(32),
-        "AIRFLOW__CORE__FERNET_KEY": "",
+        "AIRFLOW__CORE__FERNET_KEY": FERNET_KEY,
         "LINKSTATS_CAMPAIGN_POKE_INTERVAL": "1",
         "LINKSTATS_CAMPAIGN_WAIT_TIMEOUT": "300",
         "AIRFLOW_CONN_LINKSTATS_LINKS_DEFAULT": connection_json(emu.url),
@@ -177,6 +180,15 @@ def test_campaign_dag_resumes_from_the_triggerer(emu):
         assert "Waiting for 3 links to expire" in trigger_log and "3 links expired" in trigger_log, trigger_log[-3000:]
         assert emu.store.links() == [] and emu.store.websites() == []
         assert emu.stats.count(method="POST", path_prefix="/public/api/v1/links") == 3
+
+        # Real per-task log files (trigger logs included) and every metadata row: no API key.
+        watched = {"API key": API_KEY}
+        log_files = [p for p in (home / "logs").rglob("*") if p.is_file()]
+        assert len(log_files) >= 8
+        hits = [f"{p}: {name}" for p in log_files for name in find_secrets(p.read_text(errors="replace"), watched)]
+        report = ScanReport(states={}, files=log_files, rows={}, decrypted=0, hits=hits, output="")
+        _scan_database(home / "airflow.db", watched, FERNET_KEY, report)
+        assert report.hits == [] and report.rows.get("xcom", 0) > 0
     finally:
         stop.set()
         deployment.stop()

@@ -6,6 +6,8 @@ chart of the top links (without it, the chart is skipped with a log line, not a 
 
 from __future__ import annotations
 
+import os
+
 import pendulum
 from airflow.providers.common.compat.sdk import DAG, Param, task
 
@@ -24,7 +26,11 @@ with DAG(
     tags=["linkstats", "example"],
     params={
         "top_n": Param(10, type="integer", minimum=1, maximum=1000, description="How many links to rank"),
-        "output_dir": Param("/tmp/linkstats-reports", type="string", description="Where the files go"),
+        "output_dir": Param(
+            os.path.join(os.environ.get("AIRFLOW_HOME", os.path.expanduser("~/airflow")), "linkstats-reports"),
+            type="string",
+            description="Where the files go (default: linkstats-reports in the Airflow home)",
+        ),
     },
 ) as dag:
     top_links = LinkstatsListLinksOperator(

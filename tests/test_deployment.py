@@ -31,6 +31,7 @@ from tests.test_example_dags import click_until_expired
 AIRFLOW_3 = not airflow.__version__.startswith("2.")
 FERNET_KEY = Fernet.generate_key().decode()  # trigger kwargs are stored encrypted, as in production
 DAG_ID = "linkstats_campaign_launch"
+SCHEDULED_EXAMPLES = ("linkstats_cleanup_expired", "linkstats_weekly_report")
 
 
 def free_port() -> int:
@@ -82,18 +83,18 @@ class Deployment:
             except ProcessLookupError:
                 pass
 
-    def dag_run_state(self) -> str | None:
-        args = (
-            ["dags", "list-runs", DAG_ID, "-o", "json"]
-            if AIRFLOW_3
-            else ["dags", "list-runs", "-d", DAG_ID, "-o", "json"]
-        )
-        result = self.cli(*args, check=False)
+    def run_states(self, dag_id: str) -> list[str]:
+        """States of the DAG's runs, newest first."""
+        args = ["dags", "list-runs", dag_id] if AIRFLOW_3 else ["dags", "list-runs", "-d", dag_id]
+        result = self.cli(*args, "-o", "json", check=False)
         for line in result.stdout.splitlines():
             if line.startswith("[{") or line.strip() == "[]":
-                runs = json.loads(line)
-                return runs[0]["state"] if runs else None
-        return None
+                return [run["state"] for run in json.loads(line)]
+        return []
+
+    def dag_run_state(self) -> str | None:
+        states = self.run_states(DAG_ID)
+        return states[0] if states else None
 
 
 @pytest.mark.slow
@@ -102,8 +103,8 @@ def test_campaign_dag_resumes_from_the_triggerer(emu):
     home = Path(tempfile.mkdtemp(prefix="linkstats-deployment-"))
     dags = home / "dags"
     dags.mkdir()
-    (dags / "examples").mkdir()  # only the campaign DAG: the scheduled examples would run too
-    (dags / "examples" / f"{DAG_ID}.py").symlink_to(REPO / "dags_examples" / f"{DAG_ID}.py")
+    # Every example DAG; created unpaused, the scheduled two run once each on their own.
+    (dags / "examples").symlink_to(REPO / "dags_examples", target_is_directory=True)
     api_port = free_port()
     env = {
         **{k: v for k, v in os.environ.items() if not k.startswith("AIRFLOW")},
@@ -181,10 +182,19 @@ def test_campaign_dag_resumes_from_the_triggerer(emu):
         assert emu.store.links() == [] and emu.store.websites() == []
         assert emu.stats.count(method="POST", path_prefix="/public/api/v1/links") == 3
 
+        # The scheduled examples (cleanup, report) ran once each beside it, under the same scheduler.
+        deadline = time.monotonic() + 180
+        for dag_id in SCHEDULED_EXAMPLES:
+            while not (states := deployment.run_states(dag_id)) or set(states) != {"success"}:
+                assert "failed" not in states, f"{dag_id}: {states}\n{deployment.log('scheduler')[-3000:]}"
+                assert time.monotonic() < deadline, f"{dag_id} never finished: {states}"
+                time.sleep(3)
+        assert list((home / "linkstats-reports").glob("top_links_*.csv"))
+
         # Real per-task log files (trigger logs included) and every metadata row: no API key.
         watched = {"API key": API_KEY}
         log_files = [p for p in (home / "logs").rglob("*") if p.is_file()]
-        assert len(log_files) >= 8
+        assert sum("dag_id=linkstats_" in str(p) for p in log_files) >= 15  # the three DAGs' task logs
         hits = [f"{p}: {name}" for p in log_files for name in find_secrets(p.read_text(errors="replace"), watched)]
         report = ScanReport(states={}, files=log_files, rows={}, decrypted=0, hits=hits, output="")
         _scan_database(home / "airflow.db", watched, FERNET_KEY, report)

@@ -223,7 +223,7 @@ def _targeting(spec: FieldSpec, value: Any) -> list[dict[str, str]]:
                     raise LinkstatsInputError(f"{where}.key", key, "one of " + ", ".join(map(repr, spec.choices)))
             elif not isinstance(key, str) or not key:
                 raise LinkstatsInputError(f"{where}.key", key, "a non-empty string")
-            clean["key"] = key
+            clean["key"] = str(key)
         rule_value = rule.get("value")
         if not isinstance(rule_value, str) or not rule_value:
             raise LinkstatsInputError(f"{where}.value", rule_value, "a non-empty string (usually a URL)")

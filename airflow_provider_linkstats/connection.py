@@ -21,12 +21,36 @@ CONNECTION_TYPES = {
 }
 
 # name: (label, JSON-schema type, default, description)
-EXTRA_FIELDS: dict[str, tuple[str, str, Any, str]] = {
+ExtraField = tuple[str, str, Any, str]
+EXTRA_FIELDS: dict[str, ExtraField] = {
     "timeout": ("Read timeout (seconds)", "number", 30, "Seconds to wait for an answer; connecting waits at most 10."),
     "max_retries": ("Max retries", "integer", 3, "Retries after a connection error, 429 or 502/503/504."),
+    "max_rate_limit_wait": (
+        "Max rate-limit wait (seconds)",
+        "number",
+        120,
+        "Longest Retry-After honoured after a 429; a longer one fails the request at once.",
+    ),
     "verify_ssl": ("Verify SSL", "boolean", True, "Check the service's TLS certificate."),
     "timezone": ("Service time zone", "string", "UTC", "Zone of expiration_date/expiration_time, e.g. Europe/Paris."),
 }
+# Extras that only one connection type has.
+TYPE_EXTRA_FIELDS: dict[str, dict[str, ExtraField]] = {
+    "linkstats_links": {
+        "default_domain_id": (
+            "Default domain ID",
+            "integer",
+            None,
+            "Domain of links created without domain_id (the service requires one); e.g. 1.",
+        ),
+    },
+    "linkstats_analytics": {},
+}
+
+
+def extra_fields(conn_type: str) -> dict[str, ExtraField]:
+    """The extras of one connection type, in form order."""
+    return {**EXTRA_FIELDS, **TYPE_EXTRA_FIELDS.get(conn_type, {})}
 
 HIDDEN_FIELDS = ["schema", "port", "login", "extra"]
 RELABELING = {"host": "Base URL", "password": "API key"}
@@ -56,7 +80,7 @@ def provider_connection_types() -> list[dict[str, Any]]:
                         "schema": {"type": [kind, "null"], "default": default},
                         "description": description,
                     }
-                    for name, (label, kind, default, description) in EXTRA_FIELDS.items()
+                    for name, (label, kind, default, description) in extra_fields(conn_type).items()
                 },
             }
         )

@@ -141,7 +141,7 @@ BAD_INPUT = [
     case(ListLinks, {"max_items": -1}, "max_items", -1, "a non-negative integer"),
     case(ListLinks, {"status": "{{ params.status }}"}, "status", "9", "one of 0, 1, 2, 3", {"status": 9}),
     # -- create website
-    case(CreateSite, {"domain": "https://x.com/"}, "domain", "https://x.com/", "a domain name such as example.com"),
+    case(CreateSite, {"domain": "https://x.com/shop"}, "domain", "https://x.com/shop", "a domain name such as example.com"),
     case(CreateSite, {"domain": None}, "domain", None, "required on website create"),
     case(
         CreateSite,

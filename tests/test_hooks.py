@@ -445,11 +445,11 @@ def test_base_url_forms(monkeypatch, scripted):
         f"linkstats-links://:{API_KEY}@{host}:{port}/http?timeout=5&max_retries=0",
     )
     hook = LinkstatsLinksHook()
-    assert hook.settings["root"] == f"http://{host}:{port}/public/api/v1"
-    assert hook.settings["timeout"] == 5.0 and hook.settings["max_retries"] == 0
+    assert hook.settings.root == f"http://{host}:{port}/public/api/v1"
+    assert hook.settings.read_timeout == 5.0 and hook.settings.max_retries == 0
     assert hook.test_connection()[0] is True
     monkeypatch.setenv("AIRFLOW_CONN_LINKSTATS_LINKS_DEFAULT", connection_json(scripted.url + "/public/api/v1/"))
-    assert LinkstatsLinksHook().settings["root"] == scripted.url + "/public/api/v1"
+    assert LinkstatsLinksHook().settings.root == scripted.url + "/public/api/v1"
 
 
 def test_bad_extra_named(monkeypatch, scripted):

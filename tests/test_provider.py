@@ -28,7 +28,9 @@ def test_provider_info_validates_against_airflows_schema():
         behaviour = conn["ui-field-behaviour"]
         assert behaviour["relabeling"] == {"host": "Base URL", "password": "API key"}
         assert {"schema", "port", "login", "extra"} <= set(behaviour["hidden-fields"])
-        assert set(conn["conn-fields"]) == {"timeout", "max_retries", "verify_ssl", "timezone"}
+        common = {"timeout", "max_retries", "max_rate_limit_wait", "verify_ssl", "timezone"}
+        only_links = {"default_domain_id"} if conn["connection-type"] == "linkstats_links" else set()
+        assert set(conn["conn-fields"]) == common | only_links
 
 
 def test_every_listed_module_and_class_imports():

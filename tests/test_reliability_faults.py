@@ -364,7 +364,7 @@ FAILING = {
     "500 HTML page": Failing(
         lambda m: Fault(m, lambda r: ("respond", 500, HTML_PAGE.replace("502 Bad Gateway", "Oops"))),
         LinkstatsServerError,
-        r"HTTP 500: internal server error \(non-JSON body of \d+ bytes\)",
+        r"HTTP 500: internal server error \(HTML page 'Oops', \d+ bytes\)",
         attempts=1,
     ),
     "503 on every try": Failing(

@@ -7,6 +7,7 @@ a secret. Airflow runs of whole DAGs are scanned in ``test_secrets_in_airflow.py
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import traceback
 
@@ -84,10 +85,10 @@ def test_hook_client_and_transport_reprs_hide_the_key(emu):
             repr(vars(hook)),
             repr(vars(client)),
             repr(vars(client._transport)),
-            json.dumps(hook.settings),
+            json.dumps(dataclasses.asdict(hook.settings)),
         ]
         assert leaked("\n".join(shown)) == [], shown
-        assert hook.settings["root"] in repr(client)  # the repr still says where it talks to
+        assert hook.settings.root in repr(client)  # the repr still says where it talks to
         hook.close()
 
 

@@ -482,5 +482,5 @@ def test_hook_parses_a_connection_it_is_given_without_fetching_again(emu, monkey
 
     monkeypatch.setattr(LinkstatsLinksHook, "get_connection", classmethod(refuse))
     hook.use_connection(fetched)
-    assert hook.settings["root"] == emu.url + "/public/api/v1"
+    assert hook.settings.root == emu.url + "/public/api/v1"
     assert API_KEY not in repr(vars(hook))

@@ -18,7 +18,6 @@ import concurrent.futures
 import logging
 import ssl
 import threading
-from collections.abc import Awaitable, Callable
 from urllib.parse import urlencode
 
 import httpx
@@ -28,17 +27,14 @@ try:  # httpcore loads anyio's asyncio backend on the first request: load it wit
 except ImportError:  # pragma: no cover - another anyio layout; then it is loaded on first use
     pass
 
-from airflow_provider_linkstats import __version__
-from airflow_provider_linkstats.client.errors import LinkstatsApiError, LinkstatsTransportError
-from airflow_provider_linkstats.client.expiry import Poke, PokeOutcome
+from airflow_provider_linkstats.client.errors import LinkstatsApiError, transport_error
 from airflow_provider_linkstats.client.protocol import ApiRequest, ApiResponse, raise_for_status
+from airflow_provider_linkstats.client.ratelimit import RateLimiter
 from airflow_provider_linkstats.client.retry import RetryPolicy
+from airflow_provider_linkstats.client.settings import ClientSettings, auth_headers, key_from_headers
 
 log = logging.getLogger(__name__)
 
-USER_AGENT = f"airflow-provider-linkstats/{__version__}"
-DEFAULT_CONNECT_TIMEOUT = 10.0
-DEFAULT_READ_TIMEOUT = 30.0
 # Keep the connection open between pokes only when the next one comes sooner than this: servers
 # drop idle connections after 5-75 s, and a trigger that polls every few minutes should not hold a
 # socket (on both ends) while it sleeps.
@@ -103,65 +99,50 @@ def _build_ssl_context(verify: bool) -> ssl.SSLContext:
 class AsyncLinkstatsClient:
     """Talks to one service with one API key over one ``httpx.AsyncClient``; use ``async with``.
 
-    Build it with ``await AsyncLinkstatsClient.open(...)``. The key lives only in the httpx
-    client's default headers: it is in no attribute, repr or message.
+    Build it with ``await AsyncLinkstatsClient.open(settings, key)`` (the hook's
+    ``get_async_client()`` does). The key lives only in the httpx client's default headers: it is
+    in no attribute, repr or message.
     """
 
     def __init__(
         self,
-        root: str,
+        settings: ClientSettings,
         api_key: str,
         *,
         ssl_context: ssl.SSLContext,
-        read_timeout: float = DEFAULT_READ_TIMEOUT,
-        connect_timeout: float = DEFAULT_CONNECT_TIMEOUT,
         retry: RetryPolicy | None = None,
         keep_alive: bool = True,
+        max_connections: int = 4,
+        limiter: RateLimiter | None = None,
     ) -> None:
-        self.root = root.rstrip("/")
-        self.retry = retry or RetryPolicy()
+        self.settings = settings
+        self.root = settings.root.rstrip("/")
+        self.retry = retry or RetryPolicy.from_settings(settings)
+        self.limiter = limiter or RateLimiter(window=settings.rate_limit_window)
         self._client = httpx.AsyncClient(
-            headers={"Authorization": f"Bearer {api_key}", "Accept": "application/json", "User-Agent": USER_AGENT},
-            timeout=httpx.Timeout(read_timeout, connect=connect_timeout),
+            headers=auth_headers(api_key),
+            timeout=httpx.Timeout(settings.read_timeout, connect=settings.connect_timeout),
             verify=ssl_context,
             trust_env=False,  # proxies and .netrc from the environment must not see our key
             follow_redirects=False,
             limits=httpx.Limits(
-                max_connections=4,
-                max_keepalive_connections=1 if keep_alive else 0,
+                max_connections=max_connections,
+                max_keepalive_connections=max_connections if keep_alive else 0,
                 keepalive_expiry=KEEP_ALIVE_MAX_IDLE + 5.0,
             ),
         )
 
     @classmethod
-    async def open(
-        cls,
-        root: str,
-        api_key: str,
-        *,
-        verify_ssl: bool = True,
-        read_timeout: float = DEFAULT_READ_TIMEOUT,
-        connect_timeout: float = DEFAULT_CONNECT_TIMEOUT,
-        retry: RetryPolicy | None = None,
-        keep_alive: bool = True,
-    ) -> AsyncLinkstatsClient:
-        return cls(
-            root,
-            api_key,
-            ssl_context=await shared_ssl_context(verify_ssl),
-            read_timeout=read_timeout,
-            connect_timeout=connect_timeout,
-            retry=retry,
-            keep_alive=keep_alive,
-        )
+    async def open(cls, settings: ClientSettings, api_key: str, **kwargs: object) -> AsyncLinkstatsClient:
+        """A client whose TLS context is the process's shared one (built once, off the event loop)."""
+        return cls(settings, api_key, ssl_context=await shared_ssl_context(settings.verify_ssl), **kwargs)  # type: ignore[arg-type]
 
     def __repr__(self) -> str:
         return f"AsyncLinkstatsClient(root={self.root!r})"
 
     @property
     def _secrets(self) -> tuple[str, ...]:
-        """What to redact from server messages: the key, read back from the client's header (no attribute holds it)."""
-        return (str(self._client.headers["Authorization"]).removeprefix("Bearer "),)
+        return (key_from_headers(self._client.headers),)
 
     async def __aenter__(self) -> AsyncLinkstatsClient:
         return self
@@ -173,12 +154,13 @@ class AsyncLinkstatsClient:
         await self._client.aclose()
 
     async def send(self, request: ApiRequest) -> ApiResponse:
-        """One attempt: the answer whatever its status, or ``LinkstatsTransportError``."""
+        """One attempt, paced by the rate limiter: the answer whatever its status, or ``LinkstatsTransportError``."""
         headers = {}
         content = None
         if request.method in ("POST", "PUT"):
             content = urlencode(list(request.form)).encode()
             headers["Content-Type"] = "application/x-www-form-urlencoded"
+        await self.limiter.await_slot(self.settings.max_rate_limit_wait)
         try:
             response = await self._client.request(
                 request.method,
@@ -188,39 +170,23 @@ class AsyncLinkstatsClient:
                 headers=headers or None,
             )
         except (httpx.ConnectError, httpx.ConnectTimeout, httpx.PoolTimeout, httpx.UnsupportedProtocol) as error:
-            raise _transport_error(request, error, sent=False) from None
+            self.limiter.release()
+            raise transport_error(request.describe(), error, sent=False) from None
         except httpx.HTTPError as error:  # read/write timeout, reset, truncated answer...
-            raise _transport_error(request, error, sent=True) from None
+            self.limiter.release()
+            raise transport_error(request.describe(), error, sent=True) from None
+        self.limiter.observe(response.headers, response.status_code)
         return ApiResponse(response.status_code, response.headers, response.content)
 
     async def call(self, request: ApiRequest) -> ApiResponse:
         """Send ``request`` under the retry policy and return its 2xx response, or raise."""
-        if self.retry.max_retries == 0:  # the trigger's case: its poll loop is the retry
-            response = await self.send(request)
-            raise_for_status(request, response, self._secrets)
-            return response
-        async for attempt in self.retry.async_retrying(request, log):
-            with attempt:
-                response = await self.send(request)
-                raise_for_status(request, response, self._secrets)
+        try:
+            async for attempt in self.retry.async_retrying(request, log):
+                with attempt:
+                    response = await self.send(request)
+                    raise_for_status(request, response, self._secrets)
+        except LinkstatsApiError as error:
+            if self.retry.asks_too_long(error):
+                raise self.retry.explain(error) from error
+            raise
         return response
-
-
-async def adrive(poke: Poke, call: Callable[[ApiRequest], Awaitable[ApiResponse]]) -> PokeOutcome:
-    """Run one poke (see ``expiry.drive``) with an async ``call``."""
-    try:
-        request = next(poke)
-        while True:
-            try:
-                response = await call(request)
-            except LinkstatsApiError as error:
-                request = poke.throw(error)
-            else:
-                request = poke.send(response)
-    except StopIteration as stop:
-        return stop.value
-
-
-def _transport_error(request: ApiRequest, error: Exception, *, sent: bool) -> LinkstatsTransportError:
-    what = "no connection could be made" if not sent else "the answer was lost"
-    return LinkstatsTransportError(f"{request.describe()}: {what} ({type(error).__name__})", sent=sent)

@@ -8,6 +8,7 @@ from typing import Any
 
 from airflow_provider_linkstats.client.contract import MAX_PER_PAGE, Resource
 from airflow_provider_linkstats.client.errors import (
+    LinkstatsApiError,
     LinkstatsError,
     LinkstatsInputError,
     LinkstatsNotFoundError,
@@ -26,44 +27,30 @@ from airflow_provider_linkstats.client.protocol import (
     parse_record,
     raise_for_status,
 )
+from airflow_provider_linkstats.client.ratelimit import RateLimiter
+from airflow_provider_linkstats.client.records import record_domain_id
 from airflow_provider_linkstats.client.retry import RetryPolicy
+from airflow_provider_linkstats.client.settings import ClientSettings
 from airflow_provider_linkstats.client.transport import RequestsTransport
 from airflow_provider_linkstats.client.validation import validate_list_params
 
 log = logging.getLogger(__name__)
 
-DEFAULT_CONNECT_TIMEOUT = 10.0
-DEFAULT_READ_TIMEOUT = 30.0
-
 
 class LinkstatsClient:
     """Talks to one service (links or analytics) with one API key over one reused session.
 
-    Thread-safe for concurrent calls, as a bulk delete makes them. The key lives only in the
-    session's headers: it is in no attribute, repr or message.
+    Thread-safe for concurrent calls, as a bulk delete makes them; they share one rate limiter,
+    so together they stay under the service's budget. The key lives only in the session's
+    headers: it is in no attribute, repr or message.
     """
 
-    def __init__(
-        self,
-        root: str,
-        api_key: str,
-        *,
-        read_timeout: float = DEFAULT_READ_TIMEOUT,
-        connect_timeout: float = DEFAULT_CONNECT_TIMEOUT,
-        verify_ssl: bool = True,
-        retry: RetryPolicy | None = None,
-        pool_size: int = 16,
-    ) -> None:
-        self.root = root
-        self.retry = retry or RetryPolicy()
-        self._transport = RequestsTransport(
-            root,
-            api_key,
-            connect_timeout=connect_timeout,
-            read_timeout=read_timeout,
-            verify_ssl=verify_ssl,
-            pool_size=pool_size,
-        )
+    def __init__(self, settings: ClientSettings, api_key: str, *, limiter: RateLimiter | None = None) -> None:
+        self.settings = settings
+        self.root = settings.root
+        self.retry = RetryPolicy.from_settings(settings)
+        self.limiter = limiter or RateLimiter(window=settings.rate_limit_window)
+        self._transport = RequestsTransport(settings, api_key)
 
     def __repr__(self) -> str:
         return f"LinkstatsClient(root={self.root!r})"
@@ -80,19 +67,35 @@ class LinkstatsClient:
 
     def call(self, request: ApiRequest) -> ApiResponse:
         """Send ``request`` under the retry policy and return its 2xx response, or raise."""
-        for attempt in self.retry.retrying(request, log):
-            with attempt:
-                response = self._transport.send(request)
-                try:
-                    raise_for_status(request, response, self._secrets)
-                except LinkstatsNotFoundError:
-                    # A DELETE whose earlier attempt was lost may have done its work already.
-                    if request.method == "DELETE" and attempt.retry_state.attempt_number > 1:
-                        log.info("Linkstats %s: gone on retry, counted as deleted", request.describe())
-                        return ApiResponse(200, {}, b"")
-                    raise
-                return response
+        try:
+            for attempt in self.retry.retrying(request, log):
+                with attempt:
+                    response = self._send_paced(request)
+                    try:
+                        raise_for_status(request, response, self._secrets)
+                    except LinkstatsNotFoundError:
+                        # A DELETE whose earlier attempt was lost may have done its work already.
+                        if request.method == "DELETE" and attempt.retry_state.attempt_number > 1:
+                            log.info("Linkstats %s: gone on retry, counted as deleted", request.describe())
+                            return ApiResponse(200, {}, b"")
+                        raise
+                    return response
+        except LinkstatsApiError as error:
+            if self.retry.asks_too_long(error):
+                raise self.retry.explain(error) from error
+            raise
         raise AssertionError("unreachable: tenacity re-raises the last error")  # pragma: no cover
+
+    def _send_paced(self, request: ApiRequest) -> ApiResponse:
+        """One attempt, after the rate limiter allows it; the answer's headers update the limiter."""
+        self.limiter.wait(self.settings.max_rate_limit_wait)
+        try:
+            response = self._transport.send(request)
+        except BaseException:
+            self.limiter.release()
+            raise
+        self.limiter.observe(response.headers, response.status)
+        return response
 
     # -- records -----------------------------------------------------------------------------
 
@@ -103,7 +106,8 @@ class LinkstatsClient:
         it is returned; not found, the create certainly did not happen and is sent again.
         """
         request = build_create(resource, fields)
-        key_value = fields.get(resource.natural_key)
+        # As sent, so normalised (a website's domain is lower-cased, without scheme or slash).
+        key_value = dict(request.form).get(resource.natural_key)
         for _ in range(self.retry.max_retries + 1):
             try:
                 return parse_record(request, self.call(request))
@@ -117,7 +121,7 @@ class LinkstatsClient:
                         f"again; check the service before retrying."
                     ) from None
                 try:
-                    existing = self.find_by_natural_key(resource, str(key_value), fields.get("domain_id"))
+                    existing = self.find_by_natural_key(resource, key_value, fields.get("domain_id"))
                 except LinkstatsError as lookup_error:
                     # Still unknown: say so, rather than report the lookup's GET as the failure.
                     raise LinkstatsOutcomeUnknownError(
@@ -202,7 +206,7 @@ class LinkstatsClient:
         for record in self.iter(resource, filters):
             if str(record.get(resource.natural_key)) != value:
                 continue
-            found_domain = record.get("domain_id")
+            found_domain = record_domain_id(record)
             if domain_id is not None and found_domain is not None and str(found_domain) != str(domain_id):
                 continue
             return record

@@ -1,16 +1,21 @@
 """The API contract of both services, written once.
 
-Validation, form encoding, the operators' documentation and the emulator all read the tables
-below; adding a field to either service is a one-line change here. Nothing in this module does
-I/O or imports a third-party library, so it is cheap to import at DAG-parse time.
+Validation, form encoding, record parsing and the operators' documentation read the tables below.
+A new request field is one ``FieldSpec`` line here, plus the operator's explicit keyword argument
+(kept explicit for IDE completion). The emulator does not read this module: it is an independent
+reading of the real services. Nothing here does I/O or imports a third-party library, so it is
+cheap to import at DAG-parse time.
 """
 
 from __future__ import annotations
 
 import enum
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
-API_PREFIX = "/public/api/v1"
+# Every install serves the API at <web root>/api/v1. The docs show /public/api/v1: an install whose
+# web root is the project folder. A bare base URL gets the docs' prefix (see protocol.api_root).
+API_VERSION_PATH = "/api/v1"
+API_PREFIX = "/public" + API_VERSION_PATH
 PER_PAGE_CHOICES: tuple[int, ...] = (10, 25, 50, 100)
 MAX_PER_PAGE = max(PER_PAGE_CHOICES)
 
@@ -108,7 +113,7 @@ def _describe_choice(choice: object) -> str:
 _KIND_DESCRIPTIONS = {
     Kind.TEXT: "a non-empty string",
     Kind.URL: "an absolute http:// or https:// URL",
-    Kind.HOST: "a domain name such as example.com (no scheme, path or spaces)",
+    Kind.HOST: "a domain name such as example.com (a leading http(s):// and trailing slash are dropped; no path)",
     Kind.ID: "a positive integer",
     Kind.ID_LIST: "a list of positive integers",
     Kind.DATE: "a date formatted YYYY-MM-DD",
@@ -212,13 +217,11 @@ class Resource:
     fields: tuple[FieldSpec, ...]
     list_params: tuple[ListParamSpec, ...]
     natural_key: str  # unique per account; how a retried create finds its twin
-    _by_name: dict = field(default_factory=dict, compare=False, repr=False)
+    # Record keys the service stores as integers; create/update answers echo them as strings.
+    integer_keys: tuple[str, ...] = ()
 
-    def __post_init__(self) -> None:
-        self._by_name.update({f.name: f for f in self.fields})
-
-    def field(self, name: str) -> FieldSpec:
-        return self._by_name[name]
+    def spec(self, name: str) -> FieldSpec:
+        return next(f for f in self.fields if f.name == name)
 
     def fields_for(self, operation: str) -> tuple[FieldSpec, ...]:
         """Fields accepted by ``operation`` ("create" or "update")."""
@@ -233,8 +236,24 @@ class Resource:
         return f"{API_PREFIX}/{self.name}"
 
 
-LINKS = Resource("links", "link", "links", LINK_FIELDS, LINK_LIST_PARAMS, natural_key="alias")
-WEBSITES = Resource("websites", "website", "analytics", WEBSITE_FIELDS, WEBSITE_LIST_PARAMS, natural_key="domain")
+LINKS = Resource(
+    "links",
+    "link",
+    "links",
+    LINK_FIELDS,
+    LINK_LIST_PARAMS,
+    natural_key="alias",
+    integer_keys=("id", "target_type", "last_rotation", "disabled", "privacy", "expiration_clicks", "clicks"),
+)
+WEBSITES = Resource(
+    "websites",
+    "website",
+    "analytics",
+    WEBSITE_FIELDS,
+    WEBSITE_LIST_PARAMS,
+    natural_key="domain",
+    integer_keys=("id", "privacy", "email", "exclude_bots"),
+)
 RESOURCES = {r.name: r for r in (LINKS, WEBSITES)}
 
 # Form encoding of list-valued fields, in one place so that a different real encoding is a

@@ -2,6 +2,13 @@
 
 from __future__ import annotations
 
+from typing import Any
+
+# Answers worth trying again later (besides 429): the service or a proxy in front of it is
+# briefly unavailable. A 500 is a bug on the server side, and sending the same request again
+# gives the same answer.
+RETRY_STATUSES = frozenset({502, 503, 504})
+
 
 class LinkstatsError(Exception):
     """Base class of every error raised by this provider's client."""
@@ -21,13 +28,25 @@ class LinkstatsInputError(LinkstatsError, ValueError):
 
 
 class LinkstatsApiError(LinkstatsError):
-    """The service answered with an error status."""
+    """The service answered with an error status.
 
-    def __init__(self, message: str, *, status: int | None = None, method: str = "", path: str = "") -> None:
+    ``retry_after`` is the server's ``Retry-After`` in seconds, when it sent one (429, 503).
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        status: int | None = None,
+        method: str = "",
+        path: str = "",
+        retry_after: float | None = None,
+    ) -> None:
         self.status = status
         self.method = method
         self.path = path
         self.message = message
+        self.retry_after = retry_after
         where = f"{method} {path} " if method else ""
         code = f"HTTP {status}: " if status is not None else ""
         super().__init__(f"{where}{code}{message}".strip())
@@ -44,18 +63,14 @@ class LinkstatsNotFoundError(LinkstatsApiError):
 class LinkstatsValidationError(LinkstatsApiError):
     """422: the service rejected the input; ``errors`` maps each field to its messages."""
 
-    def __init__(self, message: str, *, errors: dict[str, list[str]] | None = None, **kwargs: object) -> None:
+    def __init__(self, message: str, *, errors: dict[str, list[str]] | None = None, **kwargs: Any) -> None:
         self.errors = errors or {}
-        details = "; ".join(f"{f}: {' '.join(msgs)}" for f, msgs in self.errors.items())
-        super().__init__(f"{message} ({details})" if details else message, **kwargs)  # type: ignore[arg-type]
+        details = describe_field_errors(self.errors)
+        super().__init__(f"{message} ({details})" if details else message, **kwargs)
 
 
 class LinkstatsRateLimitError(LinkstatsApiError):
-    """429: too many requests; ``retry_after`` is the server's wait in seconds, when it gave one."""
-
-    def __init__(self, message: str, *, retry_after: float | None = None, **kwargs: object) -> None:
-        self.retry_after = retry_after
-        super().__init__(message, **kwargs)  # type: ignore[arg-type]
+    """429: too many requests; ``retry_after`` says how long the server wants us to wait."""
 
 
 class LinkstatsServerError(LinkstatsApiError):
@@ -85,3 +100,25 @@ class LinkstatsOutcomeUnknownError(LinkstatsError):
     client stops here; give the record an alias (links) or use its domain (websites) so that a
     retry can look it up instead.
     """
+
+
+def describe_field_errors(errors: dict[str, list[str]]) -> str:
+    """``domain_id: The Domain field is required.; url: ...``: each field with its messages."""
+    return "; ".join(f"{name}: {' '.join(messages)}" for name, messages in errors.items())
+
+
+def is_transient(error: BaseException) -> bool:
+    """Whether the same request may succeed later: no answer, 429, or 502/503/504.
+
+    The one rule for both the client's retries and the trigger's poll loop; everything else (bad
+    input, 401/403, 404, 422, 500, a malformed answer) gives the same result however often sent.
+    """
+    if isinstance(error, LinkstatsTransportError):
+        return True
+    return isinstance(error, LinkstatsApiError) and (error.status == 429 or error.status in RETRY_STATUSES)
+
+
+def transport_error(description: str, cause: BaseException, *, sent: bool) -> LinkstatsTransportError:
+    """The error for a request that got no HTTP answer; names the request, never its body."""
+    what = "no connection could be made" if not sent else "the answer was lost"
+    return LinkstatsTransportError(f"{description}: {what} ({type(cause).__name__})", sent=sent)

@@ -16,13 +16,13 @@ in the All listing (per page, not per link), and only those it misses are read o
 
 A poke is a generator: it yields each ``ApiRequest`` and receives its ``ApiResponse`` (or has the
 transport's ``LinkstatsApiError`` thrown in), and returns a ``PokeOutcome``. ``drive`` runs one
-with a synchronous ``call``; ``aio.adrive`` with an async one, so both modes send the same
+with a synchronous ``call``; ``adrive`` with an async one, so both modes send the same
 requests and read the answers the same way.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Generator, Iterable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Generator, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -45,6 +45,7 @@ JsonDict = dict[str, Any]
 Poke = Generator[ApiRequest, ApiResponse, "PokeOutcome"]
 
 DEFAULT_EXISTENCE_CHECK_EVERY = 10
+DEFAULT_MAX_TRANSPORT_FAILURES = 5  # transient failures in a row that end a wait (sensor and trigger)
 EXISTENCE_GETS_MAX = 3  # more pending links than this are looked for in the listing, not one GET each
 _LINK_IDS = ListParamSpec("link_ids", Kind.ID_LIST, "Links that must all be expired.")
 
@@ -285,6 +286,21 @@ class ExpiryWatch:
         if self.single and self.alias and isinstance(record.get("alias"), str) and record["alias"] != self.alias:
             allowed = f"the alias of link {link_id}, which is {record['alias']!r}; or give only one of them"
             raise LinkstatsInputError("alias", self.alias, allowed)
+
+
+async def adrive(poke: Poke, call: Callable[[ApiRequest], Awaitable[ApiResponse]]) -> PokeOutcome:
+    """``drive`` with an async ``call`` (the trigger's): the same requests, the same reading."""
+    try:
+        request = next(poke)
+        while True:
+            try:
+                response = await call(request)
+            except LinkstatsApiError as error:
+                request = poke.throw(error)
+            else:
+                request = poke.send(response)
+    except StopIteration as stop:
+        return stop.value
 
 
 def drive(poke: Poke, call: Callable[[ApiRequest], ApiResponse]) -> PokeOutcome:

@@ -7,16 +7,21 @@ trigger cannot drift apart.
 
 from __future__ import annotations
 
-import email.utils
 import json
-import math
 import re
-import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from airflow_provider_linkstats.client.contract import API_PREFIX, LINKS, MAX_PER_PAGE, RESOURCES, LinkStatus, Resource
+from airflow_provider_linkstats.client.contract import (
+    API_PREFIX,
+    API_VERSION_PATH,
+    LINKS,
+    MAX_PER_PAGE,
+    RESOURCES,
+    LinkStatus,
+    Resource,
+)
 from airflow_provider_linkstats.client.encoding import FormPairs, encode_form
 from airflow_provider_linkstats.client.errors import (
     LinkstatsApiError,
@@ -26,7 +31,10 @@ from airflow_provider_linkstats.client.errors import (
     LinkstatsResponseError,
     LinkstatsServerError,
     LinkstatsValidationError,
+    describe_field_errors,
 )
+from airflow_provider_linkstats.client.ratelimit import parse_retry_after
+from airflow_provider_linkstats.client.records import normalize
 from airflow_provider_linkstats.client.validation import (
     secret_values,
     validate_fields,
@@ -34,7 +42,8 @@ from airflow_provider_linkstats.client.validation import (
     validate_list_params,
 )
 
-MAX_ERROR_MESSAGE = 300  # characters of a server's message kept in an exception
+MAX_ERROR_MESSAGE = 300  # characters of one server message kept in an exception
+MAX_ERROR_TEXT = 1200  # characters of all of them together
 
 
 @dataclass(frozen=True)
@@ -71,13 +80,21 @@ class ApiResponse:
 class Page:
     items: list[dict[str, Any]]
     has_next: bool
-    total: int | None = None
 
 
 def api_root(base_url: str) -> str:
-    """The base URL with ``/public/api/v1`` appended unless it already ends with it."""
+    """The API root of a base URL.
+
+    Every install serves the API at ``<web root>/api/v1``: a URL that already ends with
+    ``/api/v1`` (``/public/api/v1`` included) is used as is, one ending with ``/public`` gets
+    ``/api/v1``, and a bare site URL gets the docs' ``/public/api/v1``.
+    """
     root = base_url.rstrip("/")
-    return root if root.endswith(API_PREFIX) else root + API_PREFIX
+    if root.endswith(API_VERSION_PATH):
+        return root
+    if root.endswith("/public"):
+        return root + API_VERSION_PATH
+    return root + API_PREFIX
 
 
 # -- building requests ---------------------------------------------------------------------
@@ -135,29 +152,35 @@ def expired_links_request(alias: str | None = None, page: int = 1) -> ApiRequest
 
 
 def raise_for_status(request: ApiRequest, response: ApiResponse, secrets: tuple[str, ...] = ()) -> None:
-    """Map an error status to its exception, with the server's message when the body is JSON."""
+    """Map an error status to its exception, with what the server said in any of its shapes.
+
+    Real installs send ``{"message": "..."}`` or, for 422, ``{"message": {"field": ["..."]}}``;
+    other Laravel apps and proxies send ``{"errors": {...}}``, HTML pages or nothing. The text names
+    each field with its messages, is capped, and never holds the key or a password.
+    """
     status = response.status
     if 200 <= status < 300:
         return
     secrets = (*secrets, *request.secrets)
     payload = _try_json(response.body)
-    message = _error_message(payload, status, response.body)
+    message, field_errors = _error_details(payload, status, response)
     message = redact(message, secrets)
+    field_errors = {name: [redact(m, secrets) for m in messages] for name, messages in field_errors.items()}
     common: dict[str, Any] = {"status": status, "method": request.method, "path": request.path}
-    if status in (401, 403):
+    if status == 422:
+        raise LinkstatsValidationError(message, errors=field_errors, **common)
+    if field_errors:  # another status with field errors: keep them in the text
+        message = f"{message} ({describe_field_errors(field_errors)})"
+    message = message[:MAX_ERROR_TEXT]
+    if status in (401, 403) or _is_login_redirect(response):
         raise LinkstatsAuthError(message, **common)
     if status == 404:
         raise LinkstatsNotFoundError(message, **common)
-    if status == 422:
-        errors = payload.get("errors") if isinstance(payload, dict) else None
-        clean = _field_errors(errors, secrets)
-        raise LinkstatsValidationError(message, errors=clean, **common)
+    retry_after = parse_retry_after(response.headers)
     if status == 429:
-        raise LinkstatsRateLimitError(message, retry_after=parse_retry_after(response.headers), **common)
+        raise LinkstatsRateLimitError(message, retry_after=retry_after, **common)
     if status >= 500:
-        error = LinkstatsServerError(message, **common)
-        error.retry_after = parse_retry_after(response.headers)  # type: ignore[attr-defined]
-        raise error
+        raise LinkstatsServerError(message, retry_after=retry_after, **common)
     raise LinkstatsApiError(message, **common)
 
 
@@ -166,10 +189,11 @@ def parse_record(request: ApiRequest, response: ApiResponse) -> dict[str, Any]:
     payload = _json_body(request, response, allow_empty=True)
     if payload is None:
         return {}
+    resource = resource_of(request)
     if isinstance(payload, dict) and isinstance(payload.get("data"), dict):
-        return _without_secrets(payload["data"])
+        return normalize(resource, payload["data"])
     if isinstance(payload, dict) and "data" not in payload:
-        return _without_secrets(payload)
+        return normalize(resource, payload)
     raise _shape_error(request, response, "a record object")
 
 
@@ -189,39 +213,20 @@ def parse_page(request: ApiRequest, response: ApiResponse, per_page: int) -> Pag
         raise _shape_error(request, response, "a list or an object with a 'data' list")
     if not all(isinstance(item, dict) for item in items):
         raise _shape_error(request, response, "a list of record objects")
-    items = [_without_secrets(item) for item in items]
-    total = None
+    resource = resource_of(request)
+    items = [normalize(resource, item) for item in items]
     if isinstance(meta, dict) and _is_int(meta.get("current_page")) and _is_int(meta.get("last_page")):
         has_next = meta["current_page"] < meta["last_page"]
-        total = meta.get("total") if _is_int(meta.get("total")) else None
     elif isinstance(links, dict) and "next" in links:
         has_next = bool(links["next"])
     else:
         has_next = len(items) >= per_page
-    return Page(items=items, has_next=has_next and bool(items), total=total)
+    return Page(items=items, has_next=has_next and bool(items))
 
 
-def parse_retry_after(headers: Mapping[str, str], now: float | None = None) -> float | None:
-    """Seconds to wait from a ``Retry-After`` header given in seconds or as an HTTP date."""
-    raw = headers.get("retry-after")
-    if raw is None:
-        return None
-    raw = raw.strip()
-    try:
-        return max(0.0, float(raw))
-    except ValueError:
-        pass
-    try:
-        when = email.utils.parsedate_to_datetime(raw)
-    except (TypeError, ValueError):
-        return None
-    if when is None:
-        return None
-    return max(0.0, when.timestamp() - (time.time() if now is None else now))
-
-
-def pages_needed(count: int) -> int:
-    return max(1, math.ceil(count / MAX_PER_PAGE))
+def resource_of(request: ApiRequest) -> Resource | None:
+    """The resource a request is about, from its path (``/links/5`` -> links)."""
+    return RESOURCES.get(request.path.strip("/").split("/", 1)[0])
 
 
 def redact(text: str, secrets: tuple[str, ...]) -> str:
@@ -233,16 +238,6 @@ def redact(text: str, secrets: tuple[str, ...]) -> str:
 
 
 # -- helpers ---------------------------------------------------------------------------------
-
-# Passwords are write-only; should a service echo one in a record, it must not reach XCom.
-_SECRET_FIELDS = frozenset(spec.name for r in RESOURCES.values() for spec in r.fields if spec.secret)
-
-
-def _without_secrets(record: dict[str, Any]) -> dict[str, Any]:
-    if _SECRET_FIELDS.isdisjoint(record):
-        return record
-    return {name: value for name, value in record.items() if name not in _SECRET_FIELDS}
-
 
 _BEARER = re.compile(r"(?i)(bearer\s+)[^\s\"',;]+")
 
@@ -286,29 +281,63 @@ def _shape_error(request: ApiRequest, response: ApiResponse, expected: str) -> L
     )
 
 
-def _error_message(payload: Any, status: int, body: bytes) -> str:
+def _error_details(payload: Any, status: int, response: ApiResponse) -> tuple[str, dict[str, list[str]]]:
+    """(message, field errors) from an error answer in whatever shape it came."""
+    field_errors: dict[str, list[str]] = {}
+    message = ""
     if isinstance(payload, dict):
+        for key in ("message", "errors"):
+            field_errors.update(_field_errors(payload.get(key)))
         for key in ("message", "error", "detail"):
             value = payload.get(key)
-            if isinstance(value, str) and value:
-                return value[:MAX_ERROR_MESSAGE]
-    kind = "empty body" if not body.strip() else f"non-JSON body of {len(body)} bytes"
-    return f"{_REASONS.get(status, 'error')} ({kind})"
+            if isinstance(value, str) and value.strip():
+                message = value.strip()[:MAX_ERROR_MESSAGE]
+                break
+    if not message:
+        message = _REASONS.get(status, "error")
+        if field_errors:
+            message = "the service rejected " + ", ".join(field_errors)
+        elif not isinstance(payload, dict):
+            message = f"{message} ({_describe_body(response)})"
+    return message, field_errors
 
 
-def _field_errors(errors: Any, secrets: tuple[str, ...]) -> dict[str, list[str]]:
-    if not isinstance(errors, dict):
+def _field_errors(value: Any) -> dict[str, list[str]]:
+    """``{"field": ["msg", ...]}`` (or a single message string per field), capped."""
+    if not isinstance(value, dict):
         return {}
     clean: dict[str, list[str]] = {}
-    for name, messages in errors.items():
+    for name, messages in value.items():
         if isinstance(messages, str):
             messages = [messages]
         if isinstance(messages, list):
-            clean[str(name)] = [redact(str(m), secrets)[:MAX_ERROR_MESSAGE] for m in messages]
+            clean[str(name)] = [str(m)[:MAX_ERROR_MESSAGE] for m in messages if str(m).strip()]
     return clean
 
 
+_TITLE = re.compile(rb"<title[^>]*>(.*?)</title>", re.IGNORECASE | re.DOTALL)
+
+
+def _describe_body(response: ApiResponse) -> str:
+    """An error body that is not JSON: what kind, and an HTML page's title."""
+    body = response.body
+    if not body.strip():
+        return "empty body"
+    title = _TITLE.search(body[:20000])
+    if title:
+        text = " ".join(title.group(1).decode("utf-8", "replace").split())[:120]
+        return f"HTML page {text!r}, {len(body)} bytes"
+    return f"non-JSON body of {len(body)} bytes"
+
+
+def _is_login_redirect(response: ApiResponse) -> bool:
+    """Without ``Accept: application/json`` real installs answer a bad key with 302 to /login."""
+    location = response.headers.get("location", "")
+    return 300 <= response.status < 400 and location.rstrip("/").endswith("/login")
+
+
 _REASONS = {
+    302: "redirected to the login page (the API key was not accepted)",
     400: "bad request",
     401: "unauthenticated",
     403: "forbidden",

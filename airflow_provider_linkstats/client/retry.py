@@ -1,11 +1,10 @@
 """When to try a request again, and how long to wait first (built on tenacity).
 
-Retried: requests that never reached the server, 429, and 502/503/504; a GET, PUT or DELETE
-whose answer was lost (they are idempotent). Never retried: other 4xx, 500, and a POST whose
-answer was lost (the client reconciles those by natural key instead, see ``api.py``).
-A ``Retry-After`` is honoured up to ``max_wait``; a server that asks for longer gets the error
-back at once, so the task fails clearly (and Airflow's own task retries take over) instead of
-holding a worker slot.
+Retried: what ``errors.is_transient`` calls transient, except a POST whose answer was lost (the
+client reconciles those by natural key instead, see ``api.py``). A ``Retry-After`` is honoured up
+to ``max_rate_limit_wait`` (real installs ask for 30-60 s after a 429); a server that asks for
+longer gets a clear error at once, so Airflow's own task retries take over instead of a worker
+slot being held for minutes.
 """
 
 from __future__ import annotations
@@ -16,30 +15,55 @@ from dataclasses import dataclass
 import tenacity
 
 from airflow_provider_linkstats.client.errors import (
+    LinkstatsApiError,
     LinkstatsRateLimitError,
-    LinkstatsServerError,
     LinkstatsTransportError,
+    is_transient,
 )
 from airflow_provider_linkstats.client.protocol import ApiRequest
-
-RETRY_STATUSES = frozenset({502, 503, 504})
+from airflow_provider_linkstats.client.settings import DEFAULT_MAX_RATE_LIMIT_WAIT, ClientSettings
 
 
 @dataclass(frozen=True)
 class RetryPolicy:
     max_retries: int = 3
     initial_wait: float = 0.5  # seconds before the first retry; doubles each time, with jitter
-    max_wait: float = 30.0  # cap on any single wait, Retry-After included
+    max_wait: float = 30.0  # cap on one backoff wait
+    max_rate_limit_wait: float = DEFAULT_MAX_RATE_LIMIT_WAIT  # longest Retry-After honoured
+
+    @classmethod
+    def from_settings(cls, settings: ClientSettings) -> RetryPolicy:
+        return cls(
+            max_retries=settings.max_retries,
+            initial_wait=settings.retry_wait,
+            max_wait=settings.retry_wait_max,
+            max_rate_limit_wait=settings.max_rate_limit_wait,
+        )
 
     def should_retry(self, request: ApiRequest, error: BaseException) -> bool:
+        if not is_transient(error):
+            return False
         if isinstance(error, LinkstatsTransportError):
             return not error.sent or request.idempotent
-        if isinstance(error, LinkstatsRateLimitError) or (
-            isinstance(error, LinkstatsServerError) and error.status in RETRY_STATUSES
-        ):
-            asked = getattr(error, "retry_after", None)
-            return asked is None or asked <= self.max_wait
-        return False
+        return not self.asks_too_long(error)
+
+    def asks_too_long(self, error: BaseException) -> bool:
+        """Whether the server asked for a longer pause than this policy will sit through."""
+        asked = error.retry_after if isinstance(error, LinkstatsApiError) else None
+        return asked is not None and asked > self.max_rate_limit_wait
+
+    def explain(self, error: LinkstatsApiError) -> LinkstatsApiError:
+        """The error to raise when a Retry-After was too long: it says what to change."""
+        if not (isinstance(error, LinkstatsRateLimitError) and self.asks_too_long(error)):
+            return error
+        return LinkstatsRateLimitError(
+            f"{error.message}; the service asked to wait {error.retry_after:.0f} s, more than "
+            f"max_rate_limit_wait ({self.max_rate_limit_wait:.0f} s, a connection extra)",
+            status=error.status,
+            method=error.method,
+            path=error.path,
+            retry_after=error.retry_after,
+        )
 
     def retrying(self, request: ApiRequest, log: logging.Logger) -> tenacity.Retrying:
         return tenacity.Retrying(**self._settings(request, log))
@@ -54,8 +78,8 @@ class RetryPolicy:
 
         def wait(state: tenacity.RetryCallState) -> float:
             error = state.outcome.exception() if state.outcome else None
-            asked = getattr(error, "retry_after", None)
-            return min(float(asked), self.max_wait) if asked is not None else backoff(state)
+            asked = error.retry_after if isinstance(error, LinkstatsApiError) else None
+            return float(asked) if asked is not None else backoff(state)
 
         def before_sleep(state: tenacity.RetryCallState) -> None:
             error = state.outcome.exception() if state.outcome else None

@@ -71,9 +71,10 @@ def validate_value(spec: FieldSpec | ListParamSpec, value: Any) -> Any:
             raise bad()
         return value
     if kind is Kind.HOST:
-        if not isinstance(value, str) or not _HOST.match(value):
+        host = normalize_domain(value) if isinstance(value, str) else None
+        if not host or not _HOST.match(host):
             raise bad()
-        return value
+        return host
     if kind in (Kind.ID, Kind.POSITIVE_INT):
         number = _positive_int(value)
         if number is None:
@@ -127,6 +128,73 @@ def validate_id(value: Any, field: str = "id") -> int:
     if number is None:
         raise LinkstatsInputError(field, value, "a positive integer")
     return number
+
+
+# -- the checks shared by operators, sensor, trigger and hook settings ----------------------------
+
+_TRUE = ("true", "1", "yes", "on")
+_FALSE = ("false", "0", "no", "off")
+
+
+def is_blank(value: Any) -> bool:
+    """None or an empty/whitespace string: "not given" (templates render a missing value as "")."""
+    return value is None or (isinstance(value, str) and not value.strip())
+
+
+def check_whole_number(
+    field: str, value: Any, *, minimum: int = 0, maximum: int | None = None, allowed: str = ""
+) -> int:
+    """An int (or its digits as a string) within bounds; booleans are not numbers here."""
+    number: Any = value
+    if isinstance(value, str) and value.strip().lstrip("-").isdigit():
+        number = int(value.strip())
+    if isinstance(number, bool) or not isinstance(number, int) or number < minimum or (
+        maximum is not None and number > maximum
+    ):
+        bounds = f"from {minimum} to {maximum}" if maximum is not None else f">= {minimum}"
+        raise LinkstatsInputError(field, value, allowed or f"a whole number {bounds}")
+    return number
+
+
+def check_number(field: str, value: Any, *, positive: bool = False, allowed: str = "") -> float:
+    """A real number (or its text), >= 0, or > 0 when ``positive``."""
+    try:
+        number = float(value) if not isinstance(value, bool) else -1.0
+    except (TypeError, ValueError):
+        number = -1.0
+    if number < 0 or (positive and number == 0) or number != number:  # NaN
+        raise LinkstatsInputError(field, value, allowed or f"a {'positive' if positive else 'non-negative'} number")
+    return number
+
+
+def check_bool(field: str, value: Any) -> bool:
+    """A bool, or its text as a template or a connection extra gives it (true/false, 1/0, yes/no, on/off)."""
+    if isinstance(value, bool):
+        return value
+    text = str(value).strip().lower() if isinstance(value, (str, int)) else None
+    if text in _TRUE or text in _FALSE:
+        return text in _TRUE
+    raise LinkstatsInputError(field, value, "true or false")
+
+
+def check_choice(field: str, value: Any, choices: Iterable[Any]) -> Any:
+    choices = tuple(choices)
+    if value not in choices:
+        raise LinkstatsInputError(field, value, "one of " + ", ".join(repr(c) for c in choices))
+    return value
+
+
+def normalize_domain(value: str) -> str:
+    """A website's domain as the analytics service stores it: lower-case, no scheme, no trailing slash.
+
+    So ``https://Shop.Example.com/`` is ``shop.example.com`` before it is sent, looked up for
+    ``if_exists`` or reconciled after a lost create, and matches what the service returns.
+    """
+    host = value.strip()
+    scheme, sep, rest = host.partition("://")
+    if sep and scheme.lower() in ("http", "https"):
+        host = rest
+    return host.rstrip("/").lower()
 
 
 # -- helpers ---------------------------------------------------------------------------------

@@ -1,7 +1,9 @@
-"""Hooks: an Airflow Connection turned into a configured Linkstats client.
+"""Hooks: an Airflow Connection turned into a configured Linkstats client, sync or async.
 
 The connection's host is the service's base URL and its password the API key. Extras
-(``timeout``, ``max_retries``, ``verify_ssl``, ``timezone``) are settings, never headers.
+(``timeout``, ``max_retries``, ``max_rate_limit_wait``, ``verify_ssl``, ``timezone`` and, for
+links, ``default_domain_id``) are settings, never headers. They are parsed once into a frozen
+``ClientSettings``, from which both the sync ``client`` and ``get_async_client()`` are built.
 """
 
 from __future__ import annotations
@@ -15,27 +17,31 @@ from airflow.providers.common.compat.sdk import BaseHook
 
 from airflow_provider_linkstats.client.contract import LINKS, MAX_PER_PAGE, WEBSITES, Resource
 from airflow_provider_linkstats.client.errors import LinkstatsError, LinkstatsInputError
+from airflow_provider_linkstats.client.settings import POOL_SIZE, ClientSettings
+from airflow_provider_linkstats.client.validation import check_bool, check_number, check_whole_number, is_blank
 from airflow_provider_linkstats.connection import (
     CONNECTION_TYPES,
-    EXTRA_FIELDS,
     HIDDEN_FIELDS,
     RELABELING,
+    extra_fields,
     placeholders,
 )
 
 if TYPE_CHECKING:
+    from airflow_provider_linkstats.client.aio import AsyncLinkstatsClient
     from airflow_provider_linkstats.client.api import LinkstatsClient
 
 JsonDict = dict[str, Any]
 
 
 class LinkstatsBaseHook(BaseHook):
-    """What both services share: connection parsing, the client, record operations by resource.
+    """What both services share: connection parsing, the clients, record operations by resource.
 
     :param linkstats_conn_id: the Airflow connection to use.
     :param timeout: read timeout in seconds; overrides the connection's ``timeout`` extra.
     :param max_retries: overrides the connection's ``max_retries`` extra.
     :param retry_wait: first backoff wait in seconds (doubles each retry, capped by ``retry_wait_max``).
+    :param pool_size: HTTP connections kept by the sync client (a bulk delete's thread count at most).
     """
 
     conn_name_attr = "linkstats_conn_id"
@@ -51,13 +57,16 @@ class LinkstatsBaseHook(BaseHook):
         max_retries: int | None = None,
         retry_wait: float = 0.5,
         retry_wait_max: float = 30.0,
-        pool_size: int = 16,
+        pool_size: int = POOL_SIZE,
+        rate_limit_window: float | None = None,
     ) -> None:
         super().__init__()
         self.linkstats_conn_id = linkstats_conn_id or self.default_conn_name
         self._overrides = {"timeout": timeout, "max_retries": max_retries}
-        self._retry_wait = (retry_wait, retry_wait_max)
-        self._pool_size = pool_size
+        self._tuning = {"retry_wait": retry_wait, "retry_wait_max": retry_wait_max, "pool_size": pool_size}
+        if rate_limit_window is not None:
+            self._tuning["rate_limit_window"] = rate_limit_window
+        self._connection: _Hidden | None = None
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(linkstats_conn_id={self.linkstats_conn_id!r})"
@@ -70,67 +79,65 @@ class LinkstatsBaseHook(BaseHook):
 
         Held out of sight of ``repr(vars(hook))``: on Airflow 3 a Connection's repr shows its password.
         """
-        holder = self.__dict__.get("_connection")
-        if holder is None:
-            holder = self.__dict__["_connection"] = _Hidden(self.get_connection(self.linkstats_conn_id))
-        return holder.value
-
-    def use_connection(self, connection: Any) -> None:
-        """Take an already fetched Connection (the trigger fetches it asynchronously), so that
-        ``settings`` parses it exactly as in a worker without a blocking lookup."""
-        self.__dict__["_connection"] = _Hidden(connection)
-        self.__dict__.pop("settings", None)
+        if self._connection is None:
+            self._connection = _Hidden(self.get_connection(self.linkstats_conn_id))
+        return self._connection.value
 
     @cached_property
-    def settings(self) -> JsonDict:
+    def settings(self) -> ClientSettings:
         """The connection's base URL and extras, parsed and checked once (no key in here)."""
         conn = self.connection
         extras = conn.extra_dejson if conn.extra else {}
-        settings: JsonDict = {"root": _base_url(conn)}
-        for name, (_, kind, default, _) in EXTRA_FIELDS.items():
+        values: JsonDict = {}
+        for name, (_, kind, default, _) in extra_fields(self.conn_type).items():
             value = self._overrides.get(name)
             if value is None:
                 value = extras.get(name, extras.get(f"extra__{self.conn_type}__{name}"))
-            settings[name] = _extra(name, kind, default, value)
-        import pendulum
-
-        try:
-            pendulum.timezone(settings["timezone"])
-        except Exception:
-            raise LinkstatsInputError(
-                "timezone", settings["timezone"], "an IANA time zone name such as UTC or Europe/Paris"
-            ) from None
+            values[name] = default if is_blank(value) else _extra(name, kind, value)
+        _check_timezone(values["timezone"])
         if not conn.password:
             raise LinkstatsInputError(
                 "password", None, f"the API key, stored in connection {self.linkstats_conn_id!r}'s password field"
             )
-        return settings
+        return ClientSettings(
+            root=_base_url(conn),
+            read_timeout=float(values["timeout"]),
+            verify_ssl=values["verify_ssl"],
+            max_retries=int(values["max_retries"]),
+            max_rate_limit_wait=float(values["max_rate_limit_wait"]),
+            timezone=values["timezone"],
+            default_domain_id=values.get("default_domain_id"),
+            **self._tuning,
+        )
 
     def get_conn(self) -> LinkstatsClient:
         return self.client
 
     @cached_property
     def client(self) -> LinkstatsClient:
-        """One client, and so one HTTP session and connection pool, for the hook's whole life."""
-        from airflow_provider_linkstats.client.api import DEFAULT_CONNECT_TIMEOUT, LinkstatsClient
-        from airflow_provider_linkstats.client.retry import RetryPolicy
+        """One client, and so one HTTP session, connection pool and rate limiter, for the hook's life."""
+        from airflow_provider_linkstats.client.api import LinkstatsClient
 
-        settings = self.settings
-        api_key = self.connection.password
+        return LinkstatsClient(self.settings, self._api_key())
+
+    async def get_async_client(self, **options: Any) -> AsyncLinkstatsClient:
+        """An async client for the triggerer, from the same settings; the connection is fetched without blocking.
+
+        ``options`` go to ``AsyncLinkstatsClient`` (``retry``, ``keep_alive``, ``max_connections``,
+        ``limiter``). Close it with ``async with`` or ``aclose()``.
+        """
+        from airflow_provider_linkstats.client.aio import AsyncLinkstatsClient
+
+        if self._connection is None:
+            from airflow.providers.common.compat.connection import get_async_connection
+
+            self._connection = _Hidden(await get_async_connection(self.linkstats_conn_id, hook=type(self)))
+        return await AsyncLinkstatsClient.open(self.settings, self._api_key(), **options)
+
+    def _api_key(self) -> str:
+        api_key = str(self.connection.password)
         _mask(api_key)
-        return LinkstatsClient(
-            settings["root"],
-            api_key,
-            read_timeout=float(settings["timeout"]),
-            connect_timeout=min(DEFAULT_CONNECT_TIMEOUT, float(settings["timeout"])),
-            verify_ssl=settings["verify_ssl"],
-            retry=RetryPolicy(
-                max_retries=int(settings["max_retries"]),
-                initial_wait=self._retry_wait[0],
-                max_wait=self._retry_wait[1],
-            ),
-            pool_size=self._pool_size,
-        )
+        return api_key
 
     def close(self) -> None:
         if "client" in self.__dict__:
@@ -143,7 +150,7 @@ class LinkstatsBaseHook(BaseHook):
             self.client.list(self.resource, {"per_page": 10}, max_items=1)
         except (LinkstatsError, ValueError) as error:
             return False, f"{type(error).__name__}: {error}"
-        return True, f"Connection OK: {self.resource.name} listing answered at {self.settings['root']}"
+        return True, f"Connection OK: {self.resource.name} listing answered at {self.settings.root}"
 
     # -- generic record operations ------------------------------------------------------------
 
@@ -188,7 +195,7 @@ class LinkstatsBaseHook(BaseHook):
 
         field_classes = {"integer": IntegerField, "boolean": BooleanField}
         widgets = {}
-        for name, (label, kind, default, description) in EXTRA_FIELDS.items():
+        for name, (label, kind, default, description) in extra_fields(cls.conn_type).items():
             field_class = field_classes.get(kind, StringField)
             kwargs: JsonDict = {"description": description, "default": default}
             if field_class is not BooleanField:
@@ -212,6 +219,22 @@ class LinkstatsLinksHook(LinkstatsBaseHook):
         expiration_date and expiration_time in the connection's time zone, seconds rounded up.
         """
         return self.create_record({"url": url, **self.with_expiry(fields, expires_at)})
+
+    def create_record(self, fields: JsonDict) -> JsonDict:
+        return super().create_record(self.with_default_domain(fields))
+
+    def find(self, natural_key: str, domain_id: int | str | None = None) -> JsonDict | None:
+        return super().find(natural_key, domain_id if not is_blank(domain_id) else self.settings.default_domain_id)
+
+    def with_default_domain(self, fields: JsonDict) -> JsonDict:
+        """Real installs require domain_id on create: fill in the connection's ``default_domain_id``.
+
+        With neither, the create is sent as it is and the service's 422 names the field.
+        """
+        default = self.settings.default_domain_id
+        if default is None or not is_blank(fields.get("domain_id")):
+            return fields
+        return {**fields, "domain_id": default}
 
     def get_link(self, link_id: int | str) -> JsonDict:
         return self.get_record(link_id)
@@ -240,7 +263,7 @@ class LinkstatsLinksHook(LinkstatsBaseHook):
             raise LinkstatsInputError(
                 "expires_at", expires_at, f"either expires_at or {' and '.join(sorted(clash))}, not both"
             )
-        date, time = expiry_fields(expires_at, self.settings["timezone"])
+        date, time = expiry_fields(expires_at, self.settings.timezone)
         return {**fields, "expiration_date": date, "expiration_time": time}
 
 
@@ -311,26 +334,25 @@ def _base_url(conn: Any) -> str:
     return api_root(host)
 
 
-def _extra(name: str, kind: str, default: Any, value: Any) -> Any:
-    if value is None or value == "":
-        return default
+def _extra(name: str, kind: str, value: Any) -> Any:
+    """One connection extra, checked by its form type; the error names the extra."""
     if kind == "boolean":
-        if isinstance(value, bool):
-            return value
-        if str(value).strip().lower() in ("true", "1", "yes", "on", "false", "0", "no", "off"):
-            return str(value).strip().lower() in ("true", "1", "yes", "on")
-        raise LinkstatsInputError(name, value, "true or false")
-    if kind in ("integer", "number"):
-        try:
-            number = int(value) if kind == "integer" else float(value)
-        except (TypeError, ValueError):
-            number = -1
-        if number < 0 or (kind == "number" and number == 0) or isinstance(value, bool):
-            raise LinkstatsInputError(
-                name, value, f"a {'non-negative whole' if kind == 'integer' else 'positive'} number"
-            )
-        return number
+        return check_bool(name, value)
+    if kind == "integer":
+        minimum = 1 if name.endswith("_id") else 0
+        return check_whole_number(name, value, minimum=minimum, allowed=f"a whole number >= {minimum}")
+    if kind == "number":
+        return check_number(name, value, positive=name == "timeout")
     return str(value)
+
+
+def _check_timezone(name: str) -> None:
+    import pendulum
+
+    try:
+        pendulum.timezone(name)
+    except Exception:
+        raise LinkstatsInputError("timezone", name, "an IANA time zone name such as UTC or Europe/Paris") from None
 
 
 class _Hidden:

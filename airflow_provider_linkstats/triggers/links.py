@@ -20,23 +20,26 @@ import time
 from collections.abc import AsyncIterator
 from typing import Any
 
-from airflow.providers.common.compat.connection import get_async_connection
 from airflow.triggers.base import BaseTrigger, TriggerEvent
 
-from airflow_provider_linkstats.client.aio import DEFAULT_CONNECT_TIMEOUT, AsyncLinkstatsClient, adrive
+from airflow_provider_linkstats.client.aio import KEEP_ALIVE_MAX_IDLE, AsyncLinkstatsClient
 from airflow_provider_linkstats.client.errors import (
+    LinkstatsApiError,
     LinkstatsError,
     LinkstatsInputError,
-    LinkstatsRateLimitError,
-    LinkstatsServerError,
-    LinkstatsTransportError,
+    is_transient,
 )
-from airflow_provider_linkstats.client.expiry import DEFAULT_EXISTENCE_CHECK_EVERY, ExpiryWatch, LinkGoneError
-from airflow_provider_linkstats.client.retry import RETRY_STATUSES, RetryPolicy
+from airflow_provider_linkstats.client.expiry import (
+    DEFAULT_EXISTENCE_CHECK_EVERY,
+    DEFAULT_MAX_TRANSPORT_FAILURES,
+    ExpiryWatch,
+    LinkGoneError,
+    adrive,
+)
+from airflow_provider_linkstats.client.retry import RetryPolicy
 from airflow_provider_linkstats.hooks.linkstats import LinkstatsLinksHook
 
-DEFAULT_CONN_ID = "linkstats_links_default"
-DEFAULT_MAX_TRANSPORT_FAILURES = 5
+DEFAULT_CONN_ID = LinkstatsLinksHook.default_conn_name
 MAX_RETRY_AFTER = 600.0  # seconds: the longest server-requested pause honoured before polling again
 
 
@@ -146,7 +149,7 @@ class LinkstatsLinkExpiredTrigger(BaseTrigger):
                     yield _error("input", str(error))
                     return
                 except LinkstatsError as error:
-                    if not _transient(error):
+                    if not is_transient(error):
                         yield _error("api", str(error), http_status=getattr(error, "status", None))
                         return
                     failures += 1
@@ -157,7 +160,7 @@ class LinkstatsLinkExpiredTrigger(BaseTrigger):
                             http_status=getattr(error, "status", None),
                         )
                         return
-                    asked = getattr(error, "retry_after", None)
+                    asked = error.retry_after if isinstance(error, LinkstatsApiError) else None
                     if asked is not None:
                         wait = max(wait, min(float(asked), MAX_RETRY_AFTER))
                     self.log.warning(
@@ -185,28 +188,13 @@ class LinkstatsLinkExpiredTrigger(BaseTrigger):
                 await asyncio.sleep(wait)
 
     async def _open_client(self) -> AsyncLinkstatsClient:
-        connection = await get_async_connection(self.linkstats_conn_id, hook=LinkstatsLinksHook)
         # The hook parses the connection (base URL, extras, API key present) exactly as in poke mode.
-        hook = LinkstatsLinksHook(self.linkstats_conn_id)
-        hook.use_connection(connection)
-        settings = hook.settings
-        client = await AsyncLinkstatsClient.open(
-            settings["root"],
-            str(connection.password),
-            verify_ssl=settings["verify_ssl"],
-            read_timeout=float(settings["timeout"]),
-            connect_timeout=min(DEFAULT_CONNECT_TIMEOUT, float(settings["timeout"])),
+        return await LinkstatsLinksHook(self.linkstats_conn_id).get_async_client(
             # One attempt per poke: the poll loop is the retry, paced by poke_interval.
             retry=RetryPolicy(max_retries=0),
-            keep_alive=self.poke_interval <= 20.0,
+            keep_alive=self.poke_interval <= KEEP_ALIVE_MAX_IDLE,
+            max_connections=1,
         )
-        return client
-
-
-def _transient(error: LinkstatsError) -> bool:
-    if isinstance(error, (LinkstatsTransportError, LinkstatsRateLimitError)):
-        return True
-    return isinstance(error, LinkstatsServerError) and error.status in RETRY_STATUSES
 
 
 def _error(reason: str, message: str, **extra: Any) -> TriggerEvent:

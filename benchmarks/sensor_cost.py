@@ -7,17 +7,12 @@ The links that expire do so by date: the emulator's clock is moved past it.
 
 from __future__ import annotations
 
-import importlib.util
 import math
 from typing import Any
 
 from benchmarks.common import LINKS_CONN_ID, EmulatorProcess, Row, verdict
 
 POKES = 10
-
-
-def available() -> bool:
-    return importlib.util.find_spec("airflow_provider_linkstats.sensors.links") is not None
 
 
 def _sensor(task_id: str, **inputs: Any) -> Any:

@@ -6,8 +6,10 @@ module imports it.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -36,7 +38,9 @@ os.environ.update(
 
 
 def connection_json(url: str, conn_type: str = "linkstats_links", **extra: object) -> str:
-    extras = {"max_retries": 3, **extra}
+    # Real installs require domain_id on create; 1 is their global domain.
+    defaults = {"max_retries": 3, "default_domain_id": 1} if conn_type == "linkstats_links" else {"max_retries": 3}
+    extras = {**defaults, **extra}
     return json.dumps({"conn_type": conn_type, "host": url, "password": API_KEY, "extra": extras})
 
 
@@ -74,3 +78,15 @@ def scripted():
 
     with ScriptedServer() as server:
         yield server
+
+
+@contextlib.contextmanager
+def fails_without_retry(cause: type[BaseException], match: str | None = None):
+    """The task fails with AirflowFailException (no Airflow retry) chained to a ``cause`` error."""
+    from airflow.providers.common.compat.sdk import AirflowFailException
+
+    with pytest.raises(AirflowFailException) as caught:
+        yield caught
+    assert isinstance(caught.value.__cause__, cause), repr(caught.value.__cause__)
+    if match:
+        assert re.search(match, str(caught.value.__cause__)), str(caught.value.__cause__)

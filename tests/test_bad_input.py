@@ -13,6 +13,7 @@ import datetime as dt
 from typing import Any
 
 import pytest
+from airflow.providers.common.compat.sdk import AirflowFailException
 
 from airflow_provider_linkstats.client import LinkstatsInputError
 from airflow_provider_linkstats.operators.links import (
@@ -127,8 +128,8 @@ BAD_INPUT = [
     # -- delete link
     case(DeleteLink, {}, "link_id/link_ids", (None, None), "exactly one of the two"),
     case(DeleteLink, {"link_id": 1, "link_ids": [2]}, "link_id/link_ids", (1, [2]), "exactly one of the two"),
-    case(DeleteLink, {"link_ids": [1], "max_workers": 100}, "max_workers", 100, "an integer from 1 to 16"),
-    case(DeleteLink, {"link_id": 1, "missing_ok": "maybe"}, "missing_ok", "maybe", "True or False"),
+    case(DeleteLink, {"link_ids": [1], "max_workers": 100}, "max_workers", 100, "a whole number from 1 to 16"),
+    case(DeleteLink, {"link_id": 1, "missing_ok": "maybe"}, "missing_ok", "maybe", "true or false"),
     case(DeleteLink, {"link_ids": [1, "x"]}, "link_ids", "x", ID),
     case(DeleteLink, {"link_ids": {"id": 1}}, "link_ids", {"id": 1}, "a list of positive integer ids"),
     # -- list links
@@ -141,7 +142,7 @@ BAD_INPUT = [
     case(ListLinks, {"max_items": -1}, "max_items", -1, "a non-negative integer"),
     case(ListLinks, {"status": "{{ params.status }}"}, "status", "9", "one of 0, 1, 2, 3", {"status": 9}),
     # -- create website
-    case(CreateSite, {"domain": "https://x.com/shop"}, "domain", "https://x.com/shop", "a domain name such as example.com"),
+    case(CreateSite, {"domain": "https://x.com/shop"}, "domain", "https://x.com/shop", "a domain name such as"),
     case(CreateSite, {"domain": None}, "domain", None, "required on website create"),
     case(
         CreateSite,
@@ -182,7 +183,7 @@ BAD_INPUT = [
     case(GetSite, {"website_id": -1}, "website_id", -1, ID),
     # -- delete website
     case(DeleteSite, {"website_ids": "a,b"}, "website_ids", "a", ID),
-    case(DeleteSite, {"website_ids": [1], "max_workers": 0}, "max_workers", 0, "an integer from 1 to 16"),
+    case(DeleteSite, {"website_ids": [1], "max_workers": 0}, "max_workers", 0, "a whole number from 1 to 16"),
     case(DeleteSite, {"website_id": "{{ params.id }}"}, "website_id", "zero", ID, {"id": "zero"}),
     # -- list websites
     case(ListSites, {"sort_by": "clicks"}, "sort_by", "clicks", "one of 'id', 'domain'"),
@@ -213,12 +214,22 @@ class RecordingTI:
 @pytest.mark.parametrize(("operator", "kwargs", "field", "value", "allowed", "params"), BAD_INPUT)
 def test_bad_input_rejected_before_any_request(emu, operator, kwargs, field, value, allowed, params):
     emu.stats.reset()
-    with pytest.raises(LinkstatsInputError) as caught:
+    constructed = False
+    with pytest.raises((LinkstatsInputError, AirflowFailException)) as caught:
         task = operator(task_id="t", **kwargs)
+        constructed = True
         context = {"params": params or {}, "ti": RecordingTI(), "ds": "2026-11-21"}
         task.render_template_fields(context)
         task.execute(context)
-    error, message = caught.value, str(caught.value)
+    # At parse time the DAG import fails with the input error; once running, the task fails without
+    # a retry (AirflowFailException) chained to it.
+    if constructed:
+        assert isinstance(caught.value, AirflowFailException), repr(caught.value)
+        error = caught.value.__cause__
+    else:
+        error = caught.value
+    assert isinstance(error, LinkstatsInputError), repr(caught.value)
+    message = str(error)
     assert error.field == field
     assert message.startswith(f"Invalid value for {field!r}: ")
     if value == HIDDEN:

@@ -181,6 +181,7 @@ def test_targeting_and_pixels_use_bracket_notation(links, scripted):
         ("rotation[1][value]", "https://b.example.com"),
         ("pixel_ids[]", "1"),
         ("pixel_ids[]", "2"),
+        ("domain_id", "1"),  # the connection's default_domain_id
     ]
 
 

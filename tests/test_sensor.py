@@ -31,7 +31,7 @@ from airflow_provider_linkstats.client.errors import LinkstatsInputError
 from airflow_provider_linkstats.client.expiry import ExpiredScan, ExpiryWatch, LinkGoneError, drive
 from airflow_provider_linkstats.client.protocol import ApiRequest, ApiResponse
 from airflow_provider_linkstats.sensors.links import LinkstatsLinkExpiredSensor
-from tests.conftest import API_KEY, DAGS_FOLDER
+from tests.conftest import API_KEY, DAGS_FOLDER, fails_without_retry
 
 LISTING = "/public/api/v1/links"
 
@@ -306,14 +306,14 @@ def test_deferrable_first_poke_fails_like_any_poke(emu, soft_fail):
 
 def test_alias_that_belongs_to_another_link_is_reported(emu):
     link = emu.store.add_link(url="https://example.com/a", alias="spring", expiration_clicks=5)
-    with pytest.raises(LinkstatsInputError, match="'alias'.*'autumn'.*'spring'"):
+    with fails_without_retry(LinkstatsInputError, match="'alias'.*'autumn'.*'spring'"):
         sensor(link_id=link["id"], alias="autumn").poke({})
 
 
 def test_alias_held_by_links_on_two_domains_needs_the_id(emu):
     emu.store.add_link(url="https://example.com/a", alias="spring", domain_id=1)
     emu.store.add_link(url="https://example.com/b", alias="spring", domain_id=2)
-    with pytest.raises(LinkstatsInputError, match="pass link_id"):
+    with fails_without_retry(LinkstatsInputError, match="pass link_id"):
         sensor(alias="spring").poke({})
 
 
@@ -352,7 +352,7 @@ def test_literal_mistakes_fail_at_dag_parse_naming_field_value_and_allowed(kwarg
 def test_templated_values_are_validated_after_rendering(emu):
     wait = sensor(link_id="{{ ti.xcom_pull('create')['id'] }}")  # not checked at parse time
     wait.link_id = "not-a-number"  # what rendering produced
-    with pytest.raises(LinkstatsInputError, match="'link_id': 'not-a-number'. Allowed: a positive integer"):
+    with fails_without_retry(LinkstatsInputError, match="'link_id': 'not-a-number'. Allowed: a positive integer"):
         wait.execute({})
     assert emu.stats.count() == 0
 
@@ -367,7 +367,7 @@ def test_rendered_forms_are_accepted():
     assert (watch.link_ids, watch.alias, watch.single) == ([], "spring", True)
 
 
-def test_sensor_module_imports_no_http_library_or_hook():
+def test_sensor_module_imports_no_http_library_or_trigger():
     code = (
         "import sys; from airflow.providers.common.compat.sdk import BaseSensorOperator; "
         "before = set(sys.modules); import airflow_provider_linkstats.sensors.links; "
@@ -376,8 +376,10 @@ def test_sensor_module_imports_no_http_library_or_hook():
     out = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True).stdout
     added = json.loads(out.strip().splitlines()[-1].replace("'", '"'))
     assert not [m for m in added if m.split(".")[0] in ("requests", "httpx", "urllib3", "aiohttp")]
-    assert "airflow_provider_linkstats.hooks.linkstats" not in added
+    # The hooks module is cheap (its default connection id is the sensor's); the clients are not loaded.
     assert "airflow_provider_linkstats.triggers.links" not in added
+    assert not {"airflow_provider_linkstats.client.api", "airflow_provider_linkstats.client.aio"} & set(added)
+    assert not {"airflow_provider_linkstats.client.expiry", "airflow_provider_linkstats.client.protocol"} & set(added)
 
 
 # -- deferrable: what execute() hands to the triggerer, and what comes back --------------------------
@@ -559,7 +561,7 @@ def test_scan_stops_as_soon_as_every_watched_id_is_seen():
     # ids may come as strings too
     scan.feed(second, answer({"data": [{"id": "5"}], "meta": {"current_page": 2, "last_page": 9}}))
     assert scan.next_request() is None
-    assert [r["id"] for r in scan.expired] == ["5", 9]  # in watched order
+    assert [r["id"] for r in scan.expired] == [5, 9]  # in watched order, ids read as ints
     assert scan.pending == [] and scan.requests == 2
 
 

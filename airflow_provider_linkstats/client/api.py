@@ -10,7 +10,6 @@ from airflow_provider_linkstats.client.contract import MAX_PER_PAGE, Resource
 from airflow_provider_linkstats.client.errors import (
     LinkstatsApiError,
     LinkstatsError,
-    LinkstatsInputError,
     LinkstatsNotFoundError,
     LinkstatsOutcomeUnknownError,
     LinkstatsTransportError,
@@ -32,7 +31,7 @@ from airflow_provider_linkstats.client.records import record_domain_id
 from airflow_provider_linkstats.client.retry import RetryPolicy
 from airflow_provider_linkstats.client.settings import ClientSettings
 from airflow_provider_linkstats.client.transport import RequestsTransport
-from airflow_provider_linkstats.client.validation import validate_list_params
+from airflow_provider_linkstats.client.validation import check_whole_number, validate_list_params
 
 log = logging.getLogger(__name__)
 
@@ -176,8 +175,8 @@ class LinkstatsClient:
         """Yield records page by page (per_page 100 unless given) until the last page or max_items."""
         params = validate_list_params(resource, dict(filters or {}))
         params.setdefault("per_page", MAX_PER_PAGE)
-        if max_items is not None and (isinstance(max_items, bool) or not isinstance(max_items, int) or max_items < 0):
-            raise LinkstatsInputError("max_items", max_items, "a non-negative integer or None")
+        if max_items is not None:
+            max_items = check_whole_number("max_items", max_items, allowed="a non-negative integer or None")
         yielded = 0
         page_number = 1
         while max_items is None or yielded < max_items:

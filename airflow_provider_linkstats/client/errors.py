@@ -118,6 +118,15 @@ def is_transient(error: BaseException) -> bool:
     return isinstance(error, LinkstatsApiError) and (error.status == 429 or error.status in RETRY_STATUSES)
 
 
+def is_permanent(error: BaseException) -> bool:
+    """Whether no retry of the task can mend it: bad input, a 4xx other than 429, or a create whose
+    outcome is unknown (sending it again could make a twin). Operators fail such tasks at once."""
+    if isinstance(error, (LinkstatsInputError, LinkstatsOutcomeUnknownError)):
+        return True
+    status = error.status if isinstance(error, LinkstatsApiError) else None
+    return status is not None and 400 <= status < 500 and status != 429
+
+
 def transport_error(description: str, cause: BaseException, *, sent: bool) -> LinkstatsTransportError:
     """The error for a request that got no HTTP answer; names the request, never its body."""
     what = "no connection could be made" if not sent else "the answer was lost"

@@ -22,11 +22,11 @@ requests and read the answers the same way.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Generator, Iterable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Generator, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from airflow_provider_linkstats.client.contract import LINKS, MAX_PER_PAGE, Kind, LinkStatus, ListParamSpec
+from airflow_provider_linkstats.client.contract import LINKS, MAX_PER_PAGE, LinkStatus
 from airflow_provider_linkstats.client.errors import LinkstatsApiError, LinkstatsInputError, LinkstatsNotFoundError
 from airflow_provider_linkstats.client.protocol import (
     ApiRequest,
@@ -39,15 +39,18 @@ from airflow_provider_linkstats.client.protocol import (
     parse_record,
     raise_for_status,
 )
-from airflow_provider_linkstats.client.validation import validate_id, validate_value
+from airflow_provider_linkstats.client.settings import DEFAULT_EXISTENCE_CHECK_EVERY
+from airflow_provider_linkstats.client.validation import (
+    check_existence_check_every,
+    is_blank,
+    validate_id,
+    validate_link_ids,
+)
 
 JsonDict = dict[str, Any]
 Poke = Generator[ApiRequest, ApiResponse, "PokeOutcome"]
 
-DEFAULT_EXISTENCE_CHECK_EVERY = 10
-DEFAULT_MAX_TRANSPORT_FAILURES = 5  # transient failures in a row that end a wait (sensor and trigger)
 EXISTENCE_GETS_MAX = 3  # more pending links than this are looked for in the listing, not one GET each
-_LINK_IDS = ListParamSpec("link_ids", Kind.ID_LIST, "Links that must all be expired.")
 
 
 class LinkGoneError(LinkstatsNotFoundError):
@@ -153,26 +156,26 @@ class ExpiryWatch:
         ``link_id`` may also be a link record (the XCom of a create task): its ``id`` is used,
         and its ``alias`` too when ``alias`` is not given. ``link_ids`` may hold records as well.
         """
-        every = existence_check_every_value(existence_check_every)
-        if _blank(link_ids):
+        every = check_existence_check_every(existence_check_every)
+        if is_blank(link_ids):
             link_ids = None
         if link_ids is not None:
-            if not _blank(link_id) or not _blank(alias):
-                given, value = ("link_id", link_id) if not _blank(link_id) else ("alias", alias)
+            if not is_blank(link_id) or not is_blank(alias):
+                given, value = ("link_id", link_id) if not is_blank(link_id) else ("alias", alias)
                 raise LinkstatsInputError(given, value, "unset when link_ids is given")
             ids = validate_link_ids(link_ids)
             return cls(ids, None, single=False, existence_check_every=every, verified=verified)
         if isinstance(link_id, Mapping):
             record = link_id
             link_id = record.get("id")
-            if _blank(alias) and isinstance(record.get("alias"), str):
+            if is_blank(alias) and isinstance(record.get("alias"), str):
                 alias = record["alias"]
-        if _blank(link_id) and _blank(alias):
+        if is_blank(link_id) and is_blank(alias):
             raise LinkstatsInputError("link_id", link_id, "a link id, a link record, or an alias (or link_ids, a list)")
-        ids = [] if _blank(link_id) else [validate_id(link_id, "link_id")]
-        if not _blank(alias) and not isinstance(alias, str):
+        ids = [] if is_blank(link_id) else [validate_id(link_id, "link_id")]
+        if not is_blank(alias) and not isinstance(alias, str):
             raise LinkstatsInputError("alias", alias, "a non-empty string")
-        alias = None if _blank(alias) else alias.strip()
+        alias = None if is_blank(alias) else alias.strip()
         return cls(ids, alias, single=True, existence_check_every=every, verified=verified)
 
     def describe(self) -> str:
@@ -318,30 +321,6 @@ def drive(poke: Poke, call: Callable[[ApiRequest], ApiResponse]) -> PokeOutcome:
         return stop.value
 
 
-# -- validation helpers --------------------------------------------------------------------------
-
-
-def validate_link_ids(value: Any) -> list[int]:
-    """A non-empty list of link ids (ints, digit strings, a rendered "[1, 2]", or link records).
-
-    Any sequence will do, such as the lazy list Airflow gives for a mapped task's XCom.
-    """
-    if isinstance(value, (Sequence, set, frozenset)) and not isinstance(value, (str, bytes)):
-        value = [item.get("id") if isinstance(item, Mapping) else item for item in value]
-    ids = validate_value(_LINK_IDS, value)
-    if not ids:
-        raise LinkstatsInputError("link_ids", value, "a non-empty list of positive integers")
-    return list(dict.fromkeys(ids))
-
-
-def existence_check_every_value(value: Any) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        raise LinkstatsInputError(
-            "existence_check_every", value, "a whole number of pokes >= 0 (0 checks only when the alias is learnt)"
-        )
-    return value
-
-
 def record_id(record: Mapping[str, Any]) -> int | None:
     """A record's id as an int (the service may send it as a string)."""
     value = record.get("id")
@@ -354,5 +333,3 @@ def record_id(record: Mapping[str, Any]) -> int | None:
     return None
 
 
-def _blank(value: Any) -> bool:
-    return value is None or (isinstance(value, str) and not value.strip())

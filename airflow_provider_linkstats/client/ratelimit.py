@@ -16,14 +16,13 @@ local count with the server's, which also sees other clients of the same key or 
 from __future__ import annotations
 
 import asyncio
-import email.utils
 import threading
 import time
 from collections.abc import Callable, Mapping
 
 from airflow_provider_linkstats.client.errors import LinkstatsRateLimitError
+from airflow_provider_linkstats.client.settings import DEFAULT_WINDOW
 
-DEFAULT_WINDOW = 60.0  # seconds: both products count per minute
 # A window we have not seen start is assumed to start when the answer arrives, which is after the
 # server counted the request: so our window never ends before the server's. The margin covers
 # clock drift between the two.
@@ -167,6 +166,8 @@ def parse_retry_after(headers: Mapping[str, str], now: float | None = None) -> f
         return max(0.0, float(raw))
     except ValueError:
         pass
+    import email.utils  # only for the rare HTTP-date form; the email package is slow to import
+
     try:
         when = email.utils.parsedate_to_datetime(raw)
     except (TypeError, ValueError):

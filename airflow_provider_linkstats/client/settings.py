@@ -11,14 +11,17 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from airflow_provider_linkstats import __version__
-from airflow_provider_linkstats.client.ratelimit import DEFAULT_WINDOW
 
 USER_AGENT = f"airflow-provider-linkstats/{__version__}"
 DEFAULT_CONNECT_TIMEOUT = 10.0
 DEFAULT_READ_TIMEOUT = 30.0
 DEFAULT_MAX_RETRIES = 3
 DEFAULT_MAX_RATE_LIMIT_WAIT = 120.0  # real installs ask for 30-60 s after a 429; more is a real outage
+DEFAULT_WINDOW = 60.0  # seconds of a rate-limit window: both products count per minute
 POOL_SIZE = 16  # connections per sync client; a bulk delete runs at most this many threads
+# Waiting for links to expire (the sensor and its trigger)
+DEFAULT_EXISTENCE_CHECK_EVERY = 10  # pokes between checks that the watched links still exist
+DEFAULT_MAX_TRANSPORT_FAILURES = 5  # transient failures in a row that end a deferred wait
 
 
 @dataclass(frozen=True)

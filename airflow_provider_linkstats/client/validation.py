@@ -10,7 +10,7 @@ import datetime as dt
 import enum
 import ipaddress
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -182,6 +182,32 @@ def check_choice(field: str, value: Any, choices: Iterable[Any]) -> Any:
     if value not in choices:
         raise LinkstatsInputError(field, value, "one of " + ", ".join(repr(c) for c in choices))
     return value
+
+
+_LINK_IDS = ListParamSpec("link_ids", Kind.ID_LIST, "Links that must all be expired.")
+
+
+def validate_link_ids(value: Any) -> list[int]:
+    """A non-empty list of link ids (ints, digit strings, a rendered "[1, 2]", or link records).
+
+    Any sequence will do, such as the lazy list Airflow gives for a mapped task's XCom.
+    """
+    if isinstance(value, (Sequence, set, frozenset)) and not isinstance(value, (str, bytes)):
+        value = [item.get("id") if isinstance(item, Mapping) else item for item in value]
+    ids = validate_value(_LINK_IDS, value)
+    if not ids:
+        raise LinkstatsInputError("link_ids", value, "a non-empty list of positive integers")
+    return list(dict.fromkeys(ids))
+
+
+def check_existence_check_every(value: Any) -> int:
+    return check_whole_number(
+        "existence_check_every", value, allowed="a whole number of pokes >= 0 (0 checks only when the alias is learnt)"
+    )
+
+
+def check_max_transport_failures(value: Any) -> int:
+    return check_whole_number("max_transport_failures", value, minimum=1, allowed="a whole number >= 1")
 
 
 def normalize_domain(value: str) -> str:

@@ -1,22 +1,49 @@
-"""What every Linkstats operator shares: the hook, secret masking, validation, field docs.
+"""What every Linkstats operator shares: the hook, failing fast, secret masking, field docs.
 
 Operator modules are imported by the scheduler at every DAG parse, so nothing here imports an
-HTTP library or the hooks module at module level.
+HTTP library, the hooks module or the validation rules at module level: the contract's tables
+(cheap, no imports) are all a DAG parse needs.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
-from functools import cached_property
-from typing import Any
+import functools
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from airflow.providers.common.compat.sdk import BaseOperator
 
 from airflow_provider_linkstats.client.contract import Resource
-from airflow_provider_linkstats.client.errors import LinkstatsInputError
-from airflow_provider_linkstats.client.validation import validate_fields, validate_list_params
+
+if TYPE_CHECKING:
+    from airflow_provider_linkstats.hooks.linkstats import LinkstatsBaseHook
 
 IF_EXISTS_CHOICES = ("fail", "skip", "update")
+Execute = TypeVar("Execute", bound=Callable[..., Any])
+
+
+def fails_fast(execute: Execute) -> Execute:
+    """Turn an error no retry can mend into ``AirflowFailException``, so Airflow spends no task retry on it.
+
+    Permanent (``errors.is_permanent``): bad input, 401/403, 404, 422 and other 4xx but 429, and a
+    create whose outcome is unknown. Everything else (no answer, 429 past its wait, 5xx after the
+    client's own retries) is raised as it is, and Airflow's retries apply.
+    """
+
+    @functools.wraps(execute)
+    def run(self: BaseOperator, context: Any, *args: Any, **kwargs: Any) -> Any:
+        from airflow_provider_linkstats.client.errors import LinkstatsError, is_permanent
+
+        try:
+            return execute(self, context, *args, **kwargs)
+        except LinkstatsError as error:
+            if not is_permanent(error):
+                raise
+            from airflow.providers.common.compat.sdk import AirflowFailException
+
+            raise AirflowFailException(f"{type(error).__name__}: {error}") from error
+
+    return run  # type: ignore[return-value]
 
 
 class LinkstatsBaseOperator(BaseOperator):
@@ -27,7 +54,6 @@ class LinkstatsBaseOperator(BaseOperator):
     """
 
     resource: Resource
-    hook_class_name: str  # name in hooks/linkstats.py, imported when the task runs
     # Operator argument -> API field, where the two differ (BaseOperator owns ``email``).
     field_arguments: dict[str, str] = {}
     ui_color = "#e8f4fd"
@@ -36,11 +62,10 @@ class LinkstatsBaseOperator(BaseOperator):
         super().__init__(**kwargs)
         self.linkstats_conn_id = linkstats_conn_id
 
-    @cached_property
-    def hook(self) -> Any:
-        from airflow_provider_linkstats.hooks import linkstats
-
-        return getattr(linkstats, self.hook_class_name)(self.linkstats_conn_id)
+    @property
+    def hook(self) -> LinkstatsBaseHook:
+        """The service's hook, created on first use in the worker (links or analytics)."""
+        raise NotImplementedError
 
     def render_template_fields(self, context: Any, jinja_env: Any = None) -> None:
         """Render, then register password values with the secret masker before anything logs them."""
@@ -62,42 +87,27 @@ class LinkstatsBaseOperator(BaseOperator):
         return reverse.get(field_name, field_name)
 
     def given_fields(self, operation: str) -> dict[str, Any]:
-        """The API fields this task sets (None means "not given"), validated for ``operation``."""
+        """The API fields this task sets (None means "not given"), validated and normalised for ``operation``."""
+        from airflow_provider_linkstats.client.validation import validate_fields
+
         values = {}
         for spec in self.resource.fields_for(operation):
             value = getattr(self, self._argument_for(spec.name), None)
             if value is not None:
                 values[spec.name] = value
-        validate_fields(self.resource, operation, values)
-        return values
+        return validate_fields(self.resource, operation, values)
 
     def given_filters(self, names: Iterable[str]) -> dict[str, Any]:
+        from airflow_provider_linkstats.client.validation import validate_list_params
+
         filters = {name: getattr(self, name) for name in names if getattr(self, name) is not None}
         return validate_list_params(self.resource, filters)
 
+    def record_id(self, argument: str) -> int:
+        """The id argument named ``argument``, checked."""
+        from airflow_provider_linkstats.client.validation import validate_id
 
-def check_choice(field: str, value: Any, choices: Sequence[Any]) -> Any:
-    if value not in choices:
-        raise LinkstatsInputError(field, value, "one of " + ", ".join(repr(c) for c in choices))
-    return value
-
-
-def check_bool(field: str, value: Any) -> bool:
-    if isinstance(value, bool):
-        return value
-    if isinstance(value, str) and value.strip().lower() in ("true", "false"):
-        return value.strip().lower() == "true"
-    raise LinkstatsInputError(field, value, "True or False")
-
-
-def check_max_items(value: Any) -> int | None:
-    if value is None:
-        return None
-    if isinstance(value, str) and value.strip().isdigit():
-        value = int(value)
-    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        raise LinkstatsInputError("max_items", value, "a non-negative integer, or None for all")
-    return value
+        return validate_id(getattr(self, argument), argument)
 
 
 def document_fields(resource: Resource, operation: str, *, renamed: dict[str, str] | None = None):
@@ -133,12 +143,6 @@ def document_filters(resource: Resource):
     return decorate
 
 
-def assign_arguments(operator: BaseOperator, arguments: dict[str, Any], names: Iterable[str]) -> None:
-    """Store the named constructor arguments as attributes (the template fields read them)."""
-    for name in names:
-        setattr(operator, name, arguments[name])
-
-
 # -- the five operations, written once for both resources ----------------------------------------
 
 
@@ -157,7 +161,10 @@ class LinkstatsCreateOperatorBase(LinkstatsBaseOperator):
     def prepare_fields(self) -> dict[str, Any]:
         return self.given_fields("create")
 
+    @fails_fast
     def execute(self, context: Any) -> dict[str, Any]:
+        from airflow_provider_linkstats.client.validation import check_choice
+
         if_exists = check_choice("if_exists", self.if_exists, IF_EXISTS_CHOICES)
         fields = self.prepare_fields()
         noun, key_name = self.resource.singular, self.resource.natural_key
@@ -191,11 +198,9 @@ class LinkstatsCreateOperatorBase(LinkstatsBaseOperator):
 class LinkstatsGetOperatorBase(LinkstatsBaseOperator):
     id_argument: str
 
+    @fails_fast
     def execute(self, context: Any) -> dict[str, Any]:
-        from airflow_provider_linkstats.client.validation import validate_id
-
-        record_id = validate_id(getattr(self, self.id_argument), self.id_argument)
-        return self.hook.get_record(record_id)
+        return self.hook.get_record(self.record_id(self.id_argument))
 
 
 class LinkstatsUpdateOperatorBase(LinkstatsBaseOperator):
@@ -206,10 +211,11 @@ class LinkstatsUpdateOperatorBase(LinkstatsBaseOperator):
     def prepare_fields(self) -> dict[str, Any]:
         return self.given_fields("update")
 
+    @fails_fast
     def execute(self, context: Any) -> dict[str, Any]:
-        from airflow_provider_linkstats.client.validation import validate_id
+        from airflow_provider_linkstats.client.errors import LinkstatsInputError
 
-        record_id = validate_id(getattr(self, self.id_argument), self.id_argument)
+        record_id = self.record_id(self.id_argument)
         fields = self.prepare_fields()
         if not fields:
             accepted = ", ".join(spec.name for spec in self.resource.fields_for("update"))
@@ -239,8 +245,10 @@ class LinkstatsDeleteOperatorBase(LinkstatsBaseOperator):
         self.missing_ok = missing_ok
         self.max_workers = max_workers
 
+    @fails_fast
     def execute(self, context: Any) -> int | list[int]:
-        from airflow_provider_linkstats.client.validation import validate_id
+        from airflow_provider_linkstats.client.errors import LinkstatsInputError
+        from airflow_provider_linkstats.client.validation import check_bool
 
         missing_ok = check_bool("missing_ok", self.missing_ok)
         single, many = getattr(self, self.id_argument), getattr(self, self.ids_argument)
@@ -249,7 +257,7 @@ class LinkstatsDeleteOperatorBase(LinkstatsBaseOperator):
                 f"{self.id_argument}/{self.ids_argument}", (single, many), "exactly one of the two"
             )
         if single is not None:
-            record_id = validate_id(single, self.id_argument)
+            record_id = self.record_id(self.id_argument)
             deleted = self.hook.delete_record(record_id, missing_ok=missing_ok)
             self.log.info(
                 "%s id=%s %s", self.resource.singular, record_id, "deleted" if deleted else "was already gone"
@@ -258,20 +266,15 @@ class LinkstatsDeleteOperatorBase(LinkstatsBaseOperator):
         return self._delete_many(many, missing_ok)
 
     def _delete_many(self, many: Any, missing_ok: bool) -> list[int]:
-        from airflow_provider_linkstats.client.validation import validate_id
+        from airflow_provider_linkstats.client.errors import LinkstatsInputError, is_permanent
+        from airflow_provider_linkstats.client.validation import check_whole_number, split_list, validate_id
         from airflow_provider_linkstats.operators.bulk import MAX_WORKERS_LIMIT, delete_many
 
         if isinstance(many, str):  # a template rendered without native types: "[1, 2]" or "1,2"
-            from airflow_provider_linkstats.client.validation import split_list
-
             many = split_list(many)
         if isinstance(many, (bytes, dict)) or not hasattr(many, "__iter__"):
             raise LinkstatsInputError(self.ids_argument, many, "a list of positive integer ids")
-        workers = self.max_workers
-        if isinstance(workers, str) and workers.strip().isdigit():
-            workers = int(workers)
-        if isinstance(workers, bool) or not isinstance(workers, int) or not 1 <= workers <= MAX_WORKERS_LIMIT:
-            raise LinkstatsInputError("max_workers", workers, f"an integer from 1 to {MAX_WORKERS_LIMIT}")
+        workers = check_whole_number("max_workers", self.max_workers, minimum=1, maximum=MAX_WORKERS_LIMIT)
         ids = list(dict.fromkeys(validate_id(value, self.ids_argument) for value in many))
         result = delete_many(
             lambda record_id: self.hook.delete_record(record_id, missing_ok=missing_ok),
@@ -281,13 +284,17 @@ class LinkstatsDeleteOperatorBase(LinkstatsBaseOperator):
             log=self.log,
         )
         if result.failed:
-            from airflow.providers.common.compat.sdk import AirflowException
+            from airflow.providers.common.compat.sdk import AirflowException, AirflowFailException
 
             sample = "; ".join(f"id {i}: {why}" for i, why in sorted(result.failed.items())[:5])
-            raise AirflowException(
+            message = (
                 f"{len(result.failed)} of {len(ids)} {self.resource.name} could not be deleted "
                 f"({len(result.deleted)} deleted). First failures: {sample}"
             )
+            # A retry of the task deletes only what is left, so it is worth one unless nothing could mend it.
+            if all(is_permanent(error) for error in result.errors.values()):
+                raise AirflowFailException(message)
+            raise AirflowException(message)
         return sorted(result.deleted + result.already_gone)
 
 
@@ -301,9 +308,16 @@ class LinkstatsListOperatorBase(LinkstatsBaseOperator):
         super().__init__(**kwargs)
         self.max_items = max_items
 
+    @fails_fast
     def execute(self, context: Any) -> list[dict[str, Any]]:
+        from airflow_provider_linkstats.client.validation import check_whole_number, is_blank
+
         filters = self.given_filters(spec.name for spec in self.resource.list_params)
-        max_items = check_max_items(self.max_items)
+        max_items = None
+        if not is_blank(self.max_items):
+            max_items = check_whole_number(
+                "max_items", self.max_items, allowed="a non-negative integer, or None for all"
+            )
         records = list(self.hook.iter_records(filters, max_items))
         shown = ", ".join(f"{k}={v!r}" for k, v in filters.items()) or "no filters"
         self.log.info("listed %d %s (%s)", len(records), self.resource.name, shown)

@@ -7,7 +7,8 @@ against the contract after rendering and before any request.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from functools import cached_property
+from typing import TYPE_CHECKING, Any
 
 from airflow.providers.common.compat.sdk import BaseOperatorLink
 
@@ -18,10 +19,12 @@ from airflow_provider_linkstats.operators.base import (
     LinkstatsGetOperatorBase,
     LinkstatsListOperatorBase,
     LinkstatsUpdateOperatorBase,
-    assign_arguments,
     document_fields,
     document_filters,
 )
+
+if TYPE_CHECKING:
+    from airflow_provider_linkstats.hooks.linkstats import LinkstatsLinksHook
 
 CREATE_FIELDS = tuple(spec.name for spec in LINKS.fields_for("create"))
 UPDATE_FIELDS = tuple(spec.name for spec in LINKS.fields_for("update"))
@@ -43,14 +46,24 @@ class LinkstatsShortUrlLink(BaseOperatorLink):
         return url if isinstance(url, str) else ""
 
 
-class _LinkWriteMixin:
-    """Shared by create and update: the expiry convenience and the short-URL extra link."""
+class _LinkOperator:
+    """The links service's resource and hook, for every link operator."""
 
     resource = LINKS
-    hook_class_name = "LinkstatsLinksHook"
+    linkstats_conn_id: str | None
+
+    @cached_property
+    def hook(self) -> LinkstatsLinksHook:
+        from airflow_provider_linkstats.hooks.linkstats import LinkstatsLinksHook
+
+        return LinkstatsLinksHook(self.linkstats_conn_id)
+
+
+class _LinkWriteMixin(_LinkOperator):
+    """Shared by create and update: the expiry convenience and the short-URL extra link."""
+
     operator_extra_links = (LinkstatsShortUrlLink(),)
     expires_at: Any
-    hook: Any
 
     def with_expiry(self, fields: dict[str, Any]) -> dict[str, Any]:
         return self.hook.with_expiry(fields, self.expires_at) if self.expires_at else fields
@@ -102,7 +115,25 @@ class LinkstatsCreateLinkOperator(_LinkWriteMixin, LinkstatsCreateOperatorBase):
         **kwargs: Any,
     ) -> None:
         super().__init__(if_exists=if_exists, linkstats_conn_id=linkstats_conn_id, **kwargs)
-        assign_arguments(self, locals(), (*CREATE_FIELDS, "expires_at"))
+        self.url = url
+        self.domain_id = domain_id
+        self.alias = alias
+        self.password = password
+        self.space_id = space_id
+        self.pixel_ids = pixel_ids
+        self.disabled = disabled
+        self.privacy = privacy
+        self.privacy_password = privacy_password
+        self.expiration_url = expiration_url
+        self.expiration_date = expiration_date
+        self.expiration_time = expiration_time
+        self.expiration_clicks = expiration_clicks
+        self.target_type = target_type
+        self.country = country
+        self.platform = platform
+        self.language = language
+        self.rotation = rotation
+        self.expires_at = expires_at
         self.mask_secrets()
 
     def prepare_fields(self) -> dict[str, Any]:
@@ -147,14 +178,32 @@ class LinkstatsUpdateLinkOperator(_LinkWriteMixin, LinkstatsUpdateOperatorBase):
         **kwargs: Any,
     ) -> None:
         super().__init__(linkstats_conn_id=linkstats_conn_id, **kwargs)
-        assign_arguments(self, locals(), ("link_id", *UPDATE_FIELDS, "expires_at"))
+        self.link_id = link_id
+        self.url = url
+        self.alias = alias
+        self.password = password
+        self.space_id = space_id
+        self.pixel_ids = pixel_ids
+        self.disabled = disabled
+        self.privacy = privacy
+        self.privacy_password = privacy_password
+        self.expiration_url = expiration_url
+        self.expiration_date = expiration_date
+        self.expiration_time = expiration_time
+        self.expiration_clicks = expiration_clicks
+        self.target_type = target_type
+        self.country = country
+        self.platform = platform
+        self.language = language
+        self.rotation = rotation
+        self.expires_at = expires_at
         self.mask_secrets()
 
     def prepare_fields(self) -> dict[str, Any]:
         return self.with_expiry(self.given_fields("update"))
 
 
-class LinkstatsGetLinkOperator(LinkstatsGetOperatorBase):
+class LinkstatsGetLinkOperator(_LinkOperator, LinkstatsGetOperatorBase):
     """Read one link and return its record.
 
     :param link_id: the link's id. Templated.
@@ -162,8 +211,6 @@ class LinkstatsGetLinkOperator(LinkstatsGetOperatorBase):
     """
 
     template_fields: Sequence[str] = ("linkstats_conn_id", "link_id")
-    resource = LINKS
-    hook_class_name = "LinkstatsLinksHook"
     id_argument = "link_id"
 
     def __init__(
@@ -173,7 +220,7 @@ class LinkstatsGetLinkOperator(LinkstatsGetOperatorBase):
         self.link_id = link_id
 
 
-class LinkstatsDeleteLinkOperator(LinkstatsDeleteOperatorBase):
+class LinkstatsDeleteLinkOperator(_LinkOperator, LinkstatsDeleteOperatorBase):
     """Delete one link (``link_id``) or many (``link_ids``) and return the id(s).
 
     :param link_id: one link's id. Templated.
@@ -185,8 +232,6 @@ class LinkstatsDeleteLinkOperator(LinkstatsDeleteOperatorBase):
     """
 
     template_fields: Sequence[str] = ("linkstats_conn_id", "link_id", "link_ids", "max_workers")
-    resource = LINKS
-    hook_class_name = "LinkstatsLinksHook"
     id_argument = "link_id"
     ids_argument = "link_ids"
 
@@ -206,7 +251,7 @@ class LinkstatsDeleteLinkOperator(LinkstatsDeleteOperatorBase):
 
 
 @document_filters(LINKS)
-class LinkstatsListLinksOperator(LinkstatsListOperatorBase):
+class LinkstatsListLinksOperator(_LinkOperator, LinkstatsListOperatorBase):
     """List links matching the filters, walking every page, and return the records.
 
     :param max_items: stop after this many records (default: all).
@@ -214,8 +259,6 @@ class LinkstatsListLinksOperator(LinkstatsListOperatorBase):
     """
 
     template_fields: Sequence[str] = ("linkstats_conn_id", *LIST_FILTERS, "max_items")
-    resource = LINKS
-    hook_class_name = "LinkstatsLinksHook"
 
     def __init__(
         self,
@@ -234,4 +277,12 @@ class LinkstatsListLinksOperator(LinkstatsListOperatorBase):
         **kwargs: Any,
     ) -> None:
         super().__init__(max_items=max_items, linkstats_conn_id=linkstats_conn_id, **kwargs)
-        assign_arguments(self, locals(), LIST_FILTERS)
+        self.search = search
+        self.search_by = search_by
+        self.status = status
+        self.space_id = space_id
+        self.domain_id = domain_id
+        self.pixel_id = pixel_id
+        self.sort_by = sort_by
+        self.sort = sort
+        self.per_page = per_page

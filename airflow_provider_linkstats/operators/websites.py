@@ -7,7 +7,8 @@ because ``email`` on every Airflow operator already means "where to send failure
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from functools import cached_property
+from typing import TYPE_CHECKING, Any
 
 from airflow_provider_linkstats.client.contract import WEBSITES
 from airflow_provider_linkstats.operators.base import (
@@ -16,10 +17,12 @@ from airflow_provider_linkstats.operators.base import (
     LinkstatsGetOperatorBase,
     LinkstatsListOperatorBase,
     LinkstatsUpdateOperatorBase,
-    assign_arguments,
     document_fields,
     document_filters,
 )
+
+if TYPE_CHECKING:
+    from airflow_provider_linkstats.hooks.linkstats import LinkstatsAnalyticsHook
 
 RENAMED = {"email_reports": "email"}  # operator argument -> API field
 _TO_ARGUMENT = {api: arg for arg, api in RENAMED.items()}
@@ -29,9 +32,37 @@ LIST_FILTERS = tuple(spec.name for spec in WEBSITES.list_params)
 
 
 class _WebsiteOperator:
+    """The analytics service's resource and hook, for every website operator."""
+
     resource = WEBSITES
-    hook_class_name = "LinkstatsAnalyticsHook"
     field_arguments = RENAMED
+    linkstats_conn_id: str | None
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        _reject_email_switch(kwargs.get("email"))
+        super().__init__(*args, **kwargs)
+
+    @cached_property
+    def hook(self) -> LinkstatsAnalyticsHook:
+        from airflow_provider_linkstats.hooks.linkstats import LinkstatsAnalyticsHook
+
+        return LinkstatsAnalyticsHook(self.linkstats_conn_id)
+
+
+def _reject_email_switch(value: Any) -> None:
+    """``email=1`` meant the website's e-mail reports, but ``email`` is BaseOperator's alert address."""
+    switch = isinstance(value, (bool, int)) or (
+        isinstance(value, str) and value.strip().lower() in ("0", "1", "yes", "no", "true", "false", "on", "off")
+    )
+    if switch:
+        from airflow_provider_linkstats.client.errors import LinkstatsInputError
+
+        raise LinkstatsInputError(
+            "email",
+            value,
+            "e-mail addresses for Airflow's failure alerts (BaseOperator's email); "
+            "to switch the website's e-mail reports on or off use email_reports=1 or 0",
+        )
 
 
 @document_fields(WEBSITES, "create", renamed=RENAMED)
@@ -60,7 +91,13 @@ class LinkstatsCreateWebsiteOperator(_WebsiteOperator, LinkstatsCreateOperatorBa
         **kwargs: Any,
     ) -> None:
         super().__init__(if_exists=if_exists, linkstats_conn_id=linkstats_conn_id, **kwargs)
-        assign_arguments(self, locals(), CREATE_ARGUMENTS)
+        self.domain = domain
+        self.privacy = privacy
+        self.password = password
+        self.email_reports = email_reports
+        self.exclude_bots = exclude_bots
+        self.exclude_params = exclude_params
+        self.exclude_ips = exclude_ips
         self.mask_secrets()
 
 
@@ -89,7 +126,13 @@ class LinkstatsUpdateWebsiteOperator(_WebsiteOperator, LinkstatsUpdateOperatorBa
         **kwargs: Any,
     ) -> None:
         super().__init__(linkstats_conn_id=linkstats_conn_id, **kwargs)
-        assign_arguments(self, locals(), ("website_id", *UPDATE_ARGUMENTS))
+        self.website_id = website_id
+        self.privacy = privacy
+        self.password = password
+        self.email_reports = email_reports
+        self.exclude_bots = exclude_bots
+        self.exclude_params = exclude_params
+        self.exclude_ips = exclude_ips
         self.mask_secrets()
 
 
@@ -160,4 +203,8 @@ class LinkstatsListWebsitesOperator(_WebsiteOperator, LinkstatsListOperatorBase)
         **kwargs: Any,
     ) -> None:
         super().__init__(max_items=max_items, linkstats_conn_id=linkstats_conn_id, **kwargs)
-        assign_arguments(self, locals(), LIST_FILTERS)
+        self.search = search
+        self.search_by = search_by
+        self.sort_by = sort_by
+        self.sort = sort
+        self.per_page = per_page

@@ -9,7 +9,7 @@ from __future__ import annotations
 import datetime as dt
 import time
 import warnings
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
@@ -23,70 +23,39 @@ from airflow.providers.common.compat.sdk import (
     conf,
 )
 
-from airflow_provider_linkstats.client.errors import LinkstatsInputError
-from airflow_provider_linkstats.client.expiry import (
-    DEFAULT_EXISTENCE_CHECK_EVERY,
-    ExpiryWatch,
-    LinkGoneError,
-    PokeOutcome,
-    drive,
-    existence_check_every_value,
+from airflow_provider_linkstats.client.settings import DEFAULT_EXISTENCE_CHECK_EVERY, DEFAULT_MAX_TRANSPORT_FAILURES
+from airflow_provider_linkstats.client.validation import (
+    check_existence_check_every,
+    check_max_transport_failures,
+    is_blank,
 )
+from airflow_provider_linkstats.hooks.linkstats import LinkstatsLinksHook
 
 if TYPE_CHECKING:
-    from airflow_provider_linkstats.hooks.linkstats import LinkstatsLinksHook
+    from airflow_provider_linkstats.client.expiry import ExpiryWatch, PokeOutcome
 
 TRIGGER_CLASSPATH = "airflow_provider_linkstats.triggers.links.LinkstatsLinkExpiredTrigger"
-DEFAULT_CONN_ID = "linkstats_links_default"
-DEFAULT_MAX_TRANSPORT_FAILURES = 5
+DEFAULT_CONN_ID = LinkstatsLinksHook.default_conn_name
 _JINJA_MARKERS = ("{{", "{%", "{#")
 
 
 class LinkstatsLinkExpiredSensor(BaseSensorOperator):
-    """Wait until a link is listed as Expired (by its click limit or its date), then return it.
+    """Wait until a link (or every link of a list) is listed as Expired, then return its record(s).
 
-    Give one link as ``link_id`` (an id, or the record a create task returned) and/or ``alias``,
-    or several as ``link_ids`` (all must expire). All three are templated, so the XCom of an
-    upstream create task fits: ``link_id=create.output`` or ``"{{ ti.xcom_pull('create')['id'] }}"``.
+    Costs per poke, modes and version notes are in the README's "Sensor" section.
 
-    Cost per poke, counted in requests to the service:
-
-    - a link whose alias is known (given, or read once from ``GET /links/{id}``): one listing
-      request (``status=2&search_by=alias&search=<alias>``, matched by id), unless more than 100
-      expired links' aliases contain it;
-    - ``link_ids``: ceil(expired links in the account / 100) at most, never one per link;
-    - plus an existence check on the first poke that waits and every ``existence_check_every``-th
-      one, so a deleted link fails the task at once instead of at the timeout: ``GET /links/{id}``
-      for one link (or up to 3); for more, the All listing walked 100 a page until every pending
-      link is seen, then a GET only for those it missed. With only ``link_id`` the alias is read
-      once (that read is the first check); in reschedule mode, where each poke is a new process,
-      it is re-read every poke (2 requests): pass the create task's record, or the alias too.
-
-    Returns the expired link record (``link_id``/``alias``) or the list of records (``link_ids``)
-    as the task's XCom.
-
-    :param link_id: the link's id, or its record (``{"id": ..., "alias": ...}``). Templated.
+    :param link_id: the link's id, or its record (``create.output``). Templated.
     :param alias: the link's alias; with only an alias the one link holding it is looked up once.
         Templated.
     :param link_ids: ids (or records) of links that must all expire. Templated.
     :param linkstats_conn_id: connection of type ``linkstats_links``. Templated.
     :param existence_check_every: check that the watched links still exist every this many pokes
-        (0: only on the first poke that waits). A link gone (404) fails the task with
-        AirflowFailException (not retried), which ``soft_fail`` turns into a skip, as for any sensor.
-    :param max_transport_failures: deferrable mode: polls in a row that may fail transiently
-        (no answer, 429, 502/503/504) before the task fails; the trigger sleeps ``poke_interval``
-        (or a longer ``Retry-After``) between them. In poke and reschedule mode the connection's
-        ``max_retries`` apply to each request instead.
-    :param deferrable: after one poke in the worker, wait in the triggerer (no worker slot). The
-        trigger polls every ``poke_interval``; ``exponential_backoff`` applies to the other modes.
+        (0: only on the first poke that waits); a deleted link fails the task at once.
+    :param max_transport_failures: deferrable mode: transient failures in a row (no answer, 429,
+        502/503/504) before the task fails.
+    :param deferrable: after one poke in the worker, wait in the triggerer (no worker slot).
     :param start_from_trigger: start the wait in the triggerer, without a worker at all (implies
-        ``deferrable``). The inputs then reach the triggerer unrendered: Airflow >= 3.3 renders the
-        templated fields there (``xcom_pull`` included); on older versions a templated value, and
-        on any version an XComArg (``create.output``), cannot be known at scheduling time, so the
-        option is dropped with a warning and the task defers from a worker as usual. Validation,
-        the alias lookup and the first existence check then happen in the trigger, and the timeout
-        is Airflow's trigger timeout. Not for mapped tasks (``.partial().expand()``); ``dag.test()``
-        runs ``execute()``, which defers as in plain deferrable mode.
+        ``deferrable``); see the README for when Airflow can render the inputs there.
     """
 
     template_fields: Sequence[str] = ("link_id", "alias", "link_ids", "linkstats_conn_id")
@@ -111,12 +80,11 @@ class LinkstatsLinkExpiredSensor(BaseSensorOperator):
         self.alias = alias
         self.link_ids = link_ids
         self.linkstats_conn_id = linkstats_conn_id
-        self.existence_check_every = existence_check_every_value(existence_check_every)
-        failures = max_transport_failures
-        if isinstance(failures, bool) or not isinstance(failures, int) or failures < 1:
-            raise LinkstatsInputError("max_transport_failures", max_transport_failures, "a whole number >= 1")
-        self.max_transport_failures = max_transport_failures
+        self.existence_check_every = check_existence_check_every(existence_check_every)
+        self.max_transport_failures = check_max_transport_failures(max_transport_failures)
         if link_ids is None and link_id is None and alias is None:
+            from airflow_provider_linkstats.client.errors import LinkstatsInputError
+
             raise LinkstatsInputError("link_id", None, "a link id, a link record, or an alias (or link_ids, a list)")
         if _static(link_id) and _static(alias) and _static(link_ids):
             self._watch_from_inputs()  # a literal mistake shows at DAG parse time
@@ -129,15 +97,13 @@ class LinkstatsLinkExpiredSensor(BaseSensorOperator):
 
     @cached_property
     def hook(self) -> LinkstatsLinksHook:
-        from airflow_provider_linkstats.hooks.linkstats import LinkstatsLinksHook
-
         return LinkstatsLinksHook(self.linkstats_conn_id)
 
     # -- execution -------------------------------------------------------------------------------
 
     def execute(self, context: Any) -> Any:
         started = time.time()
-        self._watch = self._watch_from_inputs()  # rendered by now; no request before this passes
+        self._watch = self._failing_fast(self._watch_from_inputs)  # rendered by now; before any request
         try:
             if self.deferrable:
                 outcome = self._first_poke()
@@ -186,13 +152,15 @@ class LinkstatsLinkExpiredSensor(BaseSensorOperator):
             if self.soft_fail:
                 raise AirflowSkipException(f"{message} (soft_fail)")
             raise AirflowFailException(f"{message}. Stopped waiting for it to expire.")
-        if reason == "input":
+        if reason == "input" or (reason == "api" and _permanent_status(event.get("http_status"))):
             raise AirflowFailException(message)
         raise AirflowException(f"waiting for the link(s) to expire failed ({reason}): {message}")
 
     # -- internals -------------------------------------------------------------------------------
 
     def _watch_from_inputs(self) -> ExpiryWatch:
+        from airflow_provider_linkstats.client.expiry import ExpiryWatch
+
         return ExpiryWatch.from_inputs(
             link_id=self.link_id,
             alias=self.alias,
@@ -202,14 +170,27 @@ class LinkstatsLinkExpiredSensor(BaseSensorOperator):
 
     def _current_watch(self) -> ExpiryWatch:
         if getattr(self, "_watch", None) is None:
-            self._watch = self._watch_from_inputs()
+            self._watch = self._failing_fast(self._watch_from_inputs)
         return self._watch
 
     def _poke_once(self) -> PokeOutcome:
+        from airflow_provider_linkstats.client.expiry import drive
+
+        watch = self._current_watch()
+        return self._failing_fast(lambda: drive(watch.poke(), self.hook.client.call))
+
+    @staticmethod
+    def _failing_fast(step: Callable[[], Any]) -> Any:
+        """Run ``step``; an error no retry can mend (bad input, a deleted link, 401/403, 422) fails the task."""
+        from airflow_provider_linkstats.client.errors import LinkstatsError, LinkstatsNotFoundError, is_permanent
+
         try:
-            return drive(self._current_watch().poke(), self.hook.client.call)
-        except LinkGoneError as error:
-            raise AirflowFailException(f"{error}. Stopped waiting for it to expire.") from None
+            return step()
+        except LinkstatsError as error:
+            if not is_permanent(error):
+                raise
+            suffix = ". Stopped waiting for it to expire." if isinstance(error, LinkstatsNotFoundError) else ""
+            raise AirflowFailException(f"{error}{suffix}") from error
 
     def _first_poke(self) -> PokeOutcome:
         """The worker's one poke before deferring, failing as a poke in BaseSensorOperator would."""
@@ -226,7 +207,7 @@ class LinkstatsLinkExpiredSensor(BaseSensorOperator):
             raise
 
     def _result(self, records: list[dict[str, Any]]) -> Any:
-        if _blank(self.link_ids):
+        if is_blank(self.link_ids):
             return records[0] if records else None
         return records
 
@@ -345,5 +326,6 @@ def _static(value: Any) -> bool:
     return _plain(value)
 
 
-def _blank(value: Any) -> bool:
-    return value is None or (isinstance(value, str) and not value.strip())
+def _permanent_status(status: Any) -> bool:
+    """An HTTP status the trigger reported that no retry can mend (4xx but 429)."""
+    return isinstance(status, int) and 400 <= status < 500 and status != 429

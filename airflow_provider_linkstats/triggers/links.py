@@ -29,14 +29,10 @@ from airflow_provider_linkstats.client.errors import (
     LinkstatsInputError,
     is_transient,
 )
-from airflow_provider_linkstats.client.expiry import (
-    DEFAULT_EXISTENCE_CHECK_EVERY,
-    DEFAULT_MAX_TRANSPORT_FAILURES,
-    ExpiryWatch,
-    LinkGoneError,
-    adrive,
-)
+from airflow_provider_linkstats.client.expiry import ExpiryWatch, LinkGoneError, adrive
 from airflow_provider_linkstats.client.retry import RetryPolicy
+from airflow_provider_linkstats.client.settings import DEFAULT_EXISTENCE_CHECK_EVERY, DEFAULT_MAX_TRANSPORT_FAILURES
+from airflow_provider_linkstats.client.validation import check_max_transport_failures, check_number
 from airflow_provider_linkstats.hooks.linkstats import LinkstatsLinksHook
 
 DEFAULT_CONN_ID = LinkstatsLinksHook.default_conn_name
@@ -120,12 +116,8 @@ class LinkstatsLinkExpiredTrigger(BaseTrigger):
                 verified=self.verified,
             )
             deadline = _deadline(self.deadline)
-            if self.poke_interval < 0 or self.max_transport_failures < 1:
-                raise LinkstatsInputError(
-                    "poke_interval" if self.poke_interval < 0 else "max_transport_failures",
-                    self.poke_interval if self.poke_interval < 0 else self.max_transport_failures,
-                    "a non-negative number of seconds" if self.poke_interval < 0 else "a whole number >= 1",
-                )
+            check_number("poke_interval", self.poke_interval)
+            check_max_transport_failures(self.max_transport_failures)
             client = await self._open_client()
         except LinkstatsInputError as error:
             yield _error("input", str(error))

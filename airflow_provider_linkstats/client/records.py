@@ -13,21 +13,30 @@ import datetime as dt
 from collections.abc import Mapping
 from typing import Any
 
-from airflow_provider_linkstats.client.contract import RESOURCES, LinkStatus, Resource
+from airflow_provider_linkstats.client.contract import RESOURCES, Kind, LinkStatus, Resource
 
 JsonDict = dict[str, Any]
 
 _SECRET_KEYS = frozenset(name for resource in RESOURCES.values() for name in resource.secret_fields)
+_LINE_KEYS = {
+    resource.name: tuple(spec.name for spec in resource.fields if spec.kind in (Kind.LINES, Kind.IP_LINES))
+    for resource in RESOURCES.values()
+}
 
 
 def normalize(resource: Resource | None, record: Mapping[str, Any]) -> JsonDict:
-    """A record with the contract's integer keys as ints and no secret strings."""
+    """A record with the contract's integer keys as ints, line lists as lists, and no secret strings."""
     clean: JsonDict = {}
     integers = resource.integer_keys if resource is not None else ("id",)
+    lines = _LINE_KEYS.get(resource.name, ()) if resource is not None else ()
     for key, value in record.items():
         if key in _SECRET_KEYS and not isinstance(value, (bool, type(None))):
             continue
-        clean[key] = _as_int(value) if key in integers else value
+        if key in integers:
+            value = _as_int(value)
+        elif key in lines and isinstance(value, str):  # sent one item per line, returned the same way
+            value = [line.strip() for line in value.splitlines() if line.strip()]
+        clean[key] = value
     return clean
 
 

@@ -45,6 +45,12 @@ with DAG(
             20, type="integer", minimum=1, description="Clicks that expire the targeted links"
         ),
         "expire_after_minutes": Param(60, type="integer", minimum=1, description="Lifetime of the A/B link"),
+        "domain_id": Param(
+            None,
+            type=["null", "integer"],
+            minimum=1,
+            description="Domain to shorten on; empty uses the connection's default_domain_id",
+        ),
     },
 ) as dag:
     website = LinkstatsCreateWebsiteOperator(
@@ -62,6 +68,8 @@ with DAG(
         params = params or {}
         campaign, landing, clicks = params["campaign"], params["landing_url"], params["expire_after_clicks"]
         expires_at = pendulum.now("UTC").add(minutes=params["expire_after_minutes"]).isoformat()
+        # None: the hook fills in the connection's default_domain_id (real installs require one).
+        domain = {"domain_id": params.get("domain_id")}
         return [
             {
                 "url": landing,
@@ -73,6 +81,7 @@ with DAG(
                     {"key": "DE", "value": f"{landing}?region=de"},
                 ],
                 "expiration_clicks": clicks,
+                **domain,
             },
             {
                 "url": landing,
@@ -83,6 +92,7 @@ with DAG(
                     {"key": "Android", "value": "https://apps.example.com/android"},
                 ],
                 "expiration_clicks": clicks,
+                **domain,
             },
             {
                 "url": landing,
@@ -91,6 +101,7 @@ with DAG(
                 "rotation": [{"value": f"{landing}?variant=a"}, {"value": f"{landing}?variant=b"}],
                 "expires_at": expires_at,
                 "expiration_url": f"{landing}?ended=1",
+                **domain,
             },
         ]
 

@@ -43,6 +43,10 @@ with DAG(
         import csv
         from pathlib import Path
 
+        from airflow_provider_linkstats.client.records import link_status
+
+        # Real installs send no status: it follows from ends_at, clicks and disabled.
+        links = [{**link, "status": link_status(link).name.title()} for link in links]
         params = params or {}
         out = Path(params["output_dir"])
         out.mkdir(parents=True, exist_ok=True)

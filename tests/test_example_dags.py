@@ -109,7 +109,8 @@ def test_cleanup_dag_deletes_only_old_expired_links(emu, airflow_db):
 
 def test_report_dag_writes_csv_ranked_by_clicks(emu, airflow_db, tmp_path):
     for index, clicks in enumerate([5, 40, 12, 0]):
-        emu.store.add_link(url=f"https://example.com/{index}", alias=f"rank{index}", clicks=clicks)
+        limit = {"expiration_clicks": 5} if index == 0 else {}  # rank0 has used up its clicks
+        emu.store.add_link(url=f"https://example.com/{index}", alias=f"rank{index}", clicks=clicks, **limit)
     emu.store.add_website(domain="b.example.com")
     emu.store.add_website(domain="a.example.com")
     run = load("linkstats_weekly_report").test(run_conf={"top_n": 3, "output_dir": str(tmp_path)})
@@ -117,6 +118,7 @@ def test_report_dag_writes_csv_ranked_by_clicks(emu, airflow_db, tmp_path):
     (links_csv,) = tmp_path.glob("top_links_*.csv")
     rows = list(csv.DictReader(links_csv.open()))
     assert [(r["alias"], r["clicks"]) for r in rows] == [("rank1", "40"), ("rank2", "12"), ("rank0", "5")]
+    assert [r["status"] for r in rows] == ["Active", "Active", "Expired"]  # link_status(), not a record field
     (sites_csv,) = tmp_path.glob("websites_*.csv")
     assert [r["domain"] for r in csv.DictReader(sites_csv.open())] == ["a.example.com", "b.example.com"]
     charts = list(tmp_path.glob("*.png"))

@@ -458,3 +458,56 @@ def test_bad_extra_named(monkeypatch, scripted):
     with pytest.raises(LinkstatsInputError, match="timeout"):
         LinkstatsLinksHook().get_link(1)
     assert scripted.requests == []
+
+
+@pytest.mark.parametrize(
+    ("connection", "root"),
+    [
+        ({"host": "https://links.example.com/api/v1"}, "https://links.example.com/api/v1"),  # web root = public/
+        ({"host": "https://links.example.com/public/api/v1/"}, "https://links.example.com/public/api/v1"),
+        ({"host": "https://links.example.com/public"}, "https://links.example.com/public/api/v1"),
+        ({"host": "https://links.example.com"}, "https://links.example.com/public/api/v1"),  # as the docs show it
+        ({"uri": "linkstats-links://:k@links.example.com/api/v1"}, "https://links.example.com/api/v1"),
+        ({"uri": "linkstats-links://:k@127.0.0.1:8765/http"}, "http://127.0.0.1:8765/public/api/v1"),
+        ({"uri": "linkstats-links://:k@https%3A%2F%2Fsho.rt%2Fapi%2Fv1"}, "https://sho.rt/api/v1"),
+    ],
+)
+def test_base_url_with_or_without_public(connection, root):
+    from airflow.models.connection import Connection
+
+    from airflow_provider_linkstats.hooks.linkstats import _base_url
+
+    conn = Connection(**connection) if "uri" in connection else Connection(conn_type="linkstats_links", **connection)
+    assert _base_url(conn) == root
+
+
+@pytest.mark.parametrize(
+    ("extra", "value", "allowed"),
+    [
+        ("default_domain_id", "abc", "a whole number >= 1"),
+        ("default_domain_id", 0, "a whole number >= 1"),
+        ("max_rate_limit_wait", "soon", "a non-negative number"),
+    ],
+)
+def test_bad_extra_is_a_clear_error_naming_it(monkeypatch, scripted, extra, value, allowed):
+    monkeypatch.setenv("AIRFLOW_CONN_LINKSTATS_LINKS_DEFAULT", connection_json(scripted.url, **{extra: value}))
+    with pytest.raises(LinkstatsInputError) as caught:
+        LinkstatsLinksHook().settings  # noqa: B018
+    assert caught.value.field == extra and repr(value) in str(caught.value) and allowed in str(caught.value)
+    assert scripted.requests == []
+
+
+def test_default_domain_id_fills_creates_that_name_none(links, scripted):
+    scripted.add(("respond", 201, {"data": LINK}), ("respond", 201, {"data": LINK}))
+    links.create_link("https://example.com/a")
+    links.create_link("https://example.com/b", domain_id=7)
+    forms = [dict(request["form"]) for request in scripted.requests]
+    assert [form["domain_id"] for form in forms] == ["1", "7"]  # the connection's, then the call's own
+
+
+def test_without_any_domain_the_create_is_sent_and_the_422_names_the_field(monkeypatch, scripted):
+    monkeypatch.setenv("AIRFLOW_CONN_LINKSTATS_LINKS_DEFAULT", connection_json(scripted.url, default_domain_id=None))
+    scripted.add(("respond", 422, {"message": {"domain_id": ["The Domain field is required."]}, "status": 422}))
+    with pytest.raises(LinkstatsValidationError, match=r"domain_id: The Domain field is required\."):
+        LinkstatsLinksHook().create_link("https://example.com/a")
+    assert "domain_id" not in dict(scripted.requests[0]["form"])

@@ -320,17 +320,24 @@ def expiry_fields(expires_at: Any, timezone: str) -> tuple[str, str]:
 
 
 def _base_url(conn: Any) -> str:
-    """The API root from the connection: host may be a full URL, or a bare host with port and schema."""
+    """The API root from the connection: host may be a full URL, or a bare host with port and schema.
+
+    In a URI connection (``linkstats-links://:KEY@host:port/path``) the path arrives as the
+    schema: ``http`` or ``https`` picks the scheme, anything else is the base URL's path.
+    """
     from airflow_provider_linkstats.client.protocol import api_root
 
     host = (conn.host or "").strip()
     if not host:
-        raise LinkstatsInputError("host", conn.host, "the service's base URL, e.g. https://links.example.com")
+        raise LinkstatsInputError("host", conn.host, "the service's base URL, e.g. https://links.example.com/api/v1")
     if "://" not in host:
-        scheme = conn.schema if conn.schema in ("http", "https") else "https"
+        schema = (conn.schema or "").strip("/")
+        scheme = schema if schema in ("http", "https") else "https"
         host = f"{scheme}://{host}"
         if conn.port:
             host = f"{host}:{conn.port}"
+        if schema and schema not in ("http", "https"):
+            host = f"{host}/{schema}"
     return api_root(host)
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import logging
 import os
 import re
 import subprocess
@@ -90,3 +91,53 @@ def fails_without_retry(cause: type[BaseException], match: str | None = None):
     assert isinstance(caught.value.__cause__, cause), repr(caught.value.__cause__)
     if match:
         assert re.search(match, str(caught.value.__cause__)), str(caught.value.__cause__)
+
+
+@pytest.fixture
+def make_hook(monkeypatch):
+    """A factory of hooks (``make_hook("links", url, **options)``), closed after the test.
+
+    With ``url`` the service's default connection points there first.
+    """
+    from airflow_provider_linkstats.hooks.linkstats import LinkstatsAnalyticsHook, LinkstatsLinksHook
+
+    made: list = []
+
+    def make(kind: str, url: str | None = None, **options: object):
+        hook_class = LinkstatsLinksHook if kind == "links" else LinkstatsAnalyticsHook
+        if url is not None:
+            env = f"AIRFLOW_CONN_{hook_class.default_conn_name.upper()}"
+            monkeypatch.setenv(env, connection_json(url, hook_class.conn_type))
+        hook = hook_class(**options)
+        made.append(hook)
+        return hook
+
+    yield make
+    for hook in made:
+        hook.close()
+
+
+@pytest.fixture
+def no_key_in_logs(caplog):
+    """The test also proves that no log record carries the API key."""
+    caplog.set_level(logging.DEBUG)
+    yield
+    for record in caplog.records:
+        assert API_KEY not in record.getMessage()
+
+
+class RecordingTI:
+    """The one TaskInstance method the operators call: xcom_push for the short-URL link."""
+
+    def __init__(self) -> None:
+        self.pushed: dict[str, object] = {}
+
+    def xcom_push(self, key: str, value: object) -> None:
+        self.pushed[key] = value
+
+
+def run_operator(operator, **params):
+    """Render the operator's templates from a context, then execute it, as a worker would."""
+    context = {"params": params, "ti": RecordingTI(), "ds": "2026-11-21"}
+    operator.render_template_fields(context)
+    return operator.execute(context), context["ti"]

@@ -31,6 +31,7 @@ from airflow_provider_linkstats.operators.websites import (
     LinkstatsUpdateWebsiteOperator,
 )
 from airflow_provider_linkstats.sensors.links import LinkstatsLinkExpiredSensor
+from tests.conftest import RecordingTI
 from tests.leakcheck import no_secrets_logged  # noqa: F401
 
 pytestmark = pytest.mark.usefixtures("no_secrets_logged")
@@ -204,11 +205,6 @@ BAD_INPUT = [
     case(Sensor, {"link_id": "{{ params.id }}"}, "link_id", "abc", ID, {"id": "abc"}),
     case(Sensor, {"link_ids": "{{ params.ids }}"}, "link_ids", "7,x", "a list of positive integers", {"ids": "7,x"}),
 ]
-
-
-class RecordingTI:
-    def xcom_push(self, key: str, value: object) -> None:  # pragma: no cover - never reached here
-        raise AssertionError("nothing should be pushed for a rejected task")
 
 
 @pytest.mark.parametrize(("operator", "kwargs", "field", "value", "allowed", "params"), BAD_INPUT)

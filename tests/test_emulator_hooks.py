@@ -15,22 +15,18 @@ from airflow_provider_linkstats.client import (
     LinkstatsValidationError,
 )
 from airflow_provider_linkstats.client.contract import MAX_PER_PAGE, LinkStatus
-from airflow_provider_linkstats.hooks.linkstats import LinkstatsAnalyticsHook, LinkstatsLinksHook
+from airflow_provider_linkstats.hooks.linkstats import LinkstatsLinksHook
 from tests.conftest import API_KEY, connection_json
 
 
 @pytest.fixture
-def links(emu):
-    hook = LinkstatsLinksHook(retry_wait=0.01, retry_wait_max=1.0)
-    yield hook
-    hook.close()
+def links(make_hook, emu):
+    return make_hook("links", retry_wait=0.01, retry_wait_max=1.0)
 
 
 @pytest.fixture
-def websites(emu):
-    hook = LinkstatsAnalyticsHook(retry_wait=0.01, retry_wait_max=1.0)
-    yield hook
-    hook.close()
+def websites(make_hook, emu):
+    return make_hook("analytics", retry_wait=0.01, retry_wait_max=1.0)
 
 
 def test_link_methods(links, emu):

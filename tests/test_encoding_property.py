@@ -20,7 +20,7 @@ from airflow_provider_linkstats.client.contract import LINKS, WEBSITES, Platform
 from airflow_provider_linkstats.client.encoding import coerce_form_values, decode_form, encode_form
 from airflow_provider_linkstats.client.validation import validate_fields
 from airflow_provider_linkstats.emulator.forms import clean_fields, parse_form
-from airflow_provider_linkstats.hooks.linkstats import LinkstatsAnalyticsHook, LinkstatsLinksHook
+from airflow_provider_linkstats.hooks.linkstats import LinkstatsAnalyticsHook
 from tests.leakcheck import no_secrets_logged, track_secret  # noqa: F401
 
 pytestmark = [pytest.mark.usefixtures("no_secrets_logged"), pytest.mark.timeout(120)]
@@ -217,10 +217,8 @@ def visit(emu, alias: str, password: str) -> int:
 
 
 @pytest.fixture
-def links_hook(emu):
-    hook = LinkstatsLinksHook(retry_wait=0.01)
-    yield hook
-    hook.close()
+def links_hook(make_hook, emu):
+    return make_hook("links", retry_wait=0.01)
 
 
 @pytest.fixture

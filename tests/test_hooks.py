@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import datetime as dt
-import logging
 import time
 
 import pendulum
@@ -19,36 +18,24 @@ from airflow_provider_linkstats.client import (
     LinkstatsServerError,
     LinkstatsValidationError,
 )
-from airflow_provider_linkstats.hooks.linkstats import LinkstatsAnalyticsHook, LinkstatsLinksHook
+from airflow_provider_linkstats.hooks.linkstats import LinkstatsLinksHook
 from tests.conftest import API_KEY, connection_json
 
 LINK = {"id": 7, "alias": "spring", "url": "https://example.com/spring", "clicks": 0}
 WEBSITE = {"id": 3, "domain": "shop.example.com", "privacy": 1}
 
 
-@pytest.fixture
-def links(scripted, monkeypatch):
-    monkeypatch.setenv("AIRFLOW_CONN_LINKSTATS_LINKS_DEFAULT", connection_json(scripted.url))
-    hook = LinkstatsLinksHook(retry_wait=0.01, retry_wait_max=2.0)
-    yield hook
-    hook.close()
+pytestmark = pytest.mark.usefixtures("no_key_in_logs")  # every test here also proves the key is never logged
 
 
 @pytest.fixture
-def websites(scripted, monkeypatch):
-    monkeypatch.setenv("AIRFLOW_CONN_LINKSTATS_ANALYTICS_DEFAULT", connection_json(scripted.url, "linkstats_analytics"))
-    hook = LinkstatsAnalyticsHook(retry_wait=0.01)
-    yield hook
-    hook.close()
+def links(make_hook, scripted):
+    return make_hook("links", scripted.url, retry_wait=0.01, retry_wait_max=2.0)
 
 
-@pytest.fixture(autouse=True)
-def no_key_in_logs(caplog):
-    """Every test here also proves that no log record carries the API key."""
-    caplog.set_level(logging.DEBUG)
-    yield
-    for record in caplog.records:
-        assert API_KEY not in record.getMessage()
+@pytest.fixture
+def websites(make_hook, scripted):
+    return make_hook("analytics", scripted.url, retry_wait=0.01)
 
 
 def form(request: dict) -> dict:

@@ -23,24 +23,9 @@ from airflow_provider_linkstats.operators.websites import (
     LinkstatsListWebsitesOperator,
     LinkstatsUpdateWebsiteOperator,
 )
-from tests.conftest import API_KEY, fails_without_retry
+from tests.conftest import API_KEY, fails_without_retry, run_operator
 
-
-class RecordingTI:
-    """The one TaskInstance method the operators call: xcom_push for the short-URL link."""
-
-    def __init__(self) -> None:
-        self.pushed: dict[str, object] = {}
-
-    def xcom_push(self, key: str, value: object) -> None:
-        self.pushed[key] = value
-
-
-def run(operator, **params):
-    """Render the operator's templates from a context, then execute it, as a worker would."""
-    context = {"params": params, "ti": RecordingTI(), "ds": "2026-11-21"}
-    operator.render_template_fields(context)
-    return operator.execute(context), context["ti"]
+run = run_operator
 
 
 def logged(caplog, capsys) -> str:

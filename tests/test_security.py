@@ -23,7 +23,7 @@ from airflow_provider_linkstats.client import (
     LinkstatsValidationError,
 )
 from airflow_provider_linkstats.hooks.linkstats import LinkstatsAnalyticsHook, LinkstatsLinksHook
-from tests.conftest import API_KEY, REPO, connection_json
+from tests.conftest import API_KEY, REPO
 from tests.leakcheck import (
     LINK_PASSWORD,
     PRIVACY_PASSWORD,
@@ -46,19 +46,13 @@ def leak_check(request):
 
 
 @pytest.fixture
-def links(scripted, monkeypatch):
-    monkeypatch.setenv("AIRFLOW_CONN_LINKSTATS_LINKS_DEFAULT", connection_json(scripted.url))
-    hook = LinkstatsLinksHook(retry_wait=0.01, max_retries=1)
-    yield hook
-    hook.close()
+def links(make_hook, scripted):
+    return make_hook("links", scripted.url, retry_wait=0.01, max_retries=1)
 
 
 @pytest.fixture
-def websites(scripted, monkeypatch):
-    monkeypatch.setenv("AIRFLOW_CONN_LINKSTATS_ANALYTICS_DEFAULT", connection_json(scripted.url, "linkstats_analytics"))
-    hook = LinkstatsAnalyticsHook(retry_wait=0.01, max_retries=1)
-    yield hook
-    hook.close()
+def websites(make_hook, scripted):
+    return make_hook("analytics", scripted.url, retry_wait=0.01, max_retries=1)
 
 
 def everything_about(error: BaseException) -> str:

@@ -10,7 +10,6 @@ from __future__ import annotations
 import datetime as dt
 import importlib.util
 import json
-import logging
 import subprocess
 import sys
 import threading
@@ -36,13 +35,7 @@ from tests.conftest import API_KEY, DAGS_FOLDER, fails_without_retry
 LISTING = "/public/api/v1/links"
 
 
-@pytest.fixture(autouse=True)
-def no_key_in_logs(caplog):
-    """Every test here also proves that no log record carries the API key."""
-    caplog.set_level(logging.DEBUG)
-    yield
-    for record in caplog.records:
-        assert API_KEY not in record.getMessage()
+pytestmark = pytest.mark.usefixtures("no_key_in_logs")  # every test here also proves the key is never logged
 
 
 @pytest.fixture(scope="module")

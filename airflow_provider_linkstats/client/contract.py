@@ -166,6 +166,42 @@ WEBSITE_FIELDS: tuple[FieldSpec, ...] = (
 )
 
 
+SPACE_COLORS = tuple(range(1, 7))  # the palette of the links service's spaces
+
+
+class PixelType(str, enum.Enum):
+    """Kinds of tracking pixel the links service fires on a click."""
+
+    ADROLL = "adroll"
+    BING = "bing"
+    FACEBOOK = "facebook"
+    GOOGLE_ADS = "google-ads"
+    GOOGLE_ANALYTICS = "google-analytics"
+    GOOGLE_TAG_MANAGER = "google-tag-manager"
+    LINKEDIN = "linkedin"
+    PINTEREST = "pinterest"
+    QUORA = "quora"
+    X = "x"
+
+
+SPACE_FIELDS: tuple[FieldSpec, ...] = (
+    FieldSpec("name", Kind.TEXT, "Name of the space (unique in the account).", required_on_create=True),
+    FieldSpec("color", Kind.CHOICE, "Colour of the space, 1 to 6.", choices=SPACE_COLORS),
+)
+
+PIXEL_FIELDS: tuple[FieldSpec, ...] = (
+    FieldSpec("name", Kind.TEXT, "Name of the pixel (unique in the account).", required_on_create=True),
+    FieldSpec(
+        "type", Kind.CHOICE, "Kind of pixel.", required_on_create=True, choices=tuple(p.value for p in PixelType)
+    ),
+    FieldSpec(
+        "value", Kind.TEXT, "The pixel's id at its provider (letters, digits, - and _).", required_on_create=True
+    ),
+)
+
+DOMAIN_FIELDS: tuple[FieldSpec, ...] = ()  # read-only here: domains are added in the service's UI (DNS)
+
+
 @dataclass(frozen=True)
 class ListParamSpec:
     """One query parameter of a listing."""
@@ -197,6 +233,10 @@ LINK_LIST_PARAMS: tuple[ListParamSpec, ...] = (
     _SORT,
     _PER_PAGE,
 )
+
+_BY_NAME = ListParamSpec("search_by", Kind.CHOICE, "Field searched.", choices=("name",), default="name")
+_SORT_BY_NAME = ListParamSpec("sort_by", Kind.CHOICE, "Sort key.", choices=("id", "name"), default="id")
+NAMED_LIST_PARAMS: tuple[ListParamSpec, ...] = (_SEARCH, _BY_NAME, _SORT_BY_NAME, _SORT, _PER_PAGE)
 
 WEBSITE_LIST_PARAMS: tuple[ListParamSpec, ...] = (
     _SEARCH,
@@ -254,7 +294,65 @@ WEBSITES = Resource(
     natural_key="domain",
     integer_keys=("id", "privacy", "email", "exclude_bots"),
 )
-RESOURCES = {r.name: r for r in (LINKS, WEBSITES)}
+SPACES = Resource(
+    "spaces", "space", "links", SPACE_FIELDS, NAMED_LIST_PARAMS, natural_key="name", integer_keys=("id", "color")
+)
+PIXELS = Resource("pixels", "pixel", "links", PIXEL_FIELDS, NAMED_LIST_PARAMS, natural_key="name", integer_keys=("id",))
+DOMAINS = Resource(
+    "domains", "domain", "links", DOMAIN_FIELDS, NAMED_LIST_PARAMS, natural_key="name", integer_keys=("id",)
+)
+RESOURCES = {r.name: r for r in (LINKS, WEBSITES, SPACES, PIXELS, DOMAINS)}
+
+
+# -- statistics ------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class StatsSpec:
+    """The statistics of one service: ``GET /stats/{id}?name=&from=&to=``, rows of value and count."""
+
+    service: str
+    subject: str  # what the id is: "link" or "website"
+    names: tuple[str, ...]
+    list_params: tuple[ListParamSpec, ...]
+
+
+_STATS_PARAMS: tuple[ListParamSpec, ...] = (
+    _SEARCH,
+    ListParamSpec("sort_by", Kind.CHOICE, "Sort key.", choices=("count", "value"), default="count"),
+    _SORT,
+    _PER_PAGE,
+)
+LINK_STATS = StatsSpec(
+    "links",
+    "link",
+    ("browser", "cities", "clicks", "clicks_hour", "country", "device", "language", "platform", "referrer"),
+    _STATS_PARAMS,
+)
+WEBSITE_STATS = StatsSpec(
+    "analytics",
+    "website",
+    (
+        "browser",
+        "campaign",
+        "city",
+        "continent",
+        "country",
+        "device",
+        "event",
+        "landing_page",
+        "language",
+        "os",
+        "page",
+        "pageviews",
+        "pageviews_hours",
+        "referrer",
+        "resolution",
+        "visitors",
+        "visitors_hours",
+    ),
+    _STATS_PARAMS,
+)
 
 # Form encoding of list-valued fields, in one place so that a different real encoding is a
 # one-line change: "brackets" sends name[]=a&name[]=b, "lines" sends one item per line.

@@ -12,11 +12,12 @@ import base64
 import binascii
 from collections.abc import Awaitable, Callable, Iterable
 from typing import Any
+from urllib.parse import urlsplit
 
 from fastapi import FastAPI, Request
 from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
 
-from airflow_provider_linkstats.emulator import formdata, paths, spec
+from airflow_provider_linkstats.emulator import formdata, paths, spec, traffic
 from airflow_provider_linkstats.emulator.admin import add_admin_routes
 from airflow_provider_linkstats.emulator.errors import ApiError, forbidden, not_found
 from airflow_provider_linkstats.emulator.links import Visitor
@@ -26,7 +27,8 @@ from airflow_provider_linkstats.emulator.state import EmulatorState
 
 SERVICES = ("links", "analytics")
 # The CRUD resources of each service (apiResource routes: index, store, show, update, destroy).
-RESOURCES = {"links": ("links",), "analytics": ("websites",)}
+RESOURCES = {"links": ("links", "domains", "spaces", "pixels"), "analytics": ("websites",)}
+STAT_NAMES = {"links": spec.LINK_STAT_NAMES, "analytics": spec.WEBSITE_STAT_NAMES}
 
 Handler = Callable[[Request], Awaitable[Response]]
 
@@ -53,6 +55,8 @@ def build_app(state: EmulatorState, services: Iterable[str] = SERVICES, *, share
     for mount, service in mounts:
         for root in spec.API_ROOTS:
             api.add_service_routes(app, mount + root, service)
+        if service != "links":
+            api.add_tracking(app, mount + spec.TRACKING_PATH)
     add_admin_routes(app, state)
     for mount, service in mounts:
         for root in spec.API_ROOTS:
@@ -90,6 +94,52 @@ class _Api:
         gate = "analytics" if service == "websites-only" else service
         for table in tables:
             self._add_crud(app, root, table, gate)
+        if service != "websites-only":
+            self._add_account_and_stats(app, root, service)
+
+    def _add_account_and_stats(self, app: FastAPI, root: str, service: str) -> None:
+        store = self.store
+        table = "links" if service == "links" else "websites"
+
+        async def account(request: Request) -> Response:
+            user = self.authenticate(request, service)
+            return JSONResponse({"data": store.account(user, service), "status": 200})
+
+        async def stats(request: Request) -> Response:
+            user = self.authenticate(request, service)
+            record_id = request.path_params["record_id"]
+            query = traffic.StatsQuery(
+                formdata.decode(request.url.query), STAT_NAMES[service], user["timezone"], store.clock.now().date()
+            )
+            store.read(table, user, record_id)  # 404 for another account's or a missing record
+            if service == "links":
+                counts = traffic.link_rows(query.name, query.in_period(store.clicks_of(user, record_id)), query.zone)
+            else:
+                rows = query.in_period(store.events_of(user, record_id))
+                counts = traffic.website_rows(query.name, rows, query.zone)
+            return JSONResponse(query.answer(counts, _path_url(request)))
+
+        app.add_route(f"{root}/account", account, methods=["GET"])
+        app.add_route(root + "/stats/{record_id}", stats, methods=["GET"])
+
+    def add_tracking(self, app: FastAPI, path: str) -> None:
+        """The tracking script's beacon: no API key, the page URL names the website."""
+        store = self.store
+
+        async def event(request: Request) -> Response:
+            data = await _form(request)
+            page = data.get("page")
+            host = (urlsplit(page).hostname or "") if isinstance(page, str) else ""
+            website = store.website_for_page(host) if host else None
+            if website is None:
+                raise not_found()
+            client = (request.client.host if request.client else "") or ""
+            recorded = traffic.event_from_request(data, request.headers, client, website, store.clock.now())
+            if recorded is not None:
+                store.record_event(recorded)
+            return JSONResponse({"status": 200})
+
+        app.add_route(path, event, methods=["POST"])
 
     def _add_crud(self, app: FastAPI, root: str, table: str, service: str) -> None:
         store = self.store

@@ -66,7 +66,7 @@ class Store:
         state_file: str | os.PathLike | None = None,
     ) -> None:
         self.clock = clock
-        self.timezone = str(ZoneInfo(timezone))  # checked here, kept as a name
+        self.timezone = _zone(timezone)  # checked here, kept as a name
         self.base_url = base_url  # the global domain's address; set by the server once it has a port
         self._keys = tuple(k.encode() for k in api_keys)
         if not self._keys or not all(self._keys):
@@ -88,9 +88,11 @@ class Store:
                 found = index + 1
         return None if found is None else self._users[found]
 
-    def account(self, user: Row) -> Row:
-        """GET /account: the user, its defaults, and its plan's features (-1 = unlimited)."""
-        keys = ("id", "name", "email", "locale", "timezone", "default_domain", "default_space", "default_stats")
+    def account(self, user: Row, service: str = "links") -> Row:
+        """GET /account: the user, its defaults (links service), and its plan's features (-1 = unlimited)."""
+        keys: tuple[str, ...] = ("id", "name", "email", "locale", "timezone")
+        if service == "links":
+            keys += ("default_domain", "default_space", "default_stats")
         return {
             **{k: user[k] for k in keys},
             "plan_id": user["plan"]["id"],
@@ -110,7 +112,7 @@ class Store:
                 if name == "api_access":
                     user["plan"]["features"]["api"] = bool(value)
                 elif name == "timezone":
-                    user["timezone"] = str(ZoneInfo(value))
+                    user["timezone"] = _zone(value)
                 elif name in ("default_domain", "default_space"):
                     user[name] = None if value is None else int(value)
                 elif name in ("name", "email"):
@@ -228,8 +230,7 @@ class Store:
             else:
                 row = self._own(name, user_or_id, record_id)
             del self._t[name][row["id"]]
-            if name == "links":
-                self._clicks = [c for c in self._clicks if c["link_id"] != row["id"]]
+            self._cascade(name, row["id"])
             self._save()
             return {"id": row["id"], "object": name[:-1], "deleted": True, "status": 200}
 
@@ -292,21 +293,42 @@ class Store:
                     return dict(row)
         return None
 
-    def record_event(self, event: Row) -> None:
+    def record_event(self, event: Row) -> Row:
+        """Keep a beacon's event; a visitor's first pageview of the (UTC) day opens a visit."""
         with self._lock:
-            self._events.append(dict(event))
+            event = dict(event)
+            day = event["at"][:10]
+            event["new_visit"] = event["event"] is None and not any(
+                e["website_id"] == event["website_id"] and e["visitor"] == event["visitor"] and e["at"][:10] == day
+                for e in self._events
+            )
+            self._events.append(event)
             self._save()
+            return event
 
     def events_of(self, user: Row, website_id: str) -> list[Row]:
         with self._lock:
             row = self._own("websites", user, website_id)
             return [dict(e) for e in self._events if e["website_id"] == row["id"]]
 
-    def visitor_seen(self, website_id: int, visitor: str, day: str) -> bool:
-        with self._lock:
-            return any(
-                e["website_id"] == website_id and e["visitor"] == visitor and e["at"][:10] == day for e in self._events
-            )
+    def _cascade(self, table: str, row_id: int) -> None:
+        """What goes with a deleted row: a link's clicks, a website's events; links leave a deleted
+        space (no space) or pixel, and a deleted domain takes its links with it."""
+        if table == "links":
+            self._clicks = [c for c in self._clicks if c["link_id"] != row_id]
+        elif table == "websites":
+            self._events = [e for e in self._events if e["website_id"] != row_id]
+        elif table == "spaces":
+            for link in self._t["links"].values():
+                if link["space_id"] == row_id:
+                    link["space_id"] = None
+        elif table == "pixels":
+            for link in self._t["links"].values():
+                link["pixel_ids"] = [p for p in link["pixel_ids"] if p != row_id]
+        elif table == "domains":
+            for link_id in [i for i, link in self._t["links"].items() if link["domain_id"] == row_id]:
+                del self._t["links"][link_id]
+                self._cascade("links", link_id)
 
     # -- links --------------------------------------------------------------------------------------
 
@@ -549,7 +571,8 @@ _LINK_FORM = {"url", "domain_id", "alias", "password", "space_id", "pixel_ids", 
               "privacy_password", "expiration_url", "expiration_date", "expiration_time", "expiration_clicks",
               "target_type", *spec.TARGETING}  # fmt: skip
 _KEYS = {"domains": spec.DOMAIN_KEYS, "spaces": spec.SPACE_KEYS, "pixels": spec.PIXEL_KEYS}
-_ECHO_OF = {"domains": ("name", "index_page", "not_found_page"), "spaces": ("name", "color"),
+_ECHO_OF = {"domains": ("index_page", "not_found_page"),  # the name is shown as stored (lowercase)
+            "spaces": ("name", "color"),
             "pixels": ("name", "type", "value")}  # fmt: skip
 _DEFAULTS: dict[str, Row] = {
     "links": {"domain_id": GLOBAL_DOMAIN, "space_id": None, "pixel_ids": [], "alias": None, "url": None,
@@ -591,6 +614,13 @@ def _new_user(user_id: int, timezone: str) -> Row:
             },
         },  # fmt: skip
     }
+
+
+def _zone(name: Any) -> str:
+    try:
+        return str(ZoneInfo(str(name)))
+    except (ValueError, KeyError):  # ZoneInfoNotFoundError is a KeyError
+        raise ValueError(f"unknown time zone {name!r}") from None
 
 
 def _ends_at(date_time: tuple[str, str], zone: str) -> str:

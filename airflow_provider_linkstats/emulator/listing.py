@@ -40,7 +40,7 @@ def read_query(listing: spec.Listing, query: Mapping[str, Any]) -> Query:
         per_page, per_page_raw = spec.DEFAULT_PER_PAGE, spec.DEFAULT_PER_PAGE
     page = _php_int(query.get("page"))
     return Query(
-        search=query.get("search") if is_truthy(query.get("search")) else None,
+        search=query.get("search") if is_truthy(query.get("search")) and isinstance(query.get("search"), str) else None,
         search_by=pick("search_by", listing.search_by, listing.search_by[0]),
         sort_by=pick("sort_by", listing.sort_by, listing.sort_by[0]),
         sort=pick("sort", ("asc", "desc"), "desc"),

@@ -87,7 +87,8 @@ class StatsQuery:
         if errors:
             raise ValidationFailed(errors)
         series = self.name in _SERIES
-        self.search = query.get("search") if query.get("search") not in (None, "0") else None
+        search = query.get("search")
+        self.search = search if isinstance(search, str) and search != "0" else None
         self.sort_by = query.get("sort_by") if query.get("sort_by") in ("count", "value") else None
         self.sort_by = self.sort_by or ("value" if series else "count")
         self.sort = query.get("sort") if query.get("sort") in ("asc", "desc") else ("asc" if series else "desc")

@@ -280,6 +280,20 @@ def test_a_scalar_pixel_ids_crashes_the_service(api, emu):
     assert ok.status_code == 201 and [p["id"] for p in ok.json()["data"]["pixels"]] == [1]
 
 
+def test_an_empty_scalar_pixel_ids_or_targeting_also_crashes_the_real_service(api, emu):
+    link = api.create("links", url="https://e.com", target_type=1, country=[{"key": "US", "value": "https://us.e.com"}])
+    # "country=" is null after Laravel's middleware: array_values(null) fails before saving.
+    assert api.put(f"/links/{link['id']}", {"country": ""}).status_code == 500
+    assert api.get(f"/links/{link['id']}").json()["data"]["country_target"] == link["country_target"]
+    # "pixel_ids=" passes validation (nullable); the link is saved, then sync(array_filter(null)) fails.
+    crashed = api.put(f"/links/{link['id']}", {"pixel_ids": "", "url": "https://e.com/saved"})
+    assert crashed.status_code == 500 and crashed.json() == {"message": "Server Error"}
+    assert api.get(f"/links/{link['id']}").json()["data"]["url"] == "https://e.com/saved"
+    # What clears them: an array whose items are empty (array_filter drops them).
+    cleared = api.put(f"/links/{link['id']}", {"country[0][key]": "", "pixel_ids[]": ""})
+    assert cleared.status_code == 200 and cleared.json()["data"]["country_target"] == []
+
+
 # -- the link record ----------------------------------------------------------------------------------
 
 

@@ -213,11 +213,11 @@ def _check_expiration(c: Checker, data: formdata.PhpArray, out: dict) -> None:
         out["expiration"] = (date, time) if date and time else None
 
 
-def _check_rules(c: Checker, name: str, rules: Any) -> list[dict] | None:
-    if rules is None:
-        return None
+def _check_rules(c: Checker, name: str, rules: Any) -> list[dict]:
     if not formdata.is_array(rules):
-        raise server_error()  # array_values() on a string: the real service crashes too
+        # array_values() on a string, or on the null an empty "country=" becomes: the real
+        # service crashes before saving. Rules are cleared with "country[0][key]=" instead.
+        raise server_error()
     kept: list[dict] = []
     for index, item in rules.items():
         item = item if formdata.is_array(item) else {}

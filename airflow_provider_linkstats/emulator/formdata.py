@@ -57,12 +57,13 @@ def _put(out: PhpArray, name: str, value: str) -> None:
         return
     node = out
     path = [base, *keys]
-    for index, key in enumerate(path):
+    for index, name_part in enumerate(path):
         last = index == len(path) - 1
-        if key == "" and index:
+        key: str | int = name_part
+        if name_part == "" and index:
             key = _next_index(node)
-        elif key.lstrip("-").isdigit() and index:
-            key = int(key)
+        elif name_part.lstrip("-").isdigit() and index:
+            key = int(name_part)
         if last:
             node[key] = value
         else:

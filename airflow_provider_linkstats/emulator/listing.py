@@ -32,7 +32,7 @@ class Query:
 def read_query(listing: spec.Listing, query: Mapping[str, Any]) -> Query:
     def pick(name: str, allowed: Sequence[str], default: str) -> str:
         value = query.get(name)
-        return value if value in allowed else default
+        return value if isinstance(value, str) and value in allowed else default
 
     per_page_raw = query.get("per_page")
     per_page = _php_int(per_page_raw)

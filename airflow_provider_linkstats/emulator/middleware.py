@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+from collections.abc import Mapping
 from typing import Any
 
 from airflow_provider_linkstats.emulator import paths, spec
@@ -88,7 +89,7 @@ class ClientRateLimit:
         await self.app(scope, receive, with_headers)
 
 
-def wants_json(scope: Scope) -> bool:
+def wants_json(scope: Mapping[str, Any]) -> bool:
     """Laravel's expectsJson(): the first Accept type is JSON, or an XHR that accepts anything."""
     headers = {k.lower(): v for k, v in scope.get("headers", [])}
     accept = headers.get(b"accept", b"").decode("latin-1").lower()

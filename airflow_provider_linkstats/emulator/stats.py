@@ -52,15 +52,17 @@ class Stats:
         prefix = paths.relative_prefix(path_prefix)
         with self._lock:
             rows = list(self._requests)
-        return sum(
-            1
-            for m, p, _, s in rows
-            if (method is None or m == method)
-            and (status is None or s == status)
-            and (
-                prefix is None or (paths.api_relative(p) if paths.api_relative(p) is not None else p).startswith(prefix)
+
+        def matches(m: str, p: str, s: int | None) -> bool:
+            relative = paths.api_relative(p)
+            where = relative if relative is not None else p
+            return (
+                (method is None or m == method)
+                and (status is None or s == status)
+                and (prefix is None or where.startswith(prefix))
             )
-        )
+
+        return sum(1 for m, p, _, s in rows if matches(m, p, s))
 
     def endpoints(self) -> dict[str, dict[str, int]]:
         """{"GET /links/{id}": {"200": 3, "404": 1}, ...}; "dropped" when no answer was sent."""

@@ -56,6 +56,12 @@ class Visit:
 
 
 class Store:
+    _t: dict[str, dict[int, Row]]
+    _next: dict[str, int]
+    _clicks: list[Row]
+    _events: list[Row]
+    _users: dict[int, Row]
+
     def __init__(
         self,
         clock: Clock,
@@ -525,10 +531,10 @@ class Store:
         return records.iso(self.clock.now().replace(microsecond=0))  # type: ignore[return-value]  # DB keeps seconds
 
     def _clear(self) -> None:
-        self._t: dict[str, dict[int, Row]] = {name: {} for name in TABLES}
+        self._t = {name: {} for name in TABLES}
         self._next = {name: 1 for name in TABLES}
-        self._clicks: list[Row] = []
-        self._events: list[Row] = []
+        self._clicks = []
+        self._events = []
         self._users = {i: _new_user(i, self.timezone) for i in range(1, len(self._keys) + 1)}
         # The install's global domain; its name is the emulator's own host (see _out).
         self._t["domains"][GLOBAL_DOMAIN] = {"id": GLOBAL_DOMAIN, "user_id": 0, **self._defaults("domains"),
@@ -629,11 +635,12 @@ def _ends_at(date_time: tuple[str, str], zone: str) -> str:
     return records.iso(local)  # type: ignore[return-value]
 
 
-def _int(value: Any) -> int | None:
+def _int(value: Any) -> int:
+    """An id from a path; -1 (no row has it) when it is not a number."""
     try:
         return int(str(value))
     except ValueError:
-        return None
+        return -1
 
 
 def _as_form(fields: Mapping[str, Any]) -> formdata.PhpArray:

@@ -75,11 +75,12 @@ class StatsQuery:
 
     def __init__(self, query: Mapping[str, Any], names: tuple[str, ...], zone: str, today: dt.date) -> None:
         errors: dict[str, list[str]] = {}
-        self.name = query.get("name")
-        if self.name is None:
+        name = query.get("name")
+        if name is None:
             errors["name"] = ["The name field is required."]
-        elif self.name not in names:
+        elif name not in names:
             errors["name"] = ["The selected name is invalid."]
+        self.name: str = name if isinstance(name, str) else ""
         self.date_from = _date(query.get("from"), "from", errors)
         self.date_to = _date(query.get("to"), "to", errors)
         if self.date_from and self.date_to and self.date_from > self.date_to:

@@ -270,8 +270,9 @@ def check_website(data: formdata.PhpArray, owner: Owner, *, creating: bool) -> d
     has = data.__contains__
     if creating:
         value = data.get("domain")
-        if c.required("domain", value) and c.string("domain", value) is not None:
-            domain = normalise_website_domain(value)
+        text = c.string("domain", value) if c.required("domain", value) else None
+        if text is not None:
+            domain = normalise_website_domain(text)
             if not spec.HOSTNAME_RE.match(domain):
                 c.fail("domain", "The :attribute field format is invalid.")
             elif owner.website_taken(domain):
@@ -299,8 +300,9 @@ def check_domain(data: formdata.PhpArray, *, creating: bool, name_taken: Callabl
     out: dict[str, Any] = {}
     if creating or "name" in data:
         value = data.get("name")
-        if c.required("name", value) and c.string("name", value) is not None:
-            name = value.lower()
+        text = c.string("name", value) if c.required("name", value) else None
+        if text is not None:
+            name = text.lower()
             if not spec.HOSTNAME_RE.match(name):
                 c.fail("name", "The :attribute field format is invalid.")
             elif name_taken(name):

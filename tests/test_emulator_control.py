@@ -292,3 +292,22 @@ def test_store_returns_copies_without_passwords(emu):
     assert [p["id"] for p in emu.store.links()[0]["pixels"]] == [1]
     assert (links[0]["password"], links[0]["privacy_password"]) == (True, True)  # set, never the secret
     assert "pw" not in str(links) and "pp" not in str(links).replace("http", "")
+
+
+def test_stats_count_by_endpoint_template_and_status(api, emu):
+    link = api.create("links", url="https://e.com")  # POST then GET
+    api.get("/links/999")
+    api.delete(f"/links/{link['id']}")
+    Api(emu.url, root="/api/v1").get("/account")  # both roots count under one template
+    emu.faults.drop_next(method="POST")
+    with pytest.raises(requests.ConnectionError):
+        api.post("/links", {"url": "https://e.com", "domain_id": "1"})
+    assert emu.stats.endpoints() == {
+        "DELETE /links/{id}": {"200": 1},
+        "GET /account": {"200": 1},
+        "GET /links/{id}": {"200": 1, "404": 1},
+        "POST /links": {"201": 1, "dropped": 1},
+    }
+    assert emu.stats.count(method="DELETE", path_prefix="/links", status=200) == 1
+    assert admin(emu, "GET", "/stats", status="404").json()["count"] == 1
+    assert admin(emu, "GET", "/stats").json()["endpoints"]["POST /links"] == {"201": 1, "dropped": 1}

@@ -78,6 +78,8 @@ def test_status_filters_apply_the_services_rules(api, emu):
     assert sorted(ids(api.get("/links", status=3))) == [disabled["id"], both["id"]]  # Expired and Disabled overlap
     assert sorted(ids(api.get("/links", status=7))) == [disabled["id"], both["id"]]  # any other value: Disabled
     assert len(ids(api.get("/links", status=0))) == 6
+    statuses = [emu.store.link_status(link["id"]) for link in (active, by_clicks, by_date, disabled, both, unlimited)]
+    assert statuses == [1, 2, 2, 3, 3, 1]  # one value for tests: Disabled ranks first
     assert "status" not in api.get("/links", status=2).json()["data"][0]
 
 

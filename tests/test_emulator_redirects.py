@@ -133,7 +133,7 @@ def test_expiry_by_clicks(emu):
         url="https://example.com", alias="two", expiration_clicks=2, expiration_url="https://example.com/over"
     )
     assert [click(emu, "two").headers["location"] for _ in range(2)] == ["https://example.com"] * 2
-    assert status_of(emu, link["id"]) == 2
+    assert status_of(emu, link["id"]) == 2 == emu.store.link_status(link["id"])
     after = click(emu, "two")
     assert (after.status_code, after.headers["location"]) == (302, "https://example.com/over")
     assert clicks_of(emu, link["id"]) == 2  # a visit to an expired link is not a click

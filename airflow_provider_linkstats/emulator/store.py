@@ -137,7 +137,7 @@ class Store:
         """Every link as GET shows it (of one account, or of all)."""
         with self._lock:
             rows = sorted(self._t["links"].values(), key=lambda r: r["id"])
-            return [self._link_out(r) for r in rows if user_id is None or r["user_id"] == user_id]
+            return copy.deepcopy([self._link_out(r) for r in rows if user_id is None or r["user_id"] == user_id])
 
     def websites(self, user_id: int | None = None) -> list[Row]:
         with self._lock:
@@ -178,7 +178,7 @@ class Store:
                 raise ValueError("clicks must be a non-negative integer")
             row["clicks"] = clicks
             self._save()
-            return self._link_out(row)
+            return copy.deepcopy(self._link_out(row))
 
     def add_website(self, user_id: int = 1, **fields: Any) -> Row:
         with self._lock:
@@ -430,15 +430,15 @@ class Store:
         pixels = [self._t["pixels"][p] for p in row["pixel_ids"] if p in self._t["pixels"]]
         domain_out = self._out("domains", domain) if domain else None
         host = domain_out["name"] if domain_out else urlsplit(self.base_url).netloc
-        return copy.deepcopy(
-            records.link(
-                row,
-                short_url=f"{urlsplit(self.base_url).scheme}://{host}/{quote(row['alias'], safe='')}",
-                domain=domain_out,
-                space=records.plain(space, spec.SPACE_KEYS) if space else None,
-                pixels=[records.plain(p, spec.PIXEL_KEYS) for p in pixels],
-                echo=echo,
-            )
+        # Fresh dicts all the way down except the targeting lists, which only JSON reads; the
+        # Python API (links(), add_link()) hands out deep copies.
+        return records.link(
+            row,
+            short_url=f"{urlsplit(self.base_url).scheme}://{host}/{quote(row['alias'], safe='')}",
+            domain=domain_out,
+            space=records.plain(space, spec.SPACE_KEYS) if space else None,
+            pixels=[records.plain(p, spec.PIXEL_KEYS) for p in pixels],
+            echo=echo,
         )
 
     def _by_alias(self, alias: str, host: str) -> Row | None:

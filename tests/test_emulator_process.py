@@ -148,3 +148,18 @@ def test_stop_frees_the_port_and_start_twice_is_refused():
     emu.stop()
     with pytest.raises(requests.ConnectionError):
         requests.get(url + "/__emulator__/clock", timeout=2)
+
+
+def test_state_file_keeps_traffic_for_the_statistics(tmp_path):
+    state = tmp_path / "state.json"
+    with Emulator(api_keys=(KEY,), state_file=state) as emu:
+        link = emu.store.add_link(url="https://example.com", alias="kept")
+        site = emu.store.add_website(domain="e.com")
+        requests.get(f"{emu.url}/kept", headers={"X-Country": "FR"}, allow_redirects=False, timeout=10)
+        requests.post(f"{emu.analytics_url}/api/event", data={"page": "https://e.com/a"},
+                      headers={"User-Agent": "Mozilla/5.0 (X11; Linux x86_64) Firefox/120.0"}, timeout=10)  # fmt: skip
+    assert stat.S_IMODE(state.stat().st_mode) == 0o600
+    with Emulator(api_keys=(KEY,), state_file=state) as emu:
+        clicks = Api(emu.url, KEY).get(f"/stats/{link['id']}", name="country").json()["data"]
+        pages = Api(emu.analytics_url, KEY).get(f"/stats/{site['id']}", name="page").json()["data"]
+        assert (clicks, pages) == ([{"value": "FR", "count": "1"}], [{"value": "/a", "count": "1"}])

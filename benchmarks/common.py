@@ -203,7 +203,8 @@ class EmulatorProcess:
         def work(indexes: range) -> None:
             mine = []
             for i in indexes:
-                form = {"url": f"https://example.com/campaign/{i}", "alias": f"bench-{i:05d}"}
+                # domain_id 1: the install's global domain (phpShort v44 requires a domain on create)
+                form = {"url": f"https://example.com/campaign/{i}", "alias": f"bench-{i:05d}", "domain_id": 1}
                 if expiring is not None:
                     form.update(expiring(i))
                 status, payload = self.request("POST", f"{API_PREFIX}/links", form=form)

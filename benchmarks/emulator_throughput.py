@@ -59,7 +59,7 @@ def main() -> None:
         parts = urlsplit(url)
         host, port = parts.hostname or "127.0.0.1", parts.port or 80
         seed = http.client.HTTPConnection(host, port, timeout=10)
-        body = urlencode({"url": "https://example.com/landing", "alias": "bench"})
+        body = urlencode({"url": "https://example.com/landing", "alias": "bench", "domain_id": 1})
         seed.request(
             "POST",
             "/public/api/v1/links",

@@ -66,7 +66,7 @@ def emu(emulator, monkeypatch):
     emulator.reset()
     monkeypatch.setenv("AIRFLOW_CONN_LINKSTATS_LINKS_DEFAULT", connection_json(emulator.url))
     monkeypatch.setenv(
-        "AIRFLOW_CONN_LINKSTATS_ANALYTICS_DEFAULT", connection_json(emulator.url, "linkstats_analytics")
+        "AIRFLOW_CONN_LINKSTATS_ANALYTICS_DEFAULT", connection_json(emulator.analytics_url, "linkstats_analytics")
     )
     yield emulator
     emulator.reset()

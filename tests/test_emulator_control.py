@@ -10,9 +10,9 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 import requests
 
-from airflow_provider_linkstats.client.contract import API_PREFIX
 from airflow_provider_linkstats.emulator.errors import ValidationFailed
-from tests.test_emulator_api import Api
+from tests.emulator_http import API_ROOT as API_PREFIX
+from tests.emulator_http import Api
 
 ADMIN = "/__emulator__"
 UTC = dt.timezone.utc
@@ -70,10 +70,10 @@ def test_clock_over_http(emu):
 def test_clock_expires_a_link_over_http(api, emu):
     link = api.create("links", url="https://example.com", expiration_date="2035-01-01", expiration_time="00:00")
     admin(emu, "POST", "/clock", {"now": "2034-12-31T23:59:00+00:00"})
-    assert api.get(f"/links/{link['id']}").json()["data"]["status"] == 1
-    admin(emu, "POST", "/clock", {"advance": 60})
-    assert api.get(f"/links/{link['id']}").json()["data"]["status"] == 2
+    assert [x["id"] for x in api.get("/links", status=1).json()["data"]] == [link["id"]]
+    admin(emu, "POST", "/clock", {"advance": 61})
     assert [x["id"] for x in api.get("/links", status=2).json()["data"]] == [link["id"]]
+    assert api.get("/links", status=1).json()["data"] == []
 
 
 # -- faults: status -------------------------------------------------------------------------------
@@ -102,8 +102,8 @@ def test_fail_next_limited_to_a_method_and_path(api, emu):
     emu.faults.fail_next(status=500, method="post", path_prefix="/links")
     assert api.post("/websites", {"domain": "e.com"}).status_code == 201
     assert api.get("/links").status_code == 200
-    assert api.post("/links", {"url": "https://e.com"}).status_code == 500
-    assert api.post("/links", {"url": "https://e.com"}).status_code == 201
+    assert api.post("/links", {"url": "https://e.com", "domain_id": "1"}).status_code == 500
+    assert api.post("/links", {"url": "https://e.com", "domain_id": "1"}).status_code == 201
     assert len(emu.store.links()) == 1  # the failed create wrote nothing
 
 
@@ -151,9 +151,9 @@ def test_latency_delays_every_api_response_without_serialising_them(api, emu):
 def test_dropped_create_is_committed_but_never_answered(api, emu):
     emu.faults.drop_next()
     with pytest.raises(requests.ConnectionError):
-        api.post("/links", {"url": "https://example.com", "alias": "lost"})
+        api.post("/links", {"url": "https://example.com", "alias": "lost", "domain_id": "1"})
     assert [link["alias"] for link in emu.store.links()] == ["lost"]
-    assert api.post("/links", {"url": "https://example.com/2"}).status_code == 201  # one drop only
+    assert api.post("/links", {"url": "https://example.com/2", "domain_id": "1"}).status_code == 201  # one drop only
 
 
 def test_dropped_update_and_delete_are_committed(api, emu):
@@ -213,9 +213,11 @@ def test_stats_record_method_path_and_query(api, emu):
     api.post("/websites", {"domain": "e.com"})
     requests.get(emu.url + "/unknown-alias", timeout=10)  # not an API request
     assert emu.stats.requests() == [
-        {"method": "GET", "path": f"{API_PREFIX}/links", "query": {"per_page": ["25"], "search": ["a b"]}},
-        {"method": "POST", "path": f"{API_PREFIX}/websites", "query": {}},
-    ]
+        {"method": "GET", "path": f"{API_PREFIX}/links", "endpoint": "GET /links", "status": 200,
+         "query": {"per_page": ["25"], "search": ["a b"]}},
+        {"method": "POST", "path": f"{API_PREFIX}/websites", "endpoint": "POST /websites", "status": 201, "query": {}},
+    ]  # fmt: skip
+    assert emu.stats.count(status=201) == 1
     assert emu.stats.count() == 2
     assert emu.stats.count(method="get") == 1
     assert emu.stats.count(path_prefix="/websites") == 1
@@ -273,19 +275,39 @@ def test_admin_routes_need_no_key_and_live_outside_the_api(emu):
 def test_store_seeding_validates_like_the_api(emu):
     with pytest.raises(ValidationFailed) as error:
         emu.store.add_link(url="nope", expiration_time="25:00")
-    assert set(error.value.errors) == {"url", "expiration_time"}
+    assert set(error.value.errors) == {"url", "expiration_date", "expiration_time"}
     emu.store.add_website(domain="e.com")
     with pytest.raises(ValidationFailed, match="already been taken"):
         emu.store.add_website(domain="E.com")
     with pytest.raises(TypeError, match="colour"):
         emu.store.add_link(url="https://e.com", colour="red")
-    with pytest.raises(ValidationFailed):
+    with pytest.raises(ValueError):
         emu.store.add_link(url="https://e.com", clicks=-1)
 
 
 def test_store_returns_copies_without_passwords(emu):
     emu.store.add_link(url="https://e.com", password="pw", privacy_password="pp", pixel_ids=[1])
     links = emu.store.links()
-    links[0]["pixel_ids"].append(2)
-    assert emu.store.links()[0]["pixel_ids"] == [1]
-    assert "password" not in links[0] and "privacy_password" not in links[0]
+    links[0]["pixels"].append({"id": 2})
+    assert [p["id"] for p in emu.store.links()[0]["pixels"]] == [1]
+    assert (links[0]["password"], links[0]["privacy_password"]) == (True, True)  # set, never the secret
+    assert "pw" not in str(links) and "pp" not in str(links).replace("http", "")
+
+
+def test_stats_count_by_endpoint_template_and_status(api, emu):
+    link = api.create("links", url="https://e.com")  # POST then GET
+    api.get("/links/999")
+    api.delete(f"/links/{link['id']}")
+    Api(emu.url, root="/api/v1").get("/account")  # both roots count under one template
+    emu.faults.drop_next(method="POST")
+    with pytest.raises(requests.ConnectionError):
+        api.post("/links", {"url": "https://e.com", "domain_id": "1"})
+    assert emu.stats.endpoints() == {
+        "DELETE /links/{id}": {"200": 1},
+        "GET /account": {"200": 1},
+        "GET /links/{id}": {"200": 1, "404": 1},
+        "POST /links": {"201": 1, "dropped": 1},
+    }
+    assert emu.stats.count(method="DELETE", path_prefix="/links", status=200) == 1
+    assert admin(emu, "GET", "/stats", status="404").json()["count"] == 1
+    assert admin(emu, "GET", "/stats").json()["endpoints"]["POST /links"] == {"201": 1, "dropped": 1}

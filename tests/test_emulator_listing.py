@@ -1,14 +1,14 @@
-"""Listings over HTTP: the pagination envelope, every filter, every sort key and direction."""
+"""Listings over plain HTTP, one test per listing rule of REAL_SERVICE.md."""
 
 from __future__ import annotations
 
-from urllib.parse import parse_qs, urlsplit
+import datetime as dt
+from urllib.parse import parse_qsl, urlsplit
 
 import pytest
 import requests
 
-from airflow_provider_linkstats.client.contract import LINKS, PER_PAGE_CHOICES, WEBSITES, LinkStatus
-from tests.test_emulator_api import Api
+from tests.emulator_http import Api
 
 
 @pytest.fixture
@@ -21,184 +21,150 @@ def ids(response: requests.Response) -> list[int]:
     return [item["id"] for item in response.json()["data"]]
 
 
+def query_of(url: str) -> list[tuple[str, str]]:
+    return parse_qsl(urlsplit(url).query, keep_blank_values=True)
+
+
 def test_default_listing_is_newest_first_ten_per_page(api, emu):
     for n in range(12):
         emu.store.add_link(url=f"https://e{n}.com")
     body = api.get("/links").json()
     assert [item["id"] for item in body["data"]] == list(range(12, 2, -1))
-    assert body["meta"]["per_page"] == 10
+    assert (body["meta"]["per_page"], body["meta"]["last_page"], body["meta"]["total"]) == (10, 2, 12)
 
 
-def test_pagination_envelope_values(api, emu):
+def test_pages_are_page_n_with_from_to_and_prev_next(api, emu):
     for n in range(23):
         emu.store.add_link(url=f"https://e{n}.com")
-    first = api.get("/links", per_page=10, sort="asc").json()
-    assert first["meta"] == {"current_page": 1, "last_page": 3, "per_page": 10, "total": 23, "from": 1, "to": 10}
-    assert first["links"]["prev"] is None
-    next_query = parse_qs(urlsplit(first["links"]["next"]).query)
-    assert next_query == {"per_page": ["10"], "sort": ["asc"], "page": ["2"]}
-    assert parse_qs(urlsplit(first["links"]["last"]).query)["page"] == ["3"]
-    assert parse_qs(urlsplit(first["links"]["first"]).query)["page"] == ["1"]
-
     last = api.get("/links", per_page=10, sort="asc", page=3).json()
-    assert last["meta"] == {"current_page": 3, "last_page": 3, "per_page": 10, "total": 23, "from": 21, "to": 23}
+    meta = last["meta"]
+    assert (meta["current_page"], meta["last_page"], meta["from"], meta["to"], meta["total"]) == (3, 3, 21, 23, 23)
     assert [item["id"] for item in last["data"]] == [21, 22, 23]
-    assert last["links"]["next"] is None and parse_qs(urlsplit(last["links"]["prev"]).query)["page"] == ["2"]
-
-    beyond = api.get("/links", per_page=10, page=4).json()
+    assert last["links"]["next"] is None and dict(query_of(last["links"]["prev"]))["page"] == "2"
+    beyond = api.get("/links", page=9).json()
     assert beyond["data"] == [] and (beyond["meta"]["from"], beyond["meta"]["to"]) == (None, None)
+    assert ids(api.get("/links", page="abc", per_page=10, sort="asc"))[:1] == [1]  # a bad page is page 1
 
 
-def test_following_next_links_visits_every_record_once(api, emu):
-    for n in range(57):
-        emu.store.add_link(url=f"https://e{n}.com")
-    seen, url = [], api.root + "/links?per_page=25"
-    while url:
-        body = api.session.get(url, timeout=10).json()
-        seen += [item["id"] for item in body["data"]]
-        url = body["links"]["next"]
-    assert sorted(seen) == list(range(1, 58)) and len(seen) == 57
+def test_expired_listing_of_230_links_in_3_requests_without_an_active_link(api, emu):
+    now = emu.clock.now()
+    for n in range(100):  # expired by date
+        emu.store.add_link(url=f"https://date{n}.com", expiration_date="2020-01-01", expiration_time="00:00")
+    for n in range(130):  # expired by clicks
+        emu.store.add_link(url=f"https://clicks{n}.com", expiration_clicks=3, clicks=3 + n % 2)
+    for n in range(40):  # active: limit not reached, date ahead, or no expiry at all
+        later = (now + dt.timedelta(days=30)).date().isoformat()
+        emu.store.add_link(url=f"https://active{n}.com", expiration_clicks=5, clicks=4, expiration_date=later)
+    emu.stats.reset()
+    seen: list[dict] = []
+    for page in (1, 2, 3):
+        body = api.get("/links", status=2, per_page=100, page=page).json()
+        seen += body["data"]
+        assert body["meta"]["last_page"] == 3 and body["meta"]["total"] == 230
+    assert emu.stats.count("GET", "/links") == 3
+    assert len(seen) == len({item["id"] for item in seen}) == 230
+    assert not [item for item in seen if item["url"].startswith("https://active")]
 
 
-def test_empty_listing_envelope(api):
-    body = api.get("/websites").json()
-    assert body["data"] == []
-    assert body["meta"] == {"current_page": 1, "last_page": 1, "per_page": 10, "total": 0, "from": None, "to": None}
+def test_status_filters_apply_the_services_rules(api, emu):
+    active = emu.store.add_link(url="https://active.com")
+    by_clicks = emu.store.add_link(url="https://clicks.com", expiration_clicks=2, clicks=2)
+    by_date = emu.store.add_link(url="https://date.com", expiration_date="2020-01-01", expiration_time="10:00")
+    disabled = emu.store.add_link(url="https://off.com", disabled=1)
+    both = emu.store.add_link(url="https://both.com", disabled=1, expiration_date="2020-01-01")
+    unlimited = emu.store.add_link(url="https://zero.com", expiration_clicks=0, clicks=9)  # 0: no click limit
+    assert sorted(ids(api.get("/links", status=1))) == [active["id"], unlimited["id"]]
+    assert sorted(ids(api.get("/links", status=2))) == [by_clicks["id"], by_date["id"], both["id"]]
+    assert sorted(ids(api.get("/links", status=3))) == [disabled["id"], both["id"]]  # Expired and Disabled overlap
+    assert sorted(ids(api.get("/links", status=7))) == [disabled["id"], both["id"]]  # any other value: Disabled
+    assert len(ids(api.get("/links", status=0))) == 6
+    statuses = [emu.store.link_status(link["id"]) for link in (active, by_clicks, by_date, disabled, both, unlimited)]
+    assert statuses == [1, 2, 2, 3, 3, 1]  # one value for tests: Disabled ranks first
+    assert "status" not in api.get("/links", status=2).json()["data"][0]
 
 
-@pytest.mark.parametrize("per_page", PER_PAGE_CHOICES)
-def test_each_page_size(api, emu, per_page):
-    for n in range(101):
-        emu.store.add_website(domain=f"site{n}.example.com")
-    body = api.get("/websites", per_page=per_page).json()
-    assert len(body["data"]) == per_page and body["meta"]["last_page"] == -(-101 // per_page)
-
-
-BAD_PARAMS = [
-    ("links", {"per_page": "20"}, "per_page"),
-    ("links", {"per_page": "ten"}, "per_page"),
-    ("links", {"status": "4"}, "status"),
-    ("links", {"status": "active"}, "status"),
-    ("links", {"search_by": "domain"}, "search_by"),
-    ("links", {"sort_by": "created_at"}, "sort_by"),
-    ("links", {"sort": "up"}, "sort"),
-    ("links", {"space_id": "x"}, "space_id"),
-    ("links", {"domain_id": "0"}, "domain_id"),
-    ("links", {"pixel_id": "-3"}, "pixel_id"),
-    ("links", {"page": "0"}, "page"),
-    ("websites", {"search_by": "title"}, "search_by"),
-    ("websites", {"sort_by": "clicks"}, "sort_by"),
-    ("websites", {"per_page": "1000"}, "per_page"),
-    ("websites", {"page": "two"}, "page"),
-]
-
-
-@pytest.mark.parametrize(("resource", "params", "field"), BAD_PARAMS)
-def test_bad_listing_parameter_is_422_naming_it(api, resource, params, field):
-    response = api.get(f"/{resource}", **params)
-    assert response.status_code == 422
-    assert list(response.json()["errors"]) == [field]
-
-
-def test_every_bad_listing_parameter_reported_at_once(api):
-    response = api.get("/links", per_page="7", sort="sideways", status="9")
-    assert set(response.json()["errors"]) == {"per_page", "sort", "status"}
-
-
-# -- filters ---------------------------------------------------------------------------------------
-
-
-def test_search_is_a_case_insensitive_substring_of_the_chosen_field(api, emu):
-    emu.store.add_link(url="https://shop.example.com/sale", alias="Spring-Sale", title="Big Spring Event")
-    emu.store.add_link(url="https://blog.example.com/spring", alias="post", title="Notes")
-    emu.store.add_link(url="https://other.org", alias="misc", title="springboard")
-    assert ids(api.get("/links", search="SPRING")) == [3, 1]  # default: by title
-    assert ids(api.get("/links", search="spring", search_by="title")) == [3, 1]
-    assert ids(api.get("/links", search="sale", search_by="alias")) == [1]
-    assert ids(api.get("/links", search="BLOG.example", search_by="url")) == [2]
-    assert ids(api.get("/links", search="", search_by="url")) == [3, 2, 1]  # empty: no filter
-
-
-def test_space_domain_and_pixel_filters(api, emu):
-    emu.store.add_link(url="https://a.com", space_id=1, domain_id=10, pixel_ids=[7, 8])
-    emu.store.add_link(url="https://b.com", space_id=2, domain_id=10, pixel_ids=[8])
-    emu.store.add_link(url="https://c.com", space_id=1, domain_id=20)
-    assert ids(api.get("/links", space_id=1)) == [3, 1]
-    assert ids(api.get("/links", domain_id=10)) == [2, 1]
-    assert ids(api.get("/links", pixel_id=8)) == [2, 1]
-    assert ids(api.get("/links", pixel_id=7, space_id=1, domain_id=10)) == [1]
-    assert ids(api.get("/links", pixel_id=99)) == []
-
-
-def test_status_filter_follows_the_status_rules(api, emu):
-    active = emu.store.add_link(url="https://a.com")["id"]
-    disabled = emu.store.add_link(url="https://b.com", disabled=1)["id"]
-    by_clicks = emu.store.add_link(url="https://c.com", expiration_clicks=5, clicks=5)["id"]
-    by_date = emu.store.add_link(url="https://d.com", expiration_date="2000-01-01")["id"]
-    disabled_and_expired = emu.store.add_link(url="https://e.com", disabled=1, expiration_clicks=1, clicks=3)["id"]
-    assert ids(api.get("/links", status=LinkStatus.ALL.value, sort="asc")) == [1, 2, 3, 4, 5]
-    assert ids(api.get("/links", status=LinkStatus.ACTIVE.value)) == [active]
-    assert ids(api.get("/links", status=LinkStatus.EXPIRED.value, sort="asc")) == [
-        by_clicks,
-        by_date,
-        disabled_and_expired,
-    ]
-    assert ids(api.get("/links", status=LinkStatus.DISABLED.value, sort="asc")) == [disabled, disabled_and_expired]
-    statuses = {link["id"]: link["status"] for link in api.get("/links").json()["data"]}
-    assert statuses == {active: 1, disabled: 3, by_clicks: 2, by_date: 2, disabled_and_expired: 3}
-
-
-def test_website_search_by_domain(api, emu):
-    for domain in ("shop.example.com", "blog.example.com", "Shop.other.org"):
-        emu.store.add_website(domain=domain)
-    assert ids(api.get("/websites", search="shop")) == [3, 1]
-    assert ids(api.get("/websites", search="example", search_by="domain", sort="asc")) == [1, 2]
-
-
-# -- sorting ---------------------------------------------------------------------------------------
-
-LINK_ROWS = [  # ties in clicks and title show the id tiebreak
-    {"url": "https://b.example.com", "alias": "delta", "title": "beta", "clicks": 5},
-    {"url": "https://A.example.com", "alias": "Alpha", "title": "Alpha", "clicks": 9},
-    {"url": "https://c.example.com", "alias": "charlie", "title": "beta", "clicks": 5},
-    {"url": "https://d.example.com", "alias": "bravo", "title": "gamma", "clicks": 0},
-]
-
-
-def _sort_choices(resource) -> tuple:
-    return next(p for p in resource.list_params if p.name == "sort_by").choices
-
-
-@pytest.mark.parametrize("direction", ["asc", "desc"])
-@pytest.mark.parametrize("sort_by", _sort_choices(LINKS))
-def test_every_link_sort_key_and_direction_with_id_tiebreak(api, emu, sort_by, direction):
-    for row in LINK_ROWS:
-        emu.store.add_link(**row)
-    records = emu.store.links()
-
-    def key(r):
-        value = r[sort_by]
-        return (value.lower() if isinstance(value, str) else value, r["id"])
-
-    expected = [r["id"] for r in sorted(records, key=key, reverse=direction == "desc")]
-    assert ids(api.get("/links", sort_by=sort_by, sort=direction)) == expected
-
-
-def test_sorting_is_stable_across_pages(api, emu):
+def test_page_urls_drop_status_but_keep_the_other_parameters(api, emu):
+    emu.store.add_space(name="S")
     for n in range(30):
-        emu.store.add_link(url=f"https://e{n}.com", clicks=n % 3)
-    pages = [ids(api.get("/links", sort_by="clicks", sort="desc", per_page=10, page=p)) for p in (1, 2, 3)]
-    flat = [i for page in pages for i in page]
-    assert sorted(flat) == list(range(1, 31))
-    clicks = {link["id"]: link["clicks"] for link in emu.store.links()}
-    assert flat == sorted(flat, key=lambda i: (clicks[i], i), reverse=True)
+        emu.store.add_link(url=f"https://promo{n}.com", expiration_clicks=1, clicks=1, space_id=1)
+    body = api.get("/links", status=2, search="promo", search_by="url", space_id=1, domain_id=1,
+                   sort_by="clicks", sort="asc", per_page=10).json()  # fmt: skip
+    expected = [("search", "promo"), ("search_by", "url"), ("domain_id", "1"), ("space_id", "1"),
+                ("sort_by", "clicks"), ("sort", "asc"), ("per_page", "10"), ("page", "2")]  # fmt: skip
+    assert query_of(body["links"]["next"]) == expected
+    assert urlsplit(body["links"]["next"]).path == "/public/api/v1/links"
+    for item in body["meta"]["links"]:
+        assert item["url"] is None or "status" not in dict(query_of(item["url"]))
 
 
-@pytest.mark.parametrize("direction", ["asc", "desc"])
-@pytest.mark.parametrize("sort_by", _sort_choices(WEBSITES))
-def test_every_website_sort_key_and_direction(api, emu, sort_by, direction):
-    for domain in ("m.example.com", "a.example.com", "z.example.com"):
-        emu.store.add_website(domain=domain)
-    records = emu.store.websites()
-    expected = [r["id"] for r in sorted(records, key=lambda r: r[sort_by], reverse=direction == "desc")]
-    assert ids(api.get("/websites", sort_by=sort_by, sort=direction)) == expected
+@pytest.mark.parametrize(
+    "bad",
+    [{"per_page": "7"}, {"per_page": "1000"}, {"per_page": "ten"}, {"sort_by": "secret"}, {"sort": "sideways"},
+     {"search_by": "password", "search": "e"}, {"page": "-3"}],
+)  # fmt: skip
+def test_invalid_listing_parameters_silently_fall_back_to_defaults(api, emu, bad):
+    for n in range(12):
+        emu.store.add_link(url=f"https://e{n}.com", title=f"e{n}")
+    response = api.get("/links", **bad)
+    assert response.status_code == 200
+    body = response.json()
+    assert body["meta"]["per_page"] == 10 and ids(response)[:3] == [12, 11, 10]
+    assert ("search_by", "title") in query_of(body["links"]["first"]) and ("sort", "desc") in query_of(
+        body["links"]["first"]
+    )
+
+
+def test_search_is_a_case_insensitive_substring_match_like_sql_like(api, emu):
+    emu.store.add_link(url="https://a.com", title="Spring SALE 2025")
+    emu.store.add_link(url="https://b.com", title="autumn", alias="Spring-b")
+    emu.store.add_link(url="https://c.com", title="spring_cleanup")
+    assert len(ids(api.get("/links", search="sale"))) == 1
+    assert len(ids(api.get("/links", search="SPRING"))) == 2  # title by default
+    assert len(ids(api.get("/links", search="ring-", search_by="alias"))) == 1
+    assert len(ids(api.get("/links", search="ng_s"))) == 1  # "_" is any one character: "ng s" of "Spring SALE"
+    assert len(ids(api.get("/links", search="ng_"))) == 2
+    assert len(ids(api.get("/links", search="b.COM", search_by="url"))) == 1
+
+
+def test_space_id_zero_lists_the_links_without_a_space(api, emu):
+    emu.store.add_space(name="S")
+    spaced = emu.store.add_link(url="https://s.com", space_id=1)
+    loose = [emu.store.add_link(url=f"https://l{n}.com")["id"] for n in range(2)]
+    assert sorted(ids(api.get("/links", space_id=0))) == loose
+    assert ids(api.get("/links", space_id=1)) == [spaced["id"]]
+
+
+def test_domain_and_pixel_filters(api, emu):
+    emu.store.add_pixel(name="P", type="facebook", value="1")
+    other = emu.store.add_domain(name="go.example")
+    on_other = emu.store.add_link(url="https://o.com", domain_id=other["id"])
+    with_pixel = emu.store.add_link(url="https://p.com", pixel_ids=[1])
+    assert ids(api.get("/links", domain_id=other["id"])) == [on_other["id"]]
+    assert ids(api.get("/links", pixel_id=1)) == [with_pixel["id"]]
+
+
+@pytest.mark.parametrize("key", ["id", "clicks", "title", "alias", "url"])
+def test_every_sort_key_and_direction(api, emu, key):
+    for n, (title, clicks) in enumerate([("b", 5), ("C", 1), ("a", 3)]):
+        emu.store.add_link(url=f"https://{title}.com/{n}", alias=f"x{title}{n}", title=title, clicks=clicks)
+    rows = api.get("/links", sort_by=key, sort="asc").json()["data"]
+    values = [str(r[key]).lower() if isinstance(r[key], str) else r[key] for r in rows]
+    assert values == sorted(values)
+    assert ids(api.get("/links", sort_by=key, sort="desc")) == ids(api.get("/links", sort_by=key, sort="asc"))[::-1]
+
+
+def test_many_pages_are_shortened_with_dots_as_laravel_does(api, emu):
+    for n in range(200):
+        emu.store.add_link(url=f"https://e{n}.com")
+    labels = [item["label"] for item in api.get("/links", page=10).json()["meta"]["links"]]
+    assert labels == ["&laquo; Previous", "1", "2", "...", "7", "8", "9", "10", "11", "12", "13", "...", "19", "20",
+                      "Next &raquo;"]  # fmt: skip
+
+
+def test_website_listing_keeps_its_parameters_in_page_urls(api, emu):
+    for n in range(12):
+        emu.store.add_website(domain=f"site{n}.example.com")
+    body = api.get("/websites", search="SITE", per_page=10, sort_by="domain", sort="asc").json()
+    assert body["meta"]["total"] == 12 and body["data"][0]["domain"] == "site0.example.com"
+    assert query_of(body["links"]["next"]) == [("search", "SITE"), ("search_by", "domain"), ("sort_by", "domain"),
+                                               ("sort", "asc"), ("per_page", "10"), ("page", "2")]  # fmt: skip

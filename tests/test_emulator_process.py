@@ -18,7 +18,7 @@ import pytest
 import requests
 
 from airflow_provider_linkstats.emulator import Emulator
-from tests.test_emulator_api import Api
+from tests.emulator_http import Api
 
 KEY, OTHER_KEY = "cli-key-1", "cli-key-2"
 
@@ -41,12 +41,13 @@ def cli(*args: str, command: list[str] | None = None) -> Iterator[dict[str, str]
 
 def test_cli_serves_both_services_on_one_port_with_several_keys():
     with cli("--api-key", KEY, "--api-key", OTHER_KEY) as urls:
-        assert urls["links"] == urls["analytics"]
+        assert urls["analytics"] == urls["links"] + "/analytics"  # same port, its own prefix
         first, second = Api(urls["links"], KEY), Api(urls["links"], OTHER_KEY)
         link = first.create("links", url="https://example.com", alias="cli")
         assert link["short_url"] == f"{urls['links']}/cli"
-        assert [x["alias"] for x in second.get("/links").json()["data"]] == ["cli"]
-        assert second.create("websites", domain="shop.example.com")["id"] == 1
+        assert second.get("/links").json()["data"] == []  # one account per key
+        assert Api(urls["analytics"], OTHER_KEY).create("websites", domain="shop.example.com")["id"] == 1
+        assert Api(urls["links"], OTHER_KEY).get("/websites").json()["meta"]["total"] == 1  # also at the root
         assert Api(urls["links"], "nope").get("/links").status_code == 401
         assert requests.get(f"{urls['links']}/cli", allow_redirects=False, timeout=10).status_code == 302
 
@@ -124,10 +125,11 @@ def test_expiration_uses_the_emulator_time_zone():
     with Emulator(api_keys=(KEY,), timezone="Europe/Paris") as emu:
         # 12:00 in Paris (summer, UTC+2) is 10:00 UTC
         emu.clock.set(dt.datetime(2030, 7, 1, 9, 59, tzinfo=dt.timezone.utc), freeze=True)
-        emu.store.add_link(url="https://example.com", expiration_date="2030-07-01", expiration_time="12:00")
-        assert emu.store.links()[0]["status"] == 1
-        emu.clock.advance(minutes=1)
-        assert emu.store.links()[0]["status"] == 2
+        link = emu.store.add_link(url="https://example.com", expiration_date="2030-07-01", expiration_time="12:00")
+        assert link["ends_at"] == "2030-07-01T10:00:00.000000Z"
+        assert Api(emu.url, KEY).get("/links", status=2).json()["data"] == []
+        emu.clock.advance(minutes=1, seconds=1)
+        assert [x["id"] for x in Api(emu.url, KEY).get("/links", status=2).json()["data"]] == [link["id"]]
 
 
 def test_in_process_emulator_on_two_ports():
@@ -146,3 +148,18 @@ def test_stop_frees_the_port_and_start_twice_is_refused():
     emu.stop()
     with pytest.raises(requests.ConnectionError):
         requests.get(url + "/__emulator__/clock", timeout=2)
+
+
+def test_state_file_keeps_traffic_for_the_statistics(tmp_path):
+    state = tmp_path / "state.json"
+    with Emulator(api_keys=(KEY,), state_file=state) as emu:
+        link = emu.store.add_link(url="https://example.com", alias="kept")
+        site = emu.store.add_website(domain="e.com")
+        requests.get(f"{emu.url}/kept", headers={"X-Country": "FR"}, allow_redirects=False, timeout=10)
+        requests.post(f"{emu.analytics_url}/api/event", data={"page": "https://e.com/a"},
+                      headers={"User-Agent": "Mozilla/5.0 (X11; Linux x86_64) Firefox/120.0"}, timeout=10)  # fmt: skip
+    assert stat.S_IMODE(state.stat().st_mode) == 0o600
+    with Emulator(api_keys=(KEY,), state_file=state) as emu:
+        clicks = Api(emu.url, KEY).get(f"/stats/{link['id']}", name="country").json()["data"]
+        pages = Api(emu.analytics_url, KEY).get(f"/stats/{site['id']}", name="page").json()["data"]
+        assert (clicks, pages) == ([{"value": "FR", "count": "1"}], [{"value": "/a", "count": "1"}])

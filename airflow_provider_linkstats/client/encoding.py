@@ -1,7 +1,7 @@
 """Form encoding of request fields, both ways.
 
-The client encodes with :func:`encode_form`; the emulator decodes with :func:`decode_form`. Both
-live here so that the round trip is one module's promise (and one property test's subject).
+The emulator decodes these bodies with its own reading of PHP's rules (``emulator/formdata.py``),
+and a property test checks every pair the client sends against that decoder.
 
 Wire format (application/x-www-form-urlencoded pairs):
 - targeting rules in bracket notation: ``country[0][key]=US&country[0][value]=https://...``;
@@ -13,10 +13,10 @@ Wire format (application/x-www-form-urlencoded pairs):
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
-from airflow_provider_linkstats.client.contract import LIST_ENCODING, Kind, Resource
+from airflow_provider_linkstats.client.contract import LIST_ENCODING
 
 FormPairs = list[tuple[str, str]]
 
@@ -43,49 +43,3 @@ def encode_form(values: Mapping[str, Any]) -> FormPairs:
         else:
             pairs.append((name, str(value)))
     return pairs
-
-
-def decode_form(pairs: Iterable[tuple[str, str]]) -> dict[str, Any]:
-    """Turn form pairs back into nested values: ``a[]`` -> list, ``a[0][key]`` -> list of dicts.
-
-    Values stay strings; :func:`coerce_form_values` applies the contract's types.
-    """
-    result: dict[str, Any] = {}
-    for raw_key, value in pairs:
-        match = _BRACKETS.match(raw_key)
-        if not match or not match.group(2):
-            result[raw_key] = value
-            continue
-        name = match.group(1)
-        parts = re.findall(r"\[([^\[\]]*)\]", match.group(2))
-        if parts == [""]:
-            result.setdefault(name, [])
-            if isinstance(result[name], list):
-                result[name].append(value)
-            continue
-        if len(parts) == 2 and parts[0].isdigit():
-            slots = result.setdefault(name, {})
-            if isinstance(slots, dict):
-                slots.setdefault(int(parts[0]), {})[parts[1]] = value
-            continue
-        result[raw_key] = value  # a shape the contract does not use: keep it as sent
-    for name, value in result.items():
-        if isinstance(value, dict) and all(isinstance(k, int) for k in value):
-            result[name] = [value[index] for index in sorted(value)]
-    return result
-
-
-def coerce_form_values(resource: Resource, decoded: Mapping[str, Any]) -> dict[str, Any]:
-    """Apply the contract's list encodings to decoded form values (``lines`` -> list)."""
-    out = dict(decoded)
-    for spec in resource.fields:
-        if spec.name not in out:
-            continue
-        value = out[spec.name]
-        if spec.kind in (Kind.LINES, Kind.IP_LINES) and isinstance(value, str):
-            out[spec.name] = [line for line in value.split("\n") if line]
-        elif spec.kind is Kind.ID_LIST and value == "":
-            out[spec.name] = []
-        elif spec.kind is Kind.TARGETING and value == "":
-            out[spec.name] = []
-    return out

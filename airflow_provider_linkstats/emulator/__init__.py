@@ -6,7 +6,7 @@
 
 from __future__ import annotations
 
-from airflow_provider_linkstats.emulator.links import COUNTRY_HEADER
+from airflow_provider_linkstats.emulator.links import CITY_HEADER, COUNTRY_HEADER
 from airflow_provider_linkstats.emulator.server import Emulator
 
-__all__ = ["COUNTRY_HEADER", "Emulator"]
+__all__ = ["CITY_HEADER", "COUNTRY_HEADER", "Emulator"]

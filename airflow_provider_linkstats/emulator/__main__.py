@@ -1,6 +1,7 @@
 """``linkstats-emulator``: both Linkstats services on one port, or one port each.
 
     linkstats-emulator --port 8765 --api-key KEY [--analytics-port 8766] [--state-file demo.json]
+                       [--rate-limit 60 --rate-limit-window 60]
 
 The key may come from LINKSTATS_EMULATOR_API_KEY instead of the command line (which other local
 users can see in the process list).
@@ -29,6 +30,15 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--state-file", default=None, help="JSON file that keeps the records across restarts")
     parser.add_argument("--timezone", default="UTC", help="service time zone of expiration dates (default UTC)")
     parser.add_argument("--base-url", default=None, help="public base URL used in short_url (default: the links URL)")
+    parser.add_argument(
+        "--rate-limit", type=int, default=None,
+        help="requests per client IP per window, as a real install (60); off when not given",
+    )  # fmt: skip
+    parser.add_argument("--rate-limit-window", type=float, default=60.0, help="window in seconds (default 60)")
+    parser.add_argument("--key-rate-limit", type=int, default=None, help="per API key (default: twice --rate-limit)")
+    parser.add_argument(
+        "--analytics-rate-limit", type=int, default=None, help="analytics service (default: --rate-limit)"
+    )
     parser.add_argument("--log-level", default="warning", choices=["debug", "info", "warning", "error"])
     args = parser.parse_args(argv)
     if not args.api_key:
@@ -53,6 +63,10 @@ def main(argv: list[str] | None = None) -> int:
         timezone=args.timezone,
         base_url=args.base_url,
         log_level=args.log_level,
+        rate_limit=args.rate_limit,
+        rate_limit_window=args.rate_limit_window,
+        key_rate_limit=args.key_rate_limit,
+        analytics_rate_limit=args.analytics_rate_limit,
     )
 
     def ready(emu: Emulator) -> None:

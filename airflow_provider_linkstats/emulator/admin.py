@@ -2,7 +2,14 @@
 
 Under ``/__emulator__``, outside the API prefix, with no API key: the emulator is a local tool
 (bind it to 127.0.0.1) and these routes are what a script uses to drive it. Each mirrors the
-Python method of the same name and takes its keyword arguments as a JSON object.
+Python method of the same name and takes its keyword arguments as a JSON object:
+
+- ``/clock``, ``/faults/...``, ``/reset``: time, injected failures, a clean slate;
+- ``/stats``: requests by endpoint (method and route template) and status;
+- ``/rate_limit``: ``{"limit": 20, "window": 2}`` (per client IP; ``key_limit`` and
+  ``analytics_limit`` default to twice it and to it), ``{"limit": null}`` turns limits off;
+- ``/accounts``: the accounts (one per API key); ``POST /accounts/{id}`` changes one, e.g.
+  ``{"api_access": false}`` (every API call then answers 403) or ``{"timezone": "Europe/Paris"}``.
 """
 
 from __future__ import annotations
@@ -21,7 +28,7 @@ ADMIN_PREFIX = "/__emulator__"
 
 
 def add_admin_routes(app: FastAPI, state: EmulatorState) -> None:
-    clock, faults, stats = state.clock, state.faults, state.stats
+    clock, faults, stats, limiter, store = state.clock, state.faults, state.stats, state.limiter, state.store
 
     def clock_view() -> JSONResponse:
         return JSONResponse({"now": clock.now().isoformat(), "frozen": clock.frozen})
@@ -39,7 +46,7 @@ def add_admin_routes(app: FastAPI, state: EmulatorState) -> None:
         elif "now" in body:
             _call(clock.set, _datetime(body["now"]), freeze=bool(body.get("freeze", False)))
         else:
-            raise ApiError(422, 'Send {"now": ...}, {"advance": seconds} or {"reset": true}.')
+            raise _bad('Send {"now": ...}, {"advance": seconds} or {"reset": true}.')
         return clock_view()
 
     async def get_faults(request: Request) -> JSONResponse:
@@ -62,11 +69,14 @@ def add_admin_routes(app: FastAPI, state: EmulatorState) -> None:
         return JSONResponse(faults.describe())
 
     async def get_stats(request: Request) -> JSONResponse:
-        """?method=&path_prefix= narrow ``count``; ``requests`` lists every API request."""
+        """?method=&path_prefix=&status= narrow ``count``; ``endpoints`` counts by route and status;
+        ``requests`` lists every API request."""
         query = request.query_params
+        status = query.get("status")
         return JSONResponse(
             {
-                "count": stats.count(query.get("method"), query.get("path_prefix")),
+                "count": stats.count(query.get("method"), query.get("path_prefix"), int(status) if status else None),
+                "endpoints": stats.endpoints(),
                 "connections": stats.connections(),
                 "requests": stats.requests(),
             }
@@ -75,6 +85,19 @@ def add_admin_routes(app: FastAPI, state: EmulatorState) -> None:
     async def reset_stats(request: Request) -> JSONResponse:
         stats.reset()
         return JSONResponse({"message": "Statistics reset."})
+
+    async def get_rate_limit(request: Request) -> JSONResponse:
+        return JSONResponse(limiter.limits.describe())
+
+    async def post_rate_limit(request: Request) -> JSONResponse:
+        return JSONResponse(_call(limiter.configure, **await _json(request)).describe())
+
+    async def get_accounts(request: Request) -> JSONResponse:
+        return JSONResponse({"data": store.users()})
+
+    async def post_account(request: Request) -> JSONResponse:
+        user_id = request.path_params["user_id"]
+        return JSONResponse({"data": _call(store.configure_account, user_id, **await _json(request))})
 
     async def reset(request: Request) -> JSONResponse:
         state.reset()
@@ -91,6 +114,10 @@ def add_admin_routes(app: FastAPI, state: EmulatorState) -> None:
         ("/stats", get_stats, "GET"),
         ("/stats", reset_stats, "DELETE"),
         ("/reset", reset, "POST"),
+        ("/rate_limit", get_rate_limit, "GET"),
+        ("/rate_limit", post_rate_limit, "POST"),
+        ("/accounts", get_accounts, "GET"),
+        ("/accounts/{user_id}", post_account, "POST"),
     ]
     for path, endpoint, method in routes:
         app.add_route(ADMIN_PREFIX + path, endpoint, methods=[method])
@@ -101,9 +128,9 @@ async def _json(request: Request) -> dict[str, Any]:
     try:
         body = json.loads(raw) if raw.strip() else {}
     except ValueError:
-        raise ApiError(400, "The body must be a JSON object.") from None
+        raise _bad("The body must be a JSON object.", 400) from None
     if not isinstance(body, dict):
-        raise ApiError(400, "The body must be a JSON object.")
+        raise _bad("The body must be a JSON object.", 400)
     return body
 
 
@@ -112,14 +139,18 @@ def _call(control: Any, /, *args: Any, **kwargs: Any) -> Any:
     try:
         return control(*args, **kwargs)
     except (TypeError, ValueError) as error:
-        raise ApiError(422, str(error)) from None
+        raise _bad(str(error)) from None
 
 
 def _datetime(value: Any) -> dt.datetime:
     try:
         moment = dt.datetime.fromisoformat(str(value).replace("Z", "+00:00"))
     except ValueError:
-        raise ApiError(422, f"now must be an ISO-8601 date-time with an offset, got {value!r}") from None
+        raise _bad(f"now must be an ISO-8601 date-time with an offset, got {value!r}") from None
     if moment.utcoffset() is None:
-        raise ApiError(422, f"now must carry a UTC offset, got {value!r}")
+        raise _bad(f"now must carry a UTC offset, got {value!r}")
     return moment
+
+
+def _bad(message: str, status: int = 422) -> ApiError:
+    return ApiError(status, {"message": message})

@@ -1,106 +1,204 @@
-"""The HTTP face of the emulator: the ten API endpoints, the short-link redirect, the admin routes.
+"""The HTTP face of the emulator: both services' API routes, the short-link redirect, admin.
 
-Handlers are plain endpoints on the FastAPI app (``add_route``: Request in, Response out), so the
-hot path does no dependency solving or model validation; bodies are parsed by ``forms`` with the
-client's own decoder.
+Every API route is served under ``/api/v1`` and ``/public/api/v1``. A request passes what a
+real install puts in front of its controllers, in the same order: the per-IP throttle
+(``middleware.ClientRateLimit``), authentication (401, or a 302 to /login for a client that does
+not ask for JSON), phpShort's plan check (403), then phpShort's per-user throttle.
 """
 
 from __future__ import annotations
 
-import hmac
-import math
-from collections.abc import Iterable
+import base64
+import binascii
+from collections.abc import Awaitable, Callable, Iterable
 from typing import Any
+from urllib.parse import urlsplit
 
 from fastapi import FastAPI, Request
-from fastapi.responses import JSONResponse, RedirectResponse
-from starlette.exceptions import HTTPException
+from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
 
-from airflow_provider_linkstats.client.contract import API_PREFIX, RESOURCES, Resource
+from airflow_provider_linkstats.emulator import formdata, paths, spec, traffic
 from airflow_provider_linkstats.emulator.admin import add_admin_routes
-from airflow_provider_linkstats.emulator.errors import ApiError
-from airflow_provider_linkstats.emulator.forms import clean_list_params, parse_form
+from airflow_provider_linkstats.emulator.errors import ApiError, forbidden, not_found
 from airflow_provider_linkstats.emulator.links import Visitor
-from airflow_provider_linkstats.emulator.middleware import FaultsAndStats
+from airflow_provider_linkstats.emulator.listing import read_query
+from airflow_provider_linkstats.emulator.middleware import ClientRateLimit, FaultsAndStats, wants_json
 from airflow_provider_linkstats.emulator.state import EmulatorState
 
 SERVICES = ("links", "analytics")
+# The CRUD resources of each service (apiResource routes: index, store, show, update, destroy).
+RESOURCES = {"links": ("links", "domains", "spaces", "pixels"), "analytics": ("websites",)}
+STAT_NAMES = {"links": spec.LINK_STAT_NAMES, "analytics": spec.WEBSITE_STAT_NAMES}
+
+Handler = Callable[[Request], Awaitable[Response]]
 
 
-def build_app(state: EmulatorState, api_keys: Iterable[str], services: Iterable[str] = SERVICES) -> Any:
-    """An ASGI app serving ``services`` (both by default: one port for everything)."""
+class LoginRedirect(Exception):
+    """A bad key from a client that did not ask for JSON: Laravel redirects it to the login page."""
+
+
+def build_app(state: EmulatorState, services: Iterable[str] = SERVICES, *, shared: bool = True) -> Any:
+    """An ASGI app serving ``services``. On a shared port the analytics service is also mounted
+    under /analytics, where its /account and /stats cannot clash with the links service's."""
     services = tuple(services)
     app = FastAPI(openapi_url=None, docs_url=None, redoc_url=None)  # /docs would shadow an alias
     app.add_exception_handler(ApiError, _api_error)  # type: ignore[arg-type]
-    app.add_exception_handler(HTTPException, _http_error)  # type: ignore[arg-type]
-    auth = _BearerAuth(api_keys)
-    for resource in RESOURCES.values():  # first: routes are matched in order, and these are the hot ones
-        if resource.service in services:
-            _add_resource_routes(app, resource, state, auth)
+    app.add_exception_handler(LoginRedirect, _login_redirect)  # type: ignore[arg-type]
+    api = _Api(state)
+    mounts: list[tuple[str, str]] = []  # (path prefix, service)
+    if "links" in services:
+        mounts.append(("", "links"))
+    if "analytics" in services:
+        mounts.append((spec.ANALYTICS_MOUNT if shared and "links" in services else "", "analytics"))
+        if shared and "links" in services:
+            mounts.append(("", "websites-only"))  # websites need no prefix: no clash
+    for mount, service in mounts:
+        for root in spec.API_ROOTS:
+            api.add_service_routes(app, mount + root, service)
+        if service != "links":
+            api.add_tracking(app, mount + spec.TRACKING_PATH)
     add_admin_routes(app, state)
+    for mount, service in mounts:
+        for root in spec.API_ROOTS:
+            api.add_fallback(app, mount + root, service)
     if "links" in services:
         _add_redirect(app, state)  # last: it catches every other GET path
-    return FaultsAndStats(app, state.faults, state.stats)
+    return FaultsAndStats(ClientRateLimit(app, state.limiter), state.faults, state.stats)
 
 
-class _BearerAuth:
-    def __init__(self, api_keys: Iterable[str]) -> None:
-        self._keys = tuple(key.encode() for key in api_keys)
-        if not self._keys or not all(self._keys):
-            raise ValueError("the emulator needs at least one non-empty API key")
+class _Api:
+    def __init__(self, state: EmulatorState) -> None:
+        self.state = state
+        self.store = state.store
 
-    def check(self, request: Request) -> None:
-        scheme, _, token = request.headers.get("authorization", "").partition(" ")
-        given = token.strip().encode()
-        # Compare with every key (no early exit), and never say which part was wrong.
-        valid = [hmac.compare_digest(given, key) for key in self._keys]
-        if scheme.lower() != "bearer" or not any(valid):
-            raise ApiError(401, "Unauthenticated.")
+    # -- the gate in front of every controller -------------------------------------------------
 
+    def authenticate(self, request: Request, service: str) -> dict:
+        user = self.store.user_for_key(_token(request))
+        if user is None:
+            if wants_json(request.scope):
+                raise ApiError(401, {"message": spec.UNAUTHENTICATED})
+            raise LoginRedirect()
+        if service == "links":
+            if not user["plan"]["features"]["api"]:
+                raise forbidden()
+            verdict = self.state.limiter.hit(("links", "key", user["id"]), self.state.limiter.limits.per_key)
+            if verdict is not None and not verdict.allowed:
+                raise ApiError(429, {"message": spec.TOO_MANY}, verdict.headers())
+        return user
 
-def _add_resource_routes(app: FastAPI, resource: Resource, state: EmulatorState, auth: _BearerAuth) -> None:
-    store = state.store
+    # -- routes ---------------------------------------------------------------------------------
 
-    async def list_records(request: Request) -> JSONResponse:
-        auth.check(request)
-        params, page = clean_list_params(resource, request.query_params)
-        items, total = store.page(resource, params, page)
-        return JSONResponse(_envelope(request, items, total, page, params["per_page"]))
+    def add_service_routes(self, app: FastAPI, root: str, service: str) -> None:
+        tables = RESOURCES["analytics"] if service == "websites-only" else RESOURCES[service]
+        gate = "analytics" if service == "websites-only" else service
+        for table in tables:
+            self._add_crud(app, root, table, gate)
+        if service != "websites-only":
+            self._add_account_and_stats(app, root, service)
 
-    async def create(request: Request) -> JSONResponse:
-        auth.check(request)
-        record = store.create(resource, parse_form(await request.body()))
-        return JSONResponse({"data": record}, status_code=201)
+    def _add_account_and_stats(self, app: FastAPI, root: str, service: str) -> None:
+        store = self.store
+        table = "links" if service == "links" else "websites"
 
-    async def read(request: Request) -> JSONResponse:
-        auth.check(request)
-        return JSONResponse({"data": store.get(resource, request.path_params["record_id"])})
+        async def account(request: Request) -> Response:
+            user = self.authenticate(request, service)
+            return JSONResponse({"data": store.account(user, service), "status": 200})
 
-    async def update(request: Request) -> JSONResponse:
-        auth.check(request)
-        record = store.update(resource, request.path_params["record_id"], parse_form(await request.body()))
-        return JSONResponse({"data": record})
+        async def stats(request: Request) -> Response:
+            user = self.authenticate(request, service)
+            record_id = request.path_params["record_id"]
+            query = traffic.StatsQuery(
+                formdata.decode(request.url.query), STAT_NAMES[service], user["timezone"], store.clock.now().date()
+            )
+            store.read(table, user, record_id)  # 404 for another account's or a missing record
+            if service == "links":
+                counts = traffic.link_rows(query.name, query.in_period(store.clicks_of(user, record_id)), query.zone)
+            else:
+                rows = query.in_period(store.events_of(user, record_id))
+                counts = traffic.website_rows(query.name, rows, query.zone)
+            return JSONResponse(query.answer(counts, _path_url(request)))
 
-    async def delete(request: Request) -> JSONResponse:
-        auth.check(request)
-        record_id = request.path_params["record_id"]
-        store.delete(resource, record_id)
-        return JSONResponse({"message": f"{resource.singular.capitalize()} {record_id} deleted."})
+        app.add_route(f"{root}/account", account, methods=["GET"])
+        app.add_route(root + "/stats/{record_id}", stats, methods=["GET"])
 
-    one = resource.path + "/{record_id}"
-    app.add_route(resource.path, list_records, methods=["GET"])
-    app.add_route(resource.path, create, methods=["POST"])
-    app.add_route(one, read, methods=["GET"])
-    app.add_route(one, update, methods=["PUT"])
-    app.add_route(one, delete, methods=["DELETE"])
+    def add_tracking(self, app: FastAPI, path: str) -> None:
+        """The tracking script's beacon: no API key, the page URL names the website."""
+        store = self.store
+
+        async def event(request: Request) -> Response:
+            data = await _form(request)
+            page = data.get("page")
+            host = (urlsplit(page).hostname or "") if isinstance(page, str) else ""
+            website = store.website_for_page(host) if host else None
+            if website is None:
+                raise not_found()
+            client = (request.client.host if request.client else "") or ""
+            recorded = traffic.event_from_request(data, request.headers, client, website, store.clock.now())
+            if recorded is not None:
+                store.record_event(recorded)
+            return JSONResponse({"status": 200})
+
+        app.add_route(path, event, methods=["POST"])
+
+    def _add_crud(self, app: FastAPI, root: str, table: str, service: str) -> None:
+        store = self.store
+
+        async def index(request: Request) -> Response:
+            user = self.authenticate(request, service)
+            query = formdata.decode(request.url.query)
+            body = store.listing(table, user, read_query(spec.LISTINGS[table], query), query, _path_url(request))
+            return JSONResponse(body)
+
+        async def create(request: Request) -> Response:
+            user = self.authenticate(request, service)
+            record, _ = store.create(table, user, await _form(request))
+            return JSONResponse({"data": record, "status": 200}, status_code=201)
+
+        async def show(request: Request) -> Response:
+            user = self.authenticate(request, service)
+            return JSONResponse({"data": store.read(table, user, request.path_params["record_id"]), "status": 200})
+
+        async def update(request: Request) -> Response:
+            user = self.authenticate(request, service)
+            try:
+                record = store.update(table, user, request.path_params["record_id"], await _form(request))
+            except ApiError as error:
+                if error.status == 404 and "status" not in error.body() and not wants_json(request.scope):
+                    return HTMLResponse("<!DOCTYPE html><title>Not Found</title>", status_code=404)
+                raise
+            return JSONResponse({"data": record, "status": 200})
+
+        async def destroy(request: Request) -> Response:
+            user = self.authenticate(request, service)
+            return JSONResponse(store.delete(table, user, request.path_params["record_id"]))
+
+        path = f"{root}/{table}"
+        one = path + "/{record_id}"
+        app.add_route(path, index, methods=["GET"])
+        app.add_route(path, create, methods=["POST"])
+        app.add_route(one, show, methods=["GET"])
+        app.add_route(one, update, methods=["PUT", "PATCH"])
+        app.add_route(one, destroy, methods=["DELETE"])
+
+    def add_fallback(self, app: FastAPI, root: str, service: str) -> None:
+        """Route::fallback inside the API group: authenticated, then "Resource not found."."""
+        gate = "analytics" if service == "websites-only" else service
+
+        async def fallback(request: Request) -> Response:
+            self.authenticate(request, gate)
+            raise not_found()
+
+        methods = ["GET", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"]
+        app.add_route(root, fallback, methods=methods)
+        app.add_route(root + "/{rest:path}", fallback, methods=methods)
 
 
 def _add_redirect(app: FastAPI, state: EmulatorState) -> None:
-    async def follow(request: Request) -> Any:
-        if request.url.path.startswith(API_PREFIX):
-            raise HTTPException(404)  # an unknown API route, not an alias
+    async def follow(request: Request) -> Response:
         visitor = Visitor.from_headers(request.headers)
-        visit = state.store.visit(request.path_params["alias"], visitor, request.query_params.get("password"))
+        host = request.headers.get("host", "")
+        visit = state.store.visit(request.path_params["alias"], host, visitor, request.query_params.get("password"))
         if visit.location is not None:
             return RedirectResponse(visit.location, status_code=visit.status)
         return JSONResponse({"message": visit.message}, status_code=visit.status)
@@ -108,37 +206,38 @@ def _add_redirect(app: FastAPI, state: EmulatorState) -> None:
     app.add_route("/{alias:path}", follow, methods=["GET"])
 
 
-def _envelope(request: Request, items: list, total: int, page: int, per_page: int) -> dict:
-    """Laravel's paginated resource shape; page links keep the request's other parameters."""
-    last = max(1, math.ceil(total / per_page))
-
-    def page_url(number: int) -> str:
-        return str(request.url.include_query_params(page=number))
-
-    first_index = (page - 1) * per_page
-    return {
-        "data": items,
-        "links": {
-            "first": page_url(1),
-            "last": page_url(last),
-            "prev": page_url(page - 1) if page > 1 else None,
-            "next": page_url(page + 1) if page < last else None,
-        },
-        "meta": {
-            "current_page": page,
-            "last_page": last,
-            "per_page": per_page,
-            "total": total,
-            "from": first_index + 1 if items else None,
-            "to": first_index + len(items) if items else None,
-        },
-    }
+def _token(request: Request) -> str:
+    """Laravel's token guard: ?api_token=, then the bearer token, then a Basic password."""
+    query = request.query_params.get("api_token")
+    if query:
+        return query
+    scheme, _, value = request.headers.get("authorization", "").partition(" ")
+    if scheme.lower() == "bearer":
+        return value.strip()
+    if scheme.lower() == "basic":
+        try:
+            return base64.b64decode(value.strip(), validate=True).decode("utf-8").partition(":")[2]
+        except (binascii.Error, UnicodeDecodeError):
+            return ""
+    return ""
 
 
-async def _api_error(request: Request, error: ApiError) -> JSONResponse:
-    return JSONResponse(error.body(), status_code=error.status)
+async def _form(request: Request) -> formdata.PhpArray:
+    return formdata.decode_body(await request.body(), request.headers.get("content-type", ""))
 
 
-async def _http_error(request: Request, error: HTTPException) -> JSONResponse:
-    """Unknown routes and methods answer in the API's JSON error shape too."""
-    return JSONResponse({"message": str(error.detail)}, status_code=error.status_code, headers=error.headers)
+def _path_url(request: Request) -> str:
+    return f"{request.url.scheme}://{request.url.netloc}{request.url.path}"
+
+
+async def _api_error(request: Request, error: ApiError) -> Response:
+    return JSONResponse(error.body(), status_code=error.status, headers=error.headers)
+
+
+async def _login_redirect(request: Request, error: LoginRedirect) -> Response:
+    login = f"{request.url.scheme}://{request.url.netloc}/login"
+    body = f'<!DOCTYPE html><meta http-equiv="refresh" content="0;url={login}"><title>Redirecting to {login}</title>'
+    return HTMLResponse(body, status_code=302, headers={"Location": login})
+
+
+__all__ = ["SERVICES", "build_app", "paths"]

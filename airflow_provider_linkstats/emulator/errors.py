@@ -1,37 +1,47 @@
-"""The one exception the emulator's routes raise; the app turns it into a JSON error answer."""
+"""Error answers in the real services' shapes; routes raise these and the app renders them."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import Any
+
+from airflow_provider_linkstats.emulator import spec
 
 
 class ApiError(Exception):
-    """An error answer: ``{"message": ..., "errors": {field: [...]}}`` (errors only for 422)."""
+    """An error answer with its exact JSON body (bodies differ: some carry "status", some don't)."""
 
-    def __init__(self, status: int, message: str, errors: Mapping[str, list[str]] | None = None) -> None:
-        super().__init__(message)
+    def __init__(self, status: int, body: Mapping[str, Any], headers: Mapping[str, str] | None = None) -> None:
+        super().__init__(str(body.get("message")))
         self.status = status
-        self.message = message
-        self.errors = dict(errors or {})
+        self._body = dict(body)
+        self.headers = dict(headers or {})
 
     def body(self) -> dict:
-        body: dict = {"message": self.message}
-        if self.errors:
-            body["errors"] = self.errors
-        return body
+        return dict(self._body)
 
 
 class ValidationFailed(ApiError, ValueError):
-    """422 naming every bad field, worded like Laravel's validator (first message + "and N more")."""
+    """422 ``{"message": {field: [messages]}, "status": 422}``: phpShort's and phpAnalytics' own
+    failedValidation puts the field errors in ``message``; there is no ``errors`` key."""
 
     def __init__(self, errors: Mapping[str, list[str]]) -> None:
-        messages = [m for msgs in errors.values() for m in msgs]
-        message = messages[0] if messages else "The given data was invalid."
-        if len(messages) > 1:
-            more = len(messages) - 1
-            message += f" (and {more} more error{'s' if more > 1 else ''})"
-        super().__init__(422, message, errors)
+        self.errors = {k: list(v) for k, v in errors.items()}
+        super().__init__(422, {"message": self.errors, "status": 422})
 
 
-def not_found(singular: str, record_id: object) -> ApiError:
-    return ApiError(404, f"No {singular} with id {record_id}.")
+def not_found() -> ApiError:
+    return ApiError(404, {"message": spec.NOT_FOUND, "status": 404})
+
+
+def website_model_not_found() -> ApiError:
+    """phpAnalytics 3.x update() uses firstOrFail(): Laravel's own 404 body, without "status"."""
+    return ApiError(404, {"message": spec.WEBSITE_MODEL_NOT_FOUND})
+
+
+def server_error() -> ApiError:
+    return ApiError(500, {"message": spec.SERVER_ERROR})
+
+
+def forbidden() -> ApiError:
+    return ApiError(403, {"message": spec.NO_API_ACCESS, "status": 403})

@@ -7,7 +7,7 @@ import email.utils
 import threading
 from dataclasses import asdict, dataclass
 
-from airflow_provider_linkstats.client.contract import API_PREFIX
+from airflow_provider_linkstats.emulator import paths
 
 
 @dataclass
@@ -23,8 +23,9 @@ class FaultRule:
     content_type: str = "text/html; charset=utf-8"
 
     def matches(self, method: str, path: str) -> bool:
+        relative = paths.api_relative(path)
         return (self.method is None or self.method == method) and (
-            self.path_prefix is None or path.startswith(self.path_prefix)
+            self.path_prefix is None or (relative if relative is not None else path).startswith(self.path_prefix)
         )
 
 
@@ -133,11 +134,8 @@ def _method(method: str | None) -> str | None:
 
 
 def api_path_prefix(path_prefix: str | None) -> str | None:
-    """A full path, or one relative to the API root ("/links" means "/public/api/v1/links")."""
-    if not path_prefix:
-        return None
-    path_prefix = "/" + path_prefix.lstrip("/")
-    return path_prefix if path_prefix.startswith(API_PREFIX) else API_PREFIX + path_prefix
+    """A full path, or one under the API root ("/links" matches "/public/api/v1/links" and "/api/v1/links")."""
+    return paths.relative_prefix(path_prefix)
 
 
 def _retry_after(value: int | float | str | dt.datetime | None) -> str | None:

@@ -1,122 +1,134 @@
-"""What makes a link more than a record: its status, and where a click on it goes.
+"""What makes a link more than a record: its status, who clicks it, and where a click goes.
 
-Targeting (documented in the README's "Local emulator" section):
-- geographic: the visitor's country is the ``X-Country`` request header (an ISO code such as US);
-- platform: read from the User-Agent and named by the contract's ``Platform`` values;
-- rotation: the rotation values are served in turn, one per click;
-- language: the first tag of Accept-Language, matched whole (``fr-CH``) or by its language
-  (``fr``). The contract gives language rules no ``target_type`` value, so they apply whenever a
-  link has them and its ``target_type`` rules found no match.
+Status, as phpShort's listing scopes decide it (Link::scopeExpired/Disabled/Active): Expired
+when ``ends_at`` has passed, or ``expiration_clicks > 0`` and ``clicks >= expiration_clicks``;
+Disabled when ``disabled == 1``; Active when neither. The scopes overlap rather than rank: a
+disabled link whose date has passed is listed under Expired AND under Disabled, never Active.
+
+Targeting: ``target_type`` picks one rule list (1 country, 2 platform, 3 language, 4 rotation);
+no match sends the visitor to ``url``. What the emulator reads from a click is documented in
+the README's "Local emulator" section.
 """
 
 from __future__ import annotations
 
 import datetime as dt
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from typing import Any
-from zoneinfo import ZoneInfo
+from urllib.parse import urlsplit
 
-from airflow_provider_linkstats.client.contract import LinkStatus, Platform, TargetType
+from airflow_provider_linkstats.emulator import spec
 
 COUNTRY_HEADER = "X-Country"
+CITY_HEADER = "X-City"
 
 # First match wins, so the specific systems come before the ones they mention (Android and
 # Ubuntu agents also say "Linux", iOS agents say "like Mac OS X").
-_PLATFORM_SIGNATURES: tuple[tuple[str, Platform], ...] = (
-    ("iphone", Platform.IOS),
-    ("ipad", Platform.IOS),
-    ("ipod", Platform.IOS),
-    ("android", Platform.ANDROID),
-    ("cros", Platform.CHROME_OS),
-    ("windows", Platform.WINDOWS),
-    ("macintosh", Platform.OS_X),
-    ("mac os x", Platform.OS_X),
-    ("ubuntu", Platform.UBUNTU),
-    ("linux", Platform.LINUX),
-)
-
-_RULES_BY_TYPE = {TargetType.GEOGRAPHIC: "country", TargetType.PLATFORM: "platform"}
+_PLATFORMS = (
+    ("iphone", "iOS"), ("ipad", "iOS"), ("ipod", "iOS"), ("android", "Android"), ("cros", "Chrome OS"),
+    ("windows", "Windows"), ("macintosh", "OS X"), ("mac os x", "OS X"), ("ubuntu", "Ubuntu"), ("linux", "Linux"),
+)  # fmt: skip
+_BROWSERS = (("edg/", "Edge"), ("opr/", "Opera"), ("firefox/", "Firefox"), ("chrome/", "Chrome"),
+             ("crios/", "Chrome"), ("safari/", "Safari"), ("curl/", "curl"))  # fmt: skip
+_BOTS = ("bot", "crawler", "spider", "slurp", "curl/", "python-requests", "headless")
 
 
 @dataclass(frozen=True)
 class Visitor:
+    """One request's visitor, read from its headers."""
+
     country: str | None = None
+    city: str | None = None
     platform: str | None = None
+    browser: str | None = None
+    device: str | None = None
     language: str | None = None
+    referrer: str | None = None
 
     @classmethod
     def from_headers(cls, headers: Mapping[str, str]) -> Visitor:
+        agent = headers.get("user-agent", "")
+        country = (headers.get(COUNTRY_HEADER) or "").strip().upper() or None
         return cls(
-            country=(headers.get(COUNTRY_HEADER) or "").strip() or None,
-            platform=platform_of(headers.get("user-agent", "")),
+            country=country,
+            city=(headers.get(CITY_HEADER) or "").strip() or None,
+            platform=platform_of(agent),
+            browser=browser_of(agent),
+            device=device_of(agent),
             language=language_of(headers.get("accept-language", "")),
+            referrer=referrer_of(headers.get("referer", "")),
         )
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
 
 
 def platform_of(user_agent: str) -> str | None:
     agent = user_agent.lower()
-    for signature, platform in _PLATFORM_SIGNATURES:
-        if signature in agent:
-            return platform.value
-    return None
+    return next((name for signature, name in _PLATFORMS if signature in agent), None)
+
+
+def browser_of(user_agent: str) -> str | None:
+    agent = user_agent.lower()
+    return next((name for signature, name in _BROWSERS if signature in agent), None)
+
+
+def device_of(user_agent: str) -> str | None:
+    agent = user_agent.lower()
+    if not agent:
+        return None
+    if "ipad" in agent or "tablet" in agent or ("android" in agent and "mobile" not in agent):
+        return "tablet"
+    if "mobi" in agent or "iphone" in agent:
+        return "mobile"
+    return "desktop"
+
+
+def is_bot(user_agent: str) -> bool:
+    agent = user_agent.lower()
+    return not agent or any(mark in agent for mark in _BOTS)
 
 
 def language_of(accept_language: str) -> str | None:
-    first = accept_language.split(",")[0].split(";")[0].strip()
-    return first if first and first != "*" else None
+    """The first two letters of Accept-Language, as phpShort reads it."""
+    code = accept_language.strip()[:2].lower()
+    return code if len(code) == 2 and code.isalpha() else None
 
 
-def expires_at(link: Mapping[str, Any], zone: ZoneInfo) -> dt.datetime | None:
-    """The moment the link's date (and time, midnight when absent) is reached, in the service's zone."""
-    if not link.get("expiration_date"):
-        return None
-    day = dt.date.fromisoformat(link["expiration_date"])
-    time = dt.time.fromisoformat(link["expiration_time"] or "00:00")
-    return dt.datetime.combine(day, time, tzinfo=zone)
+def referrer_of(referer: str) -> str | None:
+    """The referring host (the services store the host, not the whole URL)."""
+    return urlsplit(referer.strip()).hostname if referer.strip() else None
 
 
-def is_expired(link: Mapping[str, Any], now: dt.datetime, zone: ZoneInfo) -> bool:
-    limit = link.get("expiration_clicks")
-    if limit is not None and link["clicks"] >= limit:
+def ends_at(link: Mapping[str, Any]) -> dt.datetime | None:
+    value = link.get("ends_at")
+    return None if not value else dt.datetime.fromisoformat(value.replace("Z", "+00:00"))
+
+
+def is_expired(link: Mapping[str, Any], now: dt.datetime) -> bool:
+    moment = ends_at(link)
+    if moment is not None and moment < now:
         return True
-    moment = expires_at(link, zone)
-    return moment is not None and now >= moment
+    limit = link.get("expiration_clicks") or 0
+    return limit > 0 and link["clicks"] >= limit
 
 
-def status(link: Mapping[str, Any], now: dt.datetime, zone: ZoneInfo) -> LinkStatus:
-    if link.get("disabled"):
-        return LinkStatus.DISABLED
-    if is_expired(link, now, zone):
-        return LinkStatus.EXPIRED
-    return LinkStatus.ACTIVE
+def is_active(link: Mapping[str, Any], now: dt.datetime) -> bool:
+    return link["disabled"] == 0 and not is_expired(link, now)
 
 
-def matches_status(link: Mapping[str, Any], wanted: int, now: dt.datetime, zone: ZoneInfo) -> bool:
-    """The listing's status filter: Expired lists expired links even when they are also disabled."""
-    if wanted == LinkStatus.ALL:
-        return True
-    if wanted == LinkStatus.EXPIRED:
-        return is_expired(link, now, zone)
-    return status(link, now, zone) == wanted
-
-
-def destination(link: Mapping[str, Any], visitor: Visitor, rotation_turn: int) -> str:
-    """Where this click goes: the target_type's rules, then language rules, then the link's url."""
+def destination(link: Mapping[str, Any], visitor: Visitor) -> tuple[str, int | None]:
+    """Where this click goes, and the rotation position it used (None when not rotating)."""
     target_type = link.get("target_type")
-    if target_type == TargetType.ROTATION and link.get("rotation"):
+    if target_type == spec.TARGET_ROTATION and link.get("rotation"):
         rules = link["rotation"]
-        return rules[rotation_turn % len(rules)]["value"]
-    field = _RULES_BY_TYPE.get(target_type)  # type: ignore[arg-type]
-    wanted = {"country": visitor.country, "platform": visitor.platform}.get(field or "")
+        turn = (link.get("last_rotation") or 0) % len(rules)
+        return rules[turn]["value"], turn + 1
+    field = spec.TARGET_FIELDS.get(target_type)  # type: ignore[arg-type]
+    wanted = {"country": visitor.country, "platform": visitor.platform, "language": visitor.language}.get(field or "")
     if field and wanted:
         for rule in link.get(field) or ():
-            if rule["key"].lower() == wanted.lower():
-                return rule["value"]
-    if visitor.language:
-        tag = visitor.language.lower()
-        for candidate in (tag, tag.split("-")[0]):
-            for rule in link.get("language") or ():
-                if rule["key"].lower() == candidate:
-                    return rule["value"]
-    return link["url"]
+            if str(rule.get("key", "")).lower() == wanted.lower():
+                return rule["value"], None
+    return link["url"], None

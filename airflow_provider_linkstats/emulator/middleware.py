@@ -1,6 +1,6 @@
-"""The outermost ASGI layer: counts API requests and applies the injected faults.
+"""The outer ASGI layers: request statistics and injected faults, then the per-IP rate limit.
 
-Pure ASGI rather than a Starlette BaseHTTPMiddleware, so the hot path costs a dict lookup and a
+Pure ASGI rather than Starlette's BaseHTTPMiddleware, so the hot path costs a dict lookup and a
 dropped connection can be produced below the framework.
 """
 
@@ -8,13 +8,19 @@ from __future__ import annotations
 
 import asyncio
 import json
+from collections.abc import Mapping
 from typing import Any
 
-from airflow_provider_linkstats.client.contract import API_PREFIX
+from airflow_provider_linkstats.emulator import paths, spec
 from airflow_provider_linkstats.emulator.faults import FaultRule, Faults
+from airflow_provider_linkstats.emulator.ratelimit import RateLimiter, Verdict
 from airflow_provider_linkstats.emulator.stats import Stats
 
 Scope = dict[str, Any]
+
+
+def is_counted(path: str) -> bool:
+    return paths.api_relative(path) is not None or path.endswith(spec.TRACKING_PATH)
 
 
 class FaultsAndStats:
@@ -24,21 +30,83 @@ class FaultsAndStats:
         self.stats = stats
 
     async def __call__(self, scope: Scope, receive: Any, send: Any) -> None:
-        if scope["type"] != "http" or not scope["path"].startswith(API_PREFIX):
+        if scope["type"] != "http" or not is_counted(scope["path"]):
             await self.app(scope, receive, send)
             return
         method, path = scope["method"], scope["path"]
-        self.stats.record(method, path, scope.get("query_string", b""), scope.get("client"))
+        entry = self.stats.record(method, path, scope.get("query_string", b""), scope.get("client"))
+
+        async def noting_status(message: Any) -> None:
+            if message["type"] == "http.response.start":
+                entry[3] = message["status"]
+            await send(message)
+
         decision = self.faults.take(method, path)
         if decision.latency:
             await asyncio.sleep(decision.latency)
         if decision.fail is not None:
-            await _answer(send, decision.fail)
+            await _answer(noting_status, decision.fail)
         elif decision.drop:
             await self.app(scope, receive, _discard)  # the change is committed...
             await _drop_connection(send)  # ...and the client never hears of it
         else:
+            await self.app(scope, receive, noting_status)
+
+
+class ClientRateLimit:
+    """``throttle:60,1`` in front of authentication, keyed by client IP; its headers are the ones
+    a client sees, because this outer limiter writes them last."""
+
+    def __init__(self, app: Any, limiter: RateLimiter) -> None:
+        self.app = app
+        self.limiter = limiter
+
+    async def __call__(self, scope: Scope, receive: Any, send: Any) -> None:
+        path = scope.get("path", "")
+        if scope["type"] != "http" or paths.api_relative(path) is None:
             await self.app(scope, receive, send)
+            return
+        service = paths.service_of(path)
+        limits = self.limiter.limits
+        limit = limits.analytics if service == "analytics" else limits.per_ip
+        client = (scope.get("client") or ("unknown",))[0]
+        verdict = self.limiter.hit((service, "ip", client), limit)
+        if verdict is None:
+            await self.app(scope, receive, send)
+            return
+        if not verdict.allowed:
+            await too_many(send, verdict, wants_json(scope))
+            return
+
+        async def with_headers(message: Any) -> None:
+            if message["type"] == "http.response.start":
+                names = {b"x-ratelimit-limit", b"x-ratelimit-remaining"}
+                kept = [(k, v) for k, v in message.get("headers", []) if k.lower() not in names]
+                extra = [(k.lower().encode(), v.encode()) for k, v in verdict.headers().items()]
+                message = {**message, "headers": kept + extra}
+            await send(message)
+
+        await self.app(scope, receive, with_headers)
+
+
+def wants_json(scope: Mapping[str, Any]) -> bool:
+    """Laravel's expectsJson(): the first Accept type is JSON, or an XHR that accepts anything."""
+    headers = {k.lower(): v for k, v in scope.get("headers", [])}
+    accept = headers.get(b"accept", b"").decode("latin-1").lower()
+    first = accept.split(",")[0].split(";")[0].strip()
+    ajax = headers.get(b"x-requested-with", b"").decode("latin-1") == "XMLHttpRequest"
+    return "/json" in first or "+json" in first or (ajax and first in ("", "*/*"))
+
+
+async def too_many(send: Any, verdict: Verdict, as_json: bool) -> None:
+    if as_json:
+        body, content_type = json.dumps({"message": spec.TOO_MANY}).encode(), b"application/json"
+    else:
+        body, content_type = f"<!DOCTYPE html><title>{spec.TOO_MANY}</title>".encode(), b"text/html; charset=UTF-8"
+    headers = [(b"content-type", content_type), (b"content-length", str(len(body)).encode())]
+    headers += [(k.lower().encode(), v.encode()) for k, v in verdict.headers().items()]
+    await send({"type": "http.response.start", "status": 429, "headers": headers})
+    await send({"type": "http.response.body", "body": body})
 
 
 async def _answer(send: Any, rule: FaultRule) -> None:

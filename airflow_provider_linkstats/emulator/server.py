@@ -19,9 +19,11 @@ from typing import Any
 
 import uvicorn
 
+from airflow_provider_linkstats.emulator import spec
 from airflow_provider_linkstats.emulator.app import SERVICES, build_app
 from airflow_provider_linkstats.emulator.clock import Clock
 from airflow_provider_linkstats.emulator.faults import Faults
+from airflow_provider_linkstats.emulator.ratelimit import RateLimiter
 from airflow_provider_linkstats.emulator.state import EmulatorState
 from airflow_provider_linkstats.emulator.stats import Stats
 from airflow_provider_linkstats.emulator.store import Store
@@ -36,7 +38,10 @@ class Emulator:
     """Both Linkstats services on 127.0.0.1: ``with Emulator(api_keys=("k",)) as emu: emu.url``.
 
     ``analytics_port=None`` serves everything on one port; a number (0 for a free one) serves the
-    analytics service there and the links service on ``port``.
+    analytics service there and the links service on ``port``. ``rate_limit`` turns on the real
+    limits, scaled: that many requests per client IP per ``rate_limit_window`` seconds (a real
+    install: 60 per 60 s), twice that per key on the links service (``key_rate_limit``) and
+    ``analytics_rate_limit`` (default: the same) on the analytics service. Off by default.
     """
 
     def __init__(
@@ -50,17 +55,25 @@ class Emulator:
         timezone: str = "UTC",
         base_url: str | None = None,
         log_level: str = "warning",
+        rate_limit: int | None = None,
+        rate_limit_window: float = 60.0,
+        key_rate_limit: int | None = None,
+        analytics_rate_limit: int | None = None,
     ) -> None:
         self._api_keys = tuple(api_keys)
         if not self._api_keys or not all(isinstance(k, str) and k for k in self._api_keys):
             raise ValueError("api_keys must hold at least one non-empty string")
+        # One account per key, in this order (account 1 is the first key's).
         self.host = host
         self._ports = {"links": port} if analytics_port is None else {"links": port, "analytics": analytics_port}
         self._base_url = base_url
         self._log_level = log_level
         clock = Clock()
-        self.state = EmulatorState(clock, Store(clock, timezone=timezone, state_file=state_file), Faults(), Stats())
+        store = Store(clock, api_keys=self._api_keys, timezone=timezone, state_file=state_file)
+        self.state = EmulatorState(clock, store, Faults(), Stats(), RateLimiter(clock))
         self.clock, self.store, self.faults, self.stats = clock, self.state.store, self.state.faults, self.state.stats
+        self.limiter = self.state.limiter
+        self.limiter.configure(rate_limit, rate_limit_window, key_rate_limit, analytics_rate_limit)
         self._sockets: dict[str, socket.socket] = {}
         self._servers: list[uvicorn.Server] = []
         self._thread: threading.Thread | None = None
@@ -80,7 +93,21 @@ class Emulator:
 
     @property
     def analytics_url(self) -> str:
-        return self._url_of("analytics" if "analytics" in self._sockets else "links")
+        """Base URL of the analytics service: its own port, or /analytics on the shared one (both
+        services have GET /account and GET /stats/{id}; websites answer at the root too)."""
+        if "analytics" in self._sockets:
+            return self._url_of("analytics")
+        return self._url_of("links") + spec.ANALYTICS_MOUNT
+
+    def configure_account(self, user_id: int = 1, **settings: object) -> dict:
+        """See ``Store.configure_account``: api_access, timezone, default_domain, default_space..."""
+        return self.store.configure_account(user_id, **settings)
+
+    def set_rate_limit(
+        self, limit: int | None, window: float = 60.0, key_limit: int | None = None, analytics_limit: int | None = None
+    ) -> None:
+        """Turn the limits on (requests per ``window`` seconds) or off (``limit=None``) at runtime."""
+        self.limiter.configure(limit, window, key_limit, analytics_limit)
 
     def reset(self) -> None:
         self.state.reset()
@@ -153,7 +180,7 @@ class Emulator:
         self.store.base_url = self._base_url or self.url
         shared = len(self._sockets) == 1  # one port serves both services
         self._servers = [
-            _server(build_app(self.state, self._api_keys, SERVICES if shared else (service,)), self._log_level)
+            _server(build_app(self.state, SERVICES if shared else (service,), shared=shared), self._log_level)
             for service in self._sockets  # same order as the sockets, paired in _serve
         ]
 

@@ -1,4 +1,4 @@
-"""The emulator's four moving parts, shared by its HTTP apps and its Python API."""
+"""The emulator's moving parts, shared by its HTTP apps and its Python API."""
 
 from __future__ import annotations
 
@@ -6,6 +6,7 @@ from dataclasses import dataclass
 
 from airflow_provider_linkstats.emulator.clock import Clock
 from airflow_provider_linkstats.emulator.faults import Faults
+from airflow_provider_linkstats.emulator.ratelimit import RateLimiter
 from airflow_provider_linkstats.emulator.stats import Stats
 from airflow_provider_linkstats.emulator.store import Store
 
@@ -16,10 +17,13 @@ class EmulatorState:
     store: Store
     faults: Faults
     stats: Stats
+    limiter: RateLimiter
 
     def reset(self) -> None:
-        """Empty store, real time, no faults, no statistics."""
+        """Empty store, real time, no faults, no statistics, fresh rate-limit windows (the
+        configured limits stay)."""
         self.faults.clear()
         self.clock.reset()
         self.store.reset()
         self.stats.reset()
+        self.limiter.reset()

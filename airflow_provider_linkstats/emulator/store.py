@@ -1,7 +1,8 @@
-"""Both services' records in memory, behind one lock, optionally mirrored to a JSON file.
+"""The install's data in memory, behind one lock, optionally mirrored to a JSON file.
 
-Every write goes through ``forms.clean_fields`` (the contract's rules), so records seeded from
-Python and records created over HTTP get the same defaults and checks.
+One account (user) per API key, each seeing only its own records, plus the install's global
+domain (id 1, ``user_id`` 0) that every account may shorten on. Writes go through
+``validation`` (the services' form rules), whether they come over HTTP or from ``add_link``.
 """
 
 from __future__ import annotations
@@ -12,27 +13,37 @@ import hmac
 import json
 import os
 import secrets
-import string
 import threading
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote, urlsplit
 from zoneinfo import ZoneInfo
 
-from airflow_provider_linkstats.client.contract import LINKS, RESOURCES, WEBSITES, Kind, Resource
+from airflow_provider_linkstats.emulator import formdata, records, spec
 from airflow_provider_linkstats.emulator import links as link_rules
 from airflow_provider_linkstats.emulator.clock import Clock
-from airflow_provider_linkstats.emulator.errors import ValidationFailed, not_found
-from airflow_provider_linkstats.emulator.forms import clean_fields
+from airflow_provider_linkstats.emulator.errors import ApiError, not_found, server_error, website_model_not_found
+from airflow_provider_linkstats.emulator.listing import Pager, Query, is_truthy, like, php_number, sort_rows
+from airflow_provider_linkstats.emulator.validation import (
+    Owner,
+    check_domain,
+    check_link,
+    check_pixel,
+    check_space,
+    check_website,
+)
 
-_LIST_KINDS = {Kind.ID_LIST, Kind.TARGETING, Kind.LINES, Kind.IP_LINES}
-_LISTING_CONTROLS = {"search", "search_by", "sort_by", "sort", "per_page"}  # the rest are filters
-_ALIAS_ALPHABET = string.ascii_letters + string.digits
-STATE_VERSION = 1
+STATE_VERSION = 2
+TABLES = ("domains", "spaces", "pixels", "links", "websites")
+GLOBAL_DOMAIN = 1
+_ALIAS_ALPHABET = "0123456789abcdefghijklmnopqrstuvwxyz"
+_INSTALLED = "2023-01-10T09:00:00.000000Z"  # when the global domain was added
+LINK_ECHO = ("url", "alias", "disabled", "privacy", "expiration_url", "expiration_clicks", "target_type")
+WEBSITE_ECHO = ("privacy", "email", "exclude_bots", "exclude_ips")
 
-Record = dict[str, Any]
+Row = dict[str, Any]
 
 
 @dataclass(frozen=True)
@@ -45,210 +56,515 @@ class Visit:
 
 
 class Store:
+    _t: dict[str, dict[int, Row]]
+    _next: dict[str, int]
+    _clicks: list[Row]
+    _events: list[Row]
+    _users: dict[int, Row]
+
     def __init__(
         self,
         clock: Clock,
         *,
+        api_keys: Iterable[str] = ("test-key",),
         timezone: str = "UTC",
         base_url: str = "http://127.0.0.1",
         state_file: str | os.PathLike | None = None,
     ) -> None:
         self.clock = clock
-        self.zone = ZoneInfo(timezone)
-        self.base_url = base_url  # short_url = base_url/alias; set by the server once it has a port
+        self.timezone = _zone(timezone)  # checked here, kept as a name
+        self.base_url = base_url  # the global domain's address; set by the server once it has a port
+        self._keys = tuple(k.encode() for k in api_keys)
+        if not self._keys or not all(self._keys):
+            raise ValueError("the emulator needs at least one non-empty API key")
         self._state_file = Path(state_file) if state_file else None
         self._lock = threading.RLock()
         self._clear()
         if self._state_file and self._state_file.exists():
             self._load(self._state_file)
 
-    # -- Python API (tests, benchmarks, demos) ---------------------------------------------------
+    # -- accounts ---------------------------------------------------------------------------------
 
-    def links(self) -> list[Record]:
-        return self._all(LINKS)
+    def user_for_key(self, token: str) -> Row | None:
+        """The account of an API key; every key is compared (no early exit)."""
+        given = token.encode()
+        found = None
+        for index, key in enumerate(self._keys):
+            if hmac.compare_digest(given, key) and found is None:
+                found = index + 1
+        return None if found is None else self._users[found]
 
-    def websites(self) -> list[Record]:
-        return self._all(WEBSITES)
+    def account(self, user: Row, service: str = "links") -> Row:
+        """GET /account: the user, its defaults (links service), and its plan's features (-1 = unlimited)."""
+        keys: tuple[str, ...] = ("id", "name", "email", "locale", "timezone")
+        if service == "links":
+            keys += ("default_domain", "default_space", "default_stats")
+        return {
+            **{k: user[k] for k in keys},
+            "plan_id": user["plan"]["id"],
+            "plan": copy.deepcopy(user["plan"]),
+            "created_at": _INSTALLED,
+            "updated_at": _INSTALLED,
+        }
 
-    def add_link(self, **fields: Any) -> Record:
-        """Seed a link without HTTP; ``title`` and ``clicks`` may be set here too (not over the API)."""
-        extras: dict[str, Any] = {name: fields.pop(name) for name in ("title", "clicks") if name in fields}
-        return copy.deepcopy(self.create(LINKS, _known(LINKS, fields), extras))
+    def configure_account(self, user_id: int = 1, **settings: Any) -> Row:
+        """Change an account: ``api_access`` (False: every API call answers 403), ``timezone``,
+        ``default_domain``, ``default_space``, ``name``, ``email``."""
+        with self._lock:
+            user = self._users.get(int(user_id))
+            if user is None:
+                raise ValueError(f"no account {user_id}; accounts are 1..{len(self._users)}, one per API key")
+            for name, value in settings.items():
+                if name == "api_access":
+                    user["plan"]["features"]["api"] = bool(value)
+                elif name == "timezone":
+                    user["timezone"] = _zone(value)
+                elif name in ("default_domain", "default_space"):
+                    user[name] = None if value is None else int(value)
+                elif name in ("name", "email"):
+                    user[name] = str(value)
+                else:
+                    raise ValueError(f"unknown account setting {name!r}")
+            return self.account(user)
 
-    def add_website(self, **fields: Any) -> Record:
-        return copy.deepcopy(self.create(WEBSITES, _known(WEBSITES, fields)))
+    def users(self) -> list[Row]:
+        with self._lock:
+            return [self.account(u) for u in self._users.values()]
+
+    # -- Python API for tests, demos and benchmarks ------------------------------------------------
+
+    def links(self, user_id: int | None = None) -> list[Row]:
+        """Every link as GET shows it (of one account, or of all)."""
+        with self._lock:
+            rows = sorted(self._t["links"].values(), key=lambda r: r["id"])
+            return copy.deepcopy([self._link_out(r) for r in rows if user_id is None or r["user_id"] == user_id])
+
+    def websites(self, user_id: int | None = None) -> list[Row]:
+        with self._lock:
+            rows = sorted(self._t["websites"].values(), key=lambda r: r["id"])
+            return [records.website(r) for r in rows if user_id is None or r["user_id"] == user_id]
+
+    def link_status(self, link_id: int) -> int:
+        """1 Active, 2 Expired or 3 Disabled, for tests (records carry no status). The listing's
+        filters overlap (a disabled link past its date is in Expired and in Disabled); one value
+        has to rank them, and Disabled comes first, as the service's own pages show such a link."""
+        with self._lock:
+            row = self._t["links"].get(int(link_id))
+            if row is None:
+                raise not_found()
+            if row["disabled"] == 1:
+                return 3
+            return 2 if link_rules.is_expired(row, self.clock.now()) else 1
+
+    def add_link(self, user_id: int = 1, **fields: Any) -> Row:
+        """Seed a link without HTTP, with the API's field names; spaces, pixels and domains it
+        names are created when missing. ``title`` and ``clicks`` may be set here (not over the API);
+        ``expiration_time`` defaults to midnight when only a date is given."""
+        unknown = set(fields) - _LINK_FORM - {"title", "clicks"}
+        if unknown:
+            raise TypeError(f"unknown link field(s): {', '.join(sorted(unknown))}")
+        title, clicks = fields.pop("title", None), fields.pop("clicks", 0)
+        fields.setdefault("domain_id", GLOBAL_DOMAIN)
+        if fields.get("expiration_date") and not fields.get("expiration_time"):
+            fields["expiration_time"] = "00:00"
+        with self._lock:
+            user = self._users[user_id]
+            self._ensure_parents(user, fields)
+            created = self._create_link(user, _as_form(fields))
+            row = self._t["links"][created["id"]]
+            if title is not None:
+                row["title"] = title
+            if isinstance(clicks, bool) or not isinstance(clicks, int) or clicks < 0:
+                raise ValueError("clicks must be a non-negative integer")
+            row["clicks"] = clicks
+            self._save()
+            return copy.deepcopy(self._link_out(row))
+
+    def add_website(self, user_id: int = 1, **fields: Any) -> Row:
+        with self._lock:
+            return self.create("websites", self._users[user_id], _as_form(fields))[0]
+
+    def add_domain(self, user_id: int = 1, **fields: Any) -> Row:
+        with self._lock:
+            return self.create("domains", self._users[user_id], _as_form(fields))[0]
+
+    def add_space(self, user_id: int = 1, **fields: Any) -> Row:
+        with self._lock:
+            return self.create("spaces", self._users[user_id], _as_form(fields))[0]
+
+    def add_pixel(self, user_id: int = 1, **fields: Any) -> Row:
+        with self._lock:
+            return self.create("pixels", self._users[user_id], _as_form(fields))[0]
 
     def reset(self) -> None:
+        """No records and no traffic; accounts back to their defaults (the keys stay)."""
         with self._lock:
             self._clear()
             self._save()
 
-    # -- the API's operations -------------------------------------------------------------------
+    # -- the API's operations (user is the key's account) -----------------------------------------
 
-    def create(self, resource: Resource, raw: Mapping[str, Any], extras: Mapping[str, Any] | None = None) -> Record:
-        values = clean_fields(resource, "create", raw)
+    def create(self, table: str, user: Row, data: formdata.PhpArray) -> tuple[Row, formdata.PhpArray]:
+        """Insert from a decoded form; returns the create answer's record and the form."""
         with self._lock:
-            stamp = self._timestamp()
-            record: Record = {"id": self._next_id[resource.name]}
-            for spec in resource.fields:
-                record[spec.name] = values[spec.name] if spec.name in values else _default(spec)
-            if resource is LINKS:
-                _init_link(record, extras or {})
-                if record["alias"] is None:
-                    record["alias"] = self._free_alias(record["domain_id"])
-            record.update(created_at=stamp, updated_at=stamp)
-            key = self._free_key(resource, record)
-            self._keys[resource.name][key] = record["id"]
-            self._records[resource.name][record["id"]] = record
-            self._next_id[resource.name] += 1
+            if table == "links":
+                return self._create_link(user, data), data
+            values = self._check(table, user, data, creating=True)
+            row: Row = {"id": self._next[table], "user_id": user["id"], **self._defaults(table), **values}
+            self._insert(table, row)
+            if table == "websites":  # unsent privacy/email are stored as NULL; the echo shows the form
+                echo = records.form_echo(data, WEBSITE_ECHO)
+                return records.website(row, echo), data
+            return self._out(table, row, echo=records.form_echo(data, _ECHO_OF[table])), data
+
+    def read(self, table: str, user: Row, record_id: str) -> Row:
+        with self._lock:
+            return self._out(table, self._own(table, user, record_id))
+
+    def update(self, table: str, user: Row, record_id: str, data: formdata.PhpArray) -> Row:
+        with self._lock:
+            try:
+                row = self._own(table, user, record_id)
+            except ApiError:
+                if table == "websites":
+                    raise website_model_not_found() from None
+                raise
+            if table == "links":
+                return self._update_link(user, row, data)
+            values = self._check(table, user, data, creating=False, current=row)
+            row.update(values, updated_at=self._now())
             self._save()
-            return self._public(resource, record)
+            echo = records.form_echo(data, WEBSITE_ECHO if table == "websites" else _ECHO_OF[table])
+            return self._out(table, row, echo=echo)
 
-    def update(self, resource: Resource, record_id: str | int, raw: Mapping[str, Any]) -> Record:
-        values = clean_fields(resource, "update", raw)
+    def delete(self, table: Any, user_or_id: Any, record_id: Any = None) -> Row:
+        """DELETE as the API does it: ``delete(table, user, id)``; ``delete(table, id)`` from Python."""
+        name = getattr(table, "name", table)
         with self._lock:
-            record = self._find(resource, record_id)
-            changed = {**record}
-            for name, value in values.items():
-                changed[name] = _default(resource.field(name)) if value is None else value
-            old_key = self._unique_key(resource, record)
-            if self._unique_key(resource, changed) != old_key:
-                new_key = self._free_key(resource, changed)
-                del self._keys[resource.name][old_key]
-                self._keys[resource.name][new_key] = record["id"]
-            changed["updated_at"] = self._timestamp()
-            record.update(changed)
+            if record_id is None:  # the Python form, for any account
+                row = self._t[name].get(_int(user_or_id))
+                if row is None:
+                    raise not_found()
+            else:
+                row = self._own(name, user_or_id, record_id)
+            del self._t[name][row["id"]]
+            self._cascade(name, row["id"])
             self._save()
-            return self._public(resource, record)
+            return {"id": row["id"], "object": name[:-1], "deleted": True, "status": 200}
 
-    def get(self, resource: Resource, record_id: str | int) -> Record:
+    def listing(self, table: str, user: Row, query: Query, raw: Mapping[str, Any], path: str) -> dict:
+        """One page of the account's records, in Laravel's resource-collection envelope."""
+        listing = spec.LISTINGS[table]
         with self._lock:
-            return self._public(resource, self._find(resource, record_id))
+            rows = [r for r in self._t[table].values() if r["user_id"] == user["id"]]
+            if table == "links":
+                rows = [r for r in rows if self._link_filters(r, raw)]
+            if query.search is not None:
+                pattern = like(query.search)
+                rows = [r for r in rows if pattern.search(str(r.get(query.search_by) or ""))]
+            rows = sort_rows(rows, query.sort_by, query.sort == "desc")
+            appends: list[tuple[str, Any]] = [("search", query.search), ("search_by", query.search_by)]
+            # The links listing's page URLs keep its filters but not "status" (its appends()
+            # leaves it out): a client that follows links.next loses the status filter.
+            appends += [(name, raw.get(name)) for name in listing.filters]
+            appends += [("sort_by", query.sort_by), ("sort", query.sort), ("per_page", query.raw_per_page)]
+            pager = Pager(path, appends, len(rows), query.page, query.per_page)
+            return pager.resource_collection([self._out(table, r) for r in pager.slice(rows)])
 
-    def delete(self, resource: Resource, record_id: str | int) -> None:
-        with self._lock:
-            record = self._find(resource, record_id)
-            del self._records[resource.name][record["id"]]
-            del self._keys[resource.name][self._unique_key(resource, record)]
-            self._save()
+    # -- traffic ------------------------------------------------------------------------------------
 
-    def page(self, resource: Resource, params: Mapping[str, Any], page: int) -> tuple[list[Record], int]:
-        """One page of the listing (filtered, then sorted with id as the tiebreak) and the total."""
-        filters = {k: v for k, v in params.items() if k not in _LISTING_CONTROLS and v is not None}
-        search = (params.get("search") or "").lower()
-        key, descending, per_page = params["sort_by"], params["sort"] == "desc", params["per_page"]
+    def visit(self, alias: str, host: str, visitor: link_rules.Visitor, password: str | None) -> Visit:
+        """A click on ``/{alias}``: recorded and redirected, unless disabled, expired or locked."""
         with self._lock:
-            now = self.clock.now()
-            rows = [
-                r
-                for r in self._records[resource.name].values()
-                if (not search or search in str(r.get(params["search_by"]) or "").lower())
-                and all(self._filter(name, wanted, r, now) for name, wanted in filters.items())
-            ]
-            rows.sort(key=lambda r: (_sort_value(r[key]), r["id"]), reverse=descending)
-            chunk = rows[(page - 1) * per_page : page * per_page]
-            return [self._public(resource, r, now) for r in chunk], len(rows)
-
-    def visit(self, alias: str, visitor: link_rules.Visitor, password: str | None) -> Visit:
-        """A click on ``/{alias}``: counted and redirected, unless disabled, expired or locked."""
-        with self._lock:
-            link = self._by_alias(alias)
-            if link is None or link["disabled"]:
+            row = self._by_alias(alias, host)
+            if row is None or row["disabled"]:
                 return Visit(404, message="This link does not exist or is disabled.")
-            if link_rules.is_expired(link, self.clock.now(), self.zone):
-                if link["expiration_url"]:
-                    return Visit(302, link["expiration_url"])
+            now = self.clock.now()
+            if link_rules.is_expired(row, now):
+                if row["expiration_url"]:
+                    return Visit(302, row["expiration_url"])
                 return Visit(404, message="This link has expired.")
-            if link["password"]:
+            if row["password"]:
                 if password is None:
                     return Visit(401, message="This link is password protected: add ?password=...")
-                if not hmac.compare_digest(password.encode(), link["password"].encode()):
+                if not hmac.compare_digest(password.encode(), row["password"].encode()):
                     return Visit(403, message="Wrong password for this link.")
-            location = link_rules.destination(link, visitor, rotation_turn=link["clicks"])
-            link["clicks"] += 1
+            location, turn = link_rules.destination(row, visitor)
+            row["clicks"] += 1
+            if turn is not None:
+                row["last_rotation"] = turn
+            self._clicks.append({"link_id": row["id"], "at": now.isoformat(), **visitor.as_dict()})
             self._save()
             return Visit(302, location)
 
-    # -- internals -----------------------------------------------------------------------------
-
-    def _clear(self) -> None:
-        self._records: dict[str, dict[int, Record]] = {name: {} for name in RESOURCES}
-        self._next_id = {name: 1 for name in RESOURCES}
-        self._keys: dict[str, dict[Any, int]] = {name: {} for name in RESOURCES}  # unique index
-
-    def _all(self, resource: Resource) -> list[Record]:
+    def clicks_of(self, user: Row, link_id: str) -> list[Row]:
         with self._lock:
-            now = self.clock.now()
-            rows = sorted(self._records[resource.name].values(), key=lambda r: r["id"])
-            return copy.deepcopy([self._public(resource, r, now) for r in rows])
+            row = self._own("links", user, link_id)
+            return [dict(c) for c in self._clicks if c["link_id"] == row["id"]]
 
-    def _find(self, resource: Resource, record_id: str | int) -> Record:
-        try:
-            record = self._records[resource.name].get(int(record_id))
-        except ValueError:
-            record = None
-        if record is None:
-            raise not_found(resource.singular, record_id)
-        return record
+    def website_for_page(self, host: str) -> Row | None:
+        """The tracked website a page belongs to (its host, with or without www.)."""
+        host = host.lower()
+        with self._lock:
+            for row in self._t["websites"].values():
+                if host in (row["domain"], "www." + row["domain"]) or row["domain"] == host.removeprefix("www."):
+                    return dict(row)
+        return None
 
-    def _by_alias(self, alias: str) -> Record | None:
-        """The link at ``/alias``: the one without a domain first, else the oldest."""
-        found = self._keys["links"].get((None, alias))
-        if found is not None:
-            return self._records["links"][found]
-        matches = [r for r in self._records["links"].values() if r["alias"] == alias]
-        return min(matches, key=lambda r: r["id"]) if matches else None
+    def record_event(self, event: Row) -> Row:
+        """Keep a beacon's event; a visitor's first pageview of the (UTC) day opens a visit."""
+        with self._lock:
+            event = dict(event)
+            day = event["at"][:10]
+            event["new_visit"] = event["event"] is None and not any(
+                e["website_id"] == event["website_id"] and e["visitor"] == event["visitor"] and e["at"][:10] == day
+                for e in self._events
+            )
+            self._events.append(event)
+            self._save()
+            return event
 
-    def _free_alias(self, domain_id: int | None) -> str:
-        while True:
-            alias = "".join(secrets.choice(_ALIAS_ALPHABET) for _ in range(6))
-            if (domain_id, alias) not in self._keys["links"]:
-                return alias
+    def events_of(self, user: Row, website_id: str) -> list[Row]:
+        with self._lock:
+            row = self._own("websites", user, website_id)
+            return [dict(e) for e in self._events if e["website_id"] == row["id"]]
 
-    @staticmethod
-    def _unique_key(resource: Resource, record: Record) -> Any:
-        """Aliases are unique per domain (case-sensitive); website domains are unique, case-insensitive."""
-        if resource is LINKS:
-            return (record["domain_id"], record["alias"])
-        return record["domain"].lower()
+    def _cascade(self, table: str, row_id: int) -> None:
+        """What goes with a deleted row: a link's clicks, a website's events; links leave a deleted
+        space (no space) or pixel, and a deleted domain takes its links with it."""
+        if table == "links":
+            self._clicks = [c for c in self._clicks if c["link_id"] != row_id]
+        elif table == "websites":
+            self._events = [e for e in self._events if e["website_id"] != row_id]
+        elif table == "spaces":
+            for link in self._t["links"].values():
+                if link["space_id"] == row_id:
+                    link["space_id"] = None
+        elif table == "pixels":
+            for link in self._t["links"].values():
+                link["pixel_ids"] = [p for p in link["pixel_ids"] if p != row_id]
+        elif table == "domains":
+            for link_id in [i for i, link in self._t["links"].items() if link["domain_id"] == row_id]:
+                del self._t["links"][link_id]
+                self._cascade("links", link_id)
 
-    def _free_key(self, resource: Resource, record: Record) -> Any:
-        """The record's unique key, or a 422 on its natural key when another record holds it."""
-        key = self._unique_key(resource, record)
-        if key in self._keys[resource.name]:
-            name = resource.natural_key
-            raise ValidationFailed({name: [f"The {name} has already been taken."]})
-        return key
+    # -- links --------------------------------------------------------------------------------------
 
-    def _filter(self, name: str, wanted: Any, record: Record, now: dt.datetime) -> bool:
-        if name == "status":
-            return link_rules.matches_status(record, wanted, now, self.zone)
-        if name == "pixel_id":
-            return wanted in record["pixel_ids"]
-        return record.get(name) == wanted
-
-    def _public(self, resource: Resource, record: Record, now: dt.datetime | None = None) -> Record:
-        """The record as the API shows it: passwords left out, computed fields added."""
-        secret = resource.secret_fields
-        out = {k: v for k, v in record.items() if k not in secret}
-        if resource is LINKS:
-            out["short_url"] = f"{self.base_url}/{quote(record['alias'], safe='')}"
-            out["status"] = int(link_rules.status(record, now or self.clock.now(), self.zone))
+    def _create_link(self, user: Row, data: formdata.PhpArray) -> Row:
+        values = check_link(data, self._owner(user), creating=True)
+        now = self._now()
+        row: Row = {
+            "id": self._next["links"],
+            "user_id": user["id"],
+            **self._defaults("links"),
+            "created_at": now,
+            "updated_at": now,
+        }
+        self._apply_link(user, row, values)
+        if row["alias"] is None:
+            row["alias"] = self._free_alias()
+        self._insert("links", row)
+        echo = {name: None for name in records.CREATE_NULLS}
+        echo.update(self._link_echo(data, values))
+        out = self._link_out(row, echo)
+        if "pixel_ids" in data and data["pixel_ids"] is None:
+            raise server_error()  # saved, then sync(array_filter(null)) crashes: the link exists
         return out
 
-    def _timestamp(self) -> str:
-        return self.clock.now().strftime("%Y-%m-%dT%H:%M:%S.%fZ")  # Laravel's serialisation
+    def _update_link(self, user: Row, row: Row, data: formdata.PhpArray) -> Row:
+        values = check_link(data, self._owner(user, row), creating=False, domain_id=row["domain_id"])
+        self._apply_link(user, row, values)
+        row["updated_at"] = self._now()
+        self._save()
+        out = self._link_out(row, self._link_echo(data, values))
+        if "pixel_ids" in data and data["pixel_ids"] is None:
+            raise server_error()
+        return out
 
-    # -- persistence ---------------------------------------------------------------------------
+    def _apply_link(self, user: Row, row: Row, values: Mapping[str, Any]) -> None:
+        for name, value in values.items():
+            if name == "expiration":
+                row["ends_at"] = None if value is None else _ends_at(value, user["timezone"])
+            elif name in spec.TARGETING:
+                row[name] = value
+            elif name == "pixel_ids":
+                row["pixel_ids"] = list(dict.fromkeys(value or []))
+            elif name in ("disabled", "privacy", "target_type", "expiration_clicks") and value is None:
+                row[name] = 0  # the column's default; the answer still echoes the null
+            else:
+                row[name] = value
+        if "url" in values:  # the service reads the page's title; the host stands in for it
+            row["title"] = urlsplit(values["url"]).hostname or values["url"]
+
+    @staticmethod
+    def _link_echo(data: formdata.PhpArray, values: Mapping[str, Any]) -> Row:
+        echo = records.form_echo(data, LINK_ECHO)
+        for name in spec.TARGETING:
+            if name in values:
+                echo[f"{name}_target"] = values[name]
+        return echo
+
+    def _link_filters(self, row: Row, raw: Mapping[str, Any]) -> bool:
+        """domain_id, space_id (0: no space), pixel_id and status, as LinkController::index applies them."""
+        domain_id, space_id, pixel_id, status = (raw.get(k) for k in ("domain_id", "space_id", "pixel_id", "status"))
+        if is_truthy(domain_id) and php_number(domain_id) != row["domain_id"]:
+            return False
+        space = php_number(space_id)
+        if space is not None and not (row["space_id"] == space or (not space and row["space_id"] is None)):
+            return False
+        if is_truthy(pixel_id) and php_number(pixel_id) not in row["pixel_ids"]:
+            return False
+        if is_truthy(status):
+            wanted = php_number(status)
+            now = self.clock.now()
+            if wanted == 1:
+                return link_rules.is_active(row, now)
+            if wanted == 2:
+                return link_rules.is_expired(row, now)
+            return row["disabled"] == 1  # any other value means Disabled
+        return True
+
+    def _link_out(self, row: Row, echo: Mapping[str, Any] | None = None) -> Row:
+        domain = self._t["domains"].get(row["domain_id"])
+        space = self._t["spaces"].get(row["space_id"]) if row["space_id"] is not None else None
+        pixels = [self._t["pixels"][p] for p in row["pixel_ids"] if p in self._t["pixels"]]
+        domain_out = self._out("domains", domain) if domain else None
+        host = domain_out["name"] if domain_out else urlsplit(self.base_url).netloc
+        # Fresh dicts all the way down except the targeting lists, which only JSON reads; the
+        # Python API (links(), add_link()) hands out deep copies.
+        return records.link(
+            row,
+            short_url=f"{urlsplit(self.base_url).scheme}://{host}/{quote(row['alias'], safe='')}",
+            domain=domain_out,
+            space=records.plain(space, spec.SPACE_KEYS) if space else None,
+            pixels=[records.plain(p, spec.PIXEL_KEYS) for p in pixels],
+            echo=echo,
+        )
+
+    def _by_alias(self, alias: str, host: str) -> Row | None:
+        """The link at ``host/alias``: on the domain of that name, else on the global domain."""
+        host = host.lower()
+        matches = [r for r in self._t["links"].values() if r["alias"] == alias]
+        named = [r for r in matches if self._t["domains"].get(r["domain_id"], {}).get("name") == host]
+        on_global = [r for r in matches if r["domain_id"] == GLOBAL_DOMAIN]
+        for group in (named, on_global, matches):
+            if group:
+                return min(group, key=lambda r: r["id"])
+        return None
+
+    def _free_alias(self) -> str:
+        """Random [0-9a-z], 5 characters, one more after each clash (as the service generates them)."""
+        length = 5
+        taken = {r["alias"] for r in self._t["links"].values()}
+        while True:
+            alias = "".join(secrets.choice(_ALIAS_ALPHABET) for _ in range(length))
+            if alias not in taken:
+                return alias
+            length += 1
+
+    def _ensure_parents(self, user: Row, fields: dict) -> None:
+        """For add_link: create the spaces, pixels and domains a seeded link names."""
+        if fields.get("space_id") is not None and int(fields["space_id"]) not in self._t["spaces"]:
+            self._insert("spaces", {"id": int(fields["space_id"]), "user_id": user["id"],
+                                    **self._defaults("spaces"), "name": f"Space {fields['space_id']}"})  # fmt: skip
+        for pixel_id in fields.get("pixel_ids") or ():
+            if int(pixel_id) not in self._t["pixels"]:
+                pixel = {"name": f"Pixel {pixel_id}", "type": "facebook", "value": str(pixel_id)}
+                self._insert("pixels", {"id": int(pixel_id), "user_id": user["id"], **pixel})
+        domain_id = int(fields["domain_id"])
+        if domain_id not in self._t["domains"]:
+            self._insert("domains", {"id": domain_id, "user_id": user["id"], **self._defaults("domains"),
+                                     "name": f"d{domain_id}.example.test"})  # fmt: skip
+
+    # -- generic rows ---------------------------------------------------------------------------------
+
+    def _check(
+        self, table: str, user: Row, data: formdata.PhpArray, *, creating: bool, current: Row | None = None
+    ) -> Row:
+        if table == "websites":
+            return check_website(data, self._owner(user), creating=creating)
+        if table == "domains":
+
+            def taken(name: str) -> bool:
+                return any(r["name"] == name and r is not current for r in self._t["domains"].values())
+
+            return check_domain(data, creating=creating, name_taken=taken)
+        if table == "spaces":
+            return check_space(data, creating=creating)
+        return check_pixel(data, creating=creating)
+
+    def _owner(self, user: Row, current: Row | None = None) -> Owner:
+        def owned(table: str):
+            return lambda i: self._t[table].get(i, {}).get("user_id") == user["id"]
+
+        def alias_taken(domain_id: int, alias: str) -> bool:
+            return any(
+                r["alias"] == alias and r["domain_id"] == domain_id and r is not current
+                for r in self._t["links"].values()
+            )
+
+        return Owner(
+            domain_usable=lambda i: self._t["domains"].get(i, {}).get("user_id") in (0, user["id"]),
+            space_owned=owned("spaces"),
+            pixel_owned=owned("pixels"),
+            alias_taken=alias_taken,
+            website_taken=lambda d: any(r["domain"] == d for r in self._t["websites"].values()),
+        )
+
+    def _own(self, table: str, user: Row, record_id: Any) -> Row:
+        row = self._t[table].get(_int(record_id))
+        if row is None or row["user_id"] != user["id"]:
+            raise not_found()
+        return row
+
+    def _out(self, table: str, row: Row, echo: Mapping[str, Any] | None = None) -> Row:
+        if table == "links":
+            return self._link_out(row, echo)
+        if table == "websites":
+            return records.website(row, echo)
+        out = records.plain(row, _KEYS[table])
+        if table == "domains" and row["id"] == GLOBAL_DOMAIN and row["user_id"] == 0 and not row["name"]:
+            out["name"] = urlsplit(self.base_url).netloc  # the emulator's own host:port
+        out.update(echo or {})
+        return out
+
+    def _insert(self, table: str, row: Row) -> None:
+        row.setdefault("created_at", self._now())
+        row.setdefault("updated_at", row["created_at"])
+        self._t[table][row["id"]] = row
+        self._next[table] = max(self._next[table], row["id"] + 1)
+        self._save()
+
+    @staticmethod
+    def _defaults(table: str) -> Row:
+        return copy.deepcopy(_DEFAULTS[table])
+
+    def _now(self) -> str:
+        return records.iso(self.clock.now().replace(microsecond=0))  # type: ignore[return-value]  # DB keeps seconds
+
+    def _clear(self) -> None:
+        self._t = {name: {} for name in TABLES}
+        self._next = {name: 1 for name in TABLES}
+        self._clicks = []
+        self._events = []
+        self._users = {i: _new_user(i, self.timezone) for i in range(1, len(self._keys) + 1)}
+        # The install's global domain; its name is the emulator's own host (see _out).
+        self._t["domains"][GLOBAL_DOMAIN] = {"id": GLOBAL_DOMAIN, "user_id": 0, **self._defaults("domains"),
+                                             "created_at": _INSTALLED, "updated_at": _INSTALLED}  # fmt: skip
+        self._next["domains"] = GLOBAL_DOMAIN + 1
+
+    # -- persistence ----------------------------------------------------------------------------------
 
     def _save(self) -> None:
-        """Write the whole state atomically; the file holds link passwords, so only the owner reads it."""
+        """Write the whole state atomically; it holds link passwords, so only the owner reads it."""
         if self._state_file is None:
             return
         state = {
             "version": STATE_VERSION,
-            "next_id": self._next_id,
-            "records": {name: list(rows.values()) for name, rows in self._records.items()},
+            "next_id": self._next,
+            "tables": {name: list(rows.values()) for name, rows in self._t.items()},
+            "clicks": self._clicks,
+            "events": self._events,
         }
         tmp = self._state_file.with_name(self._state_file.name + ".tmp")
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
@@ -261,45 +577,103 @@ class Store:
             state = json.loads(path.read_text(encoding="utf-8"))
             if state.get("version") != STATE_VERSION:
                 raise ValueError(f"version {state.get('version')!r}, expected {STATE_VERSION}")
-            for name, resource in RESOURCES.items():
-                for record in state["records"][name]:
-                    self._records[name][record["id"]] = record
-                    self._keys[name][self._unique_key(resource, record)] = record["id"]
-                self._next_id[name] = int(state["next_id"][name])
+            for name in TABLES:
+                self._t[name] = {row["id"]: row for row in state["tables"][name]}
+                self._next[name] = int(state["next_id"][name])
+            self._clicks, self._events = list(state["clicks"]), list(state["events"])
         except (ValueError, KeyError, TypeError) as error:
             raise ValueError(f"emulator state file {path} is not usable: {error}") from None
 
 
-# -- record helpers ------------------------------------------------------------------------------
+_LINK_FORM = {"url", "domain_id", "alias", "password", "space_id", "pixel_ids", "disabled", "privacy",
+              "privacy_password", "expiration_url", "expiration_date", "expiration_time", "expiration_clicks",
+              "target_type", *spec.TARGETING}  # fmt: skip
+_KEYS = {"domains": spec.DOMAIN_KEYS, "spaces": spec.SPACE_KEYS, "pixels": spec.PIXEL_KEYS}
+_ECHO_OF = {"domains": ("index_page", "not_found_page"),  # the name is shown as stored (lowercase)
+            "spaces": ("name", "color"),
+            "pixels": ("name", "type", "value")}  # fmt: skip
+_DEFAULTS: dict[str, Row] = {
+    "links": {"domain_id": GLOBAL_DOMAIN, "space_id": None, "pixel_ids": [], "alias": None, "url": None,
+              "title": None, "target_type": 0, "country": None, "platform": None, "language": None,
+              "rotation": None, "last_rotation": 0, "disabled": 0, "privacy": 0, "privacy_password": None,
+              "password": None, "expiration_url": None, "expiration_clicks": 0, "clicks": 0, "ends_at": None},
+    "websites": {"domain": None, "privacy": None, "email": None, "password": None, "exclude_bots": 1,
+                 "exclude_params": None, "exclude_ips": None},
+    "domains": {"name": None, "index_page": None, "not_found_page": None},
+    "spaces": {"name": None, "color": 1},
+    "pixels": {"name": None, "type": None, "value": None},
+}  # fmt: skip
 
 
-def _default(spec: Any) -> Any:
-    if spec.default_on_create is not None:
-        return spec.default_on_create
-    return [] if spec.kind in _LIST_KINDS else None
+def _new_user(user_id: int, timezone: str) -> Row:
+    return {
+        "id": user_id,
+        "name": f"Emulator user {user_id}",
+        "email": f"user{user_id}@emulator.invalid",
+        "locale": "en",
+        "timezone": timezone,
+        "default_domain": GLOBAL_DOMAIN,
+        "default_space": None,
+        "default_stats": 0,
+        "plan": {
+            "id": 1,
+            "name": "Default",
+            "features": {
+                "api": True,
+                "links": -1,
+                "spaces": -1,
+                "domains": -1,
+                "pixels": -1,
+                "stats": True,
+                "link_password": True,
+                "link_expiration": True,
+                "link_targeting": True,
+                "data_export": True,
+            },
+        },  # fmt: skip
+    }
 
 
-def _init_link(record: Record, extras: Mapping[str, Any]) -> None:
-    """Fields the service fills in itself: title (the destination's host stands in for the page title) and clicks."""
-    title = extras.get("title")
-    clicks = extras.get("clicks", 0)
-    if title is not None and not isinstance(title, str):
-        raise ValidationFailed({"title": ["The title field must be a string."]})
-    if isinstance(clicks, bool) or not isinstance(clicks, int) or clicks < 0:
-        raise ValidationFailed({"clicks": ["The clicks field must be a non-negative integer."]})
-    record["title"] = title if title is not None else (urlsplit(record["url"]).hostname or record["url"])
-    record["clicks"] = clicks
+def _zone(name: Any) -> str:
+    try:
+        return str(ZoneInfo(str(name)))
+    except (ValueError, KeyError):  # ZoneInfoNotFoundError is a KeyError
+        raise ValueError(f"unknown time zone {name!r}") from None
 
 
-def _known(resource: Resource, fields: dict[str, Any]) -> dict[str, Any]:
-    unknown = set(fields) - {f.name for f in resource.fields} - {"domain"}
-    if unknown:
-        raise TypeError(f"unknown {resource.singular} field(s): {', '.join(sorted(unknown))}")
-    return fields
+def _ends_at(date_time: tuple[str, str], zone: str) -> str:
+    """The account's local date and time, stored in UTC as Laravel serialises it."""
+    local = dt.datetime.fromisoformat(f"{date_time[0]}T{date_time[1]}").replace(tzinfo=ZoneInfo(zone))
+    return records.iso(local)  # type: ignore[return-value]
 
 
-def _sort_value(value: Any) -> tuple[bool, Any]:
-    """Strings sort case-insensitively; empty values sort first (ascending)."""
-    if isinstance(value, str):
-        return (True, value.lower())
-    return (value is not None, value)
+def _int(value: Any) -> int:
+    """An id from a path; -1 (no row has it) when it is not a number."""
+    try:
+        return int(str(value))
+    except ValueError:
+        return -1
+
+
+def _as_form(fields: Mapping[str, Any]) -> formdata.PhpArray:
+    """Python values as the form decoder would give them (strings, arrays as dicts)."""
+    out: formdata.PhpArray = {}
+    for name, value in fields.items():
+        if isinstance(value, (list, tuple)):
+            out[name] = {i: _as_form(v) if isinstance(v, Mapping) else _scalar(v) for i, v in enumerate(value)}
+        elif isinstance(value, Mapping):
+            out[name] = _as_form(value)
+        else:
+            out[name] = _scalar(value)
+    return out
+
+
+def _scalar(value: Any) -> str | None:
+    if value is None:
+        return None
+    if isinstance(value, bool):
+        return "1" if value else "0"
+    if isinstance(value, dt.datetime):
+        return value.isoformat()
+    text = str(value).strip()
+    return text or None

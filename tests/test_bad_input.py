@@ -88,7 +88,7 @@ BAD_INPUT = [
     case(CreateLink, {"url": URL, "pixel_ids": [1, "b"]}, "pixel_ids", [1, "b"], "a list of positive integers"),
     case(CreateLink, {"url": URL, "space_id": "abc"}, "space_id", "abc", ID),
     case(CreateLink, {"url": URL, "domain_id": -4}, "domain_id", -4, ID),
-    case(CreateLink, {"url": URL, "alias": ""}, "alias", "", "a non-empty string"),
+    case(CreateLink, {"url": URL, "alias": ""}, "alias", "", "letters, digits, dashes and underscores"),
     case(
         CreateLink,
         {"url": URL, "expiration_url": "javascript:alert(1)"},
@@ -96,7 +96,17 @@ BAD_INPUT = [
         "javascript:alert(1)",
         "an absolute http:// or https:// URL",
     ),
-    case(CreateLink, {"url": URL, "country": [{"key": "US"}]}, "country[0].value", None, "a non-empty string"),
+    case(CreateLink, {"url": URL, "country": [{"key": "US"}]}, "country[0].value", None, "an absolute http"),
+    case(CreateLink, {"url": URL, "country": [{"key": "usa", "value": URL}]}, "country[0].key", "usa", "ISO 3166"),
+    case(CreateLink, {"url": URL, "alias": "spring sale!"}, "alias", "spring sale!", "letters, digits, dashes"),
+    case(CreateLink, {"url": URL, "password": " secret"}, "password", HIDDEN, "without leading or trailing spaces"),
+    case(
+        CreateLink,
+        {"url": URL, "expiration_date": "2027-01-01"},
+        "expiration_time",
+        None,
+        "given together with expiration_date",
+    ),
     case(
         CreateLink,
         {"url": URL, "country": [{"key": "US", "value": URL, "weight": 2}]},
@@ -119,7 +129,7 @@ BAD_INPUT = [
     case(UpdateLink, {"link_id": 1}, "fields", {}, "at least one field to change: url, alias"),
     case(UpdateLink, {"link_id": 1, "expiration_time": "24:00"}, "expiration_time", "24:00", "HH:MM (24-hour)"),
     case(
-        UpdateLink, {"link_id": 1, "language": [{"key": "", "value": URL}]}, "language[0].key", "", "a non-empty string"
+        UpdateLink, {"link_id": 1, "language": [{"key": "", "value": URL}]}, "language[0].key", "", "ISO 639-1"
     ),
     case(UpdateLink, {"link_id": 1, "privacy_password": ""}, "privacy_password", HIDDEN, "a non-empty string"),
     # -- get link

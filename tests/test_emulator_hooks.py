@@ -15,6 +15,7 @@ from airflow_provider_linkstats.client import (
     LinkstatsValidationError,
 )
 from airflow_provider_linkstats.client.contract import MAX_PER_PAGE, LinkStatus
+from airflow_provider_linkstats.client.records import link_status, parse_timestamp, record_domain_id
 from airflow_provider_linkstats.hooks.linkstats import LinkstatsLinksHook
 from tests.conftest import API_KEY, connection_json
 
@@ -30,12 +31,19 @@ def websites(make_hook, emu):
 
 
 def test_link_methods(links, emu):
+    pixel = emu.store.add_pixel(name="launch", type="facebook", value="px-1")
     rules = [{"key": "US", "value": "https://us.example.com"}]
-    created = links.create_link("https://example.com", alias="spring", target_type=1, country=rules, pixel_ids=[3])
-    assert emu.store.links() == [created]
-    assert links.get_link(created["id"]) == created
+    created = links.create_link(
+        "https://example.com", alias="spring", target_type=1, country=rules, pixel_ids=[pixel["id"]]
+    )
+    assert created["alias"] == "spring" and record_domain_id(created) == 1  # the connection's default_domain_id
+    read = links.get_link(created["id"])
+    assert read == emu.store.links()[0]  # a GET shows the stored record
+    assert read["country_target"] == rules and [p["id"] for p in read["pixels"]] == [pixel["id"]]
+    assert link_status(read) is LinkStatus.ACTIVE
     updated = links.update_link(created["id"], disabled=1)
-    assert updated["status"] == LinkStatus.DISABLED and emu.store.links()[0]["disabled"] == 1
+    assert updated["disabled"] == 1  # echoed as "1" by the service, read as a number
+    assert link_status(updated) is LinkStatus.DISABLED and emu.store.link_status(created["id"]) == 3
     assert [link["id"] for link in links.list_links(status=LinkStatus.DISABLED)] == [created["id"]]
     assert links.find("spring")["id"] == created["id"]
     assert links.delete_link(created["id"]) is True
@@ -46,10 +54,15 @@ def test_link_methods(links, emu):
 
 
 def test_website_methods(websites, emu):
-    created = websites.create_website("shop.example.com", exclude_ips=["10.0.0.1"], exclude_params=["utm_source"])
-    assert emu.store.websites() == [created]
+    created = websites.create_website(
+        "https://Shop.Example.com/", exclude_ips=["10.0.0.1"], exclude_params=["utm_source"]
+    )
+    assert created["domain"] == "shop.example.com"  # sent the way the service stores it
+    assert created["exclude_ips"] == ["10.0.0.1"] and "exclude_params" not in created  # write-only there
+    assert websites.get_website(created["id"])["exclude_ips"] == ["10.0.0.1"]
     assert websites.update_website(created["id"], email=1)["email"] == 1
-    assert [w["domain"] for w in websites.list_websites(search="shop")] == ["shop.example.com"]
+    assert [w["domain"] for w in websites.list_websites(search="SHOP")] == ["shop.example.com"]
+    assert websites.find("shop.example.com")["id"] == created["id"]
     assert websites.delete_website(created["id"]) is True and emu.store.websites() == []
 
 
@@ -65,9 +78,13 @@ def test_listing_walks_every_page_at_100(links, emu):
 def test_expires_at_is_met_by_the_emulator_clock(links, emu):
     emu.clock.set(dt.datetime(2030, 1, 1, 8, 0, tzinfo=dt.timezone.utc), freeze=True)
     created = links.create_link("https://example.com", expires_at=emu.clock.now() + dt.timedelta(minutes=5))
-    assert (created["expiration_date"], created["expiration_time"]) == ("2030-01-01", "08:05")
+    assert parse_timestamp(links.get_link(created["id"])["ends_at"]) == dt.datetime(
+        2030, 1, 1, 8, 5, tzinfo=dt.timezone.utc
+    )
     assert links.list_links(status=LinkStatus.EXPIRED) == []
     emu.clock.advance(minutes=5)
+    assert links.list_links(status=LinkStatus.EXPIRED) == []  # expired once ends_at is in the past, not at it
+    emu.clock.advance(seconds=1)
     assert [link["id"] for link in links.list_links(status=LinkStatus.EXPIRED)] == [created["id"]]
 
 

@@ -65,6 +65,7 @@ class Kind(str, enum.Enum):
     """How a field's value is checked and put on the wire."""
 
     TEXT = "text"  # any non-empty string
+    SLUG = "slug"  # letters (any script), digits, dashes and underscores
     URL = "url"  # absolute http(s) URL
     HOST = "host"  # a bare domain name, no scheme or path
     ID = "id"  # positive integer identifier
@@ -92,6 +93,8 @@ class FieldSpec:
     default_on_create: object = None  # what the service assumes when the field is absent
     secret: bool = False  # masked in logs and rendered fields
     key_required: bool = True  # targeting only: rotation rules carry a value alone
+    key_format: str = ""  # targeting only: a regular expression the key must match in full
+    key_doc: str = ""  # targeting only: what ``key_format`` means, for error messages
 
     def allowed(self) -> str:
         """Human description of what the field accepts, used in error messages."""
@@ -101,6 +104,8 @@ class FieldSpec:
             return 'a list of {"value": ...} dicts'
         if self.kind is Kind.TARGETING and self.choices:
             return f"{_KIND_DESCRIPTIONS[self.kind]}, key one of " + ", ".join(map(repr, self.choices))
+        if self.kind is Kind.TARGETING and self.key_doc:
+            return f"{_KIND_DESCRIPTIONS[self.kind]}, key {self.key_doc}"
         return _KIND_DESCRIPTIONS[self.kind]
 
 
@@ -112,6 +117,7 @@ def _describe_choice(choice: object) -> str:
 
 _KIND_DESCRIPTIONS = {
     Kind.TEXT: "a non-empty string",
+    Kind.SLUG: "letters, digits, dashes and underscores only",
     Kind.URL: "an absolute http:// or https:// URL",
     Kind.HOST: "a domain name such as example.com (a leading http(s):// and trailing slash are dropped; no path)",
     Kind.ID: "a positive integer",
@@ -119,7 +125,7 @@ _KIND_DESCRIPTIONS = {
     Kind.DATE: "a date formatted YYYY-MM-DD",
     Kind.TIME: "a time formatted HH:MM (24-hour)",
     Kind.POSITIVE_INT: "a positive integer",
-    Kind.TARGETING: 'a list of {"key": ..., "value": ...} dicts',
+    Kind.TARGETING: 'a list of {"key": ..., "value": <URL>} dicts',
     Kind.LINES: "a list of non-empty strings without line breaks",
     Kind.IP_LINES: "a list of IPv4 or IPv6 addresses",
 }
@@ -130,7 +136,7 @@ _TOGGLE = tuple(Toggle)
 LINK_FIELDS: tuple[FieldSpec, ...] = (
     FieldSpec("url", Kind.URL, "Destination URL.", required_on_create=True),
     FieldSpec("domain_id", Kind.ID, "Domain the short link lives on.", update=False),
-    FieldSpec("alias", Kind.TEXT, "Short-link alias (the path after the domain)."),
+    FieldSpec("alias", Kind.SLUG, "Short-link alias (the path after the domain)."),
     FieldSpec("password", Kind.TEXT, "Link password.", secret=True),
     FieldSpec("space_id", Kind.ID, "Space the link belongs to."),
     FieldSpec("pixel_ids", Kind.ID_LIST, "Tracking pixels fired on a click."),
@@ -142,14 +148,26 @@ LINK_FIELDS: tuple[FieldSpec, ...] = (
     FieldSpec("expiration_time", Kind.TIME, "Time of day the link expires."),
     FieldSpec("expiration_clicks", Kind.POSITIVE_INT, "Click count at which the link expires."),
     FieldSpec("target_type", Kind.CHOICE, "Which targeting applies.", choices=tuple(TargetType)),
-    FieldSpec("country", Kind.TARGETING, "Geographic rules: country code -> destination URL."),
+    FieldSpec(
+        "country",
+        Kind.TARGETING,
+        "Geographic rules: country code -> destination URL.",
+        key_format="[A-Z]{2}",
+        key_doc="an ISO 3166 alpha-2 country code such as 'US'",
+    ),
     FieldSpec(
         "platform",
         Kind.TARGETING,
         "Platform rules: platform -> destination URL.",
         choices=tuple(p.value for p in Platform),
     ),
-    FieldSpec("language", Kind.TARGETING, "Language rules: language code -> destination URL."),
+    FieldSpec(
+        "language",
+        Kind.TARGETING,
+        "Language rules: language code -> destination URL.",
+        key_format="[a-z]{2}",
+        key_doc="an ISO 639-1 language code such as 'fr'",
+    ),
     FieldSpec("rotation", Kind.TARGETING, "Rotation: destination URLs served in turn.", key_required=False),
 )
 

@@ -24,7 +24,9 @@ from airflow_provider_linkstats.client.errors import LinkstatsInputError
 
 _DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
 _TIME = re.compile(r"^\d{2}:\d{2}$")
-_HOST = re.compile(r"^[^\s/:?#@]+(:\d{1,5})?$")
+# A host name: dot-separated labels of letters (any script) and digits, inner hyphens allowed; a port may follow.
+_HOST = re.compile(r"^(?=.{1,253}(:|$))[^\W_](?:[\w-]{0,61}[^\W_])?(?:\.[^\W_](?:[\w-]{0,61}[^\W_])?)*(:\d{1,5})?$")
+_SLUG = re.compile(r"^[\w-]{1,255}$")  # as the service's alpha_dash rule: letters of any script
 
 
 def validate_fields(resource: Resource, operation: str, values: Mapping[str, Any]) -> dict[str, Any]:
@@ -49,7 +51,15 @@ def validate_fields(resource: Resource, operation: str, values: Mapping[str, Any
         for spec in accepted.values():
             if spec.required_on_create and spec.name not in clean:
                 raise LinkstatsInputError(spec.name, None, f"required on {resource.singular} create; {spec.allowed()}")
+    for first, second in PAIRED_FIELDS:
+        if (first in clean) != (second in clean):
+            given, missing = (first, second) if first in clean else (second, first)
+            raise LinkstatsInputError(missing, None, f"given together with {given} (the service needs both)")
     return clean
+
+
+# Fields the service accepts only together (expires_at sets both).
+PAIRED_FIELDS = (("expiration_date", "expiration_time"),)
 
 
 def validate_value(spec: FieldSpec | ListParamSpec, value: Any) -> Any:
@@ -63,7 +73,13 @@ def validate_value(spec: FieldSpec | ListParamSpec, value: Any) -> Any:
     if kind is Kind.CHOICE:
         return _choice(spec, value, bad)
     if kind is Kind.TEXT:
-        if not isinstance(value, str) or not value:
+        if not isinstance(value, str) or not value.strip():
+            raise bad()
+        if value.strip() != value:  # the service trims input: a password would be changed silently
+            raise bad(allowed=spec.allowed() + " without leading or trailing spaces (the service trims them)")
+        return value
+    if kind is Kind.SLUG:
+        if not isinstance(value, str) or not _SLUG.match(value):
             raise bad()
         return value
     if kind is Kind.URL:
@@ -315,12 +331,14 @@ def _targeting(spec: FieldSpec, value: Any) -> list[dict[str, str]]:
             if spec.choices:
                 if key not in spec.choices:
                     raise LinkstatsInputError(f"{where}.key", key, "one of " + ", ".join(map(repr, spec.choices)))
+            elif spec.key_format and not (isinstance(key, str) and re.fullmatch(spec.key_format, key)):
+                raise LinkstatsInputError(f"{where}.key", key, spec.key_doc)
             elif not isinstance(key, str) or not key:
                 raise LinkstatsInputError(f"{where}.key", key, "a non-empty string")
             clean["key"] = str(key)
         rule_value = rule.get("value")
-        if not isinstance(rule_value, str) or not rule_value:
-            raise LinkstatsInputError(f"{where}.value", rule_value, "a non-empty string (usually a URL)")
+        if not _is_url(rule_value):
+            raise LinkstatsInputError(f"{where}.value", rule_value, "an absolute http:// or https:// URL")
         clean["value"] = rule_value
         rules.append(clean)
     return rules

@@ -32,7 +32,12 @@ EXTRA_FIELDS: dict[str, ExtraField] = {
         "Longest Retry-After honoured after a 429; a longer one fails the request at once.",
     ),
     "verify_ssl": ("Verify SSL", "boolean", True, "Check the service's TLS certificate."),
-    "timezone": ("Service time zone", "string", "UTC", "Zone of expiration_date/expiration_time, e.g. Europe/Paris."),
+    "timezone": (
+        "Service time zone",
+        "string",
+        None,
+        "Zone of expiration_date/expiration_time, e.g. Europe/Paris; empty: the account's time zone.",
+    ),
 }
 # Extras that only one connection type has.
 TYPE_EXTRA_FIELDS: dict[str, dict[str, ExtraField]] = {

@@ -127,3 +127,17 @@ def test_the_cli_flags_turn_the_limits_on():
         answers = [api.get("/links") for _ in range(4)]
         assert [r.status_code for r in answers] == [200, 200, 200, 429]
         assert answers[0].headers["X-RateLimit-Limit"] == "3"
+
+
+def test_moving_the_clock_back_does_not_hold_a_window_open_for_the_distance_travelled():
+    from airflow_provider_linkstats.emulator.clock import Clock
+    from airflow_provider_linkstats.emulator.ratelimit import RateLimiter
+
+    clock = Clock()
+    limiter = RateLimiter(clock)
+    limiter.configure(2, 60.0)
+    clock.advance(seconds=7200)
+    assert limiter.hit(("ip",), 2).allowed and limiter.hit(("ip",), 2).allowed
+    assert not limiter.hit(("ip",), 2).allowed
+    clock.reset()  # two hours back: the window that began "later" is over
+    assert limiter.hit(("ip",), 2).allowed

@@ -49,7 +49,8 @@ def click_until_expired(emu, campaign: str, stop: threading.Event) -> None:
     """Simulated visitors: click click-limited links through the redirect; expire the dated one by clock."""
     headers_cycle = 0
     while not stop.is_set():
-        active = [link for link in emu.store.links() if link["alias"].startswith(campaign) and link["status"] == 1]
+        campaign_links = [link for link in emu.store.links() if link["alias"].startswith(campaign)]
+        active = [link for link in campaign_links if emu.store.link_status(link["id"]) == 1]
         for link in active:
             if link.get("expiration_clicks"):
                 country, agent, language = VISITORS[headers_cycle % len(VISITORS)]

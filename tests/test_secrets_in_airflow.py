@@ -53,7 +53,7 @@ def visitors(emu, passwords: dict[str, str]):
             watched = [
                 link
                 for link in emu.store.links()
-                if link["status"] == 1 and link["alias"].startswith((CAMPAIGN, SECRET_ALIAS))
+                if link["alias"].startswith((CAMPAIGN, SECRET_ALIAS)) and emu.store.link_status(link["id"]) == 1
             ]
             by_clicks = [link for link in watched if link.get("expiration_clicks")]
             for link in by_clicks:

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
-from airflow_provider_linkstats.client.contract import MAX_PER_PAGE, Resource
+from airflow_provider_linkstats.client.contract import MAX_PER_PAGE, Resource, StatsSpec
 from airflow_provider_linkstats.client.errors import (
     LinkstatsApiError,
     LinkstatsError,
@@ -17,14 +17,17 @@ from airflow_provider_linkstats.client.errors import (
 from airflow_provider_linkstats.client.protocol import (
     ApiRequest,
     ApiResponse,
+    build_account,
     build_create,
     build_delete,
     build_get,
     build_list,
+    build_stats,
     build_update,
     parse_page,
     parse_record,
     raise_for_status,
+    stats_row,
 )
 from airflow_provider_linkstats.client.ratelimit import RateLimiter
 from airflow_provider_linkstats.client.records import record_domain_id
@@ -175,13 +178,31 @@ class LinkstatsClient:
         """Yield records page by page (per_page 100 unless given) until the last page or max_items."""
         params = validate_list_params(resource, dict(filters or {}))
         params.setdefault("per_page", MAX_PER_PAGE)
+        return self._walk(lambda page: build_list(resource, params, page), params["per_page"], max_items)
+
+    def iter_stats(
+        self, spec: StatsSpec, record_id: Any, query: Mapping[str, Any], *, max_items: int | None = None
+    ) -> Iterator[dict[str, Any]]:
+        """Yield a link's or website's statistics rows (``validate_stats_query`` made ``query``)."""
+        query = {**query, "per_page": query.get("per_page") or MAX_PER_PAGE}
+        rows = self._walk(lambda page: build_stats(spec, record_id, query, page), query["per_page"], max_items)
+        return (stats_row(row) for row in rows)
+
+    def account(self) -> dict[str, Any]:
+        request = build_account()
+        return parse_record(request, self.call(request))
+
+    def _walk(
+        self, request_for_page: Callable[[int], ApiRequest], per_page: int, max_items: int | None
+    ) -> Iterator[dict[str, Any]]:
+        """Every item of a listing, one page request at a time, stopping at the last page or max_items."""
         if max_items is not None:
             max_items = check_whole_number("max_items", max_items, allowed="a non-negative integer or None")
         yielded = 0
         page_number = 1
         while max_items is None or yielded < max_items:
-            request = build_list(resource, params, page_number)
-            page = parse_page(request, self.call(request), params["per_page"])
+            request = request_for_page(page_number)
+            page = parse_page(request, self.call(request), per_page)
             for item in page.items:
                 if max_items is not None and yielded >= max_items:
                     return

@@ -21,6 +21,7 @@ from airflow_provider_linkstats.client.contract import (
     RESOURCES,
     LinkStatus,
     Resource,
+    StatsSpec,
 )
 from airflow_provider_linkstats.client.encoding import FormPairs, encode_form
 from airflow_provider_linkstats.client.errors import (
@@ -131,6 +132,29 @@ def build_list(resource: Resource, filters: Mapping[str, Any], page: int = 1) ->
     return ApiRequest("GET", f"/{resource.name}", params=tuple(pairs))
 
 
+def build_account() -> ApiRequest:
+    return ApiRequest("GET", "/account")
+
+
+def build_stats(spec: StatsSpec, record_id: Any, query: Mapping[str, Any], page: int = 1) -> ApiRequest:
+    """One page of a link's or website's statistics; ``query`` comes from ``validate_stats_query``."""
+    record_id = validate_id(record_id, f"{spec.subject}_id")
+    pairs: FormPairs = [(name, str(value)) for name, value in query.items()]
+    if page > 1:
+        pairs.append(("page", str(page)))
+    return ApiRequest("GET", f"/stats/{record_id}", params=tuple(pairs))
+
+
+def stats_row(row: Mapping[str, Any]) -> dict[str, Any]:
+    """``{"value": ..., "count": int}``: the service sums counts in SQL, so they may come as strings."""
+    count = row.get("count")
+    try:
+        count = int(float(count)) if isinstance(count, str) else int(count)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        pass
+    return {**row, "value": row.get("value"), "count": count}
+
+
 def natural_key_lookup(resource: Resource, key_value: str, page: int = 1) -> ApiRequest:
     """The listing request that finds a record by its alias (links) or domain (websites)."""
     return build_list(
@@ -209,6 +233,8 @@ def parse_page(request: ApiRequest, response: ApiResponse, per_page: int) -> Pag
         items, meta, links = payload, None, None
     elif isinstance(payload, dict) and isinstance(payload.get("data"), list):
         items, meta, links = payload["data"], payload.get("meta"), payload.get("links")
+        if meta is None and "last_page" in payload:  # a bare Laravel paginator (the stats endpoints)
+            meta = payload
     else:
         raise _shape_error(request, response, "a list or an object with a 'data' list")
     if not all(isinstance(item, dict) for item in items):

@@ -36,7 +36,7 @@ class ClientSettings:
     retry_wait_max: float = 30.0  # cap of one backoff wait
     max_rate_limit_wait: float = DEFAULT_MAX_RATE_LIMIT_WAIT  # longest Retry-After honoured
     rate_limit_window: float = DEFAULT_WINDOW
-    timezone: str = "UTC"  # the service's zone for expiration_date/time
+    timezone: str | None = None  # the service's zone for expiration_date/time; None: the account's
     default_domain_id: int | None = None  # links: domain of creates that name none
     pool_size: int = POOL_SIZE
 

@@ -19,6 +19,7 @@ from airflow_provider_linkstats.client.contract import (
     Kind,
     ListParamSpec,
     Resource,
+    StatsSpec,
 )
 from airflow_provider_linkstats.client.errors import LinkstatsInputError
 
@@ -136,6 +137,44 @@ def validate_list_params(resource: Resource, params: Mapping[str, Any]) -> dict[
             continue
         clean[name] = validate_value(specs[name], value)
     return clean
+
+
+def validate_stats_query(
+    spec: StatsSpec, name: Any, date_from: Any, date_to: Any, filters: Mapping[str, Any]
+) -> dict[str, Any]:
+    """The query of a statistics request: ``name`` one of the service's, dates as YYYY-MM-DD, filters."""
+    if name not in spec.names:
+        raise LinkstatsInputError("name", name, f"one of the {spec.subject} statistics: " + ", ".join(spec.names))
+    start, end = stats_date("date_from", date_from), stats_date("date_to", date_to)
+    if end < start:
+        raise LinkstatsInputError("date_to", end, f"a date on or after date_from ({start})")
+    specs = {p.name: p for p in spec.list_params}
+    query: dict[str, Any] = {"name": name, "from": start, "to": end}
+    for key, value in filters.items():
+        if key not in specs:
+            raise LinkstatsInputError(key, value, "a statistics parameter: " + ", ".join(specs))
+        if value is not None:
+            query[key] = validate_value(specs[key], value)
+    return query
+
+
+def stats_date(field: str, value: Any) -> str:
+    """A date (or datetime, pendulum included) or an ISO string, as the YYYY-MM-DD the service reads."""
+    if isinstance(value, dt.datetime):
+        return value.date().isoformat()
+    if isinstance(value, dt.date):
+        return value.isoformat()
+    if isinstance(value, str) and _DATE.match(value.strip()):
+        try:
+            return dt.date.fromisoformat(value.strip()).isoformat()
+        except ValueError:
+            pass
+    elif isinstance(value, str):
+        try:  # a rendered {{ data_interval_start }} and the like
+            return dt.datetime.fromisoformat(value.strip().replace("Z", "+00:00")).date().isoformat()
+        except ValueError:
+            pass
+    raise LinkstatsInputError(field, value, "a date: a date or datetime object, or an ISO string such as 2026-05-01")
 
 
 def validate_id(value: Any, field: str = "id") -> int:

@@ -80,7 +80,9 @@ class RateLimiter:
         now = self.clock.now().timestamp()
         with self._lock:
             ends, hits = self._windows.get(bucket, (0.0, 0))
-            if now >= ends:
+            # A window ends one window after it began; one ending later than that began in a future
+            # the clock was moved back from (a test or the demo travelling in time): it is over too.
+            if now >= ends or ends - now > self.limits.window:
                 ends, hits = now + self.limits.window, 0
             if hits >= limit:  # tooManyAttempts() looks before it counts
                 self._windows[bucket] = (ends, hits)

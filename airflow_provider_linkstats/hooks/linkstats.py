@@ -15,7 +15,18 @@ from typing import TYPE_CHECKING, Any
 
 from airflow.providers.common.compat.sdk import BaseHook
 
-from airflow_provider_linkstats.client.contract import LINKS, MAX_PER_PAGE, WEBSITES, Resource
+from airflow_provider_linkstats.client.contract import (
+    DOMAINS,
+    LINK_STATS,
+    LINKS,
+    MAX_PER_PAGE,
+    PIXELS,
+    SPACES,
+    WEBSITE_STATS,
+    WEBSITES,
+    Resource,
+    StatsSpec,
+)
 from airflow_provider_linkstats.client.errors import LinkstatsError, LinkstatsInputError
 from airflow_provider_linkstats.client.settings import POOL_SIZE, ClientSettings
 from airflow_provider_linkstats.client.validation import check_bool, check_number, check_whole_number, is_blank
@@ -94,7 +105,8 @@ class LinkstatsBaseHook(BaseHook):
             if value is None:
                 value = extras.get(name, extras.get(f"extra__{self.conn_type}__{name}"))
             values[name] = default if is_blank(value) else _extra(name, kind, value)
-        _check_timezone(values["timezone"])
+        if values["timezone"] is not None:
+            _check_timezone(values["timezone"])
         if not conn.password:
             raise LinkstatsInputError(
                 "password", None, f"the API key, stored in connection {self.linkstats_conn_id!r}'s password field"
@@ -154,31 +166,69 @@ class LinkstatsBaseHook(BaseHook):
 
     # -- generic record operations ------------------------------------------------------------
 
-    resource: Resource
+    resource: Resource  # the service's main collection (links, websites)
+    stats: StatsSpec
 
-    # The resource-neutral methods below serve the operators, which are written once for both
-    # resources; DAG code reads better with the named ones (create_link, get_website, ...).
+    # The resource-neutral methods below serve the operators, which are written once for every
+    # collection (``resource`` defaults to the main one); DAG code reads better with the named
+    # ones (create_link, get_website, list_spaces, ...).
 
-    def create_record(self, fields: JsonDict) -> JsonDict:
-        return self.client.create(self.resource, fields)
+    def create_record(self, fields: JsonDict, resource: Resource | None = None) -> JsonDict:
+        return self.client.create(resource or self.resource, fields)
 
-    def get_record(self, record_id: int | str) -> JsonDict:
-        return self.client.get(self.resource, record_id)
+    def get_record(self, record_id: int | str, resource: Resource | None = None) -> JsonDict:
+        return self.client.get(resource or self.resource, record_id)
 
-    def update_record(self, record_id: int | str, fields: JsonDict) -> JsonDict:
-        return self.client.update(self.resource, record_id, fields)
+    def update_record(self, record_id: int | str, fields: JsonDict, resource: Resource | None = None) -> JsonDict:
+        return self.client.update(resource or self.resource, record_id, fields)
 
-    def delete_record(self, record_id: int | str, *, missing_ok: bool = False) -> bool:
-        return self.client.delete(self.resource, record_id, missing_ok=missing_ok)
+    def delete_record(
+        self, record_id: int | str, *, missing_ok: bool = False, resource: Resource | None = None
+    ) -> bool:
+        return self.client.delete(resource or self.resource, record_id, missing_ok=missing_ok)
 
-    def iter_records(self, filters: JsonDict, max_items: int | None = None) -> Iterator[JsonDict]:
+    def iter_records(
+        self, filters: JsonDict, max_items: int | None = None, resource: Resource | None = None
+    ) -> Iterator[JsonDict]:
         filters = dict(filters)
         filters.setdefault("per_page", MAX_PER_PAGE)
-        return self.client.iter(self.resource, filters, max_items=max_items)
+        return self.client.iter(resource or self.resource, filters, max_items=max_items)
 
-    def find(self, natural_key: str, domain_id: int | str | None = None) -> JsonDict | None:
-        """The record whose alias (links) or domain (websites) is exactly ``natural_key``."""
-        return self.client.find_by_natural_key(self.resource, natural_key, domain_id)
+    def find(
+        self, natural_key: str, domain_id: int | str | None = None, resource: Resource | None = None
+    ) -> JsonDict | None:
+        """The record whose alias (links), domain (websites) or name (spaces, pixels) is exactly ``natural_key``."""
+        return self.client.find_by_natural_key(resource or self.resource, natural_key, domain_id)
+
+    # -- the account and statistics --------------------------------------------------------------
+
+    def get_account(self) -> JsonDict:
+        """The API key's account (time zone, default domain and space, plan); read once per hook."""
+        return self.account
+
+    @cached_property
+    def account(self) -> JsonDict:
+        return self.client.account()
+
+    def iter_stats(
+        self,
+        record_id: int | str,
+        name: str,
+        date_from: Any,
+        date_to: Any,
+        *,
+        max_items: int | None = None,
+        **filters: Any,
+    ) -> Iterator[JsonDict]:
+        """Rows ``{"value": ..., "count": int}`` of one statistic between two dates (inclusive), every page.
+
+        ``filters``: search, sort_by ("count" or "value"), sort, per_page. The name and the dates
+        are checked before any request.
+        """
+        from airflow_provider_linkstats.client.validation import validate_stats_query
+
+        query = validate_stats_query(self.stats, name, date_from, date_to, filters)
+        return self.client.iter_stats(self.stats, record_id, query, max_items=max_items)
 
     # -- Airflow 2.11 connection form (Airflow >= 3.2 reads get_provider_info instead) --------
 
@@ -211,6 +261,7 @@ class LinkstatsLinksHook(LinkstatsBaseHook):
     hook_name = CONNECTION_TYPES[conn_type][1]
     default_conn_name = CONNECTION_TYPES[conn_type][2]
     resource = LINKS
+    stats = LINK_STATS
 
     def create_link(self, url: str, *, expires_at: Any = None, **fields: Any) -> JsonDict:
         """Create a link. ``fields`` take the contract's names (alias, domain_id, country, ...).
@@ -220,21 +271,41 @@ class LinkstatsLinksHook(LinkstatsBaseHook):
         """
         return self.create_record({"url": url, **self.with_expiry(fields, expires_at)})
 
-    def create_record(self, fields: JsonDict) -> JsonDict:
+    def create_record(self, fields: JsonDict, resource: Resource | None = None) -> JsonDict:
+        if resource not in (None, LINKS):
+            return super().create_record(fields, resource)
         return super().create_record(self.with_default_domain(fields))
 
-    def find(self, natural_key: str, domain_id: int | str | None = None) -> JsonDict | None:
-        return super().find(natural_key, domain_id if not is_blank(domain_id) else self.settings.default_domain_id)
+    def find(
+        self, natural_key: str, domain_id: int | str | None = None, resource: Resource | None = None
+    ) -> JsonDict | None:
+        if resource not in (None, LINKS):
+            return super().find(natural_key, domain_id, resource)
+        domain = domain_id if not is_blank(domain_id) else self.default_domain_id()
+        return super().find(natural_key, domain)
 
     def with_default_domain(self, fields: JsonDict) -> JsonDict:
-        """Real installs require domain_id on create: fill in the connection's ``default_domain_id``.
+        """Real installs require domain_id on create: the connection's ``default_domain_id``, else
+        the account's ``default_domain`` (read once per hook, so ten creates cost one account read).
 
         With neither, the create is sent as it is and the service's 422 names the field.
         """
-        default = self.settings.default_domain_id
-        if default is None or not is_blank(fields.get("domain_id")):
+        if not is_blank(fields.get("domain_id")):
             return fields
-        return {**fields, "domain_id": default}
+        default = self.default_domain_id()
+        return fields if default is None else {**fields, "domain_id": default}
+
+    def default_domain_id(self) -> int | None:
+        if self.settings.default_domain_id is not None:
+            return self.settings.default_domain_id
+        value = self.account.get("default_domain")
+        if isinstance(value, dict):  # some versions nest the domain
+            value = value.get("id")
+        return int(value) if isinstance(value, int) or (isinstance(value, str) and value.isdigit()) else None
+
+    def service_timezone(self) -> str:
+        """The zone expiration_date/time are read in: the ``timezone`` extra, else the account's."""
+        return self.settings.timezone or str(self.account.get("timezone") or "UTC")
 
     def get_link(self, link_id: int | str) -> JsonDict:
         return self.get_record(link_id)
@@ -255,6 +326,56 @@ class LinkstatsLinksHook(LinkstatsBaseHook):
         """Filters: search, search_by, status, space_id, domain_id, pixel_id, sort_by, sort, per_page."""
         return list(self.iter_records(filters, max_items))
 
+    # -- domains, spaces, pixels ------------------------------------------------------------------
+
+    def list_domains(self, *, max_items: int | None = None, **filters: Any) -> list[JsonDict]:
+        """The account's own domains (the install's global ones are not listed). Filters: search, sort_by, sort."""
+        return list(self.iter_records(filters, max_items, DOMAINS))
+
+    def get_domain(self, domain_id: int | str) -> JsonDict:
+        return self.get_record(domain_id, DOMAINS)
+
+    def create_space(self, name: str, **fields: Any) -> JsonDict:
+        """A space to file links in; ``color``: 1 to 6."""
+        return self.create_record({"name": name, **fields}, SPACES)
+
+    def get_space(self, space_id: int | str) -> JsonDict:
+        return self.get_record(space_id, SPACES)
+
+    def update_space(self, space_id: int | str, **fields: Any) -> JsonDict:
+        return self.update_record(space_id, fields, SPACES)
+
+    def delete_space(self, space_id: int | str, *, missing_ok: bool = False) -> bool:
+        return self.delete_record(space_id, missing_ok=missing_ok, resource=SPACES)
+
+    def list_spaces(self, *, max_items: int | None = None, **filters: Any) -> list[JsonDict]:
+        return list(self.iter_records(filters, max_items, SPACES))
+
+    def create_pixel(self, name: str, type: str, value: str) -> JsonDict:
+        """A tracking pixel fired on clicks; ``type`` one of ``PixelType`` (facebook, google-ads, ...)."""
+        return self.create_record({"name": name, "type": type, "value": value}, PIXELS)
+
+    def get_pixel(self, pixel_id: int | str) -> JsonDict:
+        return self.get_record(pixel_id, PIXELS)
+
+    def update_pixel(self, pixel_id: int | str, **fields: Any) -> JsonDict:
+        return self.update_record(pixel_id, fields, PIXELS)
+
+    def delete_pixel(self, pixel_id: int | str, *, missing_ok: bool = False) -> bool:
+        return self.delete_record(pixel_id, missing_ok=missing_ok, resource=PIXELS)
+
+    def list_pixels(self, *, max_items: int | None = None, **filters: Any) -> list[JsonDict]:
+        return list(self.iter_records(filters, max_items, PIXELS))
+
+    # -- statistics ------------------------------------------------------------------------------
+
+    def iter_link_stats(self, link_id: int | str, name: str, date_from: Any, date_to: Any, **filters: Any):
+        """Clicks of a link by ``name`` (country, platform, referrer, browser, ...) per value, every page."""
+        return self.iter_stats(link_id, name, date_from, date_to, **filters)
+
+    def get_link_stats(self, link_id: int | str, name: str, date_from: Any, date_to: Any, **filters: Any):
+        return list(self.iter_stats(link_id, name, date_from, date_to, **filters))
+
     def with_expiry(self, fields: JsonDict, expires_at: Any) -> JsonDict:
         if expires_at is None:
             return fields
@@ -263,7 +384,7 @@ class LinkstatsLinksHook(LinkstatsBaseHook):
             raise LinkstatsInputError(
                 "expires_at", expires_at, f"either expires_at or {' and '.join(sorted(clash))}, not both"
             )
-        date, time = expiry_fields(expires_at, self.settings.timezone)
+        date, time = expiry_fields(expires_at, self.service_timezone())
         return {**fields, "expiration_date": date, "expiration_time": time}
 
 
@@ -274,6 +395,7 @@ class LinkstatsAnalyticsHook(LinkstatsBaseHook):
     hook_name = CONNECTION_TYPES[conn_type][1]
     default_conn_name = CONNECTION_TYPES[conn_type][2]
     resource = WEBSITES
+    stats = WEBSITE_STATS
 
     def create_website(self, domain: str, **fields: Any) -> JsonDict:
         """Create a website; ``fields``: privacy, password, email, exclude_bots, exclude_params, exclude_ips."""
@@ -294,6 +416,13 @@ class LinkstatsAnalyticsHook(LinkstatsBaseHook):
     def list_websites(self, *, max_items: int | None = None, **filters: Any) -> list[JsonDict]:
         """Filters: search, search_by, sort_by, sort, per_page."""
         return list(self.iter_records(filters, max_items))
+
+    def iter_website_stats(self, website_id: int | str, name: str, date_from: Any, date_to: Any, **filters: Any):
+        """A website's statistic ``name`` (visitors, pageviews, referrer, country, ...) per value, every page."""
+        return self.iter_stats(website_id, name, date_from, date_to, **filters)
+
+    def get_website_stats(self, website_id: int | str, name: str, date_from: Any, date_to: Any, **filters: Any):
+        return list(self.iter_stats(website_id, name, date_from, date_to, **filters))
 
 
 # -- helpers -----------------------------------------------------------------------------------

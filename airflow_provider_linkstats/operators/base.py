@@ -169,9 +169,9 @@ class LinkstatsCreateOperatorBase(LinkstatsBaseOperator):
         fields = self.prepare_fields()
         noun, key_name = self.resource.singular, self.resource.natural_key
         key = fields.get(key_name)
-        existing = self.hook.find(str(key), fields.get("domain_id")) if key is not None else None
+        existing = self.hook.find(str(key), fields.get("domain_id"), self.resource) if key is not None else None
         if existing is None:
-            record = self.hook.create_record(fields)
+            record = self.hook.create_record(fields, self.resource)
             self.log.info("created %s id=%s", noun, record.get("id"))
         elif if_exists == "fail":
             from airflow.providers.common.compat.sdk import AirflowFailException
@@ -186,7 +186,7 @@ class LinkstatsCreateOperatorBase(LinkstatsBaseOperator):
         else:
             updatable = {spec.name for spec in self.resource.fields_for("update")}
             changes = {name: value for name, value in fields.items() if name in updatable}
-            record = self.hook.update_record(existing["id"], changes)
+            record = self.hook.update_record(existing["id"], changes, self.resource)
             self.log.info("%s with %s %r exists (id=%s); updated", noun, key_name, key, existing.get("id"))
         self.after_write(record, context)
         return record
@@ -200,7 +200,7 @@ class LinkstatsGetOperatorBase(LinkstatsBaseOperator):
 
     @fails_fast
     def execute(self, context: Any) -> dict[str, Any]:
-        return self.hook.get_record(self.record_id(self.id_argument))
+        return self.hook.get_record(self.record_id(self.id_argument), self.resource)
 
 
 class LinkstatsUpdateOperatorBase(LinkstatsBaseOperator):
@@ -220,7 +220,7 @@ class LinkstatsUpdateOperatorBase(LinkstatsBaseOperator):
         if not fields:
             accepted = ", ".join(spec.name for spec in self.resource.fields_for("update"))
             raise LinkstatsInputError("fields", {}, f"at least one field to change: {accepted}")
-        record = self.hook.update_record(record_id, fields)
+        record = self.hook.update_record(record_id, fields, self.resource)
         self.log.info("updated %s id=%s: %s", self.resource.singular, record_id, ", ".join(sorted(fields)))
         self.after_write(record, context)
         return record
@@ -258,7 +258,7 @@ class LinkstatsDeleteOperatorBase(LinkstatsBaseOperator):
             )
         if single is not None:
             record_id = self.record_id(self.id_argument)
-            deleted = self.hook.delete_record(record_id, missing_ok=missing_ok)
+            deleted = self.hook.delete_record(record_id, missing_ok=missing_ok, resource=self.resource)
             self.log.info(
                 "%s id=%s %s", self.resource.singular, record_id, "deleted" if deleted else "was already gone"
             )
@@ -277,7 +277,7 @@ class LinkstatsDeleteOperatorBase(LinkstatsBaseOperator):
         workers = check_whole_number("max_workers", self.max_workers, minimum=1, maximum=MAX_WORKERS_LIMIT)
         ids = list(dict.fromkeys(validate_id(value, self.ids_argument) for value in many))
         result = delete_many(
-            lambda record_id: self.hook.delete_record(record_id, missing_ok=missing_ok),
+            lambda record_id: self.hook.delete_record(record_id, missing_ok=missing_ok, resource=self.resource),
             ids,
             max_workers=workers,
             noun=self.resource.name,
@@ -318,7 +318,7 @@ class LinkstatsListOperatorBase(LinkstatsBaseOperator):
             max_items = check_whole_number(
                 "max_items", self.max_items, allowed="a non-negative integer, or None for all"
             )
-        records = list(self.hook.iter_records(filters, max_items))
+        records = list(self.hook.iter_records(filters, max_items, self.resource))
         shown = ", ".join(f"{k}={v!r}" for k, v in filters.items()) or "no filters"
         self.log.info("listed %d %s (%s)", len(records), self.resource.name, shown)
         return records

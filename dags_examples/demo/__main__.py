@@ -35,6 +35,7 @@ REPORTS = OUT / "reports"
 CAMPAIGN = "demo-" + pendulum.now("UTC").format("MMDDHHmmss")
 CLICKS_TO_EXPIRE = 12
 API = "/public/api/v1"
+RATE_LIMIT = 60  # requests a minute, as on a real install
 
 VISITORS = [  # (X-Country, User-Agent, Accept-Language)
     ("US", "Mozilla/5.0 (iPhone; CPU iPhone OS 17_0 like Mac OS X)", "en-US"),
@@ -59,11 +60,21 @@ class Emulator:
 
     def __init__(self, api_key: str) -> None:
         self.url = f"http://127.0.0.1:{free_port()}"
+        self.analytics_url = self.url + "/analytics"  # both services share the port; analytics under /analytics
         self.session = requests.Session()
         self.session.headers["Authorization"] = f"Bearer {api_key}"
         env = {**os.environ, "LINKSTATS_EMULATOR_API_KEY": api_key}  # the key stays out of `ps`
+        # Real installs' limits: 60 requests a minute per client address, 120 per key.
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "airflow_provider_linkstats.emulator", "--port", self.url.rsplit(":", 1)[1]],
+            [
+                sys.executable,
+                "-m",
+                "airflow_provider_linkstats.emulator",
+                "--port",
+                self.url.rsplit(":", 1)[1],
+                "--rate-limit",
+                str(RATE_LIMIT),
+            ],
             env=env,
             stdout=(OUT / "emulator.log").open("w"),
             stderr=subprocess.STDOUT,
@@ -80,24 +91,37 @@ class Emulator:
         self.process.terminate()
         self.process.wait(timeout=10)
 
+    def api(self, method: str, path: str, **kwargs: object) -> dict:
+        """One API call; the demo's own requests count against the rate limit too, so a 429 is waited out."""
+        while True:
+            response = self.session.request(method, f"{self.url}{API}{path}", timeout=10, **kwargs)
+            if response.status_code != 429:
+                response.raise_for_status()
+                return response.json()
+            wait = float(response.headers.get("Retry-After", "5"))
+            say(f"  (demo's own request throttled: waiting {wait:.0f} s, as the provider does)")
+            time.sleep(wait)
+
     def links(self, **filters: object) -> list[dict]:
         found, page = [], 1
         while True:
-            body = self.session.get(f"{self.url}{API}/links", params={**filters, "per_page": 100, "page": page}).json()
+            body = self.api("GET", "/links", params={**filters, "per_page": 100, "page": page})
             found += body["data"]
             if body["meta"]["current_page"] >= body["meta"]["last_page"]:
                 return found
             page += 1
 
     def create_link(self, **fields: object) -> dict:
-        response = self.session.post(f"{self.url}{API}/links", data=fields)
-        response.raise_for_status()
-        return response.json()["data"]
+        return self.api("POST", "/links", data={"domain_id": 1, **fields})["data"]
 
-    def click(self, alias: str, visitor: tuple[str, str, str]) -> int:
+    def create_website(self, domain: str) -> dict:
+        return self.api("POST", "/websites", data={"domain": domain})["data"]
+
+    def click(self, alias: str, visitor: tuple[str, str, str]) -> requests.Response:
+        """A visitor following the short link (the redirect is not an API call: no rate limit)."""
         country, agent, language = visitor
         headers = {"X-Country": country, "User-Agent": agent, "Accept-Language": language}
-        return requests.get(f"{self.url}/{alias}", headers=headers, allow_redirects=False, timeout=5).status_code
+        return requests.get(f"{self.url}/{alias}", headers=headers, allow_redirects=False, timeout=5)
 
     def clock(self, **body: object) -> None:
         requests.post(f"{self.url}/__emulator__/clock", json=body, timeout=5).raise_for_status()
@@ -140,20 +164,31 @@ def run_dag(env: dict, dag_id: str, conf: dict) -> bool:
 
 
 def visitors(emulator: Emulator, stop: threading.Event) -> None:
-    """Click the campaign links until they expire; then move the clock past the A/B link's date."""
+    """Click the campaign links until they expire; then move the clock past the A/B link's date.
+
+    Visitors see expiry the way people do, through the redirect (the click-limited links answer
+    404 once used up), so this costs no API request: under the rate limit every one counts.
+    """
     clicks = 0
+    click_limited = {f"{CAMPAIGN}-geo": False, f"{CAMPAIGN}-app": False}  # alias -> has redirected yet
     while not stop.is_set():
-        active = [link for link in emulator.links(search=CAMPAIGN, search_by="alias", status=1)]
-        by_clicks = [link for link in active if link.get("expiration_clicks")]
-        for link in by_clicks:
-            emulator.click(link["alias"], random.choice(VISITORS))
-            clicks += 1
-        if active and not by_clicks:
-            say(f"visitors: {clicks} clicks; the click-limited links have expired, moving the clock 2 hours on")
-            for link in active:
-                emulator.click(link["alias"], random.choice(VISITORS))
-            emulator.clock(advance=2 * 3600)
+        for alias, seen in list(click_limited.items()):
+            if seen is None:
+                continue  # expired
+            status = emulator.click(alias, random.choice(VISITORS)).status_code
+            if status == 302:
+                click_limited[alias] = True
+                clicks += 1
+            elif seen:  # it redirected before and answers 404 now: used up
+                click_limited[alias] = None
+        if all(seen is None for seen in click_limited.values()):
+            break
         stop.wait(0.2)
+    if stop.is_set():
+        return
+    say(f"visitors: {clicks} clicks; the click-limited links have expired, moving the clock 2 hours on")
+    emulator.click(f"{CAMPAIGN}-ab", random.choice(VISITORS))
+    emulator.clock(advance=2 * 3600)
 
 
 def seed_expired(emulator: Emulator, count: int, prefix: str) -> None:
@@ -161,7 +196,7 @@ def seed_expired(emulator: Emulator, count: int, prefix: str) -> None:
         link = emulator.create_link(
             url=f"https://example.com/old/{index}", alias=f"{prefix}-{index}", expiration_clicks=1
         )
-        emulator.click(link["alias"], VISITORS[index % len(VISITORS)])
+        emulator.click(link["alias"], VISITORS[index % len(VISITORS)])  # its one click: expired
 
 
 def main() -> int:
@@ -171,17 +206,21 @@ def main() -> int:
     api_key = secrets.token_urlsafe(24)
     emulator = Emulator(api_key)
     say(f"emulator on {emulator.url} (both services)")
-    connection = {"host": emulator.url, "password": api_key, "extra": {"timeout": 10}}
+    say(f"rate limits on: {RATE_LIMIT} requests a minute, as on a real install")
+    links_connection = {"host": emulator.url, "password": api_key, "extra": {"timeout": 10, "default_domain_id": 1}}
+    analytics_connection = {"host": emulator.analytics_url, "password": api_key, "extra": {"timeout": 10}}
     env = {
         **os.environ,
         "AIRFLOW_HOME": str(HOME),
         "AIRFLOW__CORE__DAGS_FOLDER": str(REPO / "dags_examples"),
         "AIRFLOW__CORE__LOAD_EXAMPLES": "False",
         "AIRFLOW__LOGGING__LOGGING_LEVEL": "INFO",
-        "LINKSTATS_CAMPAIGN_POKE_INTERVAL": "2",
+        "LINKSTATS_CAMPAIGN_POKE_INTERVAL": "5",
         "LINKSTATS_CAMPAIGN_WAIT_TIMEOUT": "300",
-        "AIRFLOW_CONN_LINKSTATS_LINKS_DEFAULT": json.dumps({"conn_type": "linkstats_links", **connection}),
-        "AIRFLOW_CONN_LINKSTATS_ANALYTICS_DEFAULT": json.dumps({"conn_type": "linkstats_analytics", **connection}),
+        "AIRFLOW_CONN_LINKSTATS_LINKS_DEFAULT": json.dumps({"conn_type": "linkstats_links", **links_connection}),
+        "AIRFLOW_CONN_LINKSTATS_ANALYTICS_DEFAULT": json.dumps(
+            {"conn_type": "linkstats_analytics", **analytics_connection}
+        ),
     }
     results: dict[str, bool] = {}
     try:
@@ -219,7 +258,7 @@ def main() -> int:
             for visit in range(3 * rank):
                 emulator.click(f"evergreen-{rank}", VISITORS[visit % len(VISITORS)])
         for domain in ("shop.example.com", "blog.example.com"):
-            emulator.session.post(f"{emulator.url}{API}/websites", data={"domain": domain}).raise_for_status()
+            emulator.create_website(domain)
         results["report"] = run_dag(env, "linkstats_weekly_report", {"top_n": 5, "output_dir": str(REPORTS)})
         produced = sorted(p.name for p in REPORTS.iterdir())
         say(f"report files in {REPORTS.relative_to(REPO)}/: {', '.join(produced)}")

@@ -37,7 +37,15 @@ def get_provider_info() -> dict[str, Any]:
             for name in INTEGRATIONS.values()
         ],
         "operators": [
-            {"integration-name": "Linkstats Links", "python-modules": [f"{PACKAGE}.operators.links"]},
+            {
+                "integration-name": "Linkstats Links",
+                "python-modules": [
+                    f"{PACKAGE}.operators.links",
+                    f"{PACKAGE}.operators.spaces",
+                    f"{PACKAGE}.operators.pixels",
+                    f"{PACKAGE}.operators.stats",
+                ],
+            },
             {"integration-name": "Linkstats Analytics", "python-modules": [f"{PACKAGE}.operators.websites"]},
         ],
         "sensors": [{"integration-name": "Linkstats Links", "python-modules": [f"{PACKAGE}.sensors.links"]}],

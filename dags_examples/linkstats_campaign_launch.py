@@ -7,7 +7,7 @@ Runs against the real services or the local emulator: only the two connections c
 2. create three campaign links: geographic and platform targeting expiring after N clicks,
    and an A/B rotation expiring at a date;
 3. wait, deferred (no worker slot), until every link is Expired;
-4. log and return the clicks per link;
+4. log and return the clicks per link, by country and by platform;
 5. delete the links and the website (teardown tasks: they run even if the wait fails).
 """
 
@@ -122,18 +122,31 @@ with DAG(
     )
 
     @task
-    def report_clicks(link_ids: list[int]) -> dict[str, int]:
+    def report_clicks(link_ids: list[int], dag_run=None) -> dict[str, dict]:
+        """Clicks per link, and by country and by platform, read before the teardown deletes them."""
         from airflow_provider_linkstats.hooks.linkstats import LinkstatsLinksHook
 
         hook = LinkstatsLinksHook()
-        clicks = {}
+        started = pendulum.instance(dag_run.start_date) if dag_run and dag_run.start_date else pendulum.now("UTC")
+        days = {"date_from": started.subtract(days=1).to_date_string(), "date_to": pendulum.tomorrow("UTC")}
+        report: dict[str, dict] = {}
         for link_id in link_ids:
             record = hook.get_link(link_id)
-            clicks[record["alias"]] = int(record.get("clicks") or 0)
-        width = max(len(alias) for alias in clicks)
-        lines = [f"{'alias'.ljust(width)}  clicks"] + [f"{a.ljust(width)}  {n:>6}" for a, n in clicks.items()]
+            report[record["alias"]] = {
+                "clicks": int(record.get("clicks") or 0),
+                **{
+                    f"by_{name}": {row["value"]: row["count"] for row in hook.iter_link_stats(link_id, name, **days)}
+                    for name in ("country", "platform")
+                },
+            }
+        width = max(len(alias) for alias in report)
+        lines = [f"{'alias'.ljust(width)}  clicks  by country / by platform"]
+        for alias, numbers in report.items():
+            countries = ", ".join(f"{k}: {v}" for k, v in numbers["by_country"].items()) or "-"
+            platforms = ", ".join(f"{k}: {v}" for k, v in numbers["by_platform"].items()) or "-"
+            lines.append(f"{alias.ljust(width)}  {numbers['clicks']:>6}  {countries} / {platforms}")
         print("Clicks per campaign link:\n" + "\n".join(lines))
-        return clicks
+        return report
 
     delete_links = LinkstatsDeleteLinkOperator(task_id="delete_links", link_ids=ids, missing_ok=True)
     delete_website = LinkstatsDeleteWebsiteOperator(

@@ -81,8 +81,14 @@ def test_campaign_dag_end_to_end(emu, airflow_db, monkeypatch):
     assert run.state == "success"
     states = {ti.task_id: ti.state for ti in run.get_task_instances()}
     assert states["wait_for_expiry"] == "success" and states["report_clicks"] == "success"
-    clicks = run.get_task_instance("report_clicks").xcom_pull(task_ids="report_clicks")
-    assert clicks["e2e-geo"] >= 4 and clicks["e2e-app"] >= 4 and set(clicks) == {"e2e-geo", "e2e-app", "e2e-ab"}
+    report = run.get_task_instance("report_clicks").xcom_pull(task_ids="report_clicks")
+    assert set(report) == {"e2e-geo", "e2e-app", "e2e-ab"}
+    assert report["e2e-geo"]["clicks"] >= 4 and report["e2e-app"]["clicks"] >= 4
+    for alias in ("e2e-geo", "e2e-app"):  # the visitors' real breakdown: countries and platforms by header
+        numbers = report[alias]
+        assert sum(numbers["by_country"].values()) == numbers["clicks"] == sum(numbers["by_platform"].values())
+        assert set(numbers["by_country"]) <= {country for country, _, _ in VISITORS}
+        assert set(numbers["by_platform"]) <= {"iOS", "Android", "Windows", "OS X"}
     assert emu.store.links() == [] and emu.store.websites() == []  # nothing left behind
     assert emu.stats.count(method="POST", path_prefix="/public/api/v1/links") == 3
 
@@ -108,25 +114,47 @@ def test_cleanup_dag_deletes_only_old_expired_links(emu, airflow_db):
     assert summary == {"expired": 123, "deleted": 120, "kept": 3}
 
 
-def test_report_dag_writes_csv_ranked_by_clicks(emu, airflow_db, tmp_path):
+BROWSER = "Mozilla/5.0 (X11; Linux x86_64) Firefox/120.0"  # websites leave bots (python-requests) out
+
+
+def test_report_dag_writes_csv_ranked_by_clicks_with_referrers_and_website_traffic(emu, airflow_db, tmp_path):
     for index, clicks in enumerate([5, 40, 12, 0]):
         limit = {"expiration_clicks": 5} if index == 0 else {}  # rank0 has used up its clicks
         emu.store.add_link(url=f"https://example.com/{index}", alias=f"rank{index}", clicks=clicks, **limit)
+    for referrer in ["https://news.example/a", "https://news.example/b", "https://mail.example/"]:
+        requests.get(f"{emu.url}/rank1", headers={"Referer": referrer}, allow_redirects=False, timeout=5)
     emu.store.add_website(domain="b.example.com")
     emu.store.add_website(domain="a.example.com")
+    for visitor in range(4):  # 4 visitors of a.example.com, 6 pageviews
+        for page in range(1 + visitor % 2):
+            requests.post(
+                f"{emu.analytics_url}/api/event",
+                data={"page": f"https://a.example.com/p{page}", "visitor": f"v{visitor}"},
+                headers={"User-Agent": BROWSER},
+                timeout=5,
+            ).raise_for_status()
     run = load("linkstats_weekly_report").test(run_conf={"top_n": 3, "output_dir": str(tmp_path)})
     assert run.state == "success"
     (links_csv,) = tmp_path.glob("top_links_*.csv")
     rows = list(csv.DictReader(links_csv.open()))
-    assert [(r["alias"], r["clicks"]) for r in rows] == [("rank1", "40"), ("rank2", "12"), ("rank0", "5")]
+    assert [(r["alias"], r["clicks"]) for r in rows] == [("rank1", "43"), ("rank2", "12"), ("rank0", "5")]
     assert [r["status"] for r in rows] == ["Active", "Active", "Expired"]  # link_status(), not a record field
+    (referrers_csv,) = tmp_path.glob("referrers_*.csv")
+    assert sorted((r["alias"], r["referrer"], r["clicks"]) for r in csv.DictReader(referrers_csv.open())) == [
+        ("rank1", "mail.example", "1"),
+        ("rank1", "news.example", "2"),
+    ]
     (sites_csv,) = tmp_path.glob("websites_*.csv")
     assert [r["domain"] for r in csv.DictReader(sites_csv.open())] == ["a.example.com", "b.example.com"]
-    charts = list(tmp_path.glob("*.png"))
+    (traffic_csv,) = tmp_path.glob("website_traffic_*.csv")
+    traffic = [(r["domain"], r["visitors"], r["pageviews"]) for r in csv.DictReader(traffic_csv.open())]
+    assert traffic == [("a.example.com", "4", "6")]  # one day of traffic; b.example.com had none
+    charts = sorted(path.name.split("_2")[0] for path in tmp_path.glob("*.png"))
     try:
         import matplotlib  # noqa: F401
 
-        assert len(charts) == 1 and charts[0].stat().st_size > 1000
+        assert charts == ["referrers", "top_links", "website_traffic"]
+        assert all(path.stat().st_size > 5000 for path in tmp_path.glob("*.png"))
     except ImportError:
         assert charts == []  # skipped cleanly, the run still succeeded
 

@@ -37,6 +37,7 @@ CLICKS_TO_EXPIRE = 12
 API = "/public/api/v1"
 RATE_LIMIT = 60  # requests a minute, as on a real install
 
+REFERRERS = ["https://news.example.org/spring", "https://mail.example.net/", "https://social.example.com/post/7", ""]
 VISITORS = [  # (X-Country, User-Agent, Accept-Language)
     ("US", "Mozilla/5.0 (iPhone; CPU iPhone OS 17_0 like Mac OS X)", "en-US"),
     ("FR", "Mozilla/5.0 (Linux; Android 14; Pixel 8)", "fr-FR"),
@@ -117,11 +118,20 @@ class Emulator:
     def create_website(self, domain: str) -> dict:
         return self.api("POST", "/websites", data={"domain": domain})["data"]
 
-    def click(self, alias: str, visitor: tuple[str, str, str]) -> requests.Response:
+    def click(self, alias: str, visitor: tuple[str, str, str], referrer: str | None = None) -> requests.Response:
         """A visitor following the short link (the redirect is not an API call: no rate limit)."""
         country, agent, language = visitor
         headers = {"X-Country": country, "User-Agent": agent, "Accept-Language": language}
+        if referrer:
+            headers["Referer"] = referrer
         return requests.get(f"{self.url}/{alias}", headers=headers, allow_redirects=False, timeout=5)
+
+    def page_view(self, page: str, visitor_id: str, visitor: tuple[str, str, str]) -> None:
+        """A visitor's pageview as the websites' tracking script reports it (no key, no rate limit)."""
+        country, agent, language = visitor
+        headers = {"X-Country": country, "User-Agent": agent, "Accept-Language": language}
+        data = {"page": page, "visitor": visitor_id, "referrer": random.choice(REFERRERS)}
+        requests.post(f"{self.analytics_url}/api/event", data=data, headers=headers, timeout=5).raise_for_status()
 
     def clock(self, **body: object) -> None:
         requests.post(f"{self.url}/__emulator__/clock", json=body, timeout=5).raise_for_status()
@@ -252,16 +262,27 @@ def main() -> int:
         say(f"expired links after cleanup: {len(remaining)} ({', '.join(sorted(set(remaining))) or 'none'})")
         results["cleanup"] &= remaining == ["fresh"] * 5
 
-        say("creating 5 evergreen links with 3 to 15 visits each, and 2 tracked websites")
+        say("creating 5 evergreen links with 3 to 15 visits each, and 2 tracked websites with visitors")
         for rank in range(1, 6):
             emulator.create_link(url=f"https://example.com/evergreen/{rank}", alias=f"evergreen-{rank}")
             for visit in range(3 * rank):
-                emulator.click(f"evergreen-{rank}", VISITORS[visit % len(VISITORS)])
-        for domain in ("shop.example.com", "blog.example.com"):
+                referrer = REFERRERS[(visit + rank) % len(REFERRERS)]
+                emulator.click(f"evergreen-{rank}", VISITORS[visit % len(VISITORS)], referrer or None)
+        for index, domain in enumerate(("shop.example.com", "blog.example.com")):
             emulator.create_website(domain)
+            for visitor in range(12 - 5 * index):
+                for page in range(1 + visitor % 3):
+                    emulator.page_view(
+                        f"https://{domain}/page-{page}", f"v{visitor}", VISITORS[visitor % len(VISITORS)]
+                    )
         results["report"] = run_dag(env, "linkstats_weekly_report", {"top_n": 5, "output_dir": str(REPORTS)})
         produced = sorted(p.name for p in REPORTS.iterdir())
         say(f"report files in {REPORTS.relative_to(REPO)}/: {', '.join(produced)}")
+        charts = sorted(REPORTS.glob("*.png"))
+        for chart in charts:
+            say(f"chart: {chart}")
+        if not charts:
+            say("no charts: matplotlib is missing (pip install 'airflow-provider-linkstats[demo]')")
     finally:
         emulator.stop()
         say("emulator stopped")

@@ -22,12 +22,13 @@ import time
 import httpx
 import pytest
 
-from airflow_provider_linkstats.client.aio import AsyncLinkstatsClient, adrive
+from airflow_provider_linkstats.client.aio import AsyncLinkstatsClient
 from airflow_provider_linkstats.client.contract import LINKS
 from airflow_provider_linkstats.client.errors import LinkstatsNotFoundError, LinkstatsTransportError
-from airflow_provider_linkstats.client.expiry import ExpiryWatch
+from airflow_provider_linkstats.client.expiry import ExpiryWatch, adrive
 from airflow_provider_linkstats.client.protocol import build_get, expired_links_request
 from airflow_provider_linkstats.client.retry import RetryPolicy
+from airflow_provider_linkstats.client.settings import ClientSettings
 from airflow_provider_linkstats.triggers.links import LinkstatsLinkExpiredTrigger
 from tests.conftest import API_KEY, connection_json
 
@@ -415,9 +416,10 @@ def test_many_triggers_share_a_loop_without_blocking_it(emulator_process, caplog
 # -- the httpx transport ---------------------------------------------------------------------------------------
 
 
-async def _client(url: str, **kwargs) -> AsyncLinkstatsClient:
+async def _client(url: str, read_timeout: float = 30.0, **kwargs) -> AsyncLinkstatsClient:
     kwargs.setdefault("retry", RetryPolicy(max_retries=0))
-    return await AsyncLinkstatsClient.open(url + "/public/api/v1", API_KEY, **kwargs)
+    settings = ClientSettings(root=url + "/public/api/v1", read_timeout=read_timeout)
+    return await AsyncLinkstatsClient.open(settings, API_KEY, **kwargs)
 
 
 def test_async_client_sends_bearer_and_shares_protocol_with_the_sync_one(scripted):
@@ -469,18 +471,20 @@ def test_async_client_retries_under_the_policy_and_maps_statuses(scripted):
 
 
 
-def test_hook_parses_a_connection_it_is_given_without_fetching_again(emu, monkeypatch):
-    """The trigger fetches the connection asynchronously and hands it to the hook: no blocking lookup."""
+def test_hook_fetches_the_connection_asynchronously_for_the_trigger(emu, monkeypatch):
+    """The triggerer must not block on a connection lookup: get_async_client never calls get_connection."""
     from airflow_provider_linkstats.hooks.linkstats import LinkstatsLinksHook
-    from tests.conftest import API_KEY
-
-    fetched = LinkstatsLinksHook().connection
-    hook = LinkstatsLinksHook()
 
     def refuse(cls, conn_id):
-        raise AssertionError("the hook fetched the connection again")
+        raise AssertionError("the hook fetched the connection synchronously")
 
     monkeypatch.setattr(LinkstatsLinksHook, "get_connection", classmethod(refuse))
-    hook.use_connection(fetched)
+    hook = LinkstatsLinksHook()
+
+    async def scenario():
+        async with await hook.get_async_client() as client:
+            return client.root
+
+    assert asyncio.run(scenario()) == emu.url + "/public/api/v1"
     assert hook.settings.root == emu.url + "/public/api/v1"
     assert API_KEY not in repr(vars(hook))

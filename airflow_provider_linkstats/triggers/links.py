@@ -1,9 +1,10 @@
 """The deferrable half of ``LinkstatsLinkExpiredSensor``: the same pokes, sent from the triggerer.
 
-Its arguments are plain JSON and never hold the API key: the trigger reads the connection itself
-(common-compat's async helper) when it starts. It polls with ``client.expiry`` (the sensor's own
-plan) over ``client.aio`` (httpx), one HTTP client per trigger run and nothing that blocks the
-event loop.
+Its arguments are plain JSON and never hold the API key: the connection is read (with
+common-compat's async helper) when polling starts. The polling itself is shared: every trigger of
+one connection in one triggerer joins one ``SharedPoller`` (``triggers/poller.py``), which walks
+the Expired listing once per interval for all of them (``client.fleet``), over one httpx client,
+with nothing that blocks the event loop. Each trigger still yields its own event.
 
 Failures are bounded: a transient one (no answer, 429, 502/503/504) makes the trigger sleep the
 poke interval (or the server's longer ``Retry-After``) and try again, never in a tight loop, and
@@ -22,25 +23,17 @@ from typing import Any
 
 from airflow.triggers.base import BaseTrigger, TriggerEvent
 
-from airflow_provider_linkstats.client.aio import KEEP_ALIVE_MAX_IDLE, AsyncLinkstatsClient
-from airflow_provider_linkstats.client.errors import (
-    LinkstatsApiError,
-    LinkstatsError,
-    LinkstatsInputError,
-    is_transient,
-)
+from airflow_provider_linkstats.client.errors import LinkstatsInputError
 from airflow_provider_linkstats.client.expiry import (
     DEFAULT_EXISTENCE_CHECK_EVERY,
     DEFAULT_MAX_TRANSPORT_FAILURES,
     ExpiryWatch,
-    LinkGoneError,
-    adrive,
 )
-from airflow_provider_linkstats.client.retry import RetryPolicy
 from airflow_provider_linkstats.hooks.linkstats import LinkstatsLinksHook
+from airflow_provider_linkstats.triggers.poller import MAX_RETRY_AFTER, SharedPoller, Subscription
 
 DEFAULT_CONN_ID = LinkstatsLinksHook.default_conn_name
-MAX_RETRY_AFTER = 600.0  # seconds: the longest server-requested pause honoured before polling again
+__all__ = ["MAX_RETRY_AFTER", "LinkstatsLinkExpiredTrigger"]
 
 
 class LinkstatsLinkExpiredTrigger(BaseTrigger):
@@ -126,86 +119,51 @@ class LinkstatsLinkExpiredTrigger(BaseTrigger):
                     self.poke_interval if self.poke_interval < 0 else self.max_transport_failures,
                     "a non-negative number of seconds" if self.poke_interval < 0 else "a whole number >= 1",
                 )
-            client = await self._open_client()
         except LinkstatsInputError as error:
             yield _error("input", str(error))
             return
-        except Exception as error:  # connection missing or unusable: say which, never its content
-            yield _error("connection", f"connection {self.linkstats_conn_id!r} is unusable: {_describe(error)}")
-            return
 
         self.log.info("Waiting for %s to expire (poke every %.1f s)", watch.describe(), self.poke_interval)
-        failures = 0
-        pending = list(watch.link_ids)
-        async with client:
+        # Every trigger of this connection in this triggerer polls through one shared poller.
+        subscription = Subscription(watch, interval=self.poke_interval)
+        poller = SharedPoller.join(self.linkstats_conn_id, subscription)
+        try:
             while True:
-                wait = self.poke_interval
+                remaining = None if deadline is None else deadline - time.time()
                 try:
-                    outcome = await adrive(watch.poke(), client.call)
-                except LinkGoneError as error:
-                    yield _error("gone", str(error), link_id=error.link_id)
+                    if remaining is not None and remaining <= 0:
+                        raise asyncio.TimeoutError
+                    note = await asyncio.wait_for(subscription.notes.get(), remaining)
+                except asyncio.TimeoutError:
+                    message = f"{watch.describe()} did not expire before the sensor's timeout ({self.deadline})"
+                    yield TriggerEvent({"status": "timeout", "message": message, "pending": subscription.pending})
                     return
-                except LinkstatsInputError as error:
-                    yield _error("input", str(error))
-                    return
-                except LinkstatsError as error:
-                    if not is_transient(error):
-                        yield _error("api", str(error), http_status=getattr(error, "status", None))
-                        return
-                    failures += 1
-                    if failures >= self.max_transport_failures:
-                        yield _error(
-                            "transport",
-                            f"{failures} polls in a row failed, the last with: {error}",
-                            http_status=getattr(error, "status", None),
-                        )
-                        return
-                    asked = error.retry_after if isinstance(error, LinkstatsApiError) else None
-                    if asked is not None:
-                        wait = max(wait, min(float(asked), MAX_RETRY_AFTER))
-                    self.log.warning(
-                        "Poll %d of %d failed (%s); next try in %.1f s",
-                        failures,
-                        self.max_transport_failures,
-                        error,
-                        wait,
-                    )
-                else:
-                    failures = 0
-                    if outcome.done:
+                if note.event is not None:
+                    if note.event["status"] == "success":
                         self.log.info("%s expired", watch.describe())
-                        yield TriggerEvent({"status": "success", "links": outcome.expired})
-                        return
-                    pending = outcome.pending
-                    self.log.debug("%d of %d links not expired yet", len(pending), len(watch.link_ids))
-                if deadline is not None:
-                    remaining = deadline - time.time()
-                    if remaining <= 0:
-                        message = f"{watch.describe()} did not expire before the sensor's timeout ({self.deadline})"
-                        yield TriggerEvent({"status": "timeout", "message": message, "pending": pending})
-                        return
-                    wait = min(wait, remaining)
-                await asyncio.sleep(wait)
-
-    async def _open_client(self) -> AsyncLinkstatsClient:
-        # The hook parses the connection (base URL, extras, API key present) exactly as in poke mode.
-        return await LinkstatsLinksHook(self.linkstats_conn_id).get_async_client(
-            # One attempt per poke: the poll loop is the retry, paced by poke_interval.
-            retry=RetryPolicy(max_retries=0),
-            keep_alive=self.poke_interval <= KEEP_ALIVE_MAX_IDLE,
-            max_connections=1,
-        )
+                    yield TriggerEvent(note.event)
+                    return
+                error = note.error
+                if note.failures >= self.max_transport_failures:
+                    yield _error(
+                        "transport",
+                        f"{note.failures} polls in a row failed, the last with: {error}",
+                        http_status=getattr(error, "status", None),
+                    )
+                    return
+                self.log.warning(
+                    "Poll %d of %d failed (%s); next try in %.1f s",
+                    note.failures,
+                    self.max_transport_failures,
+                    error,
+                    note.wait,
+                )
+        finally:
+            poller.leave(subscription)
 
 
 def _error(reason: str, message: str, **extra: Any) -> TriggerEvent:
     return TriggerEvent({"status": "error", "reason": reason, "message": message, **extra})
-
-
-def _describe(error: BaseException) -> str:
-    """Our errors and "connection not defined" are safe to show; others may quote the connection."""
-    if isinstance(error, LinkstatsError) or type(error).__name__ == "AirflowNotFoundException":
-        return str(error)
-    return type(error).__name__
 
 
 def _deadline(value: Any) -> float | None:

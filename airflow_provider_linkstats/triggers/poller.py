@@ -70,9 +70,7 @@ class Subscription:
 
 
 # Pollers of each running event loop, by connection id. A loop that ends takes its pollers along.
-_POLLERS: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[str, SharedPoller]] = (
-    weakref.WeakKeyDictionary()
-)
+_POLLERS: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[str, SharedPoller]] = weakref.WeakKeyDictionary()
 
 
 def pollers() -> dict[str, SharedPoller]:

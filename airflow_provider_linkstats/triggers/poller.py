@@ -129,7 +129,7 @@ class SharedPoller:
             client = await self._open_client()
         except Exception as error:  # connection missing or unusable: say which, never its content
             self._close()
-            message = f"connection {self.conn_id!r} is unusable: {_describe(error)}"
+            message = f"connection {self.conn_id!r} is unusable: {describe_error(error)}"
             for subscription in list(self.subscriptions):
                 self._finish(subscription, _error("connection", message))
             return
@@ -269,7 +269,7 @@ def _error(reason: str, message: str, **extra: Any) -> dict[str, Any]:
     return {"status": "error", "reason": reason, "message": message, **extra}
 
 
-def _describe(error: BaseException) -> str:
+def describe_error(error: BaseException) -> str:
     """Our errors and "connection not defined" are safe to show; others may quote the connection."""
     if isinstance(error, LinkstatsError) or type(error).__name__ == "AirflowNotFoundException":
         return str(error)

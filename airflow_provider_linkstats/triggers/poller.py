@@ -34,6 +34,7 @@ from airflow_provider_linkstats.client.errors import (
 )
 from airflow_provider_linkstats.client.expiry import ExpiryWatch, LinkGoneError, adrive
 from airflow_provider_linkstats.client.fleet import Fleet, RoundResult, Waiter
+from airflow_provider_linkstats.client.ratelimit import RateLimiter
 from airflow_provider_linkstats.client.retry import RetryPolicy
 
 log = logging.getLogger(__name__)
@@ -88,8 +89,13 @@ class SharedPoller:
         self._by_waiter: dict[Waiter, Subscription] = {}
         self._changed = asyncio.Event()
         self._closing = False
+        # What it cost so far (for logs and benchmarks): rounds, requests, the most requests one
+        # round sent, and link-polls (links waited on, summed over rounds).
         self.rounds = 0
         self.requests = 0
+        self.max_round_requests = 0
+        self.link_polls = 0
+        self.limiter: RateLimiter | None = None  # the client's: one budget for all the triggers
         # An empty context: the poller's task must not inherit the first trigger's log context
         # (Airflow binds a trigger's ids to it), or its lines would land in that task's log.
         loop = asyncio.get_running_loop()
@@ -133,6 +139,7 @@ class SharedPoller:
             for subscription in list(self.subscriptions):
                 self._finish(subscription, _error("connection", message))
             return
+        self.limiter = client.limiter
         loop = asyncio.get_running_loop()
         last: float | None = None
         extra_wait = 0.0
@@ -173,8 +180,10 @@ class SharedPoller:
     async def _round(self, client: AsyncLinkstatsClient) -> float:
         """One round for the fleet, then the first pokes of newcomers; the extra wait asked for."""
         self.rounds += 1
+        requests_before = self.requests
         newcomers = [s for s in self.subscriptions if s.waiter is None]
         members = [s for s in self.subscriptions if s.waiter is not None]
+        self.link_polls += len(self.subscriptions)
         extra_wait = 0.0
         if members:
             try:
@@ -184,9 +193,13 @@ class SharedPoller:
             else:
                 self.requests += result.requests
                 self._deliver(result, members)
+                log.debug(
+                    "Round %d (%s): %d requests for %d waits", self.rounds, result.mode, result.requests, len(members)
+                )
         if newcomers:
             waits = await asyncio.gather(*(self._first_poke(client, s) for s in newcomers))
             extra_wait = max(extra_wait, *waits)
+        self.max_round_requests = max(self.max_round_requests, self.requests - requests_before)
         return extra_wait
 
     async def _first_poke(self, client: AsyncLinkstatsClient, subscription: Subscription) -> float:

@@ -88,6 +88,7 @@ class SharedPoller:
         self.subscriptions: dict[Subscription, None] = {}  # an ordered set
         self._by_waiter: dict[Waiter, Subscription] = {}
         self._changed = asyncio.Event()
+        self._first_pokes = asyncio.Semaphore(MAX_CONNECTIONS)  # no more at once than the pool holds
         self._closing = False
         # What it cost so far (for logs and benchmarks): rounds, requests, the most requests one
         # round sent, and link-polls (links waited on, summed over rounds).
@@ -205,7 +206,8 @@ class SharedPoller:
     async def _first_poke(self, client: AsyncLinkstatsClient, subscription: Subscription) -> float:
         """The sensor's own poke, for a watch that still lacks its link's id or alias."""
         try:
-            outcome = await adrive(subscription.watch.poke(), client.call)
+            async with self._first_pokes:
+                outcome = await adrive(subscription.watch.poke(), client.call)
         except LinkstatsError as error:
             return self._failed(error, [subscription])
         self.requests += outcome.requests

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Generator, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from airflow_provider_linkstats.client.contract import LINKS, MAX_PER_PAGE, Kind, LinkStatus, ListParamSpec
 from airflow_provider_linkstats.client.errors import LinkstatsApiError, LinkstatsInputError, LinkstatsNotFoundError
@@ -43,6 +43,7 @@ from airflow_provider_linkstats.client.validation import validate_id, validate_v
 
 JsonDict = dict[str, Any]
 Poke = Generator[ApiRequest, ApiResponse, "PokeOutcome"]
+Outcome = TypeVar("Outcome")  # what a plan driven by ``adrive`` returns (a poke's, a fleet round's...)
 
 DEFAULT_EXISTENCE_CHECK_EVERY = 10
 DEFAULT_MAX_TRANSPORT_FAILURES = 5  # transient failures in a row that end a wait (sensor and trigger)
@@ -288,7 +289,9 @@ class ExpiryWatch:
             raise LinkstatsInputError("alias", self.alias, allowed)
 
 
-async def adrive(poke: Poke, call: Callable[[ApiRequest], Awaitable[ApiResponse]]) -> PokeOutcome:
+async def adrive(
+    poke: Generator[ApiRequest, ApiResponse, Outcome], call: Callable[[ApiRequest], Awaitable[ApiResponse]]
+) -> Outcome:
     """``drive`` with an async ``call`` (the trigger's): the same requests, the same reading."""
     try:
         request = next(poke)

@@ -23,8 +23,15 @@ import time
 from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING, Any
 
-from airflow.providers.common.compat.triggers import BaseEventTrigger
 from airflow.triggers.base import BaseTrigger, TriggerEvent
+
+try:  # common-compat: BaseEventTrigger on Airflow 3, BaseTrigger on Airflow 2 (no asset watchers there)
+    from airflow.providers.common.compat.triggers import BaseEventTrigger
+except ImportError:  # a common-compat without that module: the same fallback, by hand
+    try:
+        from airflow.triggers.base import BaseEventTrigger  # type: ignore[no-redef]
+    except ImportError:
+        BaseEventTrigger = BaseTrigger  # type: ignore[misc,assignment]
 
 from airflow_provider_linkstats.client.errors import (
     LinkstatsApiError,
@@ -67,7 +74,7 @@ class LinkstatsLinkExpiredTrigger(BaseTrigger):
     :param verified: the sensor already checked that the link exists (skips the first check).
 
     Events: ``{"status": "success", "links": [...]}``, ``{"status": "timeout", "message", "pending"}``
-    or ``{"status": "error", "reason": "gone"|"input"|"api"|"transport", "message", ...}``.
+    or ``{"status": "error", "reason": "gone"|"input"|"api"|"transport"|"connection"|"poller", "message", ...}``.
     """
 
     def __init__(
@@ -158,19 +165,19 @@ class LinkstatsLinkExpiredTrigger(BaseTrigger):
                         self.log.info("%s expired", watch.describe())
                     yield TriggerEvent(note.event)
                     return
-                error = note.error
+                failure = note.error
                 if note.failures >= self.max_transport_failures:
                     yield _error(
                         "transport",
-                        f"{note.failures} polls in a row failed, the last with: {error}",
-                        http_status=getattr(error, "status", None),
+                        f"{note.failures} polls in a row failed, the last with: {failure}",
+                        http_status=getattr(failure, "status", None),
                     )
                     return
                 self.log.warning(
                     "Poll %d of %d failed (%s); next try in %.1f s",
                     note.failures,
                     self.max_transport_failures,
-                    error,
+                    failure,
                     note.wait,
                 )
         finally:

@@ -141,25 +141,36 @@ class SharedPoller:
                 self._finish(subscription, _error("connection", message))
             return
         self.limiter = client.limiter
+        async with client:
+            try:
+                await self._poll(client)
+            except Exception as error:  # a bug here must not leave every trigger waiting for its deadline
+                log.exception("The shared poller of connection %r failed", self.conn_id)
+                self._close()
+                event = _error("poller", f"the shared poller failed: {type(error).__name__}: {error}")
+                for subscription in list(self.subscriptions):
+                    self._finish(subscription, event)
+
+    async def _poll(self, client: AsyncLinkstatsClient) -> None:
+        """Rounds at the pace of the smallest poke_interval, until no trigger is left."""
         loop = asyncio.get_running_loop()
         last: float | None = None
         extra_wait = 0.0
-        async with client:
-            while True:
-                if not self.subscriptions:
-                    self._close()
-                    return
-                if last is not None:
-                    delay = last + max(self.min_interval(), extra_wait) - loop.time()
-                    if delay > 0:
-                        self._changed.clear()
-                        try:
-                            await asyncio.wait_for(self._changed.wait(), delay)
-                        except asyncio.TimeoutError:
-                            pass
-                        continue  # woken early: a trigger came or went, so the pace may have changed
-                last = loop.time()
-                extra_wait = await self._round(client)
+        while True:
+            if not self.subscriptions:
+                self._close()
+                return
+            if last is not None:
+                delay = last + max(self.min_interval(), extra_wait) - loop.time()
+                if delay > 0:
+                    self._changed.clear()
+                    try:
+                        await asyncio.wait_for(self._changed.wait(), delay)
+                    except asyncio.TimeoutError:
+                        pass
+                    continue  # woken early: a trigger came or went, so the pace may have changed
+            last = loop.time()
+            extra_wait = await self._round(client)
 
     async def _open_client(self) -> AsyncLinkstatsClient:
         from airflow_provider_linkstats.hooks.linkstats import LinkstatsLinksHook
@@ -230,14 +241,14 @@ class SharedPoller:
         for subscription in members:
             subscription.failures = 0
         for waiter, records in result.expired.items():
-            if (subscription := self._by_waiter.get(waiter)) is not None:
-                self._finish(subscription, {"status": "success", "links": records})
+            if (member := self._by_waiter.get(waiter)) is not None:
+                self._finish(member, {"status": "success", "links": records})
         for waiter, (link_id, message) in result.gone.items():
-            if (subscription := self._by_waiter.get(waiter)) is not None:
-                self._finish(subscription, _error("gone", message, link_id=link_id))
+            if (member := self._by_waiter.get(waiter)) is not None:
+                self._finish(member, _error("gone", message, link_id=link_id))
         for waiter, message in result.wrong_alias.items():
-            if (subscription := self._by_waiter.get(waiter)) is not None:
-                self._finish(subscription, _error("input", message))
+            if (member := self._by_waiter.get(waiter)) is not None:
+                self._finish(member, _error("input", message))
 
     def _failed(self, error: LinkstatsError, subscriptions: list[Subscription]) -> float:
         """A poll failed for these triggers: end their waits, or tell them and wait longer."""

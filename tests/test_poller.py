@@ -284,3 +284,26 @@ def test_no_key_in_the_poller_repr(links_conn):
         return text
 
     assert API_KEY not in asyncio.run(scenario())
+
+
+def test_a_failed_poll_counts_against_each_triggers_own_failure_budget(links_conn):
+    emu = links_conn
+    links = create_links(4, "budget", expiration_clicks=1)
+    asyncio.run(click(emu.url, [link["alias"] for link in links]))  # all expired: the first answered poll ends them
+    emu.stats.reset()
+    emu.faults.fail_next(2, 503)
+
+    async def scenario():
+        strict = [waiting(link, 0.1, max_transport_failures=2) for link in links[:2]]
+        patient = [waiting(link, 0.1, max_transport_failures=5) for link in links[2:]]
+        return await asyncio.wait_for(asyncio.gather(*(consume(t) for t in strict + patient)), 10)
+
+    events = asyncio.run(scenario())
+    strict, patient = events[:2], events[2:]
+    # One shared poll failed twice: the triggers allowing 2 failures in a row gave up, the others
+    # went on and fired on the third poll, which answered all four links' question at once.
+    assert [e[0]["reason"] for e in strict] == ["transport", "transport"]
+    assert all("2 polls in a row failed" in e[0]["message"] and "HTTP 503" in e[0]["message"] for e in strict)
+    assert [e[0]["status"] for e in patient] == ["success", "success"]
+    assert [e[0]["links"][0]["id"] for e in patient] == [link["id"] for link in links[2:]]
+    assert emu.stats.count() == 3  # 2 failed polls + 1 walk, shared by all four

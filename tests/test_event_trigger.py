@@ -121,11 +121,13 @@ def test_each_poll_walks_the_expired_listing_once_with_the_filters(links_conn):
     assert {r["path"] for r in requests} == {LISTING}
     assert all(r["query"]["search"] == ["walk"] and r["query"]["search_by"] == ["alias"] for r in requests)
     pages = [r["query"].get("page", ["1"])[0] for r in requests]
-    assert pages[:2] == ["1", "2"] and len(pages) % 2 == 0  # ceil(150 / 100) = 2 requests a poll
+    # ceil(150 / 100) = 2 requests a poll (the last poll may have been cut short by the cancel)
+    assert len(pages) >= 4 and pages == (["1", "2"] * len(pages))[: len(pages)]
 
 
 def test_kwargs_are_deterministic_plain_json_without_the_key():
-    from airflow.triggers.base import BaseEventTrigger
+    import airflow
+    from airflow.triggers.base import BaseTrigger
 
     def build():
         return LinkstatsLinksExpiredEventTrigger(
@@ -143,10 +145,15 @@ def test_kwargs_are_deterministic_plain_json_without_the_key():
         "space_id": None,
     }
     assert build().serialize() == (classpath, kwargs)  # no time stamps: Airflow's dedup sees one trigger
-    assert BaseEventTrigger.hash(classpath, kwargs) == BaseEventTrigger.hash(*build().serialize())
     assert LinkstatsLinksExpiredEventTrigger(**json.loads(json.dumps(kwargs))).serialize()[1] == kwargs
-    assert isinstance(build(), BaseEventTrigger)
     assert API_KEY not in repr(build()) + json.dumps(kwargs)
+    if airflow.__version__.startswith("2."):  # no asset watchers: a plain trigger, still importable
+        assert isinstance(build(), BaseTrigger)
+        return
+    from airflow.triggers.base import BaseEventTrigger
+
+    assert isinstance(build(), BaseEventTrigger)
+    assert BaseEventTrigger.hash(classpath, kwargs) == BaseEventTrigger.hash(*build().serialize())
 
 
 def test_a_restarted_run_in_the_same_process_repeats_nothing(links_conn):
@@ -244,7 +251,9 @@ def test_errors_are_logged_and_it_keeps_polling(links_conn, caplog, capfd):
 
     assert asyncio.run(scenario()) == [a["id"]]
     text = logged(caplog, capfd)
-    assert text.count("Poll of the Expired listing failed") == 2 and "HTTP 503" in text
+    failures = {line for line in text.splitlines() if "Poll of the Expired listing failed" in line}
+    assert failures and all("HTTP 503" in line for line in failures)
+    assert emu.stats.count() >= 3  # two failed polls, then the one that answered
     assert API_KEY not in text
 
 

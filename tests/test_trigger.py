@@ -472,13 +472,22 @@ def test_async_client_retries_under_the_policy_and_maps_statuses(scripted):
 
 
 def test_hook_fetches_the_connection_asynchronously_for_the_trigger(emu, monkeypatch):
-    """The triggerer must not block on a connection lookup: get_async_client never calls get_connection."""
+    """The triggerer's loop must not block on a connection lookup: get_async_client never looks it
+    up synchronously on the loop's thread (Airflow 3 asks the supervisor asynchronously; Airflow 2's
+    common-compat runs the synchronous lookup in a worker thread)."""
+    import threading
+
     from airflow_provider_linkstats.hooks.linkstats import LinkstatsLinksHook
 
-    def refuse(cls, conn_id):
-        raise AssertionError("the hook fetched the connection synchronously")
+    loop_thread = threading.current_thread()  # asyncio.run() runs the loop on this thread
+    lookup = LinkstatsLinksHook.get_connection
 
-    monkeypatch.setattr(LinkstatsLinksHook, "get_connection", classmethod(refuse))
+    def off_the_loop_only(cls, conn_id):
+        if threading.current_thread() is loop_thread:
+            raise AssertionError("the hook fetched the connection synchronously on the event loop")
+        return lookup(conn_id)
+
+    monkeypatch.setattr(LinkstatsLinksHook, "get_connection", classmethod(off_the_loop_only))
     hook = LinkstatsLinksHook()
 
     async def scenario():

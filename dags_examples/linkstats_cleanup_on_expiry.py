@@ -23,7 +23,7 @@ POKE_INTERVAL = float(os.environ.get("LINKSTATS_EXPIRY_POKE_INTERVAL", "60"))
 CONN_ID = "linkstats_links_default"
 
 if not AIRFLOW_V_3_0_PLUS:
-    logging.getLogger(__name__).info(
+    logging.getLogger(__name__).warning(
         "linkstats_cleanup_on_expiry skipped: event-driven scheduling (AssetWatcher) needs Airflow 3; "
         "use the daily linkstats_cleanup_expired DAG on Airflow 2"
     )

@@ -307,3 +307,33 @@ def test_a_failed_poll_counts_against_each_triggers_own_failure_budget(links_con
     assert [e[0]["status"] for e in patient] == ["success", "success"]
     assert [e[0]["links"][0]["id"] for e in patient] == [link["id"] for link in links[2:]]
     assert emu.stats.count() == 3  # 2 failed polls + 1 walk, shared by all four
+
+
+def test_a_fleet_wide_existence_check_spreads_over_rounds_at_two_requests_each(links_conn):
+    emu = links_conn
+    links = create_links(250, "spread", expiration_clicks=5)
+    deleted = links[-1]
+    LinkstatsLinksHook().delete_link(deleted["id"])
+    emu.stats.reset()
+
+    async def scenario():
+        # Not verified: the fleet checks all 250 links exist, 2 requests a round at most.
+        tasks = [asyncio.create_task(consume(waiting(link, 0.1, verified=False))) for link in links]
+        gone = await asyncio.wait_for(tasks[-1], 10)
+        poller = pollers()["linkstats_links_default"]
+        rounds = poller.rounds
+        for task in tasks[:-1]:
+            task.cancel()
+        await asyncio.gather(*tasks[:-1], return_exceptions=True)
+        return gone, poller, rounds
+
+    gone, poller, rounds = asyncio.run(scenario())
+    assert gone[0]["reason"] == "gone" and gone[0]["link_id"] == deleted["id"]
+    requests = api_requests(emu)
+    all_pages = [r["query"].get("page", ["1"])[0] for r in requests if r["query"].get("status") == ["0"]]
+    gets = [r["path"] for r in requests if r["path"] != LISTING]
+    assert all_pages == ["1", "2", "3"]  # 249 links: 3 pages of the All listing, once
+    assert gets == [f"{LISTING}/{deleted['id']}"]  # only the link the listing did not show
+    assert rounds == 2  # pages 1-2 in the first round, page 3 and the GET in the second
+    # Each round: one page of the (empty) Expired listing, plus at most 2 for the check.
+    assert poller.max_round_requests <= 1 + 2

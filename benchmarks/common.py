@@ -66,7 +66,8 @@ def connection_env(url: str) -> dict[str, str]:
 class EmulatorProcess:
     """``python -m airflow_provider_linkstats.emulator`` on a free port, and its admin routes."""
 
-    def __init__(self) -> None:
+    def __init__(self, extra_args: tuple[str, ...] = ()) -> None:
+        """``extra_args`` go to the emulator's command line."""
         self._log = tempfile.TemporaryFile()
         self.process = subprocess.Popen(
             [
@@ -79,6 +80,7 @@ class EmulatorProcess:
                 "0",
                 "--api-key",
                 API_KEY,
+                *extra_args,  # e.g. --rate-limit 60 --rate-limit-window 60
             ],
             stdout=subprocess.PIPE,
             stderr=self._log,

@@ -31,17 +31,24 @@ def dagbag():
     return DagBag(dag_folder=str(EXAMPLES))
 
 
-def load(dag_id: str):
+def load_module(dag_id: str):
     spec = importlib.util.spec_from_file_location(f"example_{dag_id}", EXAMPLES / f"{dag_id}.py")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
-    return module.dag
+    return module
+
+
+def load(dag_id: str):
+    return load_module(dag_id).dag
 
 
 def test_dagbag_imports_every_example_without_errors(airflow_db):
     bag = dagbag()
     assert bag.import_errors == {}
-    assert set(bag.dag_ids) == {"linkstats_campaign_launch", "linkstats_cleanup_expired", "linkstats_weekly_report"}
+    expected = {"linkstats_campaign_launch", "linkstats_cleanup_expired", "linkstats_weekly_report"}
+    if not airflow.__version__.startswith("2."):
+        expected.add("linkstats_cleanup_on_expiry")  # Airflow 3 only (AssetWatcher)
+    assert set(bag.dag_ids) == expected
     assert all("linkstats" in bag.get_dag(dag_id).tags for dag_id in bag.dag_ids)
 
 
@@ -160,10 +167,53 @@ def test_report_dag_writes_csv_ranked_by_clicks_with_referrers_and_website_traff
 
 
 @pytest.mark.parametrize(
-    "dag_id", ["linkstats_campaign_launch", "linkstats_cleanup_expired", "linkstats_weekly_report"]
+    "dag_id",
+    [
+        "linkstats_campaign_launch",
+        "linkstats_cleanup_expired",
+        "linkstats_weekly_report",
+        "linkstats_cleanup_on_expiry",
+    ],
 )
 def test_examples_use_only_the_public_api_and_params(dag_id):
     source = (EXAMPLES / f"{dag_id}.py").read_text()
     assert "airflow_provider_linkstats.emulator" not in source  # real services need only other connections
     assert "requests" not in source and "httpx" not in source
     assert "params=" in source
+
+
+@pytest.mark.skipif(airflow.__version__.startswith("2."), reason="AssetWatcher needs Airflow 3")
+def test_cleanup_on_expiry_is_scheduled_by_a_watched_asset_with_stable_trigger_kwargs():
+    from airflow.triggers.base import BaseEventTrigger
+
+    from airflow_provider_linkstats.triggers.links import LinkstatsLinksExpiredEventTrigger
+
+    def watcher_trigger():
+        module = load_module("linkstats_cleanup_on_expiry")
+        asset = module.expired_links
+        assert list(module.dag.timetable.asset_condition.objects) == [asset]  # the asset alone schedules it
+        (watcher,) = asset.watchers
+        return asset, watcher.trigger
+
+    asset, trigger = watcher_trigger()
+    assert asset.name == "linkstats_expired_links"
+    assert isinstance(trigger, LinkstatsLinksExpiredEventTrigger)
+    # Parsed twice (as the dag-processor does), the trigger hashes the same: one watcher, not two.
+    assert BaseEventTrigger.hash(*trigger.serialize()) == BaseEventTrigger.hash(*watcher_trigger()[1].serialize())
+
+
+@pytest.mark.skipif(airflow.__version__.startswith("2."), reason="AssetWatcher needs Airflow 3")
+def test_cleanup_on_expiry_deletes_exactly_the_links_of_its_events():
+    from types import SimpleNamespace
+
+    dag = load("linkstats_cleanup_on_expiry")
+    collect = dag.get_task("expired_in_events").python_callable
+    events = {
+        "linkstats_expired_links": [
+            SimpleNamespace(extra={"from_trigger": True, "payload": {"links": [{"id": 4}, {"id": 9}]}}),
+            SimpleNamespace(extra={"from_trigger": True, "payload": {"links": [{"id": 9}, {"id": 2}]}}),
+        ]
+    }
+    assert collect(triggering_asset_events=events) == [4, 9, 2]
+    delete = dag.get_task("delete_expired")
+    assert delete.missing_ok is True

@@ -489,3 +489,31 @@ def test_async_client_is_built_from_the_same_settings_as_the_sync_one(emu):
     assert settings.default_domain_id == 1 and status == 200
     assert limiter is not sync_hook.client.limiter  # each client paces itself; the triggerer's share one per poller
     assert API_KEY not in repr(vars(async_hook)) and API_KEY not in repr(settings)
+
+
+def test_hook_fetches_the_connection_asynchronously_for_the_trigger(emu, monkeypatch):
+    """The triggerer's loop must not block on a connection lookup: get_async_client never looks it
+    up synchronously on the loop's thread (Airflow 3 asks the supervisor asynchronously; Airflow 2's
+    common-compat runs the synchronous lookup in a worker thread)."""
+    import threading
+
+    from airflow_provider_linkstats.hooks.linkstats import LinkstatsLinksHook
+
+    loop_thread = threading.current_thread()  # asyncio.run() runs the loop on this thread
+    lookup = LinkstatsLinksHook.get_connection
+
+    def off_the_loop_only(cls, conn_id):
+        if threading.current_thread() is loop_thread:
+            raise AssertionError("the hook fetched the connection synchronously on the event loop")
+        return lookup(conn_id)
+
+    monkeypatch.setattr(LinkstatsLinksHook, "get_connection", classmethod(off_the_loop_only))
+    hook = LinkstatsLinksHook()
+
+    async def scenario():
+        async with await hook.get_async_client() as client:
+            return client.root
+
+    assert asyncio.run(scenario()) == emu.url + "/public/api/v1"
+    assert hook.settings.root == emu.url + "/public/api/v1"
+    assert API_KEY not in repr(vars(hook))

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Generator, Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from airflow_provider_linkstats.client.contract import LINKS, MAX_PER_PAGE, LinkStatus
 from airflow_provider_linkstats.client.errors import LinkstatsApiError, LinkstatsInputError, LinkstatsNotFoundError
@@ -49,6 +49,7 @@ from airflow_provider_linkstats.client.validation import (
 
 JsonDict = dict[str, Any]
 Poke = Generator[ApiRequest, ApiResponse, "PokeOutcome"]
+Outcome = TypeVar("Outcome")  # what a plan driven by ``adrive`` returns (a poke's, a fleet round's...)
 
 EXISTENCE_GETS_MAX = 3  # more pending links than this are looked for in the listing, not one GET each
 
@@ -291,7 +292,9 @@ class ExpiryWatch:
             raise LinkstatsInputError("alias", self.alias, allowed)
 
 
-async def adrive(poke: Poke, call: Callable[[ApiRequest], Awaitable[ApiResponse]]) -> PokeOutcome:
+async def adrive(
+    poke: Generator[ApiRequest, ApiResponse, Outcome], call: Callable[[ApiRequest], Awaitable[ApiResponse]]
+) -> Outcome:
     """``drive`` with an async ``call`` (the trigger's): the same requests, the same reading."""
     try:
         request = next(poke)

@@ -1,9 +1,10 @@
 """The deferrable half of ``LinkstatsLinkExpiredSensor``: the same pokes, sent from the triggerer.
 
-Its arguments are plain JSON and never hold the API key: the trigger reads the connection itself
-(common-compat's async helper) when it starts. It polls with ``client.expiry`` (the sensor's own
-plan) over ``client.aio`` (httpx), one HTTP client per trigger run and nothing that blocks the
-event loop.
+Its arguments are plain JSON and never hold the API key: the connection is read (with
+common-compat's async helper) when polling starts. The polling itself is shared: every trigger of
+one connection in one triggerer joins one ``SharedPoller`` (``triggers/poller.py``), which walks
+the Expired listing once per interval for all of them (``client.fleet``), over one httpx client,
+with nothing that blocks the event loop. Each trigger still yields its own event.
 
 Failures are bounded: a transient one (no answer, 429, 502/503/504) makes the trigger sleep the
 poke interval (or the server's longer ``Retry-After``) and try again, never in a tight loop, and
@@ -16,27 +17,42 @@ from __future__ import annotations
 
 import asyncio
 import datetime as dt
+import json
+import logging
 import time
 from collections.abc import AsyncIterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from airflow.triggers.base import BaseTrigger, TriggerEvent
 
-from airflow_provider_linkstats.client.aio import KEEP_ALIVE_MAX_IDLE, AsyncLinkstatsClient
+try:  # common-compat: BaseEventTrigger on Airflow 3, BaseTrigger on Airflow 2 (no asset watchers there)
+    from airflow.providers.common.compat.triggers import BaseEventTrigger
+except ImportError:  # a common-compat without that module: the same fallback, by hand
+    try:
+        from airflow.triggers.base import BaseEventTrigger  # type: ignore[no-redef]
+    except ImportError:
+        BaseEventTrigger = BaseTrigger  # type: ignore[misc,assignment]
+
 from airflow_provider_linkstats.client.errors import (
     LinkstatsApiError,
     LinkstatsError,
     LinkstatsInputError,
     is_transient,
 )
-from airflow_provider_linkstats.client.expiry import ExpiryWatch, LinkGoneError, adrive
-from airflow_provider_linkstats.client.retry import RetryPolicy
+from airflow_provider_linkstats.client.expired_feed import FILTERS, ExpiredFeed
+from airflow_provider_linkstats.client.expiry import ExpiryWatch, adrive
 from airflow_provider_linkstats.client.settings import DEFAULT_EXISTENCE_CHECK_EVERY, DEFAULT_MAX_TRANSPORT_FAILURES
 from airflow_provider_linkstats.client.validation import check_max_transport_failures, check_number
 from airflow_provider_linkstats.hooks.linkstats import LinkstatsLinksHook
+from airflow_provider_linkstats.triggers.poller import MAX_RETRY_AFTER, SharedPoller, Subscription, describe_error
+
+if TYPE_CHECKING:
+    from airflow_provider_linkstats.client.aio import AsyncLinkstatsClient
+
+JsonDict = dict[str, Any]
 
 DEFAULT_CONN_ID = LinkstatsLinksHook.default_conn_name
-MAX_RETRY_AFTER = 600.0  # seconds: the longest server-requested pause honoured before polling again
+__all__ = ["MAX_RETRY_AFTER", "LinkstatsLinkExpiredTrigger", "LinkstatsLinksExpiredEventTrigger"]
 
 
 class LinkstatsLinkExpiredTrigger(BaseTrigger):
@@ -55,7 +71,7 @@ class LinkstatsLinkExpiredTrigger(BaseTrigger):
     :param verified: the sensor already checked that the link exists (skips the first check).
 
     Events: ``{"status": "success", "links": [...]}``, ``{"status": "timeout", "message", "pending"}``
-    or ``{"status": "error", "reason": "gone"|"input"|"api"|"transport", "message", ...}``.
+    or ``{"status": "error", "reason": "gone"|"input"|"api"|"transport"|"connection"|"poller", "message", ...}``.
     """
 
     def __init__(
@@ -118,86 +134,51 @@ class LinkstatsLinkExpiredTrigger(BaseTrigger):
             deadline = _deadline(self.deadline)
             check_number("poke_interval", self.poke_interval)
             check_max_transport_failures(self.max_transport_failures)
-            client = await self._open_client()
         except LinkstatsInputError as error:
             yield _error("input", str(error))
             return
-        except Exception as error:  # connection missing or unusable: say which, never its content
-            yield _error("connection", f"connection {self.linkstats_conn_id!r} is unusable: {_describe(error)}")
-            return
 
         self.log.info("Waiting for %s to expire (poke every %.1f s)", watch.describe(), self.poke_interval)
-        failures = 0
-        pending = list(watch.link_ids)
-        async with client:
+        # Every trigger of this connection in this triggerer polls through one shared poller.
+        subscription = Subscription(watch, interval=self.poke_interval)
+        poller = SharedPoller.join(self.linkstats_conn_id, subscription)
+        try:
             while True:
-                wait = self.poke_interval
+                remaining = None if deadline is None else deadline - time.time()
                 try:
-                    outcome = await adrive(watch.poke(), client.call)
-                except LinkGoneError as error:
-                    yield _error("gone", str(error), link_id=error.link_id)
+                    if remaining is not None and remaining <= 0:
+                        raise asyncio.TimeoutError
+                    note = await asyncio.wait_for(subscription.notes.get(), remaining)
+                except asyncio.TimeoutError:
+                    message = f"{watch.describe()} did not expire before the sensor's timeout ({self.deadline})"
+                    yield TriggerEvent({"status": "timeout", "message": message, "pending": subscription.pending})
                     return
-                except LinkstatsInputError as error:
-                    yield _error("input", str(error))
-                    return
-                except LinkstatsError as error:
-                    if not is_transient(error):
-                        yield _error("api", str(error), http_status=getattr(error, "status", None))
-                        return
-                    failures += 1
-                    if failures >= self.max_transport_failures:
-                        yield _error(
-                            "transport",
-                            f"{failures} polls in a row failed, the last with: {error}",
-                            http_status=getattr(error, "status", None),
-                        )
-                        return
-                    asked = error.retry_after if isinstance(error, LinkstatsApiError) else None
-                    if asked is not None:
-                        wait = max(wait, min(float(asked), MAX_RETRY_AFTER))
-                    self.log.warning(
-                        "Poll %d of %d failed (%s); next try in %.1f s",
-                        failures,
-                        self.max_transport_failures,
-                        error,
-                        wait,
-                    )
-                else:
-                    failures = 0
-                    if outcome.done:
+                if note.event is not None:
+                    if note.event["status"] == "success":
                         self.log.info("%s expired", watch.describe())
-                        yield TriggerEvent({"status": "success", "links": outcome.expired})
-                        return
-                    pending = outcome.pending
-                    self.log.debug("%d of %d links not expired yet", len(pending), len(watch.link_ids))
-                if deadline is not None:
-                    remaining = deadline - time.time()
-                    if remaining <= 0:
-                        message = f"{watch.describe()} did not expire before the sensor's timeout ({self.deadline})"
-                        yield TriggerEvent({"status": "timeout", "message": message, "pending": pending})
-                        return
-                    wait = min(wait, remaining)
-                await asyncio.sleep(wait)
-
-    async def _open_client(self) -> AsyncLinkstatsClient:
-        # The hook parses the connection (base URL, extras, API key present) exactly as in poke mode.
-        return await LinkstatsLinksHook(self.linkstats_conn_id).get_async_client(
-            # One attempt per poke: the poll loop is the retry, paced by poke_interval.
-            retry=RetryPolicy(max_retries=0),
-            keep_alive=self.poke_interval <= KEEP_ALIVE_MAX_IDLE,
-            max_connections=1,
-        )
+                    yield TriggerEvent(note.event)
+                    return
+                failure = note.error
+                if note.failures >= self.max_transport_failures:
+                    yield _error(
+                        "transport",
+                        f"{note.failures} polls in a row failed, the last with: {failure}",
+                        http_status=getattr(failure, "status", None),
+                    )
+                    return
+                self.log.warning(
+                    "Poll %d of %d failed (%s); next try in %.1f s",
+                    note.failures,
+                    self.max_transport_failures,
+                    failure,
+                    note.wait,
+                )
+        finally:
+            poller.leave(subscription)
 
 
 def _error(reason: str, message: str, **extra: Any) -> TriggerEvent:
     return TriggerEvent({"status": "error", "reason": reason, "message": message, **extra})
-
-
-def _describe(error: BaseException) -> str:
-    """Our errors and "connection not defined" are safe to show; others may quote the connection."""
-    if isinstance(error, LinkstatsError) or type(error).__name__ == "AirflowNotFoundException":
-        return str(error)
-    return type(error).__name__
 
 
 def _deadline(value: Any) -> float | None:
@@ -213,3 +194,152 @@ def _deadline(value: Any) -> float | None:
     if moment is None or moment.utcoffset() is None:
         raise LinkstatsInputError("deadline", value, "an ISO-8601 date-time with a UTC offset")
     return moment.timestamp()
+
+
+# Reported links of event triggers without an asset_state_store (Airflow < 3.3, or run directly),
+# by the trigger's kwargs: a run() started again in the same process (Airflow restarts a watcher
+# whose run() ended) does not report them twice. Lost with the process: after a triggerer restart
+# the links still Expired are reported once more.
+_REPORTED_IN_MEMORY: dict[str, JsonDict] = {}
+
+
+class LinkstatsLinksExpiredEventTrigger(BaseEventTrigger):
+    """Reports links as they expire, for an ``AssetWatcher`` (event-driven scheduling, Airflow 3).
+
+    It never ends on its own. Each poll walks the Expired listing (ceil(expired / 100) requests)
+    and yields ``TriggerEvent({"links": [records]})`` with the links not reported before; nothing
+    while nothing changes. The first event reports the links already Expired. What was reported
+    is kept in the watched asset's ``asset_state_store`` (Airflow >= 3.3), so a triggerer restart
+    repeats nothing; elsewhere in memory, so a restart reports the links still Expired once more
+    (deleting with ``missing_ok`` makes that harmless).
+
+    :param linkstats_conn_id: connection of type ``linkstats_links``.
+    :param poke_interval: seconds between polls.
+    :param search: only links whose ``search_by`` field contains this text.
+    :param search_by: ``title`` (the service's default), ``alias`` or ``url``.
+    :param domain_id: only links on this domain.
+    :param space_id: only links in this space.
+
+    Its kwargs are exactly these arguments (no time stamps): Airflow recognises the same trigger
+    across DAG parses by them.
+    """
+
+    def __init__(
+        self,
+        *,
+        linkstats_conn_id: str = DEFAULT_CONN_ID,
+        poke_interval: float = 60.0,
+        search: str | None = None,
+        search_by: str | None = None,
+        domain_id: int | None = None,
+        space_id: int | None = None,
+    ) -> None:
+        super().__init__()
+        self.linkstats_conn_id = linkstats_conn_id
+        self.poke_interval = float(poke_interval)
+        self.search = search
+        self.search_by = search_by
+        self.domain_id = domain_id
+        self.space_id = space_id
+
+    def serialize(self) -> tuple[str, dict[str, Any]]:
+        return (
+            f"{type(self).__module__}.{type(self).__qualname__}",
+            {
+                "linkstats_conn_id": self.linkstats_conn_id,
+                "poke_interval": self.poke_interval,
+                "search": self.search,
+                "search_by": self.search_by,
+                "domain_id": self.domain_id,
+                "space_id": self.space_id,
+            },
+        )
+
+    def __repr__(self) -> str:
+        filters = ", ".join(f"{name}={getattr(self, name)!r}" for name in FILTERS if getattr(self, name) is not None)
+        return f"{type(self).__name__}(linkstats_conn_id={self.linkstats_conn_id!r}{', ' if filters else ''}{filters})"
+
+    @property
+    def _state_key(self) -> str:
+        return "linkstats_reported_expired_links:" + json.dumps(self.serialize()[1], sort_keys=True)
+
+    async def run(self) -> AsyncIterator[TriggerEvent]:
+        interval = max(self.poke_interval, 0.0)
+        try:
+            feed = ExpiredFeed({name: getattr(self, name) for name in FILTERS})
+        except LinkstatsInputError as error:
+            # A watcher's run() that ends is started again a second later: report, then idle.
+            while True:
+                self.log.error("Not watching for expired links: %s", error)
+                await asyncio.sleep(max(interval, 60.0))
+        await self._load(feed)
+        self.log.info("Watching the Expired listing for new links (poll every %.1f s)", interval)
+        client = None
+        try:
+            while True:
+                wait = interval
+                try:
+                    if client is None:
+                        client = await self._open_client()
+                    records = await adrive(feed.walk(), client.call)
+                except LinkstatsError as error:
+                    asked = error.retry_after if isinstance(error, LinkstatsApiError) else None
+                    if asked is not None:
+                        wait = max(wait, min(float(asked), MAX_RETRY_AFTER))
+                    level = logging.WARNING if is_transient(error) else logging.ERROR
+                    self.log.log(level, "Poll of the Expired listing failed (%s); next try in %.1f s", error, wait)
+                except Exception as error:  # connection missing or unusable: say which, never its content
+                    self.log.error(
+                        "Connection %r is unusable (%s); next try in %.1f s",
+                        self.linkstats_conn_id,
+                        describe_error(error),
+                        wait,
+                    )
+                else:
+                    fresh = feed.news(records)
+                    if fresh:
+                        self.log.info("%d links expired since the last poll", len(fresh))
+                        # Yielded before the memory is saved: a crash in between repeats, never loses.
+                        yield TriggerEvent({"links": fresh})
+                    if feed.changed:
+                        await self._save(feed)
+                await asyncio.sleep(wait)
+        finally:
+            if client is not None:
+                await client.aclose()
+
+    async def _open_client(self) -> AsyncLinkstatsClient:
+        from airflow_provider_linkstats.client.aio import KEEP_ALIVE_MAX_IDLE
+        from airflow_provider_linkstats.client.retry import RetryPolicy
+
+        return await LinkstatsLinksHook(self.linkstats_conn_id).get_async_client(
+            retry=RetryPolicy(max_retries=0),  # the poll loop is the retry
+            keep_alive=self.poke_interval <= KEEP_ALIVE_MAX_IDLE,
+            max_connections=1,
+        )
+
+    def _store(self) -> Any:
+        """The asset_state_store Airflow (>= 3.3) gave this watcher, or None."""
+        return getattr(self, "asset_state_store", None)
+
+    async def _load(self, feed: ExpiredFeed) -> None:
+        store = self._store()
+        if store is not None:
+            try:
+                feed.load(await store.aget(self._state_key))
+                return
+            except Exception as error:  # e.g. one trigger watching several assets: no single store
+                self.log.warning("asset_state_store unusable (%s): remembering reported links in memory", error)
+                self.asset_state_store = None
+        feed.load(_REPORTED_IN_MEMORY.get(self._state_key))
+
+    async def _save(self, feed: ExpiredFeed) -> None:
+        store = self._store()
+        if store is not None:
+            try:
+                await store.aset(self._state_key, feed.dump())
+                return
+            except Exception as error:
+                self.log.warning("asset_state_store unusable (%s): remembering reported links in memory", error)
+                self.asset_state_store = None
+        _REPORTED_IN_MEMORY[self._state_key] = feed.dump()

@@ -546,24 +546,27 @@ def answer(payload, status: int = 200) -> ApiResponse:
 
 def test_scan_stops_as_soon_as_every_watched_id_is_seen():
     scan = ExpiredScan([5, 9])
-    first = scan.next_request()
+    walk = scan.walk()
+    first = next(walk)
     assert first.params == (("status", "2"), ("per_page", "100"))
-    scan.feed(first, answer({"data": [{"id": 9}, {"id": 8}], "meta": {"current_page": 1, "last_page": 9}}))
-    second = scan.next_request()
+    second = walk.send(answer({"data": [{"id": 9}, {"id": 8}], "meta": {"current_page": 1, "last_page": 9}}))
     assert ("page", "2") in second.params
     # ids may come as strings too
-    scan.feed(second, answer({"data": [{"id": "5"}], "meta": {"current_page": 2, "last_page": 9}}))
-    assert scan.next_request() is None
+    with pytest.raises(StopIteration) as done:
+        walk.send(answer({"data": [{"id": "5"}], "meta": {"current_page": 2, "last_page": 9}}))
+    assert done.value.value == 2  # pages 3 to 9 never asked for
     assert [r["id"] for r in scan.expired] == [5, 9]  # in watched order, ids read as ints
     assert scan.pending == [] and scan.requests == 2
 
 
 def test_scan_accepts_a_bare_list_and_stops_on_a_short_page():
     scan = ExpiredScan([5], alias="spring")
-    request = scan.next_request()
+    walk = scan.walk()
+    request = next(walk)
     assert ("search", "spring") in request.params and ("search_by", "alias") in request.params
-    scan.feed(request, answer([{"id": 6, "alias": "spring2"}]))
-    assert scan.next_request() is None and scan.pending == [5]
+    with pytest.raises(StopIteration):
+        walk.send(answer([{"id": 6, "alias": "spring2"}]))
+    assert scan.pending == [5] and scan.requests == 1
 
 
 def test_watch_maps_a_404_to_link_gone_through_the_sync_driver():

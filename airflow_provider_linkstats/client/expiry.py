@@ -76,39 +76,43 @@ class PokeOutcome:
         return not self.pending
 
 
-class ExpiredScan:
-    """One walk of the Expired listing (status=2, per_page=100), narrowed to ``alias`` when given.
+def walk_pages(
+    request_for_page: Callable[[int], ApiRequest], take: Callable[[list[JsonDict]], bool]
+) -> Generator[ApiRequest, ApiResponse, int]:
+    """Yield the requests of a listing's pages until ``take(items)`` has seen enough or the pages
+    run out; returns the number of requests. Every walk of the plan goes through here."""
+    page_number = 1
+    while True:
+        request = request_for_page(page_number)
+        response = yield request
+        raise_for_status(request, response)
+        page = parse_page(request, response, MAX_PER_PAGE)
+        if take(page.items) or not page.has_next:
+            return page_number
+        page_number += 1
 
-    ``next_request()`` gives the next page to fetch, or None when every watched id was found or
-    the pages ran out; ``feed()`` reads a page's answer.
-    """
+
+class ExpiredScan:
+    """One walk of the Expired listing (status=2, per_page=100), narrowed to ``alias`` when given,
+    stopping as soon as every watched id was seen: ``requests += yield from scan.walk()``."""
 
     def __init__(self, link_ids: Iterable[int], alias: str | None = None) -> None:
         self.wanted = list(dict.fromkeys(link_ids))
         self.alias = alias or None
         self.found: dict[int, JsonDict] = {}
         self.requests = 0
-        self._page = 1
-        self._finished = not self.wanted
 
-    def next_request(self) -> ApiRequest | None:
-        if self._finished:
-            return None
-        return expired_links_request(self.alias, self._page)
+    def walk(self) -> Generator[ApiRequest, ApiResponse, int]:
+        if not self.wanted:
+            return 0
+        made = yield from walk_pages(lambda page: expired_links_request(self.alias, page), self._take)
+        self.requests += made
+        return made
 
-    def feed(self, request: ApiRequest, response: ApiResponse) -> None:
-        raise_for_status(request, response)
-        page = parse_page(request, response, MAX_PER_PAGE)
-        self.requests += 1
+    def _take(self, items: list[JsonDict]) -> bool:
         wanted = set(self.wanted)
-        for item in page.items:
-            item_id = record_id(item)
-            if item_id in wanted:
-                self.found[item_id] = item
-        if len(self.found) == len(wanted) or not page.has_next:
-            self._finished = True
-        else:
-            self._page += 1
+        self.found.update((i, item) for item in items if (i := record_id(item)) in wanted)
+        return len(self.found) == len(wanted)
 
     @property
     def expired(self) -> list[JsonDict]:
@@ -207,9 +211,7 @@ class ExpiryWatch:
         if checked:
             self.verified = True
         scan = ExpiredScan(self.link_ids, self.alias)
-        while (request := scan.next_request()) is not None:
-            scan.feed(request, (yield request))
-        requests += scan.requests
+        requests += yield from scan.walk()
         outcome = PokeOutcome(scan.expired, scan.pending, requests, checked)
         if outcome.done:
             return outcome
@@ -244,17 +246,14 @@ class ExpiryWatch:
         requests = 0
         unseen = list(pending)
         if len(pending) > EXISTENCE_GETS_MAX:
-            wanted, seen, page_number = set(pending), set[int | None](), 1
-            while True:
-                request = build_list(LINKS, {"status": int(LinkStatus.ALL), "per_page": MAX_PER_PAGE}, page_number)
-                response = yield request
-                raise_for_status(request, response)
-                page = parse_page(request, response, MAX_PER_PAGE)
-                requests += 1
-                seen.update(record_id(item) for item in page.items)
-                if wanted <= seen or not page.has_next:
-                    break
-                page_number += 1
+            wanted, seen = set(pending), set[int | None]()
+
+            def take(items: list[JsonDict]) -> bool:
+                seen.update(record_id(item) for item in items)
+                return wanted <= seen
+
+            every_link = {"status": int(LinkStatus.ALL), "per_page": MAX_PER_PAGE}
+            requests += yield from walk_pages(lambda page: build_list(LINKS, every_link, page), take)
             unseen = [i for i in pending if i not in seen]
         for link_id in unseen:
             record = yield from self._get(link_id)
@@ -266,17 +265,12 @@ class ExpiryWatch:
         """Only an alias was given: find the one link that has exactly it (any status)."""
         alias = self.alias or ""
         matches: list[JsonDict] = []
-        page_number, requests = 1, 0
-        while True:
-            request = natural_key_lookup(LINKS, alias, page_number)
-            response = yield request
-            raise_for_status(request, response)
-            page = parse_page(request, response, MAX_PER_PAGE)
-            requests += 1
-            matches += [r for r in page.items if r.get("alias") == alias]
-            if not page.has_next:
-                break
-            page_number += 1
+
+        def take(items: list[JsonDict]) -> bool:
+            matches.extend(r for r in items if r.get("alias") == alias)
+            return False  # every page: the alias may be on several domains
+
+        requests = yield from walk_pages(lambda page: natural_key_lookup(LINKS, alias, page), take)
         if not matches:
             raise LinkGoneError(None, f"no link has the alias {alias!r}: it was deleted, or the alias is wrong")
         ids = sorted({record_id(r) for r in matches} - {None})  # type: ignore[type-var]

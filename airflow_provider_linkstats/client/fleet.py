@@ -123,16 +123,12 @@ class Fleet:
             result.mode = "filtered"
             for link_id in watched:
                 scan = ExpiredScan([link_id], aliases[link_id])
-                while (request := scan.next_request()) is not None:
-                    scan.feed(request, (yield request))
-                result.requests += scan.requests
+                result.requests += yield from scan.walk()
                 found.update(scan.found)
             return found
         result.mode = "walk"
         scan = ExpiredScan(watched)
-        while (request := scan.next_request()) is not None:
-            scan.feed(request, (yield request))
-        result.requests += scan.requests
+        result.requests += yield from scan.walk()
         if scan.pending:  # the walk went to the last page: its cost is the listing's size
             self.expired_pages = scan.requests
         else:

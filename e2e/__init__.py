@@ -1,0 +1,34 @@
+"""``make e2e``: the provider in a real CeleryExecutor deployment, checked end to end and in a browser.
+
+Everything runs on 127.0.0.1, on free ports, under a fresh temp dir, and every process is started
+in its own process group and ended by group at the end, whatever happened (SIGTERM, then SIGKILL
+after 20 s); the run fails if a port it used is still listening afterwards.
+
+Deployment (``services.py``, ``deployment.py``):
+  - PostgreSQL 15: a private cluster (``initdb`` + ``pg_ctl`` as the unprivileged ``postgres`` user);
+  - Redis without persistence (no RDB, no AOF), the Celery broker;
+  - Airflow 3.3.2 on CeleryExecutor: api-server, scheduler, dag-processor, triggerer and two Celery
+    workers, with ``dags_examples/`` as the dags folder;
+  - the Linkstats emulator, with rate limits when its ``--help`` lists ``--rate-limit`` (60 requests
+    per 5 s: the real per-minute budget on a 12x faster clock, so 500 deletes take ~45 s, not 8 min);
+  - a recording pass-through proxy (``recorder.py``) between Airflow's connections and the emulator:
+    it counts every answer by endpoint and status, which the emulator's own stats route does not.
+
+Runs (``scenarios.py``, through Airflow's REST API):
+  1. ``linkstats_campaign_launch``: simulated visitors click the campaign links through the
+     emulator's redirect until they expire; the emulator's clock moves past the A/B link's date;
+  2. ``linkstats_cleanup_expired`` on 500 links created 40 days ago and expired: while its
+     ``delete_old`` task is deleting, the Celery worker running it is killed with SIGKILL (its
+     process group and its task runner's). The scheduler notices the missing heartbeat (20 s
+     instead of 300 s), the task is retried on the other worker, and the check requires: run
+     successful, every link answered DELETE 200 exactly once, none left.
+
+UI checks (``ui.py``): Playwright from PyPI drives Debian's ``chromium-headless-shell``: sign in,
+both connection forms (labels, every extra of ``connection.EXTRA_FIELDS`` with default and
+description), a connection added through the form passes Test, and the campaign's ``create_links``
+task shows the "Short URL" extra link. Screenshots go to ``e2e-output/``.
+
+Output: tables of processes (pid, process group, port), runs (state, duration) and requests (by
+endpoint: what the emulator saw, and the answers Airflow's tasks got by status). Logs of every
+process stay in ``e2e-output/logs/``. ``LINKSTATS_E2E_SKIP_UI=1`` skips the browser part.
+"""

@@ -34,7 +34,7 @@ bench: venv
 	$(VENV)/bin/python -m benchmarks.run
 
 # Installs what is missing (apt-get: redis-server, chromium-headless-shell; pip: .venv-e2e under the
-# 3.3.2 constraints with the `e2e` extra), then runs e2e/ (see e2e/__init__.py). About 4 minutes.
+# 3.3.2 constraints with the `e2e` extra), then runs e2e/ (see e2e/__init__.py). About 2.5 minutes.
 E2E_VENV ?= .venv-e2e
 E2E_AIRFLOW_VERSION := 3.3.2
 e2e:

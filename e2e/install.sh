@@ -28,7 +28,7 @@ STAMP="$VENV/.installed-e2e-$AIRFLOW_VERSION"
 if [[ ! -f $STAMP || pyproject.toml -nt $STAMP || $CONSTRAINTS -nt $STAMP ]]; then
     echo "[e2e] pip install into $VENV (constraints: $CONSTRAINTS)"
     test -x "$VENV/bin/python" || "$PYTHON" -m venv "$VENV"
-    "$VENV/bin/python" -m pip install -q --upgrade "pip>=24"
+    "$VENV/bin/python" -m pip install -q --upgrade "pip>=24" 2>&1 | { grep -v "is ignored: it is neither" || true; }
     "$VENV/bin/python" -m pip install -q -c "$CONSTRAINTS" "apache-airflow==$AIRFLOW_VERSION" -e ".[e2e]" \
         2>&1 | { grep -v "is ignored: it is neither a file nor a directory" || true; }
     rm -f "$VENV"/.installed-e2e-*

@@ -41,13 +41,21 @@ def add_connections(api: deployment.AirflowApi, url: str, api_key: str) -> None:
 
 
 def request_table(emulator: scenarios.Emulator, recorder: Recorder) -> str:
-    seen = Counter(endpoint(r["method"], r["path"]) for r in emulator.admin("GET", "/stats")["requests"])
+    """Per endpoint: what the emulator saw from every client (by status when its stats carry it),
+    and the answers Airflow's tasks got through the recording proxy."""
+    seen: dict[str, Counter] = {}
+    for entry in emulator.admin("GET", "/stats")["requests"]:
+        status = entry.get("status", "all")
+        seen.setdefault(endpoint(entry["method"], entry["path"]), Counter())[
+            status if status is not None else "dropped"
+        ] += 1
     via_airflow = recorder.counts()
     rows = []
     for name in sorted(set(seen) | {ep for ep, _ in via_airflow}):
+        emulator_side = ", ".join(f"{s}: {n}" for s, n in sorted(seen.get(name, Counter()).items(), key=str))
         statuses = sorted((status, n) for (ep, status), n in via_airflow.items() if ep == name)
-        rows.append([name, seen.get(name, 0), ", ".join(f"{s}: {n}" for s, n in statuses) or "-"])
-    return table(["endpoint", "emulator saw", "from Airflow, by status"], rows)
+        rows.append([name, emulator_side or "-", ", ".join(f"{s}: {n}" for s, n in statuses) or "-"])
+    return table(["endpoint", "emulator (all clients)", "from Airflow, by status"], rows)
 
 
 def _terminated(signum: int, frame: object) -> None:
@@ -67,6 +75,7 @@ def main() -> int:
     os.chmod(root, 0o755)
     groups = ProcessGroups()
     recorder: Recorder | None = None
+    emulator: scenarios.Emulator | None = None
     results: list[scenarios.RunResult] = []
     ui_ok, problems = False, []
     try:
@@ -80,6 +89,8 @@ def main() -> int:
         emulator = scenarios.Emulator(f"http://127.0.0.1:{emu_proc.port}", api_key)
         recorder = Recorder(emu_proc.port).start()
         say(f"emulator on {emulator.url}, rate limits: {limits}; recording proxy on 127.0.0.1:{recorder.port}")
+
+        old_links = scenarios.seed_old_expired(emulator, scenarios.CLEANUP_LINKS, say)
 
         api_port = free_port()
         env = deployment.airflow_env(root / "airflow-home", database, redis.port, api_port, logs / "tasks")
@@ -96,7 +107,7 @@ def main() -> int:
         results.append(scenarios.campaign(api, emulator, say))
         say(f"campaign: {results[-1].state} in {results[-1].seconds:.0f} s {results[-1].problems or ''}")
         workers = {name: proc for name, proc in procs.items() if name.startswith("worker-")}
-        results.append(scenarios.cleanup_with_worker_kill(api, emulator, recorder, workers, say))
+        results.append(scenarios.cleanup_with_worker_kill(api, emulator, recorder, workers, old_links, say))
         say(f"cleanup: {results[-1].state} in {results[-1].seconds:.0f} s {results[-1].problems or ''}")
 
         if os.environ.get("LINKSTATS_E2E_SKIP_UI") != "1":
@@ -106,12 +117,16 @@ def main() -> int:
             ui_ok = ui.check(api, api.base, results[0], emulator.url, connection_host, api_key, OUT, say)
         else:
             say("UI checks skipped (LINKSTATS_E2E_SKIP_UI=1)")
-        print("\nEmulator requests (all clients) and the answers Airflow's tasks got, by endpoint:")
-        print(request_table(emulator, recorder))
     except BaseException:  # KeyboardInterrupt and SIGTERM included: the teardown must still run
         traceback.print_exc()
         problems.append("the run stopped on an exception (above)")
     finally:
+        if recorder is not None and emulator is not None and emu_proc.alive():
+            try:
+                print("\nEmulator requests (all clients) and the answers Airflow's tasks got, by endpoint:")
+                print(request_table(emulator, recorder))
+            except Exception as error:  # the summary must not stop the teardown
+                problems.append(f"no request table: {error!r}")
         say("teardown: every process group, newest first")
         sys.stdout.flush()
         if recorder is not None:

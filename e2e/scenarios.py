@@ -43,7 +43,10 @@ class Emulator:
             if answer.status_code != 429:
                 answer.raise_for_status()
                 return answer.json()
-            time.sleep(min(float(answer.headers.get("Retry-After") or 1), 10))
+            wait = float(answer.headers.get("Retry-After") or 1)
+            if wait > 60:  # more than one real window: a clock moved back, not a busy minute
+                raise RuntimeError(f"{method} {path}: rate limited for {wait:.0f} s")
+            time.sleep(wait)
         raise RuntimeError(f"{method} {path}: still rate limited after 30 tries")
 
     def links(self, **filters: object) -> list[dict]:
@@ -115,9 +118,10 @@ def campaign(api: AirflowApi, emulator: Emulator, say) -> RunResult:
     try:
         run = api.wait_for_run(result.dag_id, result.run_id, timeout=900)
     finally:
+        # The clock stays 2 h ahead: the emulator's rate-limit windows run on its clock, and moving
+        # it back would leave every client waiting out windows that end 2 h in its future.
         stop.set()
         clicker.join(timeout=30)
-        emulator.admin("POST", "/clock", reset=True)
     result.state, result.seconds = run["state"], _duration(run) or time.monotonic() - started
     states = api.task_states(result.dag_id, result.run_id)
     failed = {task: state for task, state in states.items() if state != "success"}
@@ -132,7 +136,11 @@ def campaign(api: AirflowApi, emulator: Emulator, say) -> RunResult:
 
 
 def seed_old_expired(emulator: Emulator, count: int, say) -> list[int]:
-    """``count`` links created 40 days ago (emulator clock), each expired by its one allowed click."""
+    """``count`` links created 40 days ago (emulator clock), each expired by its one allowed click.
+
+    Done first, before any other client uses the emulator: the clock then only moves forward (back
+    to now), which rate-limit windows counted on the emulator's clock survive.
+    """
     emulator.admin("POST", "/clock", now=pendulum.now("UTC").subtract(days=40).isoformat())
     started = time.monotonic()
 
@@ -150,13 +158,27 @@ def seed_old_expired(emulator: Emulator, count: int, say) -> list[int]:
         emulator.click(link["alias"], VISITORS[index % len(VISITORS)])
         return int(link["id"])
 
+    pool = ThreadPoolExecutor(max_workers=4)
     try:
-        with ThreadPoolExecutor(max_workers=4) as pool:
-            ids = list(pool.map(one, range(count)))
+        ids = list(pool.map(one, range(count)))
     finally:
+        pool.shutdown(cancel_futures=True)  # on an error or Ctrl+C, nothing more is sent
         emulator.admin("POST", "/clock", reset=True)
     say(f"seeded {len(ids)} expired links created 40 days ago in {time.monotonic() - started:.1f} s")
     return ids
+
+
+def delete_statuses(emulator: Emulator, recorder: Recorder) -> tuple[str, dict[str, list[int]]]:
+    """Every DELETE's answers by path: from the emulator's own stats when its entries carry the
+    status (newer emulators), else from the recording proxy."""
+    entries = emulator.admin("GET", "/stats")["requests"]
+    if entries and all("status" in entry for entry in entries):
+        found: dict[str, list[int]] = {}
+        for entry in entries:
+            if entry["method"] == "DELETE":
+                found.setdefault(entry["path"], []).append(entry["status"])
+        return "the emulator's stats", found
+    return "the recording proxy", recorder.statuses_by_path("DELETE")
 
 
 def descendants(proc: Proc) -> list[psutil.Process]:
@@ -196,10 +218,10 @@ def kill_worker(proc: Proc) -> list[int]:
 
 
 def cleanup_with_worker_kill(
-    api: AirflowApi, emulator: Emulator, recorder: Recorder, workers: dict[str, Proc], say
+    api: AirflowApi, emulator: Emulator, recorder: Recorder, workers: dict[str, Proc], ids: list[int], say
 ) -> RunResult:
+    """``ids``: the old expired links seeded by ``seed_old_expired``."""
     result = RunResult("linkstats_cleanup_expired")
-    ids = seed_old_expired(emulator, CLEANUP_LINKS, say)
     paths = {f"{API}/links/{link_id}" for link_id in ids}
 
     def deleted_so_far() -> int:
@@ -268,15 +290,20 @@ def cleanup_with_worker_kill(
         if retry_worker is None or retry_worker == victim:
             result.problems.append(f"the retry did not run on the surviving worker (seen: {retry_worker})")
 
-    by_path = recorder.statuses_by_path("DELETE")
+    source, by_path = delete_statuses(emulator, recorder)
     answered_200 = {path: by_path.get(path, []).count(200) for path in paths}
     twice = sorted(path for path, n in answered_200.items() if n > 1)
     never = sorted(path for path, n in answered_200.items() if n == 0)
     total_200 = sum(answered_200.values())
     others = sorted({s for path in paths for s in by_path.get(path, []) if s != 200})
+    if source != "the recording proxy":  # both saw every delete of these links: they must agree
+        proxied = recorder.statuses_by_path("DELETE")
+        differ = [p for p in paths if sorted(by_path.get(p, [])) != sorted(proxied.get(p, []))]
+        if differ:
+            result.problems.append(f"the emulator's stats and the proxy disagree on {len(differ)} links")
     left = [link for link in emulator.links(search=CLEANUP_PREFIX, search_by="alias")]
     result.notes.append(
-        f"DELETE answered 200 {total_200} times for {len(ids)} links; other answers to those deletes: "
+        f"DELETE answered 200 {total_200} times for {len(ids)} links (from {source}); other answers to them: "
         f"{others or 'none'}; links left: {len(left)}"
     )
     if total_200 != len(ids) or twice or never:

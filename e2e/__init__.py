@@ -12,9 +12,13 @@ Deployment (``services.py``, ``deployment.py``):
   - the Linkstats emulator, with rate limits when its ``--help`` lists ``--rate-limit`` (60 requests
     per 5 s: the real per-minute budget on a 12x faster clock, so 500 deletes take ~45 s, not 8 min);
   - a recording pass-through proxy (``recorder.py``) between Airflow's connections and the emulator:
-    it counts every answer by endpoint and status, which the emulator's own stats route does not.
+    it counts every answer by endpoint and status. The emulator's stats route gives statuses too
+    from the rate-limited version on; the cleanup check then reads the emulator's and requires the
+    proxy to agree, and falls back on the proxy's with an older emulator.
 
-Runs (``scenarios.py``, through Airflow's REST API):
+Runs (``scenarios.py``, through Airflow's REST API). The 500 old links are seeded first, the
+emulator's clock set 40 days back and then forward to now: its rate-limit windows run on its clock,
+so it is never moved back once other clients use it (a window would then last the jump's length).
   1. ``linkstats_campaign_launch``: simulated visitors click the campaign links through the
      emulator's redirect until they expire; the emulator's clock moves past the A/B link's date;
   2. ``linkstats_cleanup_expired`` on 500 links created 40 days ago and expired: while its

@@ -1,0 +1,135 @@
+"""The pieces of `make e2e` that its verdict rests on, tested on their own (no Celery, no browser).
+
+- the recording proxy counts each answer by endpoint and status, also when the caller hung up
+  before reading it (the worker `make e2e` kills);
+- process groups: ending a group ends what its leader forked, SIGKILL follows an ignored
+  SIGTERM, and the teardown reports a port still listening.
+"""
+
+from __future__ import annotations
+
+import signal
+import socket
+import sys
+import time
+
+import pytest
+import requests
+
+from e2e.procs import Proc, ProcessGroups, free_port, group_members, listening, wait_until
+from e2e.recorder import Recorder, endpoint
+from tests.conftest import API_KEY
+
+API = "/public/api/v1"
+
+
+@pytest.fixture
+def recorder(emu):
+    running = Recorder(int(emu.url.rsplit(":", 1)[1])).start()
+    yield running
+    running.stop()
+
+
+def test_endpoint_groups_ids_and_drops_the_api_prefix():
+    assert endpoint("DELETE", f"{API}/links/42?x=1") == "DELETE /links/{id}"
+    assert endpoint("GET", f"{API}/links") == "GET /links"
+    assert endpoint("GET", "/e2e-12-geo") == "GET /e2e-12-geo"
+
+
+def test_recorder_forwards_unchanged_and_counts_by_endpoint_and_status(recorder, emu):
+    session = requests.Session()
+    session.headers.update({"Authorization": f"Bearer {API_KEY}", "Accept": "application/json"})
+    base = f"http://127.0.0.1:{recorder.port}{API}"
+    created = session.post(f"{base}/links", data={"url": "https://example.com/a", "alias": "rec-a"})
+    assert created.status_code == 201
+    link_id = created.json()["data"]["id"]
+    direct = requests.get(f"{emu.url}{API}/links/{link_id}", headers=session.headers, timeout=10)
+    via = session.get(f"{base}/links/{link_id}")
+    assert via.status_code == 200 and via.json() == direct.json()
+    assert session.delete(f"{base}/links/{link_id}").status_code == 200
+    assert session.delete(f"{base}/links/{link_id}").status_code == 404
+    assert requests.get(f"{base}/links", headers={"Accept": "application/json"}, timeout=10).status_code == 401
+
+    assert recorder.counts() == {
+        ("POST /links", 201): 1,
+        ("GET /links/{id}", 200): 1,
+        ("DELETE /links/{id}", 200): 1,
+        ("DELETE /links/{id}", 404): 1,
+        ("GET /links", 401): 1,
+    }
+    assert recorder.statuses_by_path("DELETE") == {f"{API}/links/{link_id}": [200, 404]}
+
+
+def test_recorder_records_the_answer_a_killed_caller_never_read(recorder, emu):
+    session = requests.Session()
+    session.headers.update({"Authorization": f"Bearer {API_KEY}", "Accept": "application/json"})
+    link = session.post(f"http://127.0.0.1:{recorder.port}{API}/links", data={"url": "https://example.com/b"}).json()
+    link_id = link["data"]["id"]
+    emu.faults.set_latency(0.5)  # the answer comes after the caller is gone
+    with socket.create_connection(("127.0.0.1", recorder.port)) as caller:
+        request = (
+            f"DELETE {API}/links/{link_id} HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {API_KEY}\r\n"
+            "Accept: application/json\r\nContent-Length: 0\r\n\r\n"
+        )
+        caller.sendall(request.encode())
+    wait_until(lambda: recorder.statuses_by_path("DELETE"), 10, "the DELETE to be recorded", 0.05)
+    emu.faults.clear()
+    assert recorder.statuses_by_path("DELETE") == {f"{API}/links/{link_id}": [200]}
+    assert session.get(f"{emu.url}{API}/links/{link_id}").status_code == 404
+
+
+CHILD_SERVER = """
+import http.server, subprocess, sys
+# a grandchild in the same group, and a server in the child: both must go with the group
+subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"])
+http.server.HTTPServer(("127.0.0.1", int(sys.argv[1])), http.server.SimpleHTTPRequestHandler).serve_forever()
+"""
+
+IGNORES_SIGTERM = """
+import signal, time
+signal.signal(signal.SIGTERM, signal.SIG_IGN)
+print("ready", flush=True)
+time.sleep(120)
+"""
+
+
+def test_process_groups_end_every_member_and_free_the_port(tmp_path):
+    groups = ProcessGroups()
+    port = free_port()
+    server = groups.start(Proc("server", [sys.executable, "-c", CHILD_SERVER, str(port)], tmp_path / "s.log", port))
+    groups.wait_port(server, 30)
+    wait_until(lambda: len(group_members(server.pgid)) == 2, 10, "the grandchild")
+    assert server.pgid == server.pid
+
+    problems = groups.stop_all(grace=10)
+
+    assert problems == []
+    assert group_members(server.pgid) == []
+    assert not listening(port)
+    assert server.ended == "stopped"
+
+
+def test_an_ignored_sigterm_is_followed_by_sigkill_and_reported(tmp_path):
+    groups = ProcessGroups()
+    log = tmp_path / "stubborn.log"
+    stubborn = groups.start(Proc("stubborn", [sys.executable, "-c", IGNORES_SIGTERM], log))
+    wait_until(lambda: "ready" in log.read_text(), 20, "the handler to be installed", 0.05)
+    started = time.monotonic()
+
+    problems = groups.stop_all(grace=1)
+
+    assert problems == ["stubborn did not stop within 1 s: SIGKILL"]
+    assert stubborn.popen.returncode == -signal.SIGKILL
+    assert group_members(stubborn.pgid) == []
+    assert time.monotonic() - started < 10
+
+
+def test_teardown_reports_a_port_still_listening(tmp_path):
+    """A server outside the groups (here: this test's own socket) on a port a process claimed."""
+    groups = ProcessGroups()
+    with socket.socket() as squatter:
+        squatter.bind(("127.0.0.1", 0))
+        squatter.listen()
+        port = squatter.getsockname()[1]
+        groups.start(Proc("short-lived", [sys.executable, "-c", "pass"], tmp_path / "x.log", port))
+        assert groups.stop_all(grace=5) == [f"still listening after teardown: short-lived (port {port})"]

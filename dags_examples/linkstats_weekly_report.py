@@ -175,16 +175,21 @@ def _charts(links: list[dict], referrers: dict, traffic: list[dict], out, stamp:
         plt.close(figure)
 
     if traffic:
-        figure, axes = plt.subplots(figsize=(8, 4))
-        for domain in sorted({row["domain"] for row in traffic}):
-            rows = [row for row in traffic if row["domain"] == domain]
-            days = [row["day"] for row in rows]
-            axes.plot(days, [row["pageviews"] for row in rows], marker="o", label=f"{domain} pageviews")
-            axes.plot(days, [row["visitors"] for row in rows], marker="s", linestyle="--", label=f"{domain} visitors")
-        axes.set_ylabel("per day")
-        axes.set_title("Websites: visitors and pageviews")
+        # Totals over the window per website, visitors beside pageviews (a day-by-day line needs
+        # several days of traffic; the bars read the same for one day or many).
+        domains = sorted({row["domain"] for row in traffic})
+        totals = {
+            kind: [sum(row[kind] for row in traffic if row["domain"] == domain) for domain in domains]
+            for kind in ("visitors", "pageviews")
+        }
+        days = sorted({row["day"] for row in traffic})
+        figure, axes = plt.subplots(figsize=(8, 1.5 + 0.9 * len(domains)))
+        positions = range(len(domains))
+        axes.barh([p + 0.2 for p in positions], totals["visitors"], height=0.4, label="visitors")
+        axes.barh([p - 0.2 for p in positions], totals["pageviews"], height=0.4, label="pageviews")
+        axes.set_yticks(list(positions), domains)
+        axes.set_title(f"Websites: visitors and pageviews, {days[0]} to {days[-1]}")
         axes.legend(fontsize=8)
-        figure.autofmt_xdate()
         figure.tight_layout()
         charts["traffic_png"] = out / f"website_traffic_{stamp}.png"
         figure.savefig(charts["traffic_png"])

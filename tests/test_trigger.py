@@ -365,7 +365,10 @@ def test_many_triggers_share_a_loop_without_blocking_it(emulator_process, caplog
     url = emulator_process
     with httpx.Client(base_url=url + "/public/api/v1", headers={"Authorization": f"Bearer {API_KEY}"}) as api:
         links = [
-            api.post("/links", data={"url": f"https://example.com/{i}", "alias": f"l{i}", "expiration_clicks": 1})
+            api.post(
+                "/links",
+                data={"url": f"https://example.com/{i}", "alias": f"l{i}", "expiration_clicks": 1, "domain_id": 1},
+            )
             .json()["data"]
             for i in range(41)
         ]

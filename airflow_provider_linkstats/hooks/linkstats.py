@@ -384,7 +384,8 @@ class LinkstatsLinksHook(LinkstatsBaseHook):
             raise LinkstatsInputError(
                 "expires_at", expires_at, f"either expires_at or {' and '.join(sorted(clash))}, not both"
             )
-        date, time = expiry_fields(expires_at, self.service_timezone())
+        moment = expiry_moment(expires_at)  # checked before the account is read for its time zone
+        date, time = expiry_fields(moment, self.service_timezone())
         return {**fields, "expiration_date": date, "expiration_time": time}
 
 
@@ -432,6 +433,14 @@ def expiry_fields(expires_at: Any, timezone: str) -> tuple[str, str]:
     """(expiration_date, expiration_time) of an aware moment in the service's zone, rounded up to the minute."""
     import pendulum
 
+    local = pendulum.instance(expiry_moment(expires_at)).in_timezone(pendulum.timezone(timezone))
+    if local.second or local.microsecond:
+        local = local.replace(second=0, microsecond=0).add(minutes=1)
+    return local.strftime("%Y-%m-%d"), local.strftime("%H:%M")
+
+
+def expiry_moment(expires_at: Any) -> dt.datetime:
+    """``expires_at`` as an aware datetime: a datetime, pendulum DateTime or ISO-8601 string with offset."""
     moment = expires_at
     if isinstance(moment, str):
         try:
@@ -442,10 +451,7 @@ def expiry_fields(expires_at: Any, timezone: str) -> tuple[str, str]:
         raise LinkstatsInputError(
             "expires_at", expires_at, "a time-zone-aware datetime, pendulum DateTime or ISO-8601 string with offset"
         )
-    local = pendulum.instance(moment).in_timezone(pendulum.timezone(timezone))
-    if local.second or local.microsecond:
-        local = local.replace(second=0, microsecond=0).add(minutes=1)
-    return local.strftime("%Y-%m-%d"), local.strftime("%H:%M")
+    return moment
 
 
 def _base_url(conn: Any) -> str:

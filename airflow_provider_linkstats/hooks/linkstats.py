@@ -173,7 +173,9 @@ class LinkstatsBaseHook(BaseHook):
         """The record whose alias (links) or domain (websites) is exactly ``natural_key``."""
         return self.client.find_by_natural_key(self.resource, natural_key, domain_id)
 
-    # -- Airflow 2.11 connection form (Airflow >= 3.2 reads get_provider_info instead) --------
+    # -- connection form for Airflow < 3.2 (3.2+ reads get_provider_info instead) ---------------
+    # Airflow < 3.2 calls these only when the hook class defines them itself, not when inherited,
+    # so each concrete hook below names them again.
 
     @classmethod
     def get_ui_field_behaviour(cls) -> dict[str, Any]:
@@ -204,6 +206,8 @@ class LinkstatsLinksHook(LinkstatsBaseHook):
     hook_name = CONNECTION_TYPES[conn_type][1]
     default_conn_name = CONNECTION_TYPES[conn_type][2]
     resource = LINKS
+    get_ui_field_behaviour = LinkstatsBaseHook.__dict__["get_ui_field_behaviour"]
+    get_connection_form_widgets = LinkstatsBaseHook.__dict__["get_connection_form_widgets"]
 
     def create_link(self, url: str, *, expires_at: Any = None, **fields: Any) -> JsonDict:
         """Create a link. ``fields`` take the contract's names (alias, domain_id, country, ...).
@@ -251,6 +255,8 @@ class LinkstatsAnalyticsHook(LinkstatsBaseHook):
     hook_name = CONNECTION_TYPES[conn_type][1]
     default_conn_name = CONNECTION_TYPES[conn_type][2]
     resource = WEBSITES
+    get_ui_field_behaviour = LinkstatsBaseHook.__dict__["get_ui_field_behaviour"]
+    get_connection_form_widgets = LinkstatsBaseHook.__dict__["get_connection_form_widgets"]
 
     def create_website(self, domain: str, **fields: Any) -> JsonDict:
         """Create a website; ``fields``: privacy, password, email, exclude_bots, exclude_params, exclude_ips."""

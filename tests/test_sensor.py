@@ -497,9 +497,15 @@ def test_start_from_trigger_on_airflow_3_3_renders_in_the_triggerer(emu):
 
     from airflow_provider_linkstats.triggers.links import LinkstatsLinkExpiredTrigger
 
-    if not AIRFLOW_V_3_3_PLUS:
-        pytest.skip("the triggerer renders template fields from Airflow 3.3")
     link = emu.store.add_link(url="https://example.com/a", alias="spring", expiration_clicks=1, clicks=1)
+    if not AIRFLOW_V_3_3_PLUS:  # no rendering in the triggerer: the sensor keeps the wait in a worker
+        from airflow.triggers.base import BaseTrigger
+
+        assert not hasattr(BaseTrigger, "render_template_fields")
+        with pytest.warns(UserWarning, match="cannot render it in the triggerer"):
+            wait = sensor(link_id="{{ dag_run.conf['link_id'] }}", start_from_trigger=True)
+        assert not wait.start_from_trigger and wait.start_trigger_args is None
+        return  # tests/test_airflow_versions.py runs this case in a DAG on every version
     wait = sensor(link_id="{{ dag_run.conf['link_id'] }}", start_from_trigger=True)
     trigger = LinkstatsLinkExpiredTrigger(**wait.start_trigger_args.trigger_kwargs)
     trigger.task_instance = types.SimpleNamespace(task_id="wait", task=wait)  # BaseTrigger picks the fields

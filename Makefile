@@ -57,4 +57,4 @@ constraints:
 	rm -rf $(CONSTRAINTS_VENV)
 
 clean:
-	rm -rf .venv .venv-airflow2 .pytest_cache
+	rm -rf .venv .venv-airflow2 .venv-airflow-* .ci-logs .pytest_cache

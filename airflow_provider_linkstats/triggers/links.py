@@ -22,6 +22,7 @@ from typing import Any
 
 from airflow.providers.common.compat.connection import get_async_connection
 from airflow.triggers.base import BaseTrigger, TriggerEvent
+from asgiref.sync import sync_to_async
 
 from airflow_provider_linkstats.client.aio import DEFAULT_CONNECT_TIMEOUT, AsyncLinkstatsClient, adrive
 from airflow_provider_linkstats.client.errors import (
@@ -189,7 +190,9 @@ class LinkstatsLinkExpiredTrigger(BaseTrigger):
         # The hook parses the connection (base URL, extras, API key present) exactly as in poke mode.
         hook = LinkstatsLinksHook(self.linkstats_conn_id)
         hook.use_connection(connection)
-        settings = hook.settings
+        # Parsing reads conn.extra_dejson, which on Airflow 3.0 masks the extras with a synchronous
+        # call to the triggerer's supervisor; on the event loop's thread that raises RuntimeError.
+        settings = await sync_to_async(lambda: hook.settings)()
         client = await AsyncLinkstatsClient.open(
             settings["root"],
             str(connection.password),

@@ -17,6 +17,7 @@ import threading
 import time
 from collections.abc import Callable
 
+import airflow
 import httpx
 import pytest
 from airflow.providers.common.compat.sdk import (
@@ -121,11 +122,23 @@ def test_dag_run_succeeds_when_link_expires(emu, airflow_db, dags, dag_name, cau
     assert all(r["query"].get("search") == ["spring"] for r in requests if r["path"] == LISTING)
 
 
-def test_reschedule_mode_succeeds_and_frees_the_slot_between_pokes(emu, airflow_db, dags):
+def test_reschedule_mode_succeeds_and_frees_the_slot_between_pokes(emu, airflow_db, dags, caplog):
     link = emu.store.add_link(url="https://example.com/spring", alias="spring", expiration_clicks=1)
     waiter = when_polled(emu, 2, lambda: click(emu, "spring"))
     run = dags.reschedule.test(run_conf={"link_id": link["id"], "alias": "spring"})
     waiter.join(5)
+    if airflow.__version__.startswith("3.0."):
+        # Airflow 3.0's dag.test() hands BaseSensorOperator the first reschedule date as a string
+        # (TaskRescheduleStartDate.model_construct; validated from 3.1), so any sensor in reschedule
+        # mode fails there in its second try, in Airflow's timeout check right after our second
+        # poke. A 3.0 deployment is not affected: its task process validates that message.
+        assert states(run) == {"wait": "failed", "check": "upstream_failed"}
+        assert listing_polls(emu) == 2
+        assert any(
+            "unsupported operand type(s) for -: 'datetime.datetime' and 'str'" in (r.exc_text or r.getMessage())
+            for r in caplog.records
+        )
+        return
     assert states(run) == {"wait": "success", "check": "success"}
     # One poke per reschedule: each poke a fresh task execution (alias known: one listing each,
     # and the existence check only on the first).

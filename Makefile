@@ -46,12 +46,24 @@ lint: venv
 	$(VENV)/bin/python -m ruff check airflow_provider_linkstats tests dags_examples benchmarks
 
 # Regenerate the pinned constraints from a fresh, unconstrained install (maintainers only).
+# One temp venv per version, so several versions can be regenerated side by side.
+CONSTRAINTS_VENV := /tmp/linkstats-constraints-venv-$(AIRFLOW_VERSION)
+# Caps an older release needs because a dependency's newer release broke it after it shipped
+# (each one found by dag.test() failing every task there):
+# - 3.0: FastAPI 0.132 rejects JSON bodies without a Content-Type header, which the 3.0 task SDK omits;
+# - 3.2: svcs 26 leaves app.state.svcs_registry unset in the in-process Execution API, and FastAPI
+#   0.137 (with Cadwyn 8, which needs it) fails building the Execution API's models.
+# 3.1 and 3.3 cap FastAPI themselves and need nothing more.
+CONSTRAINTS_CAPS_3.0.6 := "fastapi<0.132"
+CONSTRAINTS_CAPS_3.2.2 := "fastapi<0.137" "svcs<26"
 constraints:
-	rm -rf /tmp/linkstats-constraints-venv
-	$(PYTHON) -m venv /tmp/linkstats-constraints-venv
-	/tmp/linkstats-constraints-venv/bin/python -m pip install -q --upgrade "pip>=24"
-	/tmp/linkstats-constraints-venv/bin/python -m pip install -q "apache-airflow==$(AIRFLOW_VERSION)" -e ".[test]"
-	/tmp/linkstats-constraints-venv/bin/python -m pip freeze --exclude-editable | grep -v '^airflow-provider-linkstats' > $(CONSTRAINTS)
+	rm -rf $(CONSTRAINTS_VENV)
+	$(PYTHON) -m venv $(CONSTRAINTS_VENV)
+	$(CONSTRAINTS_VENV)/bin/python -m pip install -q --upgrade "pip>=24"
+	$(CONSTRAINTS_VENV)/bin/python -m pip install -q "apache-airflow==$(AIRFLOW_VERSION)" $(CONSTRAINTS_CAPS_$(AIRFLOW_VERSION)) -e ".[test,e2e]" \
+		2>&1 | { grep -v "is ignored: it is neither a file nor a directory" || true; }
+	$(CONSTRAINTS_VENV)/bin/python -m pip freeze --exclude-editable | grep -v '^airflow-provider-linkstats' > $(CONSTRAINTS)
+	rm -rf $(CONSTRAINTS_VENV)
 
 clean:
-	rm -rf .venv .venv-airflow2 .pytest_cache
+	rm -rf .venv .venv-airflow2 .venv-airflow-* .ci-logs .pytest_cache

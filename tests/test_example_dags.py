@@ -26,7 +26,10 @@ def dagbag():
         from airflow.models.dagbag import DagBag
 
         return DagBag(dag_folder=str(EXAMPLES), include_examples=False)
-    from airflow.dag_processing.dagbag import DagBag
+    try:
+        from airflow.dag_processing.dagbag import DagBag  # Airflow >= 3.2
+    except ImportError:
+        from airflow.models.dagbag import DagBag  # 3.0 and 3.1
 
     return DagBag(dag_folder=str(EXAMPLES))
 

@@ -134,8 +134,30 @@ def test_every_dag_run_succeeded(scan):
     assert scan.store_websites == []
 
 
+# Airflow 3.0's dag.test() prints, at debug level on its console, every message a task sends to its
+# in-process supervisor, unredacted: each mask_secret() request with its value ("Sending request
+# msg=MaskSecret(value=...)"; Airflow's own connection lookup sends three per task before ours) and
+# the rendered fields before they are stored redacted ("msg=SetRenderedFields(...)"). 3.1 prints no
+# bodies. Those console lines of Airflow's are excused on 3.0 only; every other console line, every
+# log file and every database row must still be clean there.
+CONSOLE_ECHOES_TASK_MESSAGES = {"2.11": False, "3.0": True, "3.1": False, "3.2": False, "3.3": False}
+TASK_MESSAGE_ECHOES = ("Sending request ", "Received message from task runner ")
+
+
 def test_no_secret_in_any_log_file_or_database_row(scan):
-    assert scan.hits == []
+    import airflow
+
+    minor = ".".join(airflow.__version__.split(".")[:2])
+    hits = scan.hits
+    lines = scan.output.splitlines()
+    echoes = [line for line in lines if any(echo in line for echo in TASK_MESSAGE_ECHOES) and " msg=" in line]
+    echoed_secrets = find_secrets("\n".join(echoes), SECRETS)
+    assert bool(echoed_secrets) is CONSOLE_ECHOES_TASK_MESSAGES[minor], echoed_secrets
+    if echoed_secrets:
+        rest = "\n".join(line for line in lines if line not in set(echoes))
+        assert find_secrets(rest, SECRETS) == []
+        hits = [hit for hit in hits if not hit.startswith("logs/dag_test/runner.log: ")]
+    assert hits == []
 
 
 def test_the_scan_covered_task_logs_xcoms_rendered_fields_and_triggers(scan):

@@ -144,7 +144,12 @@ class LinkstatsBaseHook(BaseHook):
             from airflow.providers.common.compat.connection import get_async_connection
 
             self._connection = _Hidden(await get_async_connection(self.linkstats_conn_id, hook=type(self)))
-        return await AsyncLinkstatsClient.open(self.settings, self._api_key(), **options)
+        from asgiref.sync import sync_to_async
+
+        # Parsing reads conn.extra_dejson, which on Airflow 3.0 masks the extras with a synchronous
+        # call to the triggerer's supervisor: on the event loop's thread that raises RuntimeError.
+        settings = await sync_to_async(lambda: self.settings)()
+        return await AsyncLinkstatsClient.open(settings, self._api_key(), **options)
 
     def _api_key(self) -> str:
         api_key = str(self.connection.password)
@@ -230,7 +235,9 @@ class LinkstatsBaseHook(BaseHook):
         query = validate_stats_query(self.stats, name, date_from, date_to, filters)
         return self.client.iter_stats(self.stats, record_id, query, max_items=max_items)
 
-    # -- Airflow 2.11 connection form (Airflow >= 3.2 reads get_provider_info instead) --------
+    # -- connection form for Airflow < 3.2 (3.2+ reads get_provider_info instead) ---------------
+    # Airflow < 3.2 calls these only when the hook class defines them itself, not when inherited,
+    # so each concrete hook below names them again.
 
     @classmethod
     def get_ui_field_behaviour(cls) -> dict[str, Any]:
@@ -262,6 +269,8 @@ class LinkstatsLinksHook(LinkstatsBaseHook):
     default_conn_name = CONNECTION_TYPES[conn_type][2]
     resource = LINKS
     stats = LINK_STATS
+    get_ui_field_behaviour = LinkstatsBaseHook.__dict__["get_ui_field_behaviour"]
+    get_connection_form_widgets = LinkstatsBaseHook.__dict__["get_connection_form_widgets"]
 
     def create_link(self, url: str, *, expires_at: Any = None, **fields: Any) -> JsonDict:
         """Create a link. ``fields`` take the contract's names (alias, domain_id, country, ...).
@@ -397,6 +406,8 @@ class LinkstatsAnalyticsHook(LinkstatsBaseHook):
     default_conn_name = CONNECTION_TYPES[conn_type][2]
     resource = WEBSITES
     stats = WEBSITE_STATS
+    get_ui_field_behaviour = LinkstatsBaseHook.__dict__["get_ui_field_behaviour"]
+    get_connection_form_widgets = LinkstatsBaseHook.__dict__["get_connection_form_widgets"]
 
     def create_website(self, domain: str, **fields: Any) -> JsonDict:
         """Create a website; ``fields``: privacy, password, email, exclude_bots, exclude_params, exclude_ips."""

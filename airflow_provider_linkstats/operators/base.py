@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from airflow.providers.common.compat.sdk import BaseOperator
 
 from airflow_provider_linkstats.client.contract import Resource
+from airflow_provider_linkstats.lineage import LinkstatsLineageMixin
 
 if TYPE_CHECKING:
     from airflow_provider_linkstats.hooks.linkstats import LinkstatsBaseHook
@@ -146,7 +147,7 @@ def document_filters(resource: Resource):
 # -- the five operations, written once for both resources ----------------------------------------
 
 
-class LinkstatsCreateOperatorBase(LinkstatsBaseOperator):
+class LinkstatsCreateOperatorBase(LinkstatsLineageMixin, LinkstatsBaseOperator):
     """Create a record; ``if_exists`` decides what a record with the same natural key means.
 
     The natural key is the alias (links) or domain (websites): with "fail" an existing one fails
@@ -188,6 +189,7 @@ class LinkstatsCreateOperatorBase(LinkstatsBaseOperator):
             changes = {name: value for name, value in fields.items() if name in updatable}
             record = self.hook.update_record(existing["id"], changes, self.resource)
             self.log.info("%s with %s %r exists (id=%s); updated", noun, key_name, key, existing.get("id"))
+        self.touched_ids = (record["id"],)
         self.after_write(record, context)
         return record
 
@@ -203,7 +205,7 @@ class LinkstatsGetOperatorBase(LinkstatsBaseOperator):
         return self.hook.get_record(self.record_id(self.id_argument), self.resource)
 
 
-class LinkstatsUpdateOperatorBase(LinkstatsBaseOperator):
+class LinkstatsUpdateOperatorBase(LinkstatsLineageMixin, LinkstatsBaseOperator):
     """Send only the fields given; a field left as None is not sent and stays as it is."""
 
     id_argument: str
@@ -221,6 +223,7 @@ class LinkstatsUpdateOperatorBase(LinkstatsBaseOperator):
             accepted = ", ".join(spec.name for spec in self.resource.fields_for("update"))
             raise LinkstatsInputError("fields", {}, f"at least one field to change: {accepted}")
         record = self.hook.update_record(record_id, fields, self.resource)
+        self.touched_ids = (record_id,)
         self.log.info("updated %s id=%s: %s", self.resource.singular, record_id, ", ".join(sorted(fields)))
         self.after_write(record, context)
         return record
@@ -229,7 +232,7 @@ class LinkstatsUpdateOperatorBase(LinkstatsBaseOperator):
         """Hook for subclasses (links push the short URL for their extra link)."""
 
 
-class LinkstatsDeleteOperatorBase(LinkstatsBaseOperator):
+class LinkstatsDeleteOperatorBase(LinkstatsLineageMixin, LinkstatsBaseOperator):
     """Delete one record (``<id>``) or many (``<ids>``, on a bounded thread pool).
 
     Returns the id, or the list of ids deleted or already gone. With ``missing_ok`` a record
@@ -259,6 +262,7 @@ class LinkstatsDeleteOperatorBase(LinkstatsBaseOperator):
         if single is not None:
             record_id = self.record_id(self.id_argument)
             deleted = self.hook.delete_record(record_id, missing_ok=missing_ok, resource=self.resource)
+            self.touched_ids = (record_id,)
             self.log.info(
                 "%s id=%s %s", self.resource.singular, record_id, "deleted" if deleted else "was already gone"
             )
@@ -295,7 +299,8 @@ class LinkstatsDeleteOperatorBase(LinkstatsBaseOperator):
             if all(is_permanent(error) for error in result.errors.values()):
                 raise AirflowFailException(message)
             raise AirflowException(message)
-        return sorted(result.deleted + result.already_gone)
+        self.touched_ids = tuple(sorted(result.deleted + result.already_gone))
+        return list(self.touched_ids)
 
 
 class LinkstatsListOperatorBase(LinkstatsBaseOperator):

@@ -1,0 +1,57 @@
+"""OpenLineage for the write operators: every record a task created, changed or deleted is an output.
+
+An output is named ``links/<id>`` or ``websites/<id>`` in the namespace ``linkstats://<host>``,
+the host (and port, if any) of the connection's base URL. Nothing else of the connection, and
+never the API key, goes into an event.
+
+The openlineage provider is optional: nothing here imports it at module level, and without it
+the operators return no lineage. Its listener calls ``get_openlineage_facets_on_complete`` in the
+process that ran ``execute()``, so the ids remembered there are still on the operator.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+from urllib.parse import urlsplit
+
+NAMESPACE_SCHEME = "linkstats"
+
+
+def namespace(base_url: str) -> str:
+    """``linkstats://host[:port]`` for a base URL; no scheme, user, path or query of it."""
+    parts = urlsplit(base_url)
+    host = parts.hostname or ""
+    if ":" in host:  # an IPv6 address keeps its brackets, so a port stays readable
+        host = f"[{host}]"
+    return f"{NAMESPACE_SCHEME}://{host}" + (f":{parts.port}" if parts.port else "")
+
+
+def openlineage_classes() -> tuple[Any, Any] | None:
+    """(OperatorLineage, Dataset) from the openlineage provider, or None if it is not installed."""
+    try:
+        from airflow.providers.openlineage.extractors import OperatorLineage
+    except ImportError:
+        return None
+    try:  # common-compat re-exports the client's classes across client versions
+        from airflow.providers.common.compat.openlineage.facet import Dataset
+    except ImportError:
+        from openlineage.client.event_v2 import Dataset
+    return OperatorLineage, Dataset
+
+
+class LinkstatsLineageMixin:
+    """For create, update and delete operators: set ``touched_ids`` in ``execute()``."""
+
+    touched_ids: tuple[Any, ...] = ()  # the record ids this task wrote (set per instance when it runs)
+    resource: Any
+    hook: Any
+
+    def get_openlineage_facets_on_complete(self, task_instance: Any) -> Any:
+        classes = openlineage_classes()
+        if classes is None or not self.touched_ids:
+            return None
+        operator_lineage, dataset = classes
+        space = namespace(self.hook.settings.root)
+        return operator_lineage(
+            outputs=[dataset(namespace=space, name=f"{self.resource.name}/{i}") for i in self.touched_ids]
+        )

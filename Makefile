@@ -43,7 +43,7 @@ e2e:
 
 lint: venv
 	$(VENV)/bin/python -m pip install -q ruff 2>&1 | { grep -v "is ignored" || true; }
-	$(VENV)/bin/python -m ruff check airflow_provider_linkstats tests dags_examples benchmarks
+	$(VENV)/bin/python -m ruff check airflow_provider_linkstats tests dags_examples benchmarks e2e
 
 # Regenerate the pinned constraints from a fresh, unconstrained install (maintainers only).
 # One temp venv per version, so several versions can be regenerated side by side.
@@ -66,4 +66,4 @@ constraints:
 	rm -rf $(CONSTRAINTS_VENV)
 
 clean:
-	rm -rf .venv .venv-airflow2 .venv-airflow-* .ci-logs .pytest_cache
+	rm -rf .venv .venv-airflow2 .venv-airflow-* .venv-e2e .ci-logs .pytest_cache demo-output e2e-output

@@ -15,13 +15,17 @@ from airflow_provider_linkstats.operators.base import (
     LinkstatsCreateOperatorBase,
     LinkstatsDeleteOperatorBase,
     LinkstatsGetOperatorBase,
-    LinkstatsListOperatorBase,
     LinkstatsUpdateOperatorBase,
     document_fields,
     document_filters,
 )
 from airflow_provider_linkstats.operators.links import _LinkOperator
-from airflow_provider_linkstats.operators.spaces import CONN_DOC, IF_EXISTS_DOC, LINKS_CONN
+from airflow_provider_linkstats.operators.spaces import (
+    CONN_DOC,
+    IF_EXISTS_DOC,
+    LINKS_CONN,
+    LinkstatsNamedListOperatorBase,
+)
 
 LIST_FILTERS = tuple(spec.name for spec in PIXELS.list_params)
 
@@ -113,26 +117,7 @@ class LinkstatsDeletePixelOperator(_PixelOperator, LinkstatsDeleteOperatorBase):
 
 
 @document_filters(PIXELS)
-class LinkstatsListPixelsOperator(_PixelOperator, LinkstatsListOperatorBase):
+class LinkstatsListPixelsOperator(_PixelOperator, LinkstatsNamedListOperatorBase):
     __doc__ = "List the account's pixels, every page.\n\n    :param max_items: stop after this many.\n" + CONN_DOC
 
     template_fields: Sequence[str] = ("linkstats_conn_id", *LIST_FILTERS, "max_items")
-
-    def __init__(
-        self,
-        *,
-        search: str | None = None,
-        search_by: str | None = None,
-        sort_by: str | None = None,
-        sort: str | None = None,
-        per_page: int | None = None,
-        max_items: int | None = None,
-        linkstats_conn_id: str = LINKS_CONN,
-        **kwargs: Any,
-    ) -> None:
-        super().__init__(max_items=max_items, linkstats_conn_id=linkstats_conn_id, **kwargs)
-        self.search = search
-        self.search_by = search_by
-        self.sort_by = sort_by
-        self.sort = sort
-        self.per_page = per_page

@@ -115,11 +115,8 @@ class LinkstatsDeleteSpaceOperator(_SpaceOperator, LinkstatsDeleteOperatorBase):
         self.space_ids = space_ids
 
 
-@document_filters(SPACES)
-class LinkstatsListSpacesOperator(_SpaceOperator, LinkstatsListOperatorBase):
-    __doc__ = "List the account's spaces, every page.\n\n    :param max_items: stop after this many.\n" + CONN_DOC
-
-    template_fields: Sequence[str] = ("linkstats_conn_id", *LIST_FILTERS, "max_items")
+class LinkstatsNamedListOperatorBase(LinkstatsListOperatorBase):
+    """Listings of named records (spaces, pixels): search by name, sort by id or name."""
 
     def __init__(
         self,
@@ -139,3 +136,10 @@ class LinkstatsListSpacesOperator(_SpaceOperator, LinkstatsListOperatorBase):
         self.sort_by = sort_by
         self.sort = sort
         self.per_page = per_page
+
+
+@document_filters(SPACES)
+class LinkstatsListSpacesOperator(_SpaceOperator, LinkstatsNamedListOperatorBase):
+    __doc__ = "List the account's spaces, every page.\n\n    :param max_items: stop after this many.\n" + CONN_DOC
+
+    template_fields: Sequence[str] = ("linkstats_conn_id", *LIST_FILTERS, "max_items")

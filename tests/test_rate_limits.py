@@ -158,3 +158,27 @@ def test_retry_after_beyond_max_rate_limit_wait_fails_at_once_saying_so(scripted
     assert time.monotonic() - started < 5 and len(scripted.requests) == 1
     message = str(caught.value)
     assert "Too Many Attempts." in message and "300 s" in message and "max_rate_limit_wait (60 s" in message
+
+
+def test_bulk_delete_of_2000_links_under_the_emulators_limit_has_no_failure(emu, make_hook, caplog, capsys):
+    """The real budget's shape (a fixed window, per client address) scaled from 60 a minute to 200 a second."""
+    from airflow_provider_linkstats.operators.links import LinkstatsDeleteLinkOperator
+    from tests.conftest import run_operator
+
+    ids = [emu.store.add_link(url=f"https://example.com/{i}", alias=f"bulk-{i}")["id"] for i in range(2000)]
+    task = LinkstatsDeleteLinkOperator(task_id="cleanup", link_ids=ids, max_workers=8)
+    task.hook = make_hook("links", rate_limit_window=1.0)
+    emu.limiter.configure(200, 1.0)
+    emu.stats.reset()
+    try:
+        started = time.monotonic()
+        deleted, _ = run_operator(task)
+        elapsed = time.monotonic() - started
+    finally:
+        emu.limiter.configure(None)
+    assert deleted == sorted(ids) and emu.store.links() == []
+    throttled = emu.stats.count(status=429)
+    assert throttled <= 2, f"{throttled} answers of 429"
+    assert emu.stats.count(method="DELETE", status=200) == 2000
+    assert 9.0 <= elapsed <= 10 * 1.5, elapsed  # 10 windows of 200; nothing can be faster than 9 s
+    assert "deleted 2000/2000 links (" in caplog.text + capsys.readouterr().out

@@ -18,7 +18,7 @@ import warnings
 import airflow
 import pytest
 
-from airflow_provider_linkstats.connection import EXTRA_FIELDS
+from airflow_provider_linkstats.connection import extra_fields
 from tests.conftest import DAGS_FOLDER, REPO
 
 MINOR = ".".join(airflow.__version__.split(".")[:2])
@@ -150,7 +150,7 @@ def test_connection_form_by_version(connection_form, conn_type):
             "description": description,
             "type": form["extra_fields"][name]["type"],
         }
-        for name, (label, _, default, description) in EXTRA_FIELDS.items()
+        for name, (label, _, default, description) in extra_fields(conn_type).items()
     }
     assert form["extra_fields"]["timeout"]["type"] == row(TIMEOUT_TYPE)
 

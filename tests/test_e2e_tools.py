@@ -40,7 +40,7 @@ def test_recorder_forwards_unchanged_and_counts_by_endpoint_and_status(recorder,
     session = requests.Session()
     session.headers.update({"Authorization": f"Bearer {API_KEY}", "Accept": "application/json"})
     base = f"http://127.0.0.1:{recorder.port}{API}"
-    created = session.post(f"{base}/links", data={"url": "https://example.com/a", "alias": "rec-a"})
+    created = session.post(f"{base}/links", data={"url": "https://example.com/a", "alias": "rec-a", "domain_id": 1})
     assert created.status_code == 201
     link_id = created.json()["data"]["id"]
     direct = requests.get(f"{emu.url}{API}/links/{link_id}", headers=session.headers, timeout=10)
@@ -63,7 +63,9 @@ def test_recorder_forwards_unchanged_and_counts_by_endpoint_and_status(recorder,
 def test_recorder_records_the_answer_a_killed_caller_never_read(recorder, emu):
     session = requests.Session()
     session.headers.update({"Authorization": f"Bearer {API_KEY}", "Accept": "application/json"})
-    link = session.post(f"http://127.0.0.1:{recorder.port}{API}/links", data={"url": "https://example.com/b"}).json()
+    link = session.post(
+        f"http://127.0.0.1:{recorder.port}{API}/links", data={"url": "https://example.com/b", "domain_id": 1}
+    ).json()
     link_id = link["data"]["id"]
     emu.faults.set_latency(0.5)  # the answer comes after the caller is gone
     with socket.create_connection(("127.0.0.1", recorder.port)) as caller:

@@ -220,3 +220,11 @@ def test_cleanup_on_expiry_deletes_exactly_the_links_of_its_events():
     assert collect(triggering_asset_events=events) == [4, 9, 2]
     delete = dag.get_task("delete_expired")
     assert delete.missing_ok is True
+
+
+def test_report_dag_on_an_empty_account_still_writes_the_report(emu, airflow_db, tmp_path):
+    run = load("linkstats_weekly_report").test(run_conf={"output_dir": str(tmp_path)})
+    assert run.state == "success"
+    assert run.get_task_instance("write_report").state == "success"  # not skipped with the empty mapped tasks
+    (links_csv,) = tmp_path.glob("top_links_*.csv")
+    assert list(csv.DictReader(links_csv.open())) == []

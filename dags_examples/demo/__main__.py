@@ -145,7 +145,7 @@ def airflow(env: dict, *args: str, log: Path | None = None) -> int:
 
 
 LOG_LINE = re.compile(r"^\d{4}-\d\d-\d\dT\S+ \[(\w+)\s*\] (.*?)\s+\[[\w.]+\]")
-SHOWN_MESSAGES = re.compile(r"^(bulk delete finished|created link|created website|.* deleted$)")
+SHOWN_MESSAGES = re.compile(r"^(bulk delete finished|deleted \d+/\d+ |created link|created website|.* deleted$)")
 
 
 def excerpt(text: str) -> list[str]:

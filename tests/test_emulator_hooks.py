@@ -135,3 +135,15 @@ def test_test_connection(links, emu, monkeypatch):
     assert ok is False and "wrong-key-0000" not in message and "401" in message
     with pytest.raises(LinkstatsAuthError):
         wrong.list_links()
+
+
+def test_expired_listing_of_230_links_through_the_hook_in_3_requests(links, emu):
+    for n in range(230):
+        emu.store.add_link(url=f"https://e{n}.com", expiration_clicks=1, clicks=1)
+    active = [emu.store.add_link(url=f"https://live{n}.com")["id"] for n in range(40)]
+    emu.stats.reset()
+    expired = links.list_links(status=LinkStatus.EXPIRED)
+    assert len(expired) == 230 and not set(active) & {link["id"] for link in expired}
+    assert all(link_status(link) is LinkStatus.EXPIRED for link in expired)
+    # Page requests are built from the client's own parameters: the service's page URLs drop status.
+    assert emu.stats.count(method="GET", path_prefix="/links") == 3

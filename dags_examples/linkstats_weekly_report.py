@@ -85,6 +85,9 @@ with DAG(
 
         from airflow_provider_linkstats.client.records import link_status
 
+        # Mapped over nothing (no links or websites), the stats tasks are skipped and give nothing.
+        links, sites = links or [], sites or []
+        referrer_rows, visitor_rows, pageview_rows = referrer_rows or [], visitor_rows or [], pageview_rows or []
         # Real installs send no status: it follows from ends_at, clicks and disabled.
         links = [{**link, "status": link_status(link).name.title()} for link in links]
         # Mapped results come back in map-index order, the order the ids were given in.

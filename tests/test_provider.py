@@ -69,8 +69,10 @@ def test_hook_form_metadata_for_airflow_2():
         assert set(LinkstatsLinksHook.get_connection_form_widgets()) == {
             "timeout",
             "max_retries",
+            "max_rate_limit_wait",
             "verify_ssl",
             "timezone",
+            "default_domain_id",  # links only
         }
 
 

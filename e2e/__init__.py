@@ -9,8 +9,9 @@ Deployment (``services.py``, ``deployment.py``):
   - Redis without persistence (no RDB, no AOF), the Celery broker;
   - Airflow 3.3.2 on CeleryExecutor: api-server, scheduler, dag-processor, triggerer and two Celery
     workers, with ``dags_examples/`` as the dags folder;
-  - the Linkstats emulator, with rate limits when its ``--help`` lists ``--rate-limit`` (60 requests
-    per 5 s: the real per-minute budget on a 12x faster clock, so 500 deletes take ~45 s, not 8 min);
+  - the Linkstats emulator, with rate limits when its ``--help`` lists ``--rate-limit`` (720 requests
+    a minute: a real install's one-minute window, which the client's limiter paces by, with 12x its
+    budget, so 500 deletes take ~45 s, not 8 min);
   - a recording pass-through proxy (``recorder.py``) between Airflow's connections and the emulator:
     it counts every answer by endpoint and status. The emulator's stats route gives statuses too
     from the rate-limited version on; the cleanup check then reads the emulator's and requires the

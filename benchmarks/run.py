@@ -101,9 +101,9 @@ How to read it:
   N x latency / max_workers; the rest is client CPU under the GIL (requests is synchronous)
   on a 2-core machine shared with the emulator.
 - 4: requests are counted by the emulator; `poke()` is called directly, in poke mode.
-- 5: each sample is a fresh interpreter that imports `airflow.sdk`, then forks one child per
-  side, as the DAG processor parses from a parent with Airflow loaded; bytecode caches warm on
-  both sides (a pip install compiles them).
+- 5: each sample is two fresh interpreters, one per side, each importing `airflow.sdk` and then
+  the side's modules with plain imports; bytecode caches warm on both sides (a pip install
+  compiles them).
 """
 
 

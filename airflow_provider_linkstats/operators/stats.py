@@ -99,21 +99,30 @@ def write_csv(path: str, rows: list[dict[str, Any]]) -> str:
     return str(target)
 
 
-class LinkstatsLinkStatsOperator(_LinkOperator, LinkstatsStatsOperatorBase):
-    """Clicks of a short link per country, platform, referrer, ... between two dates.
+def _doc(summary: str, id_argument: str, spec: StatsSpec, conn_id: str) -> str:
+    """The operator's docstring; the statistic names come from the contract."""
+    return f"""{summary}
 
-    :param link_id: the link. Templated.
-    :param name: one of browser, cities, clicks, clicks_hour, country, device, language, platform,
-        referrer. Templated.
-    :param date_from: first day (a date, datetime or ISO string such as ``{{ ds }}``). Templated.
+    :param {id_argument}: the {spec.subject}. Templated.
+    :param name: one of {", ".join(spec.names)}. Templated.
+    :param date_from: first day (a date, datetime or ISO string such as ``{{{{ ds }}}}``). Templated.
     :param date_to: last day, included. Templated.
     :param search: only values containing this text. Templated.
     :param sort_by: "count" (default) or "value". Templated.
     :param sort: "desc" (default) or "asc". Templated.
     :param max_items: stop after this many rows (default: all).
     :param output_path: write the rows to this CSV file and return its path. Templated.
-    :param linkstats_conn_id: connection id (default ``linkstats_links_default``). Templated.
+    :param linkstats_conn_id: connection id (default ``{conn_id}``). Templated.
     """
+
+
+class LinkstatsLinkStatsOperator(_LinkOperator, LinkstatsStatsOperatorBase):
+    __doc__ = _doc(
+        "Clicks of a short link per country, platform, referrer, ... between two dates.",
+        "link_id",
+        LINK_STATS,
+        "linkstats_links_default",
+    )
 
     template_fields: Sequence[str] = ("link_id", *STATS_TEMPLATE_FIELDS)
     stats = LINK_STATS
@@ -127,21 +136,12 @@ class LinkstatsLinkStatsOperator(_LinkOperator, LinkstatsStatsOperatorBase):
 
 
 class LinkstatsWebsiteStatsOperator(_WebsiteOperator, LinkstatsStatsOperatorBase):
-    """A tracked website's visitors, pageviews, referrers, countries, ... between two dates.
-
-    :param website_id: the website. Templated.
-    :param name: one of browser, campaign, city, continent, country, device, event, landing_page,
-        language, os, page, pageviews, pageviews_hours, referrer, resolution, visitors,
-        visitors_hours. Templated.
-    :param date_from: first day (a date, datetime or ISO string such as ``{{ ds }}``). Templated.
-    :param date_to: last day, included. Templated.
-    :param search: only values containing this text. Templated.
-    :param sort_by: "count" (default) or "value". Templated.
-    :param sort: "desc" (default) or "asc". Templated.
-    :param max_items: stop after this many rows (default: all).
-    :param output_path: write the rows to this CSV file and return its path. Templated.
-    :param linkstats_conn_id: connection id (default ``linkstats_analytics_default``). Templated.
-    """
+    __doc__ = _doc(
+        "A tracked website's visitors, pageviews, referrers, countries, ... between two dates.",
+        "website_id",
+        WEBSITE_STATS,
+        "linkstats_analytics_default",
+    )
 
     template_fields: Sequence[str] = ("website_id", *STATS_TEMPLATE_FIELDS)
     stats = WEBSITE_STATS

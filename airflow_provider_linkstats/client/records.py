@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import datetime as dt
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from airflow_provider_linkstats.client.contract import RESOURCES, Kind, LinkStatus, Resource
@@ -40,25 +41,74 @@ def normalize(resource: Resource | None, record: Mapping[str, Any]) -> JsonDict:
     return clean
 
 
-def link_status(record: Mapping[str, Any], now: dt.datetime | None = None) -> LinkStatus:
-    """Active, Expired or Disabled, by the rules of the service's listing filter.
+@dataclass(frozen=True)
+class LinkTiming:
+    """When a link of either generation ends, read from its record into one shape.
 
-    Expired: ``ends_at`` has passed, or ``expiration_clicks`` > 0 and ``clicks`` reached it.
-    Disabled: ``disabled`` is 1. Active: neither. The service lists a link that is both
-    disabled and expired under both filters; here Expired wins, since that is what waits and
+    phpShort 44-45 sends ``ends_at`` and ``expiration_clicks``; 46+ sends ``active_period_start_at``,
+    ``active_period_end_at`` and ``clicks_limit`` (its ``expires_at`` key is always null). Records
+    already read back into the provider's shape carry ``expires_at`` and ``expiration_clicks``.
+    """
+
+    starts_at: dt.datetime | None  # v46+: before it the link does not redirect (counts as Expired)
+    ends_at: dt.datetime | None
+    click_limit: int | None  # None or 0: no limit
+    clicks: int | None
+    disabled: bool
+
+    def status(self, now: dt.datetime | None = None) -> LinkStatus:
+        now = now or dt.datetime.now(dt.timezone.utc)
+        if self.ends_at is not None and self.ends_at <= now:
+            return LinkStatus.EXPIRED
+        if self.starts_at is not None and now < self.starts_at:
+            return LinkStatus.EXPIRED
+        if self.click_limit and self.clicks is not None and self.clicks >= self.click_limit:
+            return LinkStatus.EXPIRED
+        if self.disabled:
+            return LinkStatus.DISABLED
+        return LinkStatus.ACTIVE
+
+
+def link_timing(record: Mapping[str, Any]) -> LinkTiming:
+    """The start, end, click limit and clicks of a link record of any generation."""
+    ends_at = _first_time(record, "active_period_end_at", "ends_at", "expires_at")
+    limit = _first_int(record, "clicks_limit", "expiration_clicks")
+    clicks = _as_int(record.get("clicks"))
+    return LinkTiming(
+        starts_at=parse_timestamp(record.get("active_period_start_at")),
+        ends_at=ends_at,
+        click_limit=limit if isinstance(limit, int) and limit > 0 else None,
+        clicks=clicks if isinstance(clicks, int) and not isinstance(clicks, bool) else None,
+        disabled=_as_int(record.get("disabled")) == 1,
+    )
+
+
+def link_status(record: Mapping[str, Any], now: dt.datetime | None = None) -> LinkStatus:
+    """Active, Expired or Disabled, decided from the record (real installs send no status).
+
+    Expired: the end time has passed (``ends_at`` on 44-45, ``active_period_end_at`` on 46+), the
+    window has not started yet (46+), or a click limit is set and ``clicks`` reached it.
+    Disabled: ``disabled`` is 1 (44-45 only). Active: neither. phpShort 44 lists a link that is
+    both disabled and expired under both filters; here Expired wins, since that is what waits and
     cleanups look for. Missing keys count as "not set".
     """
-    now = now or dt.datetime.now(dt.timezone.utc)
-    ends_at = parse_timestamp(record.get("ends_at"))
-    limit = _as_int(record.get("expiration_clicks"))
-    clicks = _as_int(record.get("clicks"))
-    if ends_at is not None and ends_at < now:
-        return LinkStatus.EXPIRED
-    if isinstance(limit, int) and limit > 0 and isinstance(clicks, int) and clicks >= limit:
-        return LinkStatus.EXPIRED
-    if _as_int(record.get("disabled")) == 1:
-        return LinkStatus.DISABLED
-    return LinkStatus.ACTIVE
+    return link_timing(record).status(now)
+
+
+def _first_time(record: Mapping[str, Any], *keys: str) -> dt.datetime | None:
+    for key in keys:
+        moment = parse_timestamp(record.get(key))
+        if moment is not None:
+            return moment
+    return None
+
+
+def _first_int(record: Mapping[str, Any], *keys: str) -> Any:
+    for key in keys:
+        value = _as_int(record.get(key))
+        if isinstance(value, int) and not isinstance(value, bool):
+            return value
+    return None
 
 
 def record_domain_id(record: Mapping[str, Any]) -> int | None:

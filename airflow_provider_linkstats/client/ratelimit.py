@@ -11,6 +11,20 @@ request ``reserve()`` says how long to wait; the first half of a window's budget
 (a campaign's few creates never wait), the rest is spread over what is left of the window, so a
 long job runs at the budget's pace and meets no 429. After each answer ``observe()`` corrects the
 local count with the server's, which also sees other clients of the same key or address.
+
+The window's length is learned from the server unless the caller pins it (``rate_limit_window``):
+until it says otherwise a window is assumed to last a minute, as on real installs. Two things
+shorten the assumption (the window is a fixed one that opens with its first request, as Laravel's):
+
+- a 429's ``Retry-After`` (or ``X-RateLimit-Reset``) gives the end of a window whose opening we
+  saw: its length is the difference;
+- ``Remaining`` going up again means the server opened a new window: the time since the previous
+  window opened is at most one window (the second half of a budget is spread over the window, so
+  the first spread request after the server's reset shows it, and the bound closes in on the true
+  length window by window).
+
+A window assumed too short shows itself too: the server's count does not start over when ours
+does, and the assumption grows again.
 """
 
 from __future__ import annotations
@@ -27,6 +41,12 @@ from airflow_provider_linkstats.client.settings import DEFAULT_WINDOW
 # server counted the request: so our window never ends before the server's. The margin covers
 # clock drift between the two.
 _RESET_MARGIN = 0.005  # of a window
+# A learned length is a measurement between two answers on our clock: it is padded by this share
+# (and at least _LEARN_PAD_MIN seconds) for latency and the rounding of Retry-After to whole seconds.
+_LEARN_PAD = 0.02
+_LEARN_PAD_MIN = 0.05
+_SHORTEST_WINDOW = 0.2  # seconds: a shorter measurement is noise (answers reordered), not a window
+_GROWTH = 1.25  # an assumed window that proved too short grows by this factor
 
 
 class RateLimiter:
@@ -35,26 +55,41 @@ class RateLimiter:
     ``reserve()``, ``observe()`` and ``release()`` are the whole protocol: a transport calls
     ``wait()`` (or ``await await_slot()``) before sending, then ``observe(headers, status)`` with
     the answer, or ``release()`` when no answer came.
+
+    :param window: seconds of the server's window, pinned (never relearned); None (the default)
+        learns it from the answers, assuming a minute until they say otherwise.
     """
 
-    def __init__(self, *, window: float = DEFAULT_WINDOW, clock: Callable[[], float] = time.monotonic) -> None:
-        self.window = float(window)
+    def __init__(self, *, window: float | None = None, clock: Callable[[], float] = time.monotonic) -> None:
+        self.pinned = window is not None
+        self.window = float(window) if window is not None else DEFAULT_WINDOW
+        # How the window's length is known: "pinned", "assumed", or learned from "retry-after",
+        # "reset" (X-RateLimit-Reset) or "refill" (Remaining going up).
+        self.learned_from = "pinned" if self.pinned else "assumed"
         self._clock = clock
         self._lock = threading.Lock()
         self.limit: int | None = None  # requests per window, once the server has said
         self._remaining: int | None = None  # what we may still send in this window (None: unknown)
         self._reset_at: float | None = None  # when the current window ends, on our clock
+        self._opened_at: float | None = None  # when the server's current window opened (None: not seen)
+        self._sent_in_window = 0  # requests reserved since our count of this window began
+        self._floor: int | None = None  # lowest Remaining the server gave in this window
+        self._floor_slack = 0  # our requests in flight when it did (they may answer higher)
         self._next_send = 0.0  # earliest start of the next request while spreading
         self._in_flight = 0
         self.waited = 0.0  # total seconds callers were held back (for progress lines and benchmarks)
         self.throttled = 0  # 429 answers seen
+        self.windows_seen = 0  # new server windows noticed (refills)
 
     @property
     def _margin(self) -> float:
         return self.window * _RESET_MARGIN
 
     def __repr__(self) -> str:
-        return f"RateLimiter(limit={self.limit}, remaining={self._remaining}, window={self.window})"
+        return (
+            f"RateLimiter(limit={self.limit}, remaining={self._remaining}, window={self.window:g}, "
+            f"learned_from={self.learned_from!r})"
+        )
 
     # -- the protocol ------------------------------------------------------------------------
 
@@ -63,11 +98,11 @@ class RateLimiter:
         with self._lock:
             now = self._clock()
             if self._reset_at is not None and now >= self._reset_at:
-                self._remaining = self.limit  # a new window: the whole budget again
-                self._reset_at = None
+                self._new_window(remaining=self.limit)  # a new window: the whole budget again
             remaining = self._remaining
             if remaining is None:  # nothing known yet: the first request finds out
                 self._in_flight += 1
+                self._sent_in_window += 1
                 return 0.0
             if remaining <= 0:
                 if self._reset_at is None:
@@ -82,6 +117,7 @@ class RateLimiter:
                 self._next_send = now + spacing
             self._remaining = remaining - 1
             self._in_flight += 1
+            self._sent_in_window += 1
             return 0.0
 
     def observe(self, headers: Mapping[str, str], status: int) -> None:
@@ -91,29 +127,91 @@ class RateLimiter:
         remaining = _int(lower.get("x-ratelimit-remaining"))
         with self._lock:
             now = self._clock()
+            others = max(0, self._in_flight - 1)  # our other requests still out
             self._in_flight = max(0, self._in_flight - 1)
             if status == 429:
                 self.throttled += 1
-                wait = parse_retry_after(lower)
+                wait, source = parse_retry_after(lower), "retry-after"
                 if wait is None:
-                    wait = _seconds_until_epoch(lower.get("x-ratelimit-reset"), self.window)
+                    wait, source = _seconds_until_epoch(lower.get("x-ratelimit-reset"), self.window), "reset"
                 if wait is not None:  # without either header the retry policy's backoff decides
+                    ends = now + wait
+                    if self._opened_at is not None:
+                        self._learn(ends - self._opened_at, source)
                     self._remaining = 0
-                    self._reset_at = now + wait + self._margin
+                    self._reset_at = ends + self._margin
+                    self._opened_at = None  # the next window opens with our first request after it
                 return
             if limit is None or remaining is None:
                 return  # this server (or proxy) does not advertise a budget
             self.limit = limit
+            if self._floor is not None and remaining > self._floor + self._floor_slack:
+                # Remaining went up: the server opened a new window before we thought it would.
+                if self._opened_at is not None:
+                    self._learn(now - self._opened_at, "refill")
+                self.windows_seen += 1
+                self._new_window(remaining=None)
+                self._sent_in_window = others + 1
+                self._remaining = remaining - others
+                self._opened_here(now, remaining, limit)
+                self._floor, self._floor_slack = remaining, others
+                return
+            if self._floor is None:  # the first answer of a window by our count
+                self._opened_here(now, remaining, limit)
+                if self._remaining is not None and remaining < limit - self._sent_in_window - others:
+                    # We started a new window, the server did not: our window is too short.
+                    self._grow()
+            if self._floor is None or remaining < self._floor:
+                self._floor, self._floor_slack = remaining, others
             if self._reset_at is None:
                 self._reset_at = now + self.window + self._margin
-            # Other requests of ours may be in flight and not yet counted: assume none of them were.
-            server_view = remaining - self._in_flight
+            server_view = remaining - self._uncounted(others, remaining, limit)
             self._remaining = server_view if self._remaining is None else min(self._remaining, server_view)
 
     def release(self) -> None:
         """A reserved request got no answer (its cost to the budget is unknown; keep the count)."""
         with self._lock:
             self._in_flight = max(0, self._in_flight - 1)
+
+    # -- learning the window (called with the lock held) ------------------------------------------
+
+    def _new_window(self, remaining: int | None) -> None:
+        self._remaining = remaining
+        self._reset_at = None
+        self._opened_at = None
+        self._floor = None
+        self._floor_slack = 0
+        self._sent_in_window = 0
+        self._next_send = 0.0
+
+    def _opened_here(self, now: float, remaining: int, limit: int) -> None:
+        """The server's window opened with one of ours if all it counted can be ours."""
+        if remaining >= limit - max(self._sent_in_window, 1):
+            self._opened_at = now
+            self._reset_at = now + self.window + self._margin
+
+    def _uncounted(self, others: int, remaining: int, limit: int) -> int:
+        """How many of our requests still out the server has not counted yet.
+
+        In a window that only we used, the server counted ``limit - remaining`` of the requests we
+        sent in it; the rest are still to come. In one that others used too, any of ours may be.
+        """
+        if self._opened_at is None:
+            return others
+        return min(others, max(0, self._sent_in_window - (limit - remaining)))
+
+    def _learn(self, measured: float, source: str) -> None:
+        if self.pinned or measured < _SHORTEST_WINDOW:
+            return
+        length = measured + max(measured * _LEARN_PAD, _LEARN_PAD_MIN)
+        if self.learned_from == "assumed" or length < self.window:
+            self.window = length
+            self.learned_from = source
+
+    def _grow(self) -> None:
+        if not self.pinned:
+            self.window *= _GROWTH
+            self.learned_from = "assumed"
 
     # -- waiting ---------------------------------------------------------------------------------
 

@@ -17,7 +17,7 @@ DEFAULT_CONNECT_TIMEOUT = 10.0
 DEFAULT_READ_TIMEOUT = 30.0
 DEFAULT_MAX_RETRIES = 3
 DEFAULT_MAX_RATE_LIMIT_WAIT = 120.0  # real installs ask for 30-60 s after a 429; more is a real outage
-DEFAULT_WINDOW = 60.0  # seconds of a rate-limit window: both products count per minute
+DEFAULT_WINDOW = 60.0  # seconds of a rate-limit window assumed until the server shows another (real installs: a minute)
 POOL_SIZE = 16  # connections per sync client; a bulk delete runs at most this many threads
 # Waiting for links to expire (the sensor and its trigger)
 DEFAULT_EXISTENCE_CHECK_EVERY = 10  # pokes between checks that the watched links still exist
@@ -35,7 +35,7 @@ class ClientSettings:
     retry_wait: float = 0.5  # first backoff wait; doubles each retry
     retry_wait_max: float = 30.0  # cap of one backoff wait
     max_rate_limit_wait: float = DEFAULT_MAX_RATE_LIMIT_WAIT  # longest Retry-After honoured
-    rate_limit_window: float = DEFAULT_WINDOW
+    rate_limit_window: float | None = None  # seconds; None: learned from the server's answers
     timezone: str | None = None  # the service's zone for expiration_date/time; None: the account's
     default_domain_id: int | None = None  # links: domain of creates that name none
     pool_size: int = POOL_SIZE

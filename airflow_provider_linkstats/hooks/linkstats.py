@@ -53,8 +53,9 @@ class LinkstatsBaseHook(BaseHook):
     :param max_retries: overrides the connection's ``max_retries`` extra.
     :param retry_wait: first backoff wait in seconds (doubles each retry, capped by ``retry_wait_max``).
     :param pool_size: HTTP connections kept by the sync client (a bulk delete's thread count at most).
-    :param rate_limit_window: seconds of the service's rate-limit window (60 on real installs; tests
-        and benchmarks scale it down with the emulator's).
+    :param rate_limit_window: seconds of the service's rate-limit window, pinned. Without it the
+        window is learned from the service's answers (Retry-After, X-RateLimit-Reset, Remaining
+        refilling), assuming a minute, as on real installs, until they show another.
     """
 
     conn_name_attr = "linkstats_conn_id"

@@ -1,0 +1,211 @@
+"""The rate-limit window learned from the server instead of assumed to be a minute (issue 20).
+
+The server here counts 20 requests per 10 s in fixed windows that open with their first request,
+as Laravel's throttle does; a hook that is not told the window (no ``rate_limit_window``) must
+find it from what the server says and delete 60 links in about 30 s (3 windows), not the 181 s a
+one-minute assumption costs. Unit tests on a clock the test moves check each way of learning.
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+import time
+
+import pytest
+
+from airflow_provider_linkstats.client.ratelimit import RateLimiter
+
+LIMIT, WINDOW, N = 20, 10.0, 60
+IDEAL = N / LIMIT * WINDOW  # 30 s: N / limit windows
+
+
+class TenSecondWindow:
+    """``limit`` requests per ``window`` s; a window opens with the first request after the last ended.
+
+    ``on_429`` picks what a 429 says: ``retry-after`` (and the reset epoch, as real installs),
+    ``reset`` (X-RateLimit-Reset only) or ``none`` (no hint at all). ``neighbour`` requests of
+    another client of the same address are counted in the first window after our ``after``-th.
+    """
+
+    def __init__(self, on_429: str = "retry-after", neighbour: int = 0, after: int = 8) -> None:
+        self.on_429, self.neighbour, self.after = on_429, neighbour, after
+        self.lock = threading.Lock()
+        self.ends: float | None = None
+        self.count = 0
+        self.windows = 0
+        self.served = 0
+        self.throttled = 0
+        self.ours_in_first = 0
+        self.started = time.monotonic()
+        self.timeline: list[str] = []  # per window: when it opened, what it served, its 429s
+
+    def __call__(self, record: dict) -> tuple:
+        with self.lock:
+            now = time.monotonic()
+            if self.ends is None or now >= self.ends:
+                self.ends, self.count = now + WINDOW, 0
+                self.windows += 1
+                self.timeline.append(f"{now - self.started:.1f}s:")
+            if self.windows == 1 and self.neighbour:
+                self.ours_in_first += 1
+                if self.ours_in_first == self.after + 1:
+                    self.count += self.neighbour  # the other client's requests, just before ours
+            headers = {"X-RateLimit-Limit": str(LIMIT)}
+            if self.count >= LIMIT:  # Laravel looks before it counts: a 429 costs nothing
+                self.throttled += 1
+                self.timeline[-1] += "x"
+                headers["X-RateLimit-Remaining"] = "0"
+                wait = max(1, math.ceil(self.ends - now))
+                if self.on_429 == "retry-after":
+                    headers["Retry-After"] = str(wait)
+                if self.on_429 in ("retry-after", "reset"):
+                    headers["X-RateLimit-Reset"] = str(math.ceil(time.time() + wait))
+                return ("respond", 429, {"message": "Too Many Attempts.", "status": 429}, headers)
+            self.count += 1
+            self.served += 1
+            self.timeline[-1] += "."
+            headers["X-RateLimit-Remaining"] = str(LIMIT - self.count)
+            link_id = int(record["path"].rsplit("/", 1)[1])
+            return ("respond", 200, {"id": link_id, "object": "link", "deleted": True, "status": 200}, headers)
+
+
+def delete_60(scripted, make_hook, server: TenSecondWindow):
+    from airflow_provider_linkstats.operators.links import LinkstatsDeleteLinkOperator
+    from tests.conftest import run_operator
+
+    scripted.set_default(server)
+    task = LinkstatsDeleteLinkOperator(task_id="cleanup", link_ids=list(range(1, N + 1)), max_workers=8)
+    task.hook = make_hook("links", scripted.url, retry_wait=0.2)  # no rate_limit_window: learned
+    started = server.started = time.monotonic()
+    deleted, _ = run_operator(task)
+    elapsed = time.monotonic() - started
+    assert deleted == list(range(1, N + 1)) and server.served == N
+    return elapsed, task.hook.client.limiter
+
+
+@pytest.mark.parametrize("on_429", ["retry-after", "reset"])
+def test_the_window_is_learned_from_a_429_that_says_when_it_resets(scripted, make_hook, on_429):
+    # Another client takes the 12 left of the first window after our first 8 (sent at once): our
+    # 9th meets a 429 whose Retry-After (or X-RateLimit-Reset) ends the window we saw open.
+    server = TenSecondWindow(on_429=on_429, neighbour=12, after=8)
+    elapsed, limiter = delete_60(scripted, make_hook, server)
+    # Those of our 8 threads already out when the neighbour struck; after the first 429 none go.
+    assert 1 <= server.throttled <= 8, server.throttled
+    assert limiter.learned_from in (on_429, "refill"), limiter  # a refill may sharpen it further
+    assert WINDOW <= limiter.window <= WINDOW + 1.5, limiter  # a whole-second header: up to 1 s over
+    # At most 20 a window: the 60th cannot go before the third window opens (20 s).
+    assert 2 * WINDOW <= elapsed <= 1.3 * IDEAL, (
+        f"{elapsed:.1f} s for {N} deletes, ideal {IDEAL:.0f} s; {server.timeline}, {limiter}"
+    )
+
+
+def test_the_window_is_learned_from_remaining_refilling_when_no_reset_is_sent(scripted, make_hook):
+    server = TenSecondWindow(on_429="none")
+    elapsed, limiter = delete_60(scripted, make_hook, server)
+    assert server.throttled == 0  # learned without ever running into the limit
+    assert limiter.learned_from == "refill" and limiter.windows_seen >= 2, limiter
+    assert WINDOW <= limiter.window <= WINDOW * 1.25, limiter
+    assert 2 * WINDOW <= elapsed <= 1.3 * IDEAL, (
+        f"{elapsed:.1f} s for {N} deletes, ideal {IDEAL:.0f} s; {server.timeline}, {limiter}"
+    )
+
+
+# -- each way of learning, on a clock the test moves ---------------------------------------------
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 100.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def answer(limiter: RateLimiter, remaining: int, limit: int = 20, status: int = 200, **extra: str) -> None:
+    limiter.observe({"X-RateLimit-Limit": str(limit), "X-RateLimit-Remaining": str(remaining), **extra}, status)
+
+
+def test_until_the_server_says_otherwise_a_window_is_a_minute():
+    limiter = RateLimiter(clock=Clock())
+    assert limiter.window == 60.0 and limiter.learned_from == "assumed" and not limiter.pinned
+
+
+def test_retry_after_ends_the_window_seen_opening():
+    clock = Clock()
+    limiter = RateLimiter(clock=clock)
+    limiter.reserve()
+    answer(limiter, 19)  # our request opened the window at 100
+    clock.now += 3
+    limiter.reserve()
+    answer(limiter, 0, status=429, **{"Retry-After": "7"})
+    assert limiter.learned_from == "retry-after" and 10.0 <= limiter.window <= 10.3
+    assert limiter.reserve() == pytest.approx(7.0, abs=0.1)
+
+
+def test_a_429_in_a_window_opened_by_someone_else_teaches_only_its_end():
+    clock = Clock()
+    limiter = RateLimiter(clock=clock)
+    limiter.reserve()
+    answer(limiter, 4)  # 15 of 20 were used before us: we did not see this window open
+    limiter.reserve()
+    answer(limiter, 0, status=429, **{"Retry-After": "5"})
+    assert limiter.learned_from == "assumed" and limiter.window == 60.0
+    assert limiter.reserve() == pytest.approx(5.0, abs=0.5)
+
+
+def test_remaining_going_up_bounds_the_window_by_the_time_since_it_opened():
+    clock = Clock()
+    limiter = RateLimiter(clock=clock)
+    for remaining in (19, 18, 17):
+        assert limiter.reserve() == 0.0
+        answer(limiter, remaining)
+        clock.now += 1
+    clock.now = 111.0
+    assert limiter.reserve() == 0.0
+    answer(limiter, 19)  # a new window opened with this request: the last one lasted at most 11 s
+    assert limiter.learned_from == "refill" and 11.0 <= limiter.window <= 11.3
+    assert limiter.windows_seen == 1
+    # The new window's budget is the server's (19 left), not what was left of the old one.
+    assert limiter._remaining == 19
+
+
+def test_answers_arriving_out_of_order_are_not_a_refill():
+    clock = Clock()
+    limiter = RateLimiter(clock=clock)
+    for _ in range(3):
+        limiter.reserve()  # three requests out at once
+    answer(limiter, 17)  # the third one counted answers first, two still out
+    clock.now += 2
+    answer(limiter, 19)
+    answer(limiter, 18)
+    assert limiter.learned_from == "assumed" and limiter.windows_seen == 0
+
+
+def test_a_pinned_window_is_never_relearned():
+    clock = Clock()
+    limiter = RateLimiter(window=60.0, clock=clock)
+    limiter.reserve()
+    answer(limiter, 19)
+    clock.now += 5
+    limiter.reserve()
+    answer(limiter, 0, status=429, **{"Retry-After": "5"})
+    assert limiter.window == 60.0 and limiter.learned_from == "pinned"
+
+
+def test_a_window_assumed_too_short_grows_again():
+    clock = Clock()
+    limiter = RateLimiter(clock=clock)
+    limiter.reserve()
+    answer(limiter, 19)
+    clock.now += 2
+    limiter.reserve()
+    answer(limiter, 18)
+    clock.now += 2
+    limiter.reserve()
+    answer(limiter, 19)  # refill after 4 s: the window is at most about 4 s
+    assert 4.0 <= limiter.window <= 4.2
+    clock.now += 4.5  # our window ended; the server's (really 6 s) did not
+    limiter.reserve()
+    answer(limiter, 17)  # the server still counts the old one: 17 left, not 19
+    assert limiter.window > 5.0 and limiter.learned_from == "assumed"

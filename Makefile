@@ -10,6 +10,9 @@ VENV ?= .venv
 CONSTRAINTS := constraints/airflow-$(AIRFLOW_VERSION).txt
 STAMP := $(VENV)/.installed-$(AIRFLOW_VERSION)
 PYTEST_ARGS ?=
+# One pytest worker per core (pytest-xdist); tests sharing one setup (xdist_group) stay together.
+# `make test PYTEST_PARALLEL=` runs the suite in one process.
+PYTEST_PARALLEL ?= -n auto --dist loadgroup
 
 .PHONY: venv test demo bench lint constraints clean e2e
 
@@ -25,7 +28,7 @@ $(STAMP): pyproject.toml $(CONSTRAINTS)
 	touch $@
 
 test: venv
-	$(VENV)/bin/python -m pytest $(PYTEST_ARGS)
+	$(VENV)/bin/python -m pytest $(PYTEST_PARALLEL) $(PYTEST_ARGS)
 
 demo: venv
 	$(VENV)/bin/python -m dags_examples.demo

@@ -33,6 +33,7 @@ READ_CALLS = 2_000
 BULK = 2_000
 SEQUENTIAL_SAMPLE = 200
 RATE_LIMITED_BULK = 300  # deleted under the emulator's 60-a-minute limit
+LEARNED_BULK = 60  # deleted under a 20-per-10-s limit the hook is not told (issue 20)
 EXPIRING = 1_000  # the newest links expire by date, for the sensor
 DAY = 86_400
 FLEET_TIMEOUT = 420  # four fleets of 1,000 triggers (the rate-limited one waits on the limiter)
@@ -175,6 +176,9 @@ def measure(args: argparse.Namespace, env: dict[str, str]) -> int:
         progress(f"2. bulk delete of {RATE_LIMITED_BULK} links at 60 requests per {window:g} s (about {ideal:.0f} s)")
         spare = ids[BULK + sequential + 1 : BULK + sequential + 1 + RATE_LIMITED_BULK]
         rows += rate_limited_bulk.run(emu, spare, window=window)
+        progress(f"2. bulk delete of {LEARNED_BULK} links at 20 requests per 10 s, the window learned (about 30 s)")
+        first = BULK + sequential + 1 + RATE_LIMITED_BULK
+        rows += rate_limited_bulk.run_learned(emu, ids[first : first + LEARNED_BULK])
         server_cpu = emu.cpu_seconds()
 
     fleet_status, fleet_output = ("skipped", "--no-fleet") if args.no_fleet else (None, None)

@@ -11,6 +11,7 @@ import json
 import logging
 import os
 import re
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -45,10 +46,17 @@ def connection_json(url: str, conn_type: str = "linkstats_links", **extra: objec
     return json.dumps({"conn_type": conn_type, "host": url, "password": API_KEY, "extra": extras})
 
 
+# A copy of the metadata database as `airflow db migrate` left it, before any test wrote to it:
+# tests that build an Airflow home of their own (the deployments) start from it instead of
+# migrating again. One per pytest process (each xdist worker has its own home).
+MIGRATED_DB = Path(_home) / "airflow-migrated.db"
+
+
 @pytest.fixture(scope="session")
 def airflow_db() -> str:
     """An initialised metadata database (SQLite), for tests that run DAGs."""
     subprocess.run([sys.executable, "-m", "airflow", "db", "migrate"], check=True, capture_output=True)
+    shutil.copyfile(Path(_home) / "airflow.db", MIGRATED_DB)
     return _home
 
 

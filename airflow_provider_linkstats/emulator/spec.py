@@ -124,10 +124,10 @@ PIXEL_TYPES = ("adroll", "bing", "facebook", "google-ads", "google-analytics", "
 TARGETS_ROTATIONS = "rotations"
 CONTINENT_CODES = {"AF": "Africa", "AN": "Antarctica", "AS": "Asia", "EU": "Europe", "NA": "North America",
                    "OC": "Oceania", "SA": "South America"}  # fmt: skip
-BROWSERS = ("Chrome", "Chromium", "Firefox", "Firefox Mobile", "Edge", "Internet Explorer",
-            "Mobile Internet Explorer", "Vivaldi", "Brave", "Safari", "Opera", "Opera Mini", "Opera Mobile",
-            "Opera Touch", "Yandex Browser", "UC Browser", "Samsung Internet", "QQ Browser", "BlackBerry Browser",
-            "Maxtho")  # fmt: skip  ("Maxtho" sic, as config/browsers.php spells it)
+# config/browsers.php, "Maxtho" (sic) included.
+BROWSERS = ("Chrome", "Chromium", "Firefox", "Firefox Mobile", "Edge", "Internet Explorer", "Mobile Internet Explorer",
+            "Vivaldi", "Brave", "Safari", "Opera", "Opera Mini", "Opera Mobile", "Opera Touch", "Yandex Browser",
+            "UC Browser", "Samsung Internet", "QQ Browser", "BlackBerry Browser", "Maxtho")  # fmt: skip
 DEVICES = ("desktop", "mobile", "tablet", "watch", "television")
 SPACE_COLORS = range(1, 7)
 
@@ -160,15 +160,17 @@ CONTINENTS = {
     **dict.fromkeys("AU NZ FJ".split(), "Oceania"),
 }
 
-TARGET_KEYS.update({
-    "continents": frozenset(CONTINENT_CODES),
-    "countries": COUNTRIES,
-    "operating_systems": frozenset(PLATFORMS),
-    "browsers": frozenset(BROWSERS),
-    "languages": LANGUAGES,
-    "devices": frozenset(DEVICES),
-    TARGETS_ROTATIONS: None,
-})
+TARGET_KEYS.update(
+    {
+        "continents": frozenset(CONTINENT_CODES),
+        "countries": COUNTRIES,
+        "operating_systems": frozenset(PLATFORMS),
+        "browsers": frozenset(BROWSERS),
+        "languages": LANGUAGES,
+        "devices": frozenset(DEVICES),
+        TARGETS_ROTATIONS: None,
+    }
+)
 MAX_TARGETS = 100
 
 # -- listings -----------------------------------------------------------------------------------

@@ -141,7 +141,6 @@ class StatsQuery:
         pager = Pager(path, appends, len(items), self.page, self.per_page)
         return pager.bare(pager.slice(items))
 
-
     def click_series(self, clicks: Iterable[Mapping[str, Any]]) -> list[dict]:
         """v49 ``click``: counts per local hour, day, month or year, by how far apart from and to
         are; only buckets with clicks, sorted like the other statistics (count, desc by default)."""

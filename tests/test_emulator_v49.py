@@ -182,8 +182,10 @@ def test_window_is_both_or_neither_and_starts_before_it_ends(api):
         start: ["The active period start at field must be a date before active period end at."],
         end: ["The active period end at field must be a date after active period start at."],
     }
+    only_end = errors(api.post("/links", form({"url": "https://e.com", "domain_id": 1, end: "2025-03-01"})))
+    assert only_end == {start: ["The active period start at field is required when active period end at is present."]}
     bad = errors(api.post("/links", form({"url": "https://e.com", "domain_id": 1, start: "soon", end: "2025-03-01"})))
-    assert bad[start][0] == "The active period start at field must be a valid date."
+    assert bad == {start: ["The active period start at field must be a valid date."]}
     link = create(api, url="https://e.com", **WINDOW)
     cleared = api.put(f"/links/{link['id']}", form({start: "", end: ""})).json()["data"]
     assert (cleared[start], cleared[end]) == (None, None)

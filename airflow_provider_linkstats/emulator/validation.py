@@ -304,6 +304,11 @@ def _window(f: LinkForm, name: str) -> None:
     names = ("active_period_start_at", "active_period_end_at")
     values = [data.get(n) for n in names]
     moments = [None if v is None else parse_laravel_date(v, f.zone) for v in values]
+    # Laravel compares timestamps with PHP's "<", where a date it cannot read is null and null
+    # compares as false: a start with no readable end fails "before", an end with no readable
+    # start passes "after".
+    start, end = moments
+    ordered = start < end if start is not None and end is not None else (start is not None) < (end is not None)
     for index, (field, value, moment) in enumerate(zip(names, values, moments, strict=True)):
         other = names[1 - index]
         if value is None:
@@ -312,13 +317,13 @@ def _window(f: LinkForm, name: str) -> None:
             continue
         if moment is None:
             c.fail(field, "The :attribute field must be a valid date.")
-        start, end = moments
-        if start is None or end is None or not start < end:
+        if not ordered:
             word = "before" if index == 0 else "after"
             c.fail(field, f"The :attribute field must be a date {word} {c.label(other)}.")
-    for field, value, moment in zip(names, values, moments, strict=True):
-        if field in data:
-            f.out[field] = None if value is None or moment is None else moment
+        f.out[field] = moment
+    for field, value in zip(names, values, strict=True):
+        if field in data and value is None:
+            f.out[field] = None
 
 
 def _targets_type(f: LinkForm, name: str) -> None:

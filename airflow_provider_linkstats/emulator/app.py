@@ -79,7 +79,7 @@ class _Api:
                 raise ApiError(401, {"message": spec.UNAUTHENTICATED})
             raise LoginRedirect()
         # phpShort's api.guard; phpAnalytics wires its own from 3.5 (31 here; 3.x means 3.3's code).
-        if service == "links" or self.store.analytics_version == "31":
+        if service == "links" or spec.ANALYTICS[self.store.analytics_version].api_guard:
             if not user["plan"]["features"]["api"]:
                 raise forbidden()
         if service == "links":

@@ -106,7 +106,7 @@ def website(version: str, row: Mapping[str, Any], echo: Mapping[str, Any] | None
     31 adds favorite (whether favorited_at is set) and favorited_at (uncast: as the database has it)."""
     out = plain(row, spec.WEBSITE_KEYS[version])
     out["password"] = bool(row.get("password"))
-    if version == "31":
+    if spec.ANALYTICS[version].favorites:
         out["favorite"] = bool(row.get("favorited_at") or (echo or {}).get("favorited_at"))
     out.update(echo or {})
     return out

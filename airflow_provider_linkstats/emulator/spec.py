@@ -9,6 +9,7 @@ other. Where the generations differ, their tables stand side by side here, keyed
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 
 # An install may serve its web root at the project folder (".../public/api/v1") or at public/
 # ("/api/v1"); the route is the same either way, so both are served.
@@ -22,6 +23,25 @@ TRACKING_PATH = "/api/event"
 
 LINKS_VERSIONS = ("44", "49")
 ANALYTICS_VERSIONS = ("3", "31")
+
+
+@dataclass(frozen=True)
+class AnalyticsGeneration:
+    """What one phpAnalytics generation does differently with websites (3: 3.3's code; 31: 3.7+'s)."""
+
+    strips_www: bool  # StoreWebsiteRequest::prepareForValidation() removes "www."
+    favorites: bool  # favorite on update, favorite/favorited_at in the record, the favorite filter
+    website_limit: bool  # WebsiteLimitGateRule: the plan's "websites" feature
+    api_guard: bool  # api.guard: a plan without "api" gets 403
+    missing_update_status: int  # PUT on a missing website: 404 (firstOrFail) or 500 (json() args swapped)
+
+
+ANALYTICS = {
+    "3": AnalyticsGeneration(strips_www=False, favorites=False, website_limit=False, api_guard=False,
+                             missing_update_status=404),
+    "31": AnalyticsGeneration(strips_www=True, favorites=True, website_limit=True, api_guard=True,
+                              missing_update_status=500),
+}  # fmt: skip
 
 # -- records ------------------------------------------------------------------------------------
 

@@ -250,7 +250,7 @@ class Store:
                 return self._create_link(user, data), data
             values = self._check(table, user, data, creating=True)
             row: Row = {"id": self._next[table], "user_id": user["id"], **self._defaults(table), **values}
-            if table == "websites" and self.analytics_version == "31":
+            if table == "websites" and spec.ANALYTICS[self.analytics_version].favorites:
                 row["favorited_at"] = None
             self._insert(table, row)
             if table == "websites":  # unsent privacy/email are stored as NULL; the echo shows the form
@@ -269,7 +269,8 @@ class Store:
             except ApiError:
                 if table == "websites":
                     # 3.x: firstOrFail(); 31: response()->json(404, [...]), arguments swapped: a TypeError
-                    raise (server_error() if self.analytics_version == "31" else website_model_not_found()) from None
+                    crashes = spec.ANALYTICS[self.analytics_version].missing_update_status == 500
+                    raise (server_error() if crashes else website_model_not_found()) from None
                 raise
             if table == "links":
                 return self._update_link(user, row, data)

@@ -448,7 +448,7 @@ def normalise_website_domain(value: str, version: str = "3") -> str:
     for scheme in ("https://", "http://"):
         if text.startswith(scheme):
             text = text[len(scheme) :]
-    if version == "31" and text.startswith("www."):
+    if spec.ANALYTICS[version].strips_www and text.startswith("www."):
         text = text.replace("www.", "")
     return text.rstrip("/")
 
@@ -474,7 +474,7 @@ def check_website(
             elif owner.website_taken(domain):
                 c.fail("domain", "The :attribute has already been taken.")
             limit = (features or {}).get("websites", -1)
-            if version == "31" and limit != -1 and owner.websites_count() >= limit:
+            if spec.ANALYTICS[version].website_limit and limit != -1 and owner.websites_count() >= limit:
                 c.fail("domain", spec.TOO_MANY_WEBSITES)  # WebsiteLimitGateRule (plan feature "websites")
             out["domain"] = domain
     if has("privacy"):
@@ -487,7 +487,7 @@ def check_website(
     for name in ("exclude_params", "exclude_ips"):
         if has(name):
             out[name] = None if data[name] is None else c.string(name, data[name], 65535)
-    if version == "31" and not creating and has("favorite"):
+    if spec.ANALYTICS[version].favorites and not creating and has("favorite"):
         out["favorite"] = is_truthy(data["favorite"])  # no rule: any PHP-truthy value favours
     c.raise_if_failed()
     return out

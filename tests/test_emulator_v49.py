@@ -136,6 +136,16 @@ def test_fields_behind_a_plan_feature_are_422_without_it(api, emu, field, value,
     create(api, url="https://e.com", **{field: value})
 
 
+def test_plan_features_switch_over_http_too(api, emu):
+    admin = f"{emu.url}/__emulator__/accounts/1"
+    assert requests.post(admin, json={"features": {"nonsense": True}}, timeout=5).status_code == 422
+    changed = requests.post(admin, json={"features": {"link_stats": False}}, timeout=5).json()["data"]
+    assert changed["plan"]["features"]["link_stats"] is False
+    assert errors(api.post("/links", form({"url": "https://e.com", "domain_id": 1, "password": "pw"}))) == {
+        "password": [FEATURE]
+    }
+
+
 def test_targeting_needs_the_plan_feature_on_each_key(api, emu):
     emu.configure_account(features={"link_targeting": False})
     sent = {"url": "https://e.com", "domain_id": 1, "targets_type": "countries",

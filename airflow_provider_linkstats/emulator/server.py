@@ -127,7 +127,8 @@ class Emulator:
         return self._url_of("links") + spec.ANALYTICS_MOUNT
 
     def configure_account(self, user_id: int = 1, **settings: object) -> dict:
-        """See ``Store.configure_account``: api_access, timezone, default_domain, default_space..."""
+        """See ``Store.configure_account``: api_access, timezone, default_domain, default_space,
+        features (the plan's, e.g. ``{"link_stats": False}``)..."""
         return self.store.configure_account(user_id, **settings)
 
     def set_rate_limit(

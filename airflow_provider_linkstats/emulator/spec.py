@@ -26,6 +26,26 @@ ANALYTICS_VERSIONS = ("3", "31")
 
 
 @dataclass(frozen=True)
+class LinksGeneration:
+    """What one phpShort generation does differently beyond its fields (LINK_FORM, LINK_KEYS)."""
+
+    visitor_password: str  # the column that locks the redirect
+    unknown_domain_404: bool  # StoreLinkRequest::authorize() looks the domain up before any rule
+    plan_gates: bool  # LINK_FORM's plan-feature column applies (422 without the feature)
+    window_scopes: bool  # the listing's status filter is v49's model scopes, wrong about dates
+    raw_click_stats: bool  # one stats row per click: NULL values, integer counts, a "click" series
+    current_stats_request: bool  # SelectStatsRequest: from and to required, not ordered; rows by count
+
+
+LINKS = {
+    "44": LinksGeneration(visitor_password="password", unknown_domain_404=False, plan_gates=False,
+                          window_scopes=False, raw_click_stats=False, current_stats_request=False),
+    "49": LinksGeneration(visitor_password="redirect_password", unknown_domain_404=True, plan_gates=True,
+                          window_scopes=True, raw_click_stats=True, current_stats_request=True),
+}  # fmt: skip
+
+
+@dataclass(frozen=True)
 class AnalyticsGeneration:
     """What one phpAnalytics generation does differently with websites (3: 3.3's code; 31: 3.7+'s)."""
 
@@ -34,13 +54,14 @@ class AnalyticsGeneration:
     website_limit: bool  # WebsiteLimitGateRule: the plan's "websites" feature
     api_guard: bool  # api.guard: a plan without "api" gets 403
     missing_update_status: int  # PUT on a missing website: 404 (firstOrFail) or 500 (json() args swapped)
+    current_stats_request: bool  # SelectStatsRequest: from and to required, not ordered; rows by count
 
 
 ANALYTICS = {
     "3": AnalyticsGeneration(strips_www=False, favorites=False, website_limit=False, api_guard=False,
-                             missing_update_status=404),
+                             missing_update_status=404, current_stats_request=False),
     "31": AnalyticsGeneration(strips_www=True, favorites=True, website_limit=True, api_guard=True,
-                              missing_update_status=500),
+                              missing_update_status=500, current_stats_request=True),
 }  # fmt: skip
 
 # -- records ------------------------------------------------------------------------------------

@@ -344,7 +344,7 @@ class Store:
                 if row["expiration_url"]:
                     return Visit(302, row["expiration_url"])
                 return Visit(404, message="This link has expired.")
-            secret = row["redirect_password"] if self.links_version == "49" else row["password"]
+            secret = row[spec.LINKS[self.links_version].visitor_password]
             if secret:
                 if password is None:
                     return Visit(401, message="This link is password protected: add ?password=...")
@@ -415,7 +415,7 @@ class Store:
     # -- links --------------------------------------------------------------------------------------
 
     def _create_link(self, user: Row, data: formdata.PhpArray) -> Row:
-        if self.links_version == "49":
+        if spec.LINKS[self.links_version].unknown_domain_404:
             # StoreLinkRequest::authorize(): Domain::where('id', domain_id)->firstOrFail(), before
             # any rule, so an unknown domain (anyone's) is a 404 and not a 422.
             domain_id = data.get("domain_id")
@@ -504,7 +504,7 @@ class Store:
         if is_truthy(status):
             wanted = php_number(status)
             now = self.clock.now()
-            if self.links_version == "49":  # v49's scopes, faults included; any other status: no filter
+            if spec.LINKS[self.links_version].window_scopes:  # faults included; other statuses: no filter
                 if wanted == 1:
                     return link_rules.v49_scope_active(row, now)
                 return link_rules.v49_scope_expired(row, now) if wanted == 2 else True

@@ -33,7 +33,6 @@ _CLICK_FIELDS = {"browser": "browser", "cities": "city", "city": "city", "countr
                  "referrer": "referrer"}  # fmt: skip
 # v49's click buckets (DateRangeTrait::range): by the days between from and to.
 _CLICK_BUCKETS = ((1, "%Y-%m-%d %H"), (90, "%Y-%m-%d"), (730, "%Y-%m"))
-_CURRENT = ("49", "31")  # the generations read from the current code (lunatiofree/phpShort, phpAnalytics)
 
 
 def link_rows(name: str, clicks: Iterable[Mapping[str, Any]], zone: str, version: str = "44") -> Counter:
@@ -42,7 +41,8 @@ def link_rows(name: str, clicks: Iterable[Mapping[str, Any]], zone: str, version
     counts: Counter = Counter()
     for click in clicks:
         field = _CLICK_FIELDS.get(name, "")
-        counts[click.get(field) if version == "49" else _value(name, click, zone, field)] += 1
+        raw = spec.LINKS[version].raw_click_stats
+        counts[click.get(field) if raw else _value(name, click, zone, field)] += 1
     return counts
 
 
@@ -83,7 +83,8 @@ class StatsQuery:
     def __init__(self, query: Mapping[str, Any], version: str, service: str, zone: str) -> None:
         errors: dict[str, list[str]] = {}
         names = (spec.LINK_STAT_NAMES if service == "links" else spec.WEBSITE_STAT_NAMES)[version]
-        self.version = version
+        current = (spec.LINKS[version] if service == "links" else spec.ANALYTICS[version]).current_stats_request
+        self.int_counts = service == "links" and spec.LINKS[version].raw_click_stats
         name = query.get("name")
         if name is None:
             errors["name"] = ["The name field is required."]
@@ -91,18 +92,18 @@ class StatsQuery:
             errors["name"] = ["The selected name is invalid."]
         self.name: str = name if isinstance(name, str) else ""
         for field in ("from", "to"):
-            if version in _CURRENT and query.get(field) is None:
+            if current and query.get(field) is None:
                 errors[field] = [f"The {field} field is required."]
         self.date_from = _date(query.get("from"), "from", errors)
         self.date_to = _date(query.get("to"), "to", errors)
         if self.date_from and self.date_to and self.date_from > self.date_to:
-            if version not in _CURRENT:
+            if not current:
                 errors["to"] = ["The to field must be a date after or equal to from."]
             elif self.name == "click":
                 self.date_from = self.date_to  # DateRangeTrait: a from after to becomes to
         if errors:
             raise ValidationFailed(errors)
-        series = self.name in _SERIES and version not in _CURRENT  # the current code sorts by count
+        series = self.name in _SERIES and not current  # the current code sorts by count
         search = query.get("search")
         self.search = search if isinstance(search, str) and search != "0" else None
         self.sort_by = query.get("sort_by") if query.get("sort_by") in ("count", "value") else None
@@ -133,7 +134,7 @@ class StatsQuery:
 
         rows.sort(key=by_value)  # ties keep the values' order
         rows.sort(key=lambda r: r[1] if self.sort_by == "count" else by_value(r), reverse=self.sort == "desc")
-        as_int = self.name in spec.INT_COUNT_STATS or self.version == "49"
+        as_int = self.name in spec.INT_COUNT_STATS or self.int_counts
         items = [{"value": value, "count": count if as_int else str(count)} for value, count in rows]
         appends = [("name", self.name), ("from", _iso(self.date_from)), ("to", _iso(self.date_to)),
                    ("search", self.search), ("sort_by", self.sort_by), ("sort", self.sort),

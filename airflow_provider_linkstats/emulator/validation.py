@@ -175,7 +175,7 @@ def check_link(
         if kind in _PAIRS:
             done.add(kind)  # a pair is checked once, both fields together
         LINK_RULES[kind](form, name)
-    if version == "49":  # the plan's gates, on every field that is not empty (targets: on each key)
+    if spec.LINKS[version].plan_gates:  # on every field that is not empty (targets: on each key)
         for name, row in spec.LINK_FORM.items():
             gate = row[spec.LINK_FEATURE_COLUMN]
             if gate and name != "targets" and data.get(name) is not None and not form.features.get(gate):

@@ -34,6 +34,8 @@ from airflow_provider_linkstats.hooks.linkstats import LinkstatsLinksHook
 if TYPE_CHECKING:
     from airflow_provider_linkstats.client.expiry import ExpiryWatch, PokeOutcome
 
+__all__ = ["LinkstatsLinkExpiredSensor"]
+
 TRIGGER_CLASSPATH = "airflow_provider_linkstats.triggers.links.LinkstatsLinkExpiredTrigger"
 DEFAULT_CONN_ID = LinkstatsLinksHook.default_conn_name
 _JINJA_MARKERS = ("{{", "{%", "{#")

@@ -11,7 +11,7 @@ CONSTRAINTS := constraints/airflow-$(AIRFLOW_VERSION).txt
 STAMP := $(VENV)/.installed-$(AIRFLOW_VERSION)
 PYTEST_ARGS ?=
 
-.PHONY: venv test demo bench lint constraints clean e2e
+.PHONY: venv test demo bench lint constraints clean e2e dist docs
 
 venv: $(STAMP)
 
@@ -66,4 +66,11 @@ constraints:
 	rm -rf $(CONSTRAINTS_VENV)
 
 clean:
-	rm -rf .venv .venv-airflow2 .venv-airflow-* .venv-e2e .ci-logs .pytest_cache demo-output e2e-output
+	rm -rf .venv .venv-airflow2 .venv-airflow-* .venv-e2e .venv-release .venv-dist .ci-logs .pytest_cache demo-output e2e-output dist docs/_build
+
+# make dist : build the wheel and sdist into dist/, twine check them, install the wheel into a clean
+#             venv (.venv-dist) with Airflow under the constraints, then `airflow providers list` and
+#             the campaign example DAG against the emulator, both from that venv (tools/check_dist.sh)
+DIST_AIRFLOW_VERSION ?= 3.3.2
+dist:
+	PYTHON=$(PYTHON) bash tools/check_dist.sh $(DIST_AIRFLOW_VERSION)

@@ -74,3 +74,17 @@ clean:
 DIST_AIRFLOW_VERSION ?= 3.3.2
 dist:
 	PYTHON=$(PYTHON) bash tools/check_dist.sh $(DIST_AIRFLOW_VERSION)
+
+# make docs : the docs site into docs/_build/html (Sphinx + MyST + autodoc, warnings are errors),
+#             then the Markdown check of README.md and docs/ (every fence closed, no prose in code).
+#             The `docs` extra is installed into $(VENV) once (autodoc imports the provider and Airflow).
+DOCS_STAMP := $(VENV)/.installed-docs-$(AIRFLOW_VERSION)
+$(DOCS_STAMP): $(STAMP)
+	$(VENV)/bin/python -m pip install -q -c $(CONSTRAINTS) -e ".[test,docs]" \
+		2>&1 | { grep -v "is ignored: it is neither a file nor a directory" || true; }
+	touch $@
+docs: $(DOCS_STAMP)
+	rm -rf docs/_build/html
+	$(VENV)/bin/python -m sphinx -W --keep-going -q -b html docs docs/_build/html
+	$(VENV)/bin/python -m pytest -q -p no:cacheprovider tests/test_docs_markdown.py
+	@echo "docs: docs/_build/html/index.html"

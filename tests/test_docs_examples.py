@@ -38,7 +38,7 @@ def test_the_pages_hold_examples():
 
 
 @pytest.mark.parametrize("page", RUNNABLE, ids=page_id)
-def test_python_examples_run_against_the_emulator(page, emu, airflow_db, tmp_path, monkeypatch):
+def test_python_examples_run_against_the_emulator(page, emu, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)  # files an example writes land here
     namespace: dict = {"__name__": f"docs_example_{page.stem}"}
     for block in blocks(page.read_text()):

@@ -55,3 +55,20 @@ def test_the_check_finds_what_broke_the_old_readme():
     prose = "```python\nRecords are read leniently: unknown keys pass through.\n```\n"
     assert problems(prose)[0].startswith("line 1: the Python block")
     assert [block.language for block in blocks("```python\na = 1\n```\n\n```bash\nls\n```\n")] == ["python", "bash"]
+
+
+def test_the_connection_page_documents_every_extra_with_its_default():
+    """The extras table of docs/connections.md against the connection form's own list (connection.py)."""
+    import re
+
+    from airflow_provider_linkstats.connection import CONNECTION_TYPES, extra_fields
+
+    text = (REPO / "docs" / "connections.md").read_text()
+    documented = dict(re.findall(r"^\| `(\w+)` \| ([^|]+?) \|", text, re.M))
+    for conn_type in CONNECTION_TYPES:
+        for name, (_label, _kind, default, _description) in extra_fields(conn_type).items():
+            assert name in documented, f"the {conn_type} extra {name} is not in docs/connections.md"
+            if default is not None:
+                shown = str(default).lower()
+                said = documented[name].strip().lower()
+                assert said == shown, f"{name}: documented {said!r}, is {default}"

@@ -72,3 +72,10 @@ def test_the_connection_page_documents_every_extra_with_its_default():
                 shown = str(default).lower()
                 said = documented[name].strip().lower()
                 assert said == shown, f"{name}: documented {said!r}, is {default}"
+
+
+def test_code_points_at_docs_pages_that_exist_not_at_readme_sections():
+    """Docstrings become the reference: a pointer to a README section (moved to docs/) would dangle."""
+    sources = [*(REPO / "airflow_provider_linkstats").rglob("*.py"), *(REPO / "dags_examples").rglob("*.py")]
+    stale = [str(path.relative_to(REPO)) for path in sources if "README" in path.read_text()]
+    assert stale == []

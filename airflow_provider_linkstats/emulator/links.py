@@ -7,7 +7,7 @@ disabled link whose date has passed is listed under Expired AND under Disabled, 
 
 Targeting: ``target_type`` picks one rule list (1 country, 2 platform, 3 language, 4 rotation);
 no match sends the visitor to ``url``. What the emulator reads from a click is documented in
-the README's "Local emulator" section.
+the docs page "The emulator, for your own tests" (docs/emulator.md).
 """
 
 from __future__ import annotations

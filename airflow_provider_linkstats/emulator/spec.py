@@ -94,7 +94,7 @@ LANGUAGES = frozenset(
     sd se sg si sk sl sm sn so sq sr ss st su sv sw ta te tg th ti tk tl tn to tr ts tt tw ty ug uk ur uz ve
     vi vo wa wo xh yi yo za zh zu""".split()
 )
-# Continents of the countries the README's examples use; others are reported as "Unknown".
+# Continents of the countries the docs' examples use; others are reported as "Unknown".
 CONTINENTS = {
     **dict.fromkeys("AR BO BR CL CO EC PE PY UY VE".split(), "South America"),
     **dict.fromkeys("CA MX US GT CU PA CR".split(), "North America"),

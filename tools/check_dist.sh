@@ -36,8 +36,9 @@ PY
 fi
 rm -rf dist
 say "python -m build"
-quiet "$RELEASE_VENV/bin/python" -m build --outdir dist . >dist-build.log || { cat dist-build.log; exit 1; }
-rm -f dist-build.log
+BUILD_LOG=$(mktemp "${TMPDIR:-/tmp}/linkstats-build-XXXXXX.log")
+quiet "$RELEASE_VENV/bin/python" -m build --outdir dist . >"$BUILD_LOG" || { cat "$BUILD_LOG"; exit 1; }
+rm -f "$BUILD_LOG"
 WHEEL=$(ls dist/*.whl)
 SDIST=$(ls dist/*.tar.gz)
 say "built $WHEEL ($(du -k "$WHEEL" | cut -f1) KB) and $SDIST ($(du -k "$SDIST" | cut -f1) KB)"
@@ -64,6 +65,8 @@ held = tarfile.open(sdist).getnames()
 for needed in ("README.md", "CHANGELOG.md", "pyproject.toml", "LICENSE"):
     if not any(name.endswith("/" + needed) for name in held):
         sys.exit(f"the sdist lacks {needed}")
+stray = [n for n in held if any(part in n for part in (".venv", "demo-output", "_build/", ".log", "__pycache__"))]
+assert not stray, f"the sdist holds files that are no source: {stray[:5]}"
 print(f"wheel: {len(names)} files, entry points and metadata as expected; sdist: {len(held)} files")
 PY
 

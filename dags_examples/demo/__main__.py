@@ -164,6 +164,13 @@ def excerpt(text: str) -> list[str]:
     return shown
 
 
+def shorten(line: str, width: int = 150) -> str:
+    """A line cut to ``width`` says so with an ellipsis, never a list that seems to end at a comma."""
+    if len(line) <= width:
+        return line
+    return line[: width - 4].rstrip(" ,;") + " ..."
+
+
 def run_dag(env: dict, dag_id: str, conf: dict) -> bool:
     log = OUT / f"{dag_id}.log"
     say(f"airflow dags test {dag_id} (log: {log.relative_to(REPO)})")
@@ -171,8 +178,7 @@ def run_dag(env: dict, dag_id: str, conf: dict) -> bool:
     code = airflow(env, "dags", "test", dag_id, "--conf", json.dumps(conf), log=log)
     text = log.read_text()
     for line in excerpt(text):
-        # A cut line says so: an ellipsis, never a list that seems to end at a comma.
-        say("  | " + (line if len(line) <= 150 else line[:147].rstrip(" ,") + " ..."))
+        say("  | " + shorten(line))
     ok = code == 0 and "state=success" in text
     say(f"{dag_id}: {'success' if ok else 'FAILED'} in {time.monotonic() - started:.1f} s")
     return ok

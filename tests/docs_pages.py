@@ -46,7 +46,9 @@ def blocks(text: str) -> list[Block]:
 
 
 # Fence languages the pages may use; MyST directives ({toctree}, ...) are Sphinx's.
-LANGUAGES = {"python", "bash", "text", "dockerfile", "json", "toml", "ini", ""}
+SHELLS = {"bash", "sh", "shell", "console"}
+COMMENTED = {"python", "dockerfile", "yaml", "toml", "ini", *SHELLS}  # where "# Text" is a comment
+LANGUAGES = {"pycon", "text", "json", "http", "sql", "diff", "", *COMMENTED}
 DIRECTIVE = re.compile(r"^\{[\w-]+\}( \S+)?$")
 
 
@@ -67,7 +69,7 @@ def problems(text: str) -> list[str]:
             except SyntaxError as error:
                 found.append(f"{where}: the Python block does not parse ({error.msg}, its line {error.lineno})")
         for offset, line in enumerate(block.code.splitlines(), start=1):
-            if re.match(r"^#{1,6} [A-Z]", line) and block.language not in ("python", "bash", "dockerfile"):
+            if re.match(r"^#{1,6} [A-Z]", line) and block.language not in COMMENTED:
                 found.append(f"line {block.line + offset}: a heading inside a code block: {line!r}")
             if re.match(r"^#{2,6} \S", line):
                 found.append(f"line {block.line + offset}: a heading inside a code block: {line!r}")

@@ -153,22 +153,10 @@ def run_operator(operator, **params):
 
 # -- running in parallel (pytest-xdist, `make test`: -n auto --dist loadgroup) ----------------------
 # Each worker is its own process: it imports this file, so it has its own Airflow home, metadata
-# database, emulator and ports (all made here or bound to port 0). Two rules, for every test
-# without any marking, so new tests need no special care:
-#
-# - A module-, class- or package-scoped fixture is set up once per worker that runs a test using
-#   it. The tests of a module that use such a fixture are kept on one worker (an xdist group named
-#   after the module), so an expensive one (a DAG run and scan, an Airflow CLI probe) runs once.
-# - Tests marked ``slow`` are handed out first, so the longest ones start at once on different
-#   workers instead of ending the run on one.
+# database, emulator and ports (all made here or bound to port 0); new tests need no special care.
+# Tests marked ``slow`` are handed out first, so the longest ones start at once on different
+# workers instead of ending the run on one.
 
 
-@pytest.hookimpl(tryfirst=True)  # before xdist's own hook turns the groups into node ids
 def pytest_collection_modifyitems(config, items):
-    for item in items:
-        info = getattr(item, "_fixtureinfo", None)
-        definitions = info.name2fixturedefs.values() if info is not None else ()
-        if any(defs[-1].scope in ("module", "class", "package") for defs in definitions if defs):
-            if not any(True for _ in item.iter_markers("xdist_group")):
-                item.add_marker(pytest.mark.xdist_group(item.module.__name__ if item.module else item.nodeid))
     items.sort(key=lambda item: item.get_closest_marker("slow") is None)  # stable: slow ones first

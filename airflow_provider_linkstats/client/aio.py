@@ -27,11 +27,12 @@ try:  # httpcore loads anyio's asyncio backend on the first request: load it wit
 except ImportError:  # pragma: no cover - another anyio layout; then it is loaded on first use
     pass
 
+from airflow_provider_linkstats.client.auth import ApiKey
 from airflow_provider_linkstats.client.errors import LinkstatsApiError, transport_error
-from airflow_provider_linkstats.client.protocol import ApiRequest, ApiResponse, raise_for_status
+from airflow_provider_linkstats.client.protocol import ApiRequest, ApiResponse, raise_for_status, request_url
 from airflow_provider_linkstats.client.ratelimit import RateLimiter
 from airflow_provider_linkstats.client.retry import RetryPolicy
-from airflow_provider_linkstats.client.settings import ClientSettings, auth_headers, key_from_headers
+from airflow_provider_linkstats.client.settings import COMMON_HEADERS, ClientSettings
 
 log = logging.getLogger(__name__)
 
@@ -100,14 +101,14 @@ class AsyncLinkstatsClient:
     """Talks to one service with one API key over one ``httpx.AsyncClient``; use ``async with``.
 
     Build it with ``await AsyncLinkstatsClient.open(settings, key)`` (the hook's
-    ``get_async_client()`` does). The key lives only in the httpx client's default headers: it is
-    in no attribute, repr or message.
+    ``get_async_client()`` does). The key lives only in its ``ApiKey``, which signs each request:
+    it is in no header default, repr or message.
     """
 
     def __init__(
         self,
         settings: ClientSettings,
-        api_key: str,
+        api_key: ApiKey | str,
         *,
         ssl_context: ssl.SSLContext,
         retry: RetryPolicy | None = None,
@@ -119,8 +120,10 @@ class AsyncLinkstatsClient:
         self.root = settings.root.rstrip("/")
         self.retry = retry or RetryPolicy.from_settings(settings)
         self.limiter = limiter or RateLimiter(window=settings.rate_limit_window)
+        self._auth = api_key if isinstance(api_key, ApiKey) else ApiKey(api_key)
         self._client = httpx.AsyncClient(
-            headers=auth_headers(api_key),
+            headers=COMMON_HEADERS,
+            auth=self._auth,
             timeout=httpx.Timeout(settings.read_timeout, connect=settings.connect_timeout),
             verify=ssl_context,
             trust_env=False,  # proxies and .netrc from the environment must not see our key
@@ -133,16 +136,12 @@ class AsyncLinkstatsClient:
         )
 
     @classmethod
-    async def open(cls, settings: ClientSettings, api_key: str, **kwargs: object) -> AsyncLinkstatsClient:
+    async def open(cls, settings: ClientSettings, api_key: ApiKey | str, **kwargs: object) -> AsyncLinkstatsClient:
         """A client whose TLS context is the process's shared one (built once, off the event loop)."""
         return cls(settings, api_key, ssl_context=await shared_ssl_context(settings.verify_ssl), **kwargs)  # type: ignore[arg-type]
 
     def __repr__(self) -> str:
         return f"AsyncLinkstatsClient(root={self.root!r})"
-
-    @property
-    def _secrets(self) -> tuple[str, ...]:
-        return (key_from_headers(self._client.headers),)
 
     async def __aenter__(self) -> AsyncLinkstatsClient:
         return self
@@ -161,6 +160,9 @@ class AsyncLinkstatsClient:
             content = urlencode(list(request.form)).encode()
             headers["Content-Type"] = "application/x-www-form-urlencoded"
         await self.limiter.await_slot(self.settings.max_rate_limit_wait)
+        url = request_url(self.root, request)
+        settings = self.settings
+        where = {"conn_id": settings.conn_id, "scheme_assumed": settings.scheme_assumed}
         try:
             response = await self._client.request(
                 request.method,
@@ -171,12 +173,12 @@ class AsyncLinkstatsClient:
             )
         except (httpx.ConnectError, httpx.ConnectTimeout, httpx.PoolTimeout, httpx.UnsupportedProtocol) as error:
             self.limiter.release()
-            raise transport_error(request.describe(), error, sent=False) from None
+            raise transport_error(request.method, url, error, sent=False, **where) from None
         except httpx.HTTPError as error:  # read/write timeout, reset, truncated answer...
             self.limiter.release()
-            raise transport_error(request.describe(), error, sent=True) from None
+            raise transport_error(request.method, url, error, sent=True, **where) from None
         self.limiter.observe(response.headers, response.status_code)
-        return ApiResponse(response.status_code, response.headers, response.content)
+        return ApiResponse(response.status_code, response.headers, response.content, url, settings.conn_id)
 
     async def call(self, request: ApiRequest) -> ApiResponse:
         """Send ``request`` under the retry policy and return its 2xx response, or raise."""
@@ -184,7 +186,7 @@ class AsyncLinkstatsClient:
             async for attempt in self.retry.async_retrying(request, log):
                 with attempt:
                     response = await self.send(request)
-                    raise_for_status(request, response, self._secrets)
+                    raise_for_status(request, response, redact_key=self._auth.redact)
         except LinkstatsApiError as error:
             if self.retry.asks_too_long(error):
                 raise self.retry.explain(error) from error

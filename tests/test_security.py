@@ -290,3 +290,26 @@ def test_the_leak_check_fails_every_test_that_logs_a_secret(pytester):
         "test_http_library_debug_log",
         "test_operator_task_log",
     }
+
+
+# -- the key flows one way: ApiKey signs, redacts, and is never read back ------------------------------
+
+
+def test_api_key_object_signs_requests_and_shows_no_key(links, scripted):
+    import pickle
+
+    from airflow_provider_linkstats.client import settings as settings_module
+    from airflow_provider_linkstats.client.auth import ApiKey
+
+    key = ApiKey(API_KEY)
+    assert API_KEY not in f"{key!r} {key} {[key]} {dir(key)}"
+    with pytest.raises(TypeError, match="not picklable"):
+        pickle.dumps(key)
+    assert key.redact(f"echo {API_KEY} echo") == "echo *** echo"
+    scripted.add(("respond", 200, {"data": {"id": 1}}))
+    links.get_link(1)
+    assert scripted.requests[0]["headers"]["Authorization"] == f"Bearer {API_KEY}"
+    # Sent per request by the auth object, so no header default holds it and nothing parses it back out.
+    transport = links.client._transport
+    assert leaked(repr(dict(transport._session.headers)), (API_KEY,)) == []
+    assert not hasattr(settings_module, "key_from_headers") and not hasattr(links.client, "_secrets")

@@ -242,7 +242,8 @@ def check_future(moment: dt.datetime, field: str = "expires_at", *, now: dt.date
     """
     current = now or dt.datetime.now(dt.timezone.utc)
     if moment <= current:
-        zone = moment.tzname() or str(moment.tzinfo)
+        # An IANA name where the moment carries one (pendulum, zoneinfo), else its offset name ("UTC+02:00").
+        zone = getattr(moment.tzinfo, "name", None) or getattr(moment.tzinfo, "key", None) or moment.tzname()
         raise LinkstatsInputError(
             field,
             moment.isoformat(),

@@ -32,14 +32,15 @@ from airflow_provider_linkstats.client.errors import LinkstatsApiError, transpor
 from airflow_provider_linkstats.client.protocol import ApiRequest, ApiResponse, raise_for_status, request_url
 from airflow_provider_linkstats.client.ratelimit import RateLimiter
 from airflow_provider_linkstats.client.retry import RetryPolicy
-from airflow_provider_linkstats.client.settings import COMMON_HEADERS, ClientSettings
+from airflow_provider_linkstats.client.settings import (
+    ASYNC_POOL_SIZE,
+    COMMON_HEADERS,
+    KEEP_ALIVE_MAX_IDLE,
+    ClientSettings,
+)
 
 log = logging.getLogger(__name__)
 
-# Keep the connection open between pokes only when the next one comes sooner than this: servers
-# drop idle connections after 5-75 s, and a trigger that polls every few minutes should not hold a
-# socket (on both ends) while it sleeps.
-KEEP_ALIVE_MAX_IDLE = 20.0
 
 _ssl_contexts: dict[bool, ssl.SSLContext] = {}
 _ssl_building: dict[bool, concurrent.futures.Future[ssl.SSLContext]] = {}
@@ -113,7 +114,7 @@ class AsyncLinkstatsClient:
         ssl_context: ssl.SSLContext,
         retry: RetryPolicy | None = None,
         keep_alive: bool = True,
-        max_connections: int = 4,
+        max_connections: int = ASYNC_POOL_SIZE,
         limiter: RateLimiter | None = None,
     ) -> None:
         self.settings = settings

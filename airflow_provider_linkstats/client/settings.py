@@ -25,6 +25,10 @@ DEFAULT_MAX_RATE_LIMIT_WAIT = 120.0  # real installs ask for 30-60 s after a 429
 DEFAULT_WINDOW = 60.0  # seconds of a rate-limit window: both products count per minute
 POOL_SIZE = 16  # connections per sync client; a bulk delete runs at most this many threads
 DEFAULT_MAX_WORKERS = 8  # threads of a bulk delete (at most POOL_SIZE)
+ASYNC_POOL_SIZE = 4  # connections per async client: thousands of triggers may share one event loop
+# Keep an async connection open between pokes only when the next one comes sooner than this: servers
+# drop idle connections after 5-75 s, and a trigger polling every few minutes should not hold a socket.
+KEEP_ALIVE_MAX_IDLE = 20.0
 # Waiting for links to expire (the sensor and its trigger)
 DEFAULT_EXISTENCE_CHECK_EVERY = 10  # pokes between checks that the watched links still exist
 DEFAULT_MAX_TRANSPORT_FAILURES = 5  # transient failures in a row that end a deferred wait

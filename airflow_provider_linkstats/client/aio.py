@@ -18,14 +18,8 @@ import concurrent.futures
 import logging
 import ssl
 import threading
+from typing import Any
 from urllib.parse import urlencode
-
-import httpx
-
-try:  # httpcore loads anyio's asyncio backend on the first request: load it with this module, not in a run()
-    import anyio._backends._asyncio  # noqa: F401
-except ImportError:  # pragma: no cover - another anyio layout; then it is loaded on first use
-    pass
 
 from airflow_provider_linkstats.client.auth import ApiKey
 from airflow_provider_linkstats.client.errors import LinkstatsApiError, transport_error
@@ -40,6 +34,22 @@ from airflow_provider_linkstats.client.settings import (
 )
 
 log = logging.getLogger(__name__)
+
+
+def _httpx() -> Any:
+    """The async HTTP stack, loaded on first use, not with this module: the scheduler imports the
+    trigger module on every parse of a DAG that names it, and only the triggerer sends requests.
+
+    httpcore loads anyio's asyncio backend on the first request; it is loaded here with httpx, in the
+    thread that builds the TLS context (``shared_ssl_context``), so no import blocks an event loop.
+    """
+    import httpx
+
+    try:
+        import anyio._backends._asyncio  # noqa: F401
+    except ImportError:  # pragma: no cover - another anyio layout; then it is loaded on first use
+        pass
+    return httpx
 
 
 _ssl_contexts: dict[bool, ssl.SSLContext] = {}
@@ -76,6 +86,7 @@ def _build_in_thread(verify: bool) -> concurrent.futures.Future[ssl.SSLContext]:
 
     def build() -> None:
         try:
+            _httpx()  # the imports too, off the event loop
             future.set_result(_build_ssl_context(verify))
         except BaseException as error:  # pragma: no cover - a broken CA bundle
             future.set_exception(error)
@@ -122,6 +133,7 @@ class AsyncLinkstatsClient:
         self.retry = retry or RetryPolicy.from_settings(settings)
         self.limiter = limiter or RateLimiter(window=settings.rate_limit_window)
         self._auth = api_key if isinstance(api_key, ApiKey) else ApiKey(api_key)
+        httpx = _httpx()
         self._client = httpx.AsyncClient(
             headers=COMMON_HEADERS,
             auth=self._auth,
@@ -161,6 +173,7 @@ class AsyncLinkstatsClient:
             content = urlencode(list(request.form)).encode()
             headers["Content-Type"] = "application/x-www-form-urlencoded"
         await self.limiter.await_slot(self.settings.max_rate_limit_wait)
+        httpx = _httpx()
         url = request_url(self.root, request)
         settings = self.settings
         where = {"conn_id": settings.conn_id, "scheme_assumed": settings.scheme_assumed}

@@ -20,6 +20,7 @@ from airflow_provider_linkstats.client.errors import (
     LinkstatsConfigError,
     LinkstatsInputError,
     LinkstatsNotFoundError,
+    LinkstatsResponseError,
     LinkstatsTransportError,
     is_permanent,
 )
@@ -62,6 +63,23 @@ def test_html_404_says_the_base_url_is_not_the_api(links, scripted):
     assert "does not answer as the Linkstats API" in text and f"check connection {CONN!r}'s Base URL" in text
     assert "HTML page '404 Not Found'" in text and API_KEY not in text
     assert caught.value.url == url and caught.value.conn_id == CONN
+
+
+def test_html_page_with_200_says_the_base_url_is_not_the_api(links, scripted):
+    """A site that answers every path with its home page (200) instead of a 404."""
+    scripted.add(("respond", 200, HTML_404.replace("404 Not Found", "Welcome")))
+    with pytest.raises(LinkstatsResponseError) as caught:
+        links.get_link(2)
+    text = str(caught.value)
+    assert text.startswith(f"GET {scripted.url}/public/api/v1/links/2 HTTP 200: body is not valid JSON"), text
+    assert f"check connection {CONN!r}'s Base URL" in text and "HTML page 'Welcome'" in text
+
+
+def test_test_connection_names_the_url_and_the_fix(links, scripted):
+    scripted.add(("respond", 401, {"message": "Unauthenticated."}))
+    ok, message = links.test_connection()
+    assert not ok and f"GET {scripted.url}/public/api/v1/links?per_page=10" in message
+    assert f"The API key in connection {CONN!r}'s password was refused" in message and API_KEY not in message
 
 
 def test_json_404_is_a_missing_record_not_a_wrong_url(links, scripted):
@@ -129,6 +147,17 @@ def test_host_without_scheme_says_https_was_assumed_and_what_to_write(monkeypatc
     assert is_permanent(caught.value)
 
 
+def test_tls_failure_fails_the_task_without_a_retry(monkeypatch, scripted):
+    from airflow_provider_linkstats.operators.links import LinkstatsGetLinkOperator
+    from tests.conftest import run_operator
+
+    connect(monkeypatch, {"conn_type": "linkstats_links", "host": scripted.url.removeprefix("http://")})
+    operator = LinkstatsGetLinkOperator(task_id="get", link_id=1, retries=3)
+    with fails_without_retry(LinkstatsTransportError, "https was assumed"):
+        run_operator(operator)
+    assert scripted.connections == 1
+
+
 def test_host_without_scheme_async_also_says_what_to_write(monkeypatch, scripted):
     from airflow_provider_linkstats.client.contract import LINKS
     from airflow_provider_linkstats.client.protocol import build_get
@@ -162,7 +191,8 @@ def test_unknown_host_name_is_named(make_hook):
     with pytest.raises(LinkstatsTransportError) as caught:
         hook.get_website(1)
     text = str(caught.value)
-    assert "the host name 'linkstats-no-such-host.invalid' does not resolve" in text, text
+    assert "no connection could be made to linkstats-no-such-host.invalid:8080" in text, text
+    assert "the host name 'linkstats-no-such-host.invalid' does not resolve" in text
     assert "(connection 'linkstats_analytics_default')" in text
 
 

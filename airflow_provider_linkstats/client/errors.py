@@ -190,7 +190,8 @@ def transport_error(
         )
     if kind == "dns":
         return LinkstatsTransportError(
-            f"{where}: the host name {parts.hostname!r} does not resolve{conn}; check the Base URL's host",
+            f"{where}: no connection could be made to {host}: the host name {parts.hostname!r} does not resolve"
+            f"{conn}; check the Base URL's host",
             sent=False,
         )
     if kind == "refused":

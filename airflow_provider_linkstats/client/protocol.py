@@ -251,11 +251,17 @@ def _hint(status: int, payload: Any, response: ApiResponse) -> str:
             f"features in the service, or use another account's key in {conn}"
         )
     if status == 404 and not isinstance(payload, dict):
-        return (
-            f"This URL does not answer as the Linkstats API (a {_describe_body(response)}, not JSON): check "
-            f"{conn}'s Base URL; the API usually answers at <site>/api/v1 or <site>/public/api/v1"
-        )
+        return _not_the_api_hint(response)
     return ""
+
+
+def _not_the_api_hint(response: ApiResponse) -> str:
+    """An HTML page where the API answers JSON: the Base URL points at the site, not at its API."""
+    conn = f"connection {response.conn_id!r}" if response.conn_id else "the connection"
+    return (
+        f"This URL does not answer as the Linkstats API (a {_describe_body(response)}, not JSON): check "
+        f"{conn}'s Base URL; the API usually answers at <site>/api/v1 or <site>/public/api/v1"
+    )
 
 
 def parse_record(request: ApiRequest, response: ApiResponse) -> dict[str, Any]:
@@ -343,6 +349,7 @@ def _json_body(request: ApiRequest, response: ApiResponse, *, allow_empty: bool)
             f"body is not valid JSON ({len(response.body)} bytes, content-type "
             f"{response.headers.get('content-type', 'unknown')!r})",
             status=response.status,
+            hint=_not_the_api_hint(response) if _TITLE.search(response.body[:20000]) else "",
             **_where(request, response),
         ) from None
 

@@ -66,7 +66,9 @@ class LinkstatsCreateLinkOperator(_LinkWriteMixin, LinkstatsCreateOperatorBase):
     :param if_exists: what an existing link with the same ``alias`` means: "fail" (default),
         "skip" (return it unchanged) or "update" (write the given fields to it). Templated.
     :param expires_at: an aware datetime, pendulum DateTime or ISO-8601 string with offset;
-        sets expiration_date and expiration_time in the connection's time zone. Templated.
+        sets expiration_date and expiration_time in the connection's time zone. The hook rounds it
+        up to the next whole minute (the service keeps minutes: 16:30:20 ends at 16:31) and
+        refuses a moment already past, before any request. Templated.
     """
 
     template_fields: Sequence[str] = ("linkstats_conn_id", *CREATE_FIELDS, "expires_at", "if_exists")
@@ -128,7 +130,8 @@ class LinkstatsUpdateLinkOperator(_LinkWriteMixin, LinkstatsUpdateOperatorBase):
     """Change a link; only the fields given are sent, the others stay as they are.
 
     :param link_id: the link to change. Templated.
-    :param expires_at: as for create: sets expiration_date and expiration_time. Templated.
+    :param expires_at: as for create: sets expiration_date and expiration_time, rounded up to the
+        next whole minute by the hook; a moment already past is refused. Templated.
     """
 
     template_fields: Sequence[str] = ("linkstats_conn_id", "link_id", *UPDATE_FIELDS, "expires_at")

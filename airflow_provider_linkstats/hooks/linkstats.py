@@ -55,6 +55,8 @@ if TYPE_CHECKING:
     from airflow_provider_linkstats.client.api import LinkstatsClient
     from airflow_provider_linkstats.client.auth import ApiKey
 
+__all__ = ["LinkstatsBaseHook", "LinkstatsLinksHook", "LinkstatsAnalyticsHook"]
+
 JsonDict = dict[str, Any]
 log = logging.getLogger(__name__)
 

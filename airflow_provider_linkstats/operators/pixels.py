@@ -24,6 +24,14 @@ from airflow_provider_linkstats.operators.base import (
     document_filters,
 )
 
+__all__ = [
+    "LinkstatsCreatePixelOperator",
+    "LinkstatsUpdatePixelOperator",
+    "LinkstatsGetPixelOperator",
+    "LinkstatsDeletePixelOperator",
+    "LinkstatsListPixelsOperator",
+]
+
 LIST_FILTERS = tuple(spec.name for spec in PIXELS.list_params)
 
 

@@ -24,6 +24,15 @@ from airflow_provider_linkstats.operators.base import (
     document_filters,
 )
 
+__all__ = [
+    "LinkstatsCreateSpaceOperator",
+    "LinkstatsUpdateSpaceOperator",
+    "LinkstatsGetSpaceOperator",
+    "LinkstatsDeleteSpaceOperator",
+    "LinkstatsNamedListOperatorBase",
+    "LinkstatsListSpacesOperator",
+]
+
 LIST_FILTERS = tuple(spec.name for spec in SPACES.list_params)
 
 

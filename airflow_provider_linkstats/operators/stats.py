@@ -16,6 +16,8 @@ from airflow_provider_linkstats.operators.base import (
     fails_fast,
 )
 
+__all__ = ["LinkstatsStatsOperatorBase", "LinkstatsLinkStatsOperator", "LinkstatsWebsiteStatsOperator"]
+
 STATS_TEMPLATE_FIELDS = (
     "linkstats_conn_id",
     "name",

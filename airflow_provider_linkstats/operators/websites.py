@@ -23,6 +23,14 @@ from airflow_provider_linkstats.operators.base import (
     document_filters,
 )
 
+__all__ = [
+    "LinkstatsCreateWebsiteOperator",
+    "LinkstatsUpdateWebsiteOperator",
+    "LinkstatsGetWebsiteOperator",
+    "LinkstatsDeleteWebsiteOperator",
+    "LinkstatsListWebsitesOperator",
+]
+
 RENAMED = WEBSITE_ARGUMENTS  # operator argument -> API field
 _TO_ARGUMENT = {api: arg for arg, api in RENAMED.items()}
 CREATE_ARGUMENTS = tuple(_TO_ARGUMENT.get(s.name, s.name) for s in WEBSITES.fields_for("create"))

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from typing import Any, TypeVar
 
+__all__ = ["ApiKey"]
+
 Request = TypeVar("Request")
 
 REDACTED = "***"

@@ -313,3 +313,26 @@ def test_api_key_object_signs_requests_and_shows_no_key(links, scripted):
     transport = links.client._transport
     assert leaked(repr(dict(transport._session.headers)), (API_KEY,)) == []
     assert not hasattr(settings_module, "key_from_headers") and not hasattr(links.client, "_secrets")
+
+
+def test_a_bare_key_echo_is_cut_whoever_reads_the_answer(links, scripted):
+    """The waiting code reads raw answers with ``raise_for_status(request, response)``: the answer
+    carries its transport's redaction, so a key echoed without "Bearer" is cut there too."""
+    import asyncio
+
+    from airflow_provider_linkstats.client.contract import LINKS
+    from airflow_provider_linkstats.client.protocol import build_get, raise_for_status
+
+    scripted.add(*[("respond", 500, {"message": f"bad token {API_KEY}"})] * 2)
+    sync_answer = links.client._transport.send(build_get(LINKS, 1))
+
+    async def send():
+        async with await links.get_async_client() as client:
+            return await client.send(build_get(LINKS, 1))
+
+    for answer in (sync_answer, asyncio.run(send())):
+        with pytest.raises(LinkstatsServerError) as caught:
+            raise_for_status(build_get(LINKS, 1), answer)
+        assert leaked(everything_about(caught.value), (API_KEY,)) == [], str(caught.value)
+        assert "bad token ***" in str(caught.value)
+        assert API_KEY not in repr(answer)

@@ -192,7 +192,9 @@ class AsyncLinkstatsClient:
             self.limiter.release()
             raise transport_error(request.method, url, error, sent=True, **where) from None
         self.limiter.observe(response.headers, response.status_code)
-        return ApiResponse(response.status_code, response.headers, response.content, url, settings.conn_id)
+        return ApiResponse(
+            response.status_code, response.headers, response.content, url, settings.conn_id, self._auth.redact
+        )
 
     async def call(self, request: ApiRequest) -> ApiResponse:
         """Send ``request`` under the retry policy and return its 2xx response, or raise."""

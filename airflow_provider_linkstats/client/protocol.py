@@ -73,14 +73,16 @@ class ApiRequest:
 class ApiResponse:
     """What a transport hands back: status, headers (lower-case names) and raw body.
 
-    ``url`` (the full URL tried) and ``conn_id`` (the Airflow connection) are for error texts.
+    ``url`` (the full URL tried) and ``conn_id`` (the Airflow connection) are for error texts, and
+    ``redact_key`` (the transport's ``ApiKey.redact``) cuts the key out of them, whoever reads the answer.
     """
 
     status: int
     headers: Mapping[str, str]
-    body: bytes
+    body: bytes = field(repr=False)  # a server may echo a secret in it
     url: str = ""
     conn_id: str | None = None
+    redact_key: Callable[[str], str] | None = field(default=None, repr=False, compare=False)
 
 
 @dataclass
@@ -199,6 +201,7 @@ def raise_for_status(
     if 200 <= status < 300:
         return
     secrets = (*secrets, *request.secrets)
+    redact_key = redact_key or response.redact_key
     payload = _try_json(response.body)
     message, field_errors = _error_details(payload, status, response)
 

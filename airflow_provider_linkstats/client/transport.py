@@ -26,7 +26,7 @@ class RequestsTransport:
         self._session.verify = settings.verify_ssl
         self._session.trust_env = False  # proxies and .netrc from the environment must not see our key
         self._session.headers.update(COMMON_HEADERS)
-        self._session.auth = auth  # signs each request; the key is in no session header
+        self._session.auth = self._auth = auth  # signs each request; the key is in no session header
         # Retries are ours (retry.py), so the adapter makes exactly one attempt.
         adapter = HTTPAdapter(pool_connections=1, pool_maxsize=settings.pool_size, max_retries=0)
         self._session.mount("http://", adapter)
@@ -56,7 +56,9 @@ class RequestsTransport:
             raise self._failed(request, url, error, sent=not never_left) from None
         except requests.RequestException as error:  # read timeout, truncated body, ...
             raise self._failed(request, url, error, sent=True) from None
-        return ApiResponse(response.status_code, response.headers, response.content, url, self.settings.conn_id)
+        return ApiResponse(
+            response.status_code, response.headers, response.content, url, self.settings.conn_id, self._auth.redact
+        )
 
     def _failed(self, request: ApiRequest, url: str, error: BaseException, *, sent: bool) -> Exception:
         settings = self.settings

@@ -16,6 +16,7 @@ import pendulum
 import pytest
 
 from airflow_provider_linkstats.client.errors import (
+    LinkstatsApiError,
     LinkstatsAuthError,
     LinkstatsConfigError,
     LinkstatsInputError,
@@ -100,6 +101,25 @@ def test_401_says_the_key_in_the_connection_password_was_refused(links, scripted
     assert f"The API key in connection {CONN!r}'s password was refused" in text
     assert "regenerating the key there revokes the old one" in text and API_KEY not in text
     assert is_permanent(caught.value) and len(scripted.requests) == 1  # not retried
+
+
+def test_redirect_to_the_login_page_is_a_refused_key(links, scripted):
+    scripted.add(("respond", 302, "<html><title>Redirecting</title></html>", {"Location": "https://x.test/login"}))
+    with pytest.raises(LinkstatsAuthError) as caught:
+        links.get_link(1)
+    text = str(caught.value)
+    assert "HTTP 302: redirected to the login page" in text and "password was refused" in text
+
+
+def test_other_redirect_says_where_to_point_the_connection(links, scripted):
+    """http:// on a server that sends everyone to https://: redirects are not followed (the key would travel)."""
+    target = "https://links.example.com/public/api/v1/links/1"
+    scripted.add(("respond", 301, "<html><title>Moved</title></html>", {"Location": target}))
+    with pytest.raises(LinkstatsApiError) as caught:
+        links.get_link(1)
+    text = str(caught.value)
+    assert "HTTP 301: moved permanently" in text and "login" not in text
+    assert f"The service redirects to {target}: write that address as connection {CONN!r}'s Base URL" in text
 
 
 def test_403_says_the_plan_or_the_key_lacks_access(links, scripted):

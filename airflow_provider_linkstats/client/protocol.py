@@ -255,6 +255,9 @@ def _hint(status: int, payload: Any, response: ApiResponse) -> str:
         )
     if status == 404 and not isinstance(payload, dict):
         return _not_the_api_hint(response)
+    location = response.headers.get("location", "")
+    if 300 <= status < 400 and location:  # http:// to https://, or a moved install: redirects are not followed
+        return f"The service redirects to {location[:200]}: write that address as {conn}'s Base URL"
     return ""
 
 
@@ -378,7 +381,7 @@ def _error_details(payload: Any, status: int, response: ApiResponse) -> tuple[st
                 message = value.strip()[:MAX_ERROR_MESSAGE]
                 break
     if not message:
-        message = _REASONS.get(status, "error")
+        message = _LOGIN_REDIRECT if _is_login_redirect(response) else _REASONS.get(status, "error")
         if field_errors:
             message = "the service rejected " + ", ".join(field_errors)
         elif not isinstance(payload, dict):
@@ -420,8 +423,12 @@ def _is_login_redirect(response: ApiResponse) -> bool:
     return 300 <= response.status < 400 and location.rstrip("/").endswith("/login")
 
 
+_LOGIN_REDIRECT = "redirected to the login page (the API key was not accepted)"
 _REASONS = {
-    302: "redirected to the login page (the API key was not accepted)",
+    301: "moved permanently",
+    302: "found (a redirect)",
+    307: "temporary redirect",
+    308: "permanent redirect",
     400: "bad request",
     401: "unauthenticated",
     403: "forbidden",

@@ -123,7 +123,7 @@ class LinkstatsBaseHook(BaseHook):
         if type(error).__name__ != "AirflowNotFoundException":
             return error
         conn_id, conn_type = self.linkstats_conn_id, self.conn_type
-        example = "https://links.example.com/api/v1" if conn_type == "linkstats_links" else "https://analytics.example.com/api/v1"
+        example = CONNECTION_TYPES[conn_type][3]  # the form's placeholder URL
         return LinkstatsConfigError(
             f"The Airflow connection {conn_id!r} is not defined. Create it (type {conn_type}, Base URL, API key as "
             f"password), e.g.: airflow connections add {conn_id} --conn-type {conn_type} --conn-host {example} "

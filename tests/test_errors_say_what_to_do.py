@@ -314,3 +314,21 @@ def test_expires_at_in_the_future_is_sent(links, scripted):
     scripted.add(("respond", 200, {"data": {"timezone": "UTC"}}), ("respond", 201, {"data": {"id": 1}}))
     links.create_link("https://example.com", expires_at=dt.datetime.now(dt.timezone.utc) + dt.timedelta(days=1))
     assert "expiration_date" in dict(scripted.requests[-1]["form"])  # after the account's time zone
+
+
+def test_async_client_names_host_port_and_connection_when_refused(make_hook):
+    from airflow_provider_linkstats.client.contract import LINKS
+    from airflow_provider_linkstats.client.protocol import build_get
+
+    port = free_port()
+    hook = make_hook("links", f"http://127.0.0.1:{port}", max_retries=0)
+
+    async def call():
+        async with await hook.get_async_client() as client:
+            await client.call(build_get(LINKS, 1))
+
+    with pytest.raises(LinkstatsTransportError) as caught:
+        asyncio.run(call())
+    text = str(caught.value)
+    assert f"GET http://127.0.0.1:{port}/public/api/v1/links/1: no connection could be made to 127.0.0.1:{port}" in text
+    assert f"connection refused, nothing listens there (connection {CONN!r})" in text

@@ -172,7 +172,7 @@ def transport_error(
     where = f"{method} {url}"
     conn = f" (connection {conn_id!r})" if conn_id else ""
     kind = _cause_kind(cause)
-    if kind == "tls":
+    if kind == "tls" and not sent:  # a TLS failure after sending is a lost answer, handled below
         if scheme_assumed:
             fix = (
                 f"connection {conn_id!r}'s Base URL has no scheme, so https was assumed; write it with its "

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from airflow.providers.common.compat.sdk import BaseOperatorLink
 
-from airflow_provider_linkstats.client.contract import LINKS
+from airflow_provider_linkstats.client.contract import LINKS, TARGETING_FIELDS
 from airflow_provider_linkstats.operators.base import (
     LinkstatsCreateOperatorBase,
     LinkstatsDeleteOperatorBase,
@@ -63,10 +63,10 @@ class _LinkWriteMixin(_LinkOperator):
     """Shared by create and update: the expiry convenience and the short-URL extra link."""
 
     operator_extra_links = (LinkstatsShortUrlLink(),)
-    expires_at: Any
 
-    def with_expiry(self, fields: dict[str, Any]) -> dict[str, Any]:
-        return self.hook.with_expiry(fields, self.expires_at) if self.expires_at else fields
+    def prepare_for_version(self, operation: str) -> dict[str, Any]:
+        """The arguments checked against the contract, then against the connected version, before any write."""
+        return self.hook.prepare_link_fields(self.given_fields(operation), operation)
 
     def after_write(self, record: dict[str, Any], context: Any) -> None:
         short_url = record.get("short_url")
@@ -80,13 +80,16 @@ class LinkstatsCreateLinkOperator(_LinkWriteMixin, LinkstatsCreateOperatorBase):
 
     :param if_exists: what an existing link with the same ``alias`` means: "fail" (default),
         "skip" (return it unchanged) or "update" (write the given fields to it). Templated.
-    :param expires_at: an aware datetime, pendulum DateTime or ISO-8601 string with offset;
-        sets expiration_date and expiration_time in the connection's time zone. Templated.
+    Arguments are the same on every phpShort version (see docs/versions.md); one the connected
+    version lacks (``disabled`` on 46+, ``starts_at`` on 44-45, ...) fails the task before any write.
+    ``expires_at``: on 44-45 it becomes expiration_date and expiration_time in the service's time
+    zone, rounded up to the minute; on 46+ the end of the active window, whose start is
+    ``starts_at`` (default: the task's run time).
     :param linkstats_conn_id: connection id (default ``linkstats_links_default``). Templated.
     """
 
-    template_fields: Sequence[str] = ("linkstats_conn_id", *CREATE_FIELDS, "expires_at", "if_exists")
-    template_fields_renderers = {name: "json" for name in ("country", "platform", "language", "rotation")}
+    template_fields: Sequence[str] = ("linkstats_conn_id", *CREATE_FIELDS, "if_exists")
+    template_fields_renderers = {name: "json" for name in TARGETING_FIELDS.values()}
 
     def __init__(
         self,
@@ -98,9 +101,11 @@ class LinkstatsCreateLinkOperator(_LinkWriteMixin, LinkstatsCreateOperatorBase):
         space_id: int | str | None = None,
         pixel_ids: Sequence[int] | None = None,
         disabled: int | bool | None = None,
+        sensitive_content: int | bool | None = None,
         privacy: int | None = None,
         privacy_password: str | None = None,
         expiration_url: str | None = None,
+        starts_at: Any = None,
         expiration_date: str | None = None,
         expiration_time: str | None = None,
         expiration_clicks: int | str | None = None,
@@ -109,6 +114,9 @@ class LinkstatsCreateLinkOperator(_LinkWriteMixin, LinkstatsCreateOperatorBase):
         platform: TargetingRules | None = None,
         language: TargetingRules | None = None,
         rotation: TargetingRules | None = None,
+        continent: TargetingRules | None = None,
+        browser: TargetingRules | None = None,
+        device: TargetingRules | None = None,
         expires_at: Any = None,
         if_exists: str = "fail",
         linkstats_conn_id: str = "linkstats_links_default",
@@ -122,9 +130,11 @@ class LinkstatsCreateLinkOperator(_LinkWriteMixin, LinkstatsCreateOperatorBase):
         self.space_id = space_id
         self.pixel_ids = pixel_ids
         self.disabled = disabled
+        self.sensitive_content = sensitive_content
         self.privacy = privacy
         self.privacy_password = privacy_password
         self.expiration_url = expiration_url
+        self.starts_at = starts_at
         self.expiration_date = expiration_date
         self.expiration_time = expiration_time
         self.expiration_clicks = expiration_clicks
@@ -133,11 +143,14 @@ class LinkstatsCreateLinkOperator(_LinkWriteMixin, LinkstatsCreateOperatorBase):
         self.platform = platform
         self.language = language
         self.rotation = rotation
+        self.continent = continent
+        self.browser = browser
+        self.device = device
         self.expires_at = expires_at
         self.mask_secrets()
 
     def prepare_fields(self) -> dict[str, Any]:
-        return self.with_expiry(self.given_fields("create"))
+        return self.prepare_for_version("create")
 
 
 @document_fields(LINKS, "update")
@@ -145,11 +158,12 @@ class LinkstatsUpdateLinkOperator(_LinkWriteMixin, LinkstatsUpdateOperatorBase):
     """Change a link; only the fields given are sent, the others stay as they are.
 
     :param link_id: the link to change. Templated.
-    :param expires_at: as for create: sets expiration_date and expiration_time. Templated.
+    :param expires_at: as for create (on 46+ the window restarts at ``starts_at``, default now). Templated.
     :param linkstats_conn_id: connection id (default ``linkstats_links_default``). Templated.
     """
 
-    template_fields: Sequence[str] = ("linkstats_conn_id", "link_id", *UPDATE_FIELDS, "expires_at")
+    template_fields: Sequence[str] = ("linkstats_conn_id", "link_id", *UPDATE_FIELDS)
+    template_fields_renderers = {name: "json" for name in TARGETING_FIELDS.values()}
     id_argument = "link_id"
 
     def __init__(
@@ -162,9 +176,11 @@ class LinkstatsUpdateLinkOperator(_LinkWriteMixin, LinkstatsUpdateOperatorBase):
         space_id: int | str | None = None,
         pixel_ids: Sequence[int] | None = None,
         disabled: int | bool | None = None,
+        sensitive_content: int | bool | None = None,
         privacy: int | None = None,
         privacy_password: str | None = None,
         expiration_url: str | None = None,
+        starts_at: Any = None,
         expiration_date: str | None = None,
         expiration_time: str | None = None,
         expiration_clicks: int | str | None = None,
@@ -173,6 +189,9 @@ class LinkstatsUpdateLinkOperator(_LinkWriteMixin, LinkstatsUpdateOperatorBase):
         platform: TargetingRules | None = None,
         language: TargetingRules | None = None,
         rotation: TargetingRules | None = None,
+        continent: TargetingRules | None = None,
+        browser: TargetingRules | None = None,
+        device: TargetingRules | None = None,
         expires_at: Any = None,
         linkstats_conn_id: str = "linkstats_links_default",
         **kwargs: Any,
@@ -185,9 +204,11 @@ class LinkstatsUpdateLinkOperator(_LinkWriteMixin, LinkstatsUpdateOperatorBase):
         self.space_id = space_id
         self.pixel_ids = pixel_ids
         self.disabled = disabled
+        self.sensitive_content = sensitive_content
         self.privacy = privacy
         self.privacy_password = privacy_password
         self.expiration_url = expiration_url
+        self.starts_at = starts_at
         self.expiration_date = expiration_date
         self.expiration_time = expiration_time
         self.expiration_clicks = expiration_clicks
@@ -196,11 +217,14 @@ class LinkstatsUpdateLinkOperator(_LinkWriteMixin, LinkstatsUpdateOperatorBase):
         self.platform = platform
         self.language = language
         self.rotation = rotation
+        self.continent = continent
+        self.browser = browser
+        self.device = device
         self.expires_at = expires_at
         self.mask_secrets()
 
     def prepare_fields(self) -> dict[str, Any]:
-        return self.with_expiry(self.given_fields("update"))
+        return self.prepare_for_version("update")
 
 
 class LinkstatsGetLinkOperator(_LinkOperator, LinkstatsGetOperatorBase):

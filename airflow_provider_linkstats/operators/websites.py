@@ -122,11 +122,13 @@ class LinkstatsUpdateWebsiteOperator(_WebsiteOperator, LinkstatsUpdateOperatorBa
         exclude_bots: int | bool | None = None,
         exclude_params: Sequence[str] | None = None,
         exclude_ips: Sequence[str] | None = None,
+        favorite: int | bool | None = None,
         linkstats_conn_id: str = "linkstats_analytics_default",
         **kwargs: Any,
     ) -> None:
         super().__init__(linkstats_conn_id=linkstats_conn_id, **kwargs)
         self.website_id = website_id
+        self.favorite = favorite
         self.privacy = privacy
         self.password = password
         self.email_reports = email_reports
@@ -196,6 +198,7 @@ class LinkstatsListWebsitesOperator(_WebsiteOperator, LinkstatsListOperatorBase)
         search: str | None = None,
         search_by: str | None = None,
         sort_by: str | None = None,
+        favorite: int | bool | None = None,
         sort: str | None = None,
         per_page: int | None = None,
         max_items: int | None = None,
@@ -203,6 +206,7 @@ class LinkstatsListWebsitesOperator(_WebsiteOperator, LinkstatsListOperatorBase)
         **kwargs: Any,
     ) -> None:
         super().__init__(max_items=max_items, linkstats_conn_id=linkstats_conn_id, **kwargs)
+        self.favorite = favorite
         self.search = search
         self.search_by = search_by
         self.sort_by = sort_by

@@ -42,12 +42,11 @@ class NotTheApi(Exception):
         super().__init__(f"HTTP {status}, {what}")
 
 
-def read_probe(service: str, request: ApiRequest, response: ApiResponse) -> Dialect:
-    """The generation behind one raw probe answer.
+def read_probe(service: str, request: ApiRequest, response: ApiResponse) -> Dialect | None:
+    """The generation behind one raw probe answer; None when the API answered without telling it.
 
-    Raises ``NotTheApi`` when the answer is not from the API (try the other root), the usual
-    error for a JSON error answer (401, 403, 429, 5xx: the API is here but refused), and
-    ``LinkstatsResponseError`` for a JSON answer that tells no version.
+    Raises ``NotTheApi`` when the answer is not from the API (try the other root), and the usual
+    error for a JSON error answer (401, 403, 429, 5xx: the API is here but refused).
     """
     old, new = DIALECTS[service]
     if not _is_json_object(response):
@@ -57,7 +56,11 @@ def read_probe(service: str, request: ApiRequest, response: ApiResponse) -> Dial
     if response.status == 404:
         return new
     raise_for_status(request, response)
-    raise LinkstatsResponseError(
+    return None
+
+
+def version_untold(service: str, request: ApiRequest, response: ApiResponse) -> LinkstatsResponseError:
+    return LinkstatsResponseError(
         f"could not tell which version of the {service} service answers (expected HTTP 422 or 404 in JSON "
         f"to a statistics probe); set the connection's api_version extra",
         status=response.status,
@@ -83,9 +86,12 @@ def detect(service: str) -> Generator[ApiRequest, ApiResponse, Dialect]:
             raise _no_api(service, error) from error
         return new
     try:
-        return read_probe(service, request, response)
+        dialect = read_probe(service, request, response)
     except NotTheApi as error:
         raise _no_api(service, LinkstatsResponseError(str(error), status=error.status)) from None
+    if dialect is None:
+        raise version_untold(service, request, response)
+    return dialect
 
 
 def _no_api(service: str, error: LinkstatsApiError) -> LinkstatsResponseError:

@@ -190,12 +190,21 @@ class LinkstatsBaseHook(BaseHook):
 
     def _probe(self, client: LinkstatsClient) -> tuple[Dialect, str]:
         """(generation, the probe's answer) at the client's root, or an error naming URL and connection."""
-        from airflow_provider_linkstats.client.detection import NotTheApi, probe_note, probe_request, read_probe
+        from airflow_provider_linkstats.client.detection import (
+            NotTheApi,
+            probe_note,
+            probe_request,
+            read_probe,
+            version_untold,
+        )
 
         request = probe_request(self.resource.service)
         try:
             response = client.probe(request)
-            return read_probe(self.resource.service, request, response), probe_note(response)
+            dialect = read_probe(self.resource.service, request, response)
+            if dialect is None:
+                raise version_untold(self.resource.service, request, response)
+            return dialect, probe_note(response)
         except NotTheApi as error:
             raise self._detection_failed(client.root, LinkstatsResponseError(str(error), status=error.status)) from None
         except LinkstatsApiError as error:
@@ -252,9 +261,12 @@ class LinkstatsBaseHook(BaseHook):
             path=request.path,
         )
 
-    def _found(self, root: str, dialect: Dialect, note: str) -> None:
+    def _found(self, root: str, dialect: Dialect | None, note: str) -> None:
         """Keep the probe's finding: the version (unless the extra names one), logged once."""
         explicit = self._explicit_dialect
+        if dialect is None:  # the API is here but did not tell its version: ``dialect`` asks again
+            self.log.info("Linkstats connection %r: the API answers at %s (%s)", self.linkstats_conn_id, root, note)
+            return
         if explicit is not None:
             if explicit != dialect:
                 self.log.warning(

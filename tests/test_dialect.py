@@ -260,3 +260,46 @@ def test_rounding_of_expires_at_on_v44_is_logged(emu, make_hook, caplog, capsys)
     hook = make_hook("links")
     hook.create_link(URL, expires_at="2031-05-01T10:29:30+00:00")
     assert "rounded up to 2031-05-01 10:30 (UTC)" in logged(caplog, capsys)
+
+
+def test_every_argument_reaches_the_emulators_phpshort_49_or_is_refused(monkeypatch):
+    """The same, against the emulator's phpShort 49 once it serves it (skipped before)."""
+    from airflow_provider_linkstats.emulator import Emulator
+    from tests.conftest import API_KEY
+
+    try:
+        running = Emulator(api_keys=(API_KEY,), links_version="49", analytics_version="31")
+    except TypeError:
+        pytest.skip("the emulator does not serve phpShort 49 yet")
+    with running as emu:
+        monkeypatch.setenv("AIRFLOW_CONN_LINKSTATS_LINKS_DEFAULT", connection_json(emu.url, api_version="auto"))
+        hook = LinkstatsLinksHook()
+        space, pixel = hook.create_space("every-arg"), hook.create_pixel("every-arg", "x", "abc123")
+        assert hook.dialect is LINKS_V46  # detected
+        outcomes = _every_argument(hook, space["id"], pixel["id"], lambda: emu.stats.count(method="POST"))
+        assert {name for name, outcome in outcomes.items() if outcome == "refused"} == ONLY_V44
+        hook.close()
+
+
+def test_operator_renders_the_new_arguments_then_speaks_49(scripted, monkeypatch):
+    from airflow_provider_linkstats.operators.links import LinkstatsCreateLinkOperator
+    from tests.conftest import run_operator
+
+    scripted.set_default(V49Links())
+    monkeypatch.setenv(
+        "AIRFLOW_CONN_LINKSTATS_LINKS_DEFAULT", connection_json(scripted.url + "/api/v1", api_version="49")
+    )
+    task = LinkstatsCreateLinkOperator(
+        task_id="t",
+        url=URL,
+        starts_at="{{ params.start }}",
+        expires_at="{{ params.end }}",
+        sensitive_content="{{ params.consent }}",
+        device=[{"key": "{{ params.device }}", "value": URL}],
+    )
+    params = {"start": START.isoformat(), "end": END.isoformat(), "consent": "1", "device": "tablet"}
+    record, _ = run_operator(task, **params)
+    assert record["starts_at"] == START.isoformat() and record["expires_at"] == END.isoformat()
+    form = dict(scripted.requests[0]["form"])
+    assert form["sensitive_content"] == "1" and form["targets_type"] == "devices"
+    assert form["targets[0][key]"] == "tablet"

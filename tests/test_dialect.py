@@ -303,3 +303,17 @@ def test_operator_renders_the_new_arguments_then_speaks_49(scripted, monkeypatch
     form = dict(scripted.requests[0]["form"])
     assert form["sensitive_content"] == "1" and form["targets_type"] == "devices"
     assert form["targets[0][key]"] == "tablet"
+
+
+def test_versions_doc_names_every_argument_target_type_and_statistic():
+    from pathlib import Path
+
+    from airflow_provider_linkstats.client.dialect import LINK_STATS_NAMES, WEBSITE_STATS_NAMES
+
+    doc = (Path(__file__).parent.parent / "docs" / "versions.md").read_text()
+    for name in LINK_FORM_FIELDS:
+        assert f"`{name}`" in doc, name
+    for wire in {pair[1] for pair in TARGET_TYPES.values() if pair[1]}:
+        assert wire in doc, wire
+    for name in (*LINK_STATS_NAMES, *WEBSITE_STATS_NAMES):
+        assert name in doc, name

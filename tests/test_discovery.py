@@ -43,7 +43,7 @@ def links_hook(monkeypatch, url: str, **extra) -> LinkstatsLinksHook:
     return LinkstatsLinksHook()
 
 
-@pytest.mark.parametrize(("root", "probes"), [("/api/v1", 1), ("/public/api/v1", 2)])
+@pytest.mark.parametrize(("root", "probes"), [("/public/api/v1", 1), ("/api/v1", 2)])
 def test_bare_site_url_finds_the_api_and_the_version_in_one_or_two_requests(
     scripted, monkeypatch, caplog, capsys, root, probes
 ):
@@ -53,7 +53,7 @@ def test_bare_site_url_finds_the_api_and_the_version_in_one_or_two_requests(
     hook.create_link("https://example.com/a", expires_at="2031-01-01T00:00:00+00:00")
     hook.get_link(7)
     paths = [(r["method"], r["path"]) for r in scripted.requests]
-    tried = [("GET", "/api/v1/stats/0"), ("GET", "/public/api/v1/stats/0")][:probes]
+    tried = [("GET", "/public/api/v1/stats/0"), ("GET", "/api/v1/stats/0")][:probes]
     assert paths == [*tried, ("POST", f"{root}/links"), ("GET", f"{root}/links/7")]
     assert "active_period_end_at" in dict(scripted.requests[-2]["form"])  # spoken in 46+'s dialect
     assert hook.dialect is LINKS_V46 and hook.settings.root == scripted.url + root
@@ -65,7 +65,7 @@ def test_bare_site_url_finds_the_api_and_the_version_in_one_or_two_requests(
 
 
 def test_explicit_version_still_finds_the_base_url_with_one_read(scripted, monkeypatch):
-    scripted.set_default(only_at("/public/api/v1", V44_PROBE))
+    scripted.set_default(only_at("/api/v1", V44_PROBE))
     hook = links_hook(monkeypatch, scripted.url, api_version="45")
     hook.create_link("https://example.com/a", expiration_clicks=3)
     assert [r["method"] for r in scripted.requests] == ["GET", "GET", "POST"]
@@ -96,8 +96,8 @@ def test_no_root_answers_names_both_urls_and_the_connection(scripted, monkeypatc
     with pytest.raises(LinkstatsNotFoundError) as caught:
         hook.get_link(1)
     text = str(caught.value)
-    assert f"{scripted.url}/api/v1 (HTTP 404, text/html" in text
-    assert f"{scripted.url}/public/api/v1 (HTTP 404" in text
+    assert f"{scripted.url}/public/api/v1 (HTTP 404, text/html" in text
+    assert f" and {scripted.url}/api/v1 (HTTP 404" in text
     assert "'linkstats_links_default'" in text and "ends in /api/v1" in text
     assert len(scripted.requests) == 2
 
@@ -134,7 +134,7 @@ def test_analytics_generation_detected(scripted, monkeypatch, probe, expected):
 
 
 def test_async_client_finds_the_root_and_the_trigger_detects_through_it(scripted, monkeypatch):
-    scripted.set_default(only_at("/public/api/v1", V46_PROBE))
+    scripted.set_default(only_at("/api/v1", V46_PROBE))
     hook = links_hook(monkeypatch, scripted.url, api_version="auto")
 
     async def run():
@@ -143,7 +143,7 @@ def test_async_client_finds_the_root_and_the_trigger_detects_through_it(scripted
             return client.root, await hook.aget_dialect(client)
 
     root, dialect = asyncio.run(run())
-    assert root == scripted.url + "/public/api/v1" and dialect is LINKS_V46
+    assert root == scripted.url + "/api/v1" and dialect is LINKS_V46
     assert len(scripted.requests) == 2  # the two roots' probes; the second also told the version
 
 

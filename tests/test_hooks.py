@@ -436,8 +436,8 @@ def test_base_url_forms(monkeypatch, scripted):
     assert hook.settings.read_timeout == 5.0 and hook.settings.max_retries == 0
     scripted.add(("respond", 422, {"message": {"name": ["The selected name is invalid."]}, "status": 422}))
     assert hook.test_connection()[0] is True  # the probe found the API at the first root
-    assert hook.settings.root == f"http://{host}:{port}/api/v1"
-    assert [r["path"] for r in scripted.requests] == ["/api/v1/stats/0", "/api/v1/links"]
+    assert hook.settings.root == f"http://{host}:{port}/public/api/v1"
+    assert [r["path"] for r in scripted.requests] == ["/public/api/v1/stats/0", "/public/api/v1/links"]
     monkeypatch.setenv("AIRFLOW_CONN_LINKSTATS_LINKS_DEFAULT", connection_json(scripted.url + "/public/api/v1/"))
     assert LinkstatsLinksHook().settings.root == scripted.url + "/public/api/v1"
 
@@ -455,10 +455,10 @@ def test_bad_extra_named(monkeypatch, scripted):
         ({"host": "https://links.example.com/api/v1"}, "https://links.example.com/api/v1"),  # web root = public/
         ({"host": "https://links.example.com/public/api/v1/"}, "https://links.example.com/public/api/v1"),
         ({"host": "https://links.example.com/public"}, "https://links.example.com/public/api/v1"),
-        # a bare site URL: both roots are probed, the usual one first
-        ({"host": "https://links.example.com"}, "https://links.example.com/api/v1 https://links.example.com/public/api/v1"),
+        # a bare site URL: both roots are probed, the docs' form first (what a bare URL meant before)
+        ({"host": "https://links.example.com"}, "https://links.example.com/public/api/v1 https://links.example.com/api/v1"),
         ({"uri": "linkstats-links://:k@links.example.com/api/v1"}, "https://links.example.com/api/v1"),
-        ({"uri": "linkstats-links://:k@127.0.0.1:8765/http"}, "http://127.0.0.1:8765/api/v1 http://127.0.0.1:8765/public/api/v1"),
+        ({"uri": "linkstats-links://:k@127.0.0.1:8765/http"}, "http://127.0.0.1:8765/public/api/v1 http://127.0.0.1:8765/api/v1"),
         ({"uri": "linkstats-links://:k@https%3A%2F%2Fsho.rt%2Fapi%2Fv1"}, "https://sho.rt/api/v1"),
     ],
 )

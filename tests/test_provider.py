@@ -132,7 +132,7 @@ def test_connection_added_with_cli_passes_test_connection(airflow_db, scripted):
         cli = _airflow("connections", "test", conn_id, env=env)
         assert "Connection success!" in cli.stdout, cli.stdout[-2000:] + cli.stderr[-2000:]
         # each process finds the API root with the read-only probe first (a bare site URL)
-        probe_and_list = [("GET", "/api/v1/stats/0"), ("GET", "/api/v1/links")]
+        probe_and_list = [("GET", "/public/api/v1/stats/0"), ("GET", "/public/api/v1/links")]
         assert [(r["method"], r["path"]) for r in scripted.requests] == probe_and_list * 2
         assert API_KEY not in result.stdout + result.stderr + cli.stdout + cli.stderr
     finally:

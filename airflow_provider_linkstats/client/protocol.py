@@ -93,15 +93,16 @@ def api_roots(base_url: str) -> tuple[str, ...]:
     """Where the API may be for a base URL: every install serves it at ``<web root>/api/v1``.
 
     A URL ending in ``/api/v1`` is used as given; one ending in ``/public`` gets ``/api/v1``;
-    for a bare site URL it is ``<site>/api/v1`` (the usual install) or ``<site>/public/api/v1``
-    (an install whose web root is the project folder, as the docs show): the hook probes them.
+    for a bare site URL it is ``<site>/public/api/v1`` (an install whose web root is the project
+    folder, as the docs show) or ``<site>/api/v1`` (web root at ``public/``): the hook probes them
+    in that order, so a bare URL that worked before discovery existed still costs one probe.
     """
     root = base_url.rstrip("/")
     if root.endswith(API_VERSION_PATH):
         return (root,)
     if root.endswith("/public"):
         return (root + API_VERSION_PATH,)
-    return (root + API_VERSION_PATH, root + API_PREFIX)
+    return (root + API_PREFIX, root + API_VERSION_PATH)
 
 
 # -- building requests ---------------------------------------------------------------------

@@ -173,3 +173,25 @@ def test_json_answer_that_tells_no_version_is_an_error(scripted, monkeypatch):
     hook = links_hook(monkeypatch, scripted.url + "/api/v1", api_version="auto")
     with pytest.raises(LinkstatsResponseError, match="api_version"):
         _ = hook.dialect
+
+
+@pytest.mark.parametrize(("probe", "expected"), [(V44_PROBE, LINKS_V44), (V46_PROBE, LINKS_V46)])
+def test_detect_plan_runs_through_the_raising_call(scripted, monkeypatch, probe, expected):
+    """``drive(detect(...), client.call)``: the 422 and the 404 arrive as exceptions and still tell the version."""
+    from airflow_provider_linkstats.client.detection import detect
+    from airflow_provider_linkstats.client.expiry import drive
+
+    scripted.set_default(only_at("/api/v1", probe))
+    hook = links_hook(monkeypatch, scripted.url + "/api/v1", api_version="44")
+    assert drive(detect("links"), hook.client.call) is expected
+    assert len(scripted.requests) == 1
+
+
+def test_detect_plan_refuses_an_html_page(scripted, monkeypatch):
+    from airflow_provider_linkstats.client.detection import detect
+    from airflow_provider_linkstats.client.expiry import drive
+
+    scripted.set_default(HTML_404)
+    hook = links_hook(monkeypatch, scripted.url + "/api/v1", api_version="44")
+    with pytest.raises(LinkstatsResponseError, match="did not answer the version probe as an API"):
+        drive(detect("links"), hook.client.call)

@@ -195,3 +195,12 @@ def test_detect_plan_refuses_an_html_page(scripted, monkeypatch):
     hook = links_hook(monkeypatch, scripted.url + "/api/v1", api_version="44")
     with pytest.raises(LinkstatsResponseError, match="did not answer the version probe as an API"):
         drive(detect("links"), hook.client.call)
+
+
+def test_probe_error_never_shows_the_key(scripted, monkeypatch):
+    scripted.set_default(("respond", 403, {"message": f"key {API_KEY} has no access", "status": 403}))
+    hook = links_hook(monkeypatch, scripted.url, api_version="auto")
+    with pytest.raises(LinkstatsAuthError) as caught:
+        hook.get_link(1)
+    assert API_KEY not in str(caught.value) and "***" in str(caught.value)
+    assert API_KEY not in repr(vars(hook))

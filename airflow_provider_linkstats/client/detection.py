@@ -8,13 +8,14 @@ API root is the API at all: a web server's HTML 404 page (or anything not a JSON
 "not here", so finding the base URL and the version cost the same one request.
 
 ``detect`` is a plan (a generator yielding one ``ApiRequest``) run by ``drive`` or ``adrive``;
-``read_probe`` reads one raw answer for the hook's base-URL discovery.
+``locate`` is the hook's base-URL discovery, the same probe at each candidate root in turn.
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Generator
+from dataclasses import dataclass
 
 from airflow_provider_linkstats.client.dialect import DIALECTS, Dialect
 from airflow_provider_linkstats.client.errors import (
@@ -59,14 +60,49 @@ def read_probe(service: str, request: ApiRequest, response: ApiResponse) -> Dial
     return None
 
 
-def version_untold(service: str, request: ApiRequest, response: ApiResponse) -> LinkstatsResponseError:
+def version_untold(service: str, status: int | None) -> LinkstatsResponseError:
+    request = probe_request(service)
     return LinkstatsResponseError(
-        f"could not tell which version of the {service} service answers (expected HTTP 422 or 404 in JSON "
-        f"to a statistics probe); set the connection's api_version extra",
-        status=response.status,
+        f"no version of the {service} service (expected HTTP 422 or 404 in JSON to the statistics probe)",
+        status=status,
         method=request.method,
         path=request.path,
     )
+
+
+@dataclass(frozen=True)
+class Located:
+    root: str  # the API root that answered
+    dialect: Dialect | None  # None: the API answered without telling its version
+    note: str  # the probe's answer, for the log
+    status: int  # the probe's HTTP status
+
+
+class NoApiAnswered(Exception):
+    """Neither root answered as the API; ``tried`` lists each with what it answered."""
+
+    def __init__(self, tried: list[str]) -> None:
+        self.tried = tried
+        super().__init__(" and ".join(tried))
+
+
+def locate(service: str, roots: tuple[str, ...]) -> Generator[tuple[str, ApiRequest], ApiResponse, Located]:
+    """Which of ``roots`` serves the API, and its generation, from one probe per root tried.
+
+    Yields (root, request) and receives the raw answer. A JSON error answer (401, 403, 429, 5xx)
+    raises its usual error: the API is at that root but refused.
+    """
+    request = probe_request(service)
+    tried: list[str] = []
+    for root in roots:
+        response = yield root, request
+        try:
+            dialect = read_probe(service, request, response)
+        except NotTheApi as error:
+            tried.append(f"{root} ({error})")
+            continue
+        return Located(root, dialect, probe_note(response), response.status)
+    raise NoApiAnswered(tried)
 
 
 def detect(service: str) -> Generator[ApiRequest, ApiResponse, Dialect]:
@@ -90,7 +126,7 @@ def detect(service: str) -> Generator[ApiRequest, ApiResponse, Dialect]:
     except NotTheApi as error:
         raise _no_api(service, LinkstatsResponseError(str(error), status=error.status)) from None
     if dialect is None:
-        raise version_untold(service, request, response)
+        raise version_untold(service, response.status)
     return dialect
 
 

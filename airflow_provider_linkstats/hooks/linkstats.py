@@ -36,7 +36,6 @@ from airflow_provider_linkstats.client.errors import (
     LinkstatsError,
     LinkstatsInputError,
     LinkstatsNotFoundError,
-    LinkstatsResponseError,
     LinkstatsServerError,
     LinkstatsTransportError,
     LinkstatsValidationError,
@@ -54,6 +53,7 @@ from airflow_provider_linkstats.connection import (
 if TYPE_CHECKING:
     from airflow_provider_linkstats.client.aio import AsyncLinkstatsClient
     from airflow_provider_linkstats.client.api import LinkstatsClient
+    from airflow_provider_linkstats.client.detection import Located
 
 JsonDict = dict[str, Any]
 
@@ -159,10 +159,10 @@ class LinkstatsBaseHook(BaseHook):
 
         settings = self.settings
         with self._locating:
-            client = LinkstatsClient(settings, self._api_key())
+            self.__dict__["client"] = client = LinkstatsClient(settings, self._api_key())
             if len(self._roots) > 1:
-                client = self._locate(client)
-            return client
+                self._locate(client)  # replaces self.client when the second root answers
+            return self.__dict__["client"]
 
     @property
     def dialect(self) -> Dialect:
@@ -171,7 +171,7 @@ class LinkstatsBaseHook(BaseHook):
             client = self.client  # finding the base URL may have told the version already
             with self._locating:
                 if self._dialect is None:
-                    self._found(client.root, *self._probe(client))
+                    self._probe(client)
         assert self._dialect is not None
         return self._dialect
 
@@ -184,82 +184,77 @@ class LinkstatsBaseHook(BaseHook):
             try:
                 dialect = await adrive(detect(self.resource.service), client.call)
             except LinkstatsApiError as error:
-                raise self._detection_failed(client.root, error) from error
+                raise self._probe_failed(client.root, error) from error
             self._found(client.root, dialect, "answered through the async client")
         return self._dialect  # type: ignore[return-value]
 
     def _probe(self, client: LinkstatsClient) -> tuple[Dialect, str]:
-        """(generation, the probe's answer) at the client's root, or an error naming URL and connection."""
-        from airflow_provider_linkstats.client.detection import (
-            NotTheApi,
-            probe_note,
-            probe_request,
-            read_probe,
-            version_untold,
-        )
+        """(generation, the probe's answer) at the client's (known) root."""
+        from airflow_provider_linkstats.client.detection import version_untold
 
-        request = probe_request(self.resource.service)
-        try:
-            response = client.probe(request)
-            dialect = read_probe(self.resource.service, request, response)
-            if dialect is None:
-                raise version_untold(self.resource.service, request, response)
-            return dialect, probe_note(response)
-        except NotTheApi as error:
-            raise self._detection_failed(client.root, LinkstatsResponseError(str(error), status=error.status)) from None
-        except LinkstatsApiError as error:
-            raise self._detection_failed(client.root, error) from error
+        located = self._locate(client)  # the one root: it reads the version as it checks the root
+        if located.dialect is None:
+            raise self._probe_failed(located.root, version_untold(self.resource.service, located.status))
+        return located.dialect, located.note
 
-    def _detection_failed(self, root: str, error: LinkstatsApiError) -> LinkstatsApiError:
+    def _probe_failed(self, root: str, error: LinkstatsApiError) -> LinkstatsApiError:
+        """The probe's error, saying what was asked, of which connection, and what to check."""
         from airflow_provider_linkstats.client.detection import probe_request
 
         request = probe_request(self.resource.service)
         url = f"{root}{request.path}?" + "&".join(f"{k}={v}" for k, v in request.params)
+        fix = "check the base URL and the API key"
+        if self._explicit_dialect is None:
+            fix += ", or set the api_version extra to the service's version (skips this request)"
+        from airflow_provider_linkstats.client.protocol import redact
+
+        message = redact(error.message, (self._api_key(),))  # the probe's answer was read without the key
         text = (
-            f"could not detect the {self.resource.service} service's version: GET {url} answered "
-            f"{error.message} (HTTP {error.status}) for connection {self.linkstats_conn_id!r}; "
-            f"check the base URL and the API key, or set the api_version extra to the service's version"
+            f"the {self.resource.service} API probe GET {url} answered {message} (HTTP {error.status}) "
+            f"for connection {self.linkstats_conn_id!r}; {fix}"
         )
         return type(error)(text, status=error.status, method=error.method, path=error.path)
 
-    def _locate(self, client: LinkstatsClient) -> LinkstatsClient:
-        """The client whose root answers as the API, among ``self._roots``; the first probe also tells the version."""
-        from airflow_provider_linkstats.client.api import LinkstatsClient
-        from airflow_provider_linkstats.client.detection import NotTheApi, probe_note, probe_request, read_probe
-
-        request = probe_request(self.resource.service)
-        tried: list[str] = []
-        for root in self._roots:
-            if client.root != root:
-                client.close()
-                self.__dict__["settings"] = replace(self.settings, root=root)
-                client = LinkstatsClient(self.settings, self._api_key())
-            try:
-                response = client.probe(request)
-                dialect = read_probe(self.resource.service, request, response)
-            except NotTheApi as error:
-                tried.append(f"{root} ({error})")
-                continue
-            except LinkstatsApiError as error:
-                client.close()
-                raise self._detection_failed(root, error) from error
-            except LinkstatsTransportError as error:
-                client.close()
-                raise LinkstatsTransportError(
-                    f"{error} (connection {self.linkstats_conn_id!r}, base URL {root})", sent=False
-                ) from error
-            self._roots = (root,)
-            self._found(root, dialect, probe_note(response))
-            return client
-        client.close()
-        raise LinkstatsNotFoundError(
+    def _no_api(self, tried: list[str]) -> LinkstatsNotFoundError:
+        return LinkstatsNotFoundError(
             f"no Linkstats {self.resource.service} API answered for connection {self.linkstats_conn_id!r}: tried "
             + " and ".join(tried)
             + "; set the connection's host to the URL that ends in /api/v1",
             status=404,
             method="GET",
-            path=request.path,
+            path="/stats/0",
         )
+
+    def _locate(self, client: LinkstatsClient) -> Located:
+        """Run ``detection.locate`` over ``self._roots``: the client is moved to the root that answers."""
+        from airflow_provider_linkstats.client.api import LinkstatsClient
+        from airflow_provider_linkstats.client.detection import NoApiAnswered, locate
+
+        plan = locate(self.resource.service, self._roots)
+        root, request = next(plan)
+        try:
+            while True:
+                if client.root != root:
+                    client.close()
+                    self.__dict__["settings"] = replace(self.settings, root=root)
+                    client = self.__dict__["client"] = LinkstatsClient(self.settings, self._api_key())
+                try:
+                    response = client.probe(request)
+                except LinkstatsTransportError as error:
+                    raise LinkstatsTransportError(
+                        f"{error} (connection {self.linkstats_conn_id!r}, base URL {root})", sent=error.sent
+                    ) from error
+                root, request = plan.send(response)
+        except StopIteration as stop:
+            located = stop.value
+        except NoApiAnswered as error:
+            client.close()
+            raise self._no_api(error.tried) from None
+        except LinkstatsApiError as error:
+            raise self._probe_failed(root, error) from error
+        self._roots = (located.root,)
+        self._found(located.root, located.dialect, located.note)
+        return located
 
     def _found(self, root: str, dialect: Dialect | None, note: str) -> None:
         """Keep the probe's finding: the version (unless the extra names one), logged once."""
@@ -305,38 +300,30 @@ class LinkstatsBaseHook(BaseHook):
         return client
 
     async def _alocate(self, client: AsyncLinkstatsClient, options: dict[str, Any]) -> AsyncLinkstatsClient:
-        """``_locate`` for the async client: the same probe, the same reading."""
+        """``_locate`` for the async client: the same plan, driven with ``await``."""
         from airflow_provider_linkstats.client.aio import AsyncLinkstatsClient
-        from airflow_provider_linkstats.client.detection import NotTheApi, probe_note, probe_request, read_probe
+        from airflow_provider_linkstats.client.detection import NoApiAnswered, locate
 
-        request = probe_request(self.resource.service)
-        tried: list[str] = []
-        for root in self._roots:
-            if client.root != root:
-                await client.aclose()
-                self.__dict__["settings"] = replace(self.settings, root=root)
-                client = await AsyncLinkstatsClient.open(self.settings, self._api_key(), **options)
-            try:
-                response = await client.send(request)
-                dialect = read_probe(self.resource.service, request, response)
-            except NotTheApi as error:
-                tried.append(f"{root} ({error})")
-                continue
-            except LinkstatsApiError as error:
-                await client.aclose()
-                raise self._detection_failed(root, error) from error
-            self._roots = (root,)
-            self._found(root, dialect, probe_note(response))
-            return client
-        await client.aclose()
-        raise LinkstatsNotFoundError(
-            f"no Linkstats {self.resource.service} API answered for connection {self.linkstats_conn_id!r}: tried "
-            + " and ".join(tried)
-            + "; set the connection's host to the URL that ends in /api/v1",
-            status=404,
-            method="GET",
-            path=request.path,
-        )
+        plan = locate(self.resource.service, self._roots)
+        root, request = next(plan)
+        try:
+            while True:
+                if client.root != root:
+                    await client.aclose()
+                    self.__dict__["settings"] = replace(self.settings, root=root)
+                    client = await AsyncLinkstatsClient.open(self.settings, self._api_key(), **options)
+                root, request = plan.send(await client.send(request))
+        except StopIteration as stop:
+            located = stop.value
+        except NoApiAnswered as error:
+            await client.aclose()
+            raise self._no_api(error.tried) from None
+        except LinkstatsApiError as error:
+            await client.aclose()
+            raise self._probe_failed(root, error) from error
+        self._roots = (located.root,)
+        self._found(located.root, located.dialect, located.note)
+        return client
 
     def _api_key(self) -> str:
         api_key = str(self.connection.password)

@@ -119,3 +119,58 @@ def test_lost_create_without_lookup_says_so(scripted, monkeypatch):
     scripted.add(("drop",), ("respond", 500, {"message": "Server Error"}))
     with pytest.raises(LinkstatsOutcomeUnknownError):
         hook.create_website("www.shop.example.com")
+
+
+WEBSITE_CASES = [
+    # (case, create arguments, update arguments, what the record reads back)
+    ("domain", {"domain": "https://WWW.Every.Example.com/"}, {}, None),  # checked per generation below
+    ("privacy", {"privacy": 0}, {}, {"privacy": 0}),
+    ("password", {"privacy": 2, "password": "site-pw-1"}, {}, {"privacy": 2, "password": True}),
+    ("email", {"email": 1}, {}, {"email": 1}),
+    ("exclude_bots", {"exclude_bots": 0}, {}, {"exclude_bots": 0}),
+    ("exclude_ips", {"exclude_ips": ["10.0.0.1", "2001:db8::1"]}, {}, {"exclude_ips": ["10.0.0.1", "2001:db8::1"]}),
+    ("favorite", {}, {"favorite": 1}, {"favorite": True}),
+]
+
+
+@pytest.mark.parametrize("version", ["3", "31"])
+def test_every_website_argument_reaches_each_generation_or_is_refused(emulator, monkeypatch, version):
+    """Against the emulator in each phpAnalytics generation: read back equal, or refused before any request.
+
+    ``exclude_params`` is left out: the service accepts it and never returns it (REAL_SERVICE.md).
+    """
+    from airflow_provider_linkstats.emulator import Emulator
+    from tests.conftest import API_KEY
+
+    context = Emulator(api_keys=(API_KEY,), analytics_version="31") if version == "31" else None
+    running = context.__enter__() if context else emulator
+    try:
+        running.reset()
+        monkeypatch.setenv(
+            "AIRFLOW_CONN_LINKSTATS_ANALYTICS_DEFAULT",
+            connection_json(running.analytics_url, "linkstats_analytics", api_version="auto"),
+        )
+        hook = LinkstatsAnalyticsHook()
+        refused = set()
+        for index, (case, create_args, update_args, expected) in enumerate(WEBSITE_CASES):
+            create_args = dict(create_args)
+            domain = create_args.pop("domain", f"site{index}.example.com")
+            before = running.stats.count()
+            try:
+                site = hook.create_website(domain, **create_args)
+                before = running.stats.count()
+                if update_args:
+                    hook.update_website(site["id"], **update_args)
+            except LinkstatsInputError as error:
+                assert running.stats.count() == before and hook.dialect.label in str(error)
+                refused.add(case)
+                continue
+            record = hook.get_website(site["id"])
+            if case == "domain":
+                expected = {"domain": "every.example.com" if version == "31" else "www.every.example.com"}
+            assert {key: record.get(key) for key in expected} == expected, (case, record)
+        assert refused == ({"favorite"} if version == "3" else set())
+        hook.close()
+    finally:
+        if context:
+            context.__exit__(None, None, None)

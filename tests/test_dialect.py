@@ -1,9 +1,10 @@
 """One vocabulary, two phpShort generations: every argument reaches each generation under its own
 name and reads back equal, or is refused before any request, naming the field and the version.
 
-phpShort 44 is the emulator; phpShort 49 is tests/v49_store.py behind the scripted server (a small
-store written from REAL_SERVICE.md that, like a real v49 install, ignores the names it does not
-know).
+phpShort 44 and 49 are the emulator's two generations; phpShort 49 is also tests/v49_store.py
+behind the scripted server (a small store written from REAL_SERVICE.md alone that, like a real v49
+install, ignores the names it does not know), so the emulator and the client are not the only two
+readings checked against each other.
 """
 
 from __future__ import annotations
@@ -263,7 +264,7 @@ def test_rounding_of_expires_at_on_v44_is_logged(emu, make_hook, caplog, capsys)
 
 
 def test_every_argument_reaches_the_emulators_phpshort_49_or_is_refused(monkeypatch):
-    """The same, against the emulator's phpShort 49 once it serves it (skipped before)."""
+    """The same, against the emulator's phpShort 49, the version detected (auto)."""
     from airflow_provider_linkstats.emulator import Emulator
     from tests.conftest import API_KEY
 

@@ -318,3 +318,10 @@ def test_versions_doc_names_every_argument_target_type_and_statistic():
         assert wire in doc, wire
     for name in (*LINK_STATS_NAMES, *WEBSITE_STATS_NAMES):
         assert name in doc, name
+
+
+def test_rules_alone_take_effect_on_phpshort_44_too(emu, make_hook):
+    """One rules list and no target_type: the list's type is sent, as phpShort 46+ derives it."""
+    hook = make_hook("links")
+    record = hook.get_link(hook.create_link(URL, alias="rules-alone", language=RULES["language"])["id"])
+    assert record["target_type"] == int(TargetType.LANGUAGE) and record["language"] == RULES["language"]

@@ -193,6 +193,7 @@ class Dialect:
         if resource is not LINKS:
             return dict(values)
         if not self.newer:
+            values = _with_target_type(values)
             if "expires_at" in values:  # the hook converts it: it needs the service's time zone
                 raise LinkstatsInputError(
                     "expires_at",
@@ -270,6 +271,18 @@ _INSTEAD = {
     ("disabled", True): "phpShort 46+ links cannot be disabled; end them with expires_at instead",
     ("starts_at", False): "phpShort 44-45 links start at once",
 }
+
+
+def _with_target_type(values: Mapping[str, Any]) -> dict[str, Any]:
+    """One non-empty rules list and no target_type: that list's type, as phpShort 46+ derives it.
+
+    phpShort 44-45 stores every list but applies only the one ``target_type`` names, so rules
+    given alone would be kept and never used.
+    """
+    given = [name for name in TARGETING_FIELDS.values() if values.get(name)]
+    if len(given) == 1 and values.get("target_type") is None:
+        return {**values, "target_type": int(_type_of(given[0]))}
+    return dict(values)
 
 
 def _shown(resource: Resource, name: str, value: Any) -> Any:

@@ -1,9 +1,14 @@
 """Hooks: an Airflow Connection turned into a configured Linkstats client, sync or async.
 
 The connection's host is the service's base URL and its password the API key. Extras
-(``timeout``, ``max_retries``, ``max_rate_limit_wait``, ``verify_ssl``, ``timezone`` and, for
-links, ``default_domain_id``) are settings, never headers. They are parsed once into a frozen
-``ClientSettings``, from which both the sync ``client`` and ``get_async_client()`` are built.
+(``timeout``, ``max_retries``, ``max_rate_limit_wait``, ``verify_ssl``, ``api_version``,
+``timezone`` and, for links, ``default_domain_id``) are settings, never headers. They are parsed
+once into a frozen ``ClientSettings``, from which both the sync ``client`` and
+``get_async_client()`` are built.
+
+The connected version (``hook.dialect``: the ``api_version`` extra, or detected once) decides how
+the one vocabulary of arguments is spelt on the wire (``client/dialect.py``). A base URL not
+ending in /api/v1 is resolved on first use by the same read-only probe (``client/detection.py``).
 """
 
 from __future__ import annotations

@@ -174,3 +174,11 @@ def test_every_website_argument_reaches_each_generation_or_is_refused(emulator, 
     finally:
         if context:
             context.__exit__(None, None, None)
+
+
+def test_a_refused_key_stays_the_plain_401(scripted, monkeypatch):
+    hook = analytics(scripted, monkeypatch, "31")
+    scripted.add(("respond", 401, {"message": "Unauthenticated."}))
+    with pytest.raises(LinkstatsAuthError) as caught:
+        hook.create_website("another.example.com")
+    assert caught.value.status == 401 and "plan" not in str(caught.value) and caught.value.__cause__ is None

@@ -693,6 +693,8 @@ class LinkstatsAnalyticsHook(LinkstatsBaseHook):
                 ) from error
             raise
         except LinkstatsAuthError as error:
+            if error.status != 403:
+                raise
             raise self._plan_refused(error) from error
 
     def update_record(self, record_id: int | str, fields: JsonDict, resource: Resource | None = None) -> JsonDict:
@@ -713,11 +715,11 @@ class LinkstatsAnalyticsHook(LinkstatsBaseHook):
                 ) from missing
             raise
         except LinkstatsAuthError as error:
+            if error.status != 403:
+                raise
             raise self._plan_refused(error) from error
 
     def _plan_refused(self, error: LinkstatsAuthError) -> LinkstatsAuthError:
-        if error.status != 403:
-            return error
         return LinkstatsAuthError(
             f"{error.message}: the account's plan has no API access (phpAnalytics 3.5+ checks the plan's api "
             f"feature); upgrade the plan, or use the key of an account whose plan includes the API "

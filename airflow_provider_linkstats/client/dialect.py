@@ -245,7 +245,7 @@ class Dialect:
             )
         if lists and "target_type" in given:
             kind = TargetType(given["target_type"])
-            if kind is not TargetType.NONE and TARGETING_FIELDS.get(kind) != lists[0]:
+            if TARGETING_FIELDS.get(kind) != lists[0]:
                 raise LinkstatsInputError(
                     "target_type", int(kind), f"{int(_type_of(lists[0]))} ({_type_of(lists[0]).name}) with {lists[0]}"
                 )

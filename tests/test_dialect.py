@@ -325,3 +325,19 @@ def test_rules_alone_take_effect_on_phpshort_44_too(emu, make_hook):
     hook = make_hook("links")
     record = hook.get_link(hook.create_link(URL, alias="rules-alone", language=RULES["language"])["id"])
     assert record["target_type"] == int(TargetType.LANGUAGE) and record["language"] == RULES["language"]
+
+
+@pytest.mark.parametrize(
+    ("arguments", "expected"),
+    [
+        ({"country": RULES["country"], "platform": []}, ("countries", 2)),
+        ({"platform": [], "country": RULES["country"]}, ("countries", 2)),
+        ({"target_type": 0, "country": []}, ("", 0)),
+    ],
+)
+def test_phpshort_49_empty_list_only_clears(arguments, expected):
+    from airflow_provider_linkstats.client.protocol import build_update
+
+    form = build_update(LINKS, 1, arguments, LINKS_V46).form
+    names = dict(form)
+    assert (names["targets_type"], sum(name.startswith("targets[") for name, _ in form) // 2) == expected

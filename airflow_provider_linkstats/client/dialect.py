@@ -210,7 +210,8 @@ class Dialect:
         for name, value in values.items():
             target = LINK_FORM_FIELDS.get(name, (name, name))[1]
             if target == "targets":
-                rules = (_type_of(name), value)
+                if value or rules is None:  # a non-empty list wins over an empty one (which only clears)
+                    rules = (_type_of(name), value)
             elif name == "target_type":
                 wire["targets_type"] = TARGET_TYPES[TargetType(value)][1]
             elif name in ("expires_at", "starts_at"):
@@ -236,7 +237,7 @@ class Dialect:
             raise self.refuse("target_type", f"{int(kind)} ({kind.name})")
 
     def _one_targeting_list(self, given: Mapping[str, Any]) -> None:
-        lists = [name for name in TARGETING_FIELDS.values() if name in given]
+        lists = [name for name in TARGETING_FIELDS.values() if given.get(name)]  # an empty list only clears
         if len(lists) > 1:
             raise LinkstatsInputError(
                 lists[1],

@@ -60,6 +60,8 @@ if TYPE_CHECKING:
     from airflow_provider_linkstats.client.api import LinkstatsClient
     from airflow_provider_linkstats.client.detection import Located
 
+__all__ = ["LinkstatsBaseHook", "LinkstatsLinksHook", "LinkstatsAnalyticsHook"]
+
 JsonDict = dict[str, Any]
 
 

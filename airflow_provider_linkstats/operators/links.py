@@ -87,13 +87,14 @@ class _LinkWriteMixin(_LinkOperator):
 class LinkstatsCreateLinkOperator(_LinkWriteMixin, LinkstatsCreateOperatorBase):
     """Create a short link and return its record (also pushed as the task's XCom).
 
+    Arguments are the same on every phpShort version (see the Service versions page); one the
+    connected version lacks (``disabled`` on 46+, ``starts_at`` on 44-45, ...) fails the task before
+    any write. ``expires_at``: on 44-45 it becomes expiration_date and expiration_time in the
+    service's time zone, rounded up to the minute; on 46+ the end of the active window, whose
+    start is ``starts_at`` (default: the task's run time).
+
     :param if_exists: what an existing link with the same ``alias`` means: "fail" (default),
         "skip" (return it unchanged) or "update" (write the given fields to it). Templated.
-    Arguments are the same on every phpShort version (see docs/versions.md); one the connected
-    version lacks (``disabled`` on 46+, ``starts_at`` on 44-45, ...) fails the task before any write.
-    ``expires_at``: on 44-45 it becomes expiration_date and expiration_time in the service's time
-    zone, rounded up to the minute; on 46+ the end of the active window, whose start is
-    ``starts_at`` (default: the task's run time).
     :param linkstats_conn_id: connection id (default ``linkstats_links_default``). Templated.
     """
 

@@ -56,3 +56,12 @@ def test_account_read_once_for_many_creates(scripted, hook):
     hook.create_link("https://example.com/b")
     assert [r["method"] for r in scripted.requests] == ["GET", "POST", "POST"]
     assert dict(scripted.requests[2]["form"])["domain_id"] == "4"
+
+
+def test_failed_account_read_for_the_time_zone_names_the_timezone_extra(scripted, monkeypatch):
+    monkeypatch.setenv("AIRFLOW_CONN_LINKSTATS_LINKS_DEFAULT", connection_json(scripted.url))  # no timezone extra
+    scripted.add(PROXY_404)
+    with pytest.raises(Exception, match=r"GET /account HTTP 404.*set the timezone extra of connection") as caught:
+        LinkstatsLinksHook().create_link("https://example.com/a", expires_at="2031-01-01T10:00:00+00:00")
+    assert "Not Found" in str(caught.value) or "404" in str(caught.value)
+    assert [r["method"] for r in scripted.requests] == ["GET"]  # no create was sent

@@ -578,7 +578,19 @@ class LinkstatsLinksHook(LinkstatsBaseHook):
 
     def service_timezone(self) -> str:
         """The zone expiration_date/time are read in: the ``timezone`` extra, else the account's."""
-        return self.settings.timezone or str(self.account.get("timezone") or "UTC")
+        if self.settings.timezone:
+            return self.settings.timezone
+        try:
+            account = self.account
+        except LinkstatsApiError as error:  # a proxy's 404, a key without account access: say what to set
+            raise type(error)(
+                f"{error.message}; phpShort 44-45 reads expires_at in the account's time zone and reading it "
+                f"failed: set the timezone extra of connection {self.linkstats_conn_id!r} (e.g. Europe/Paris)",
+                status=error.status,
+                method=error.method,
+                path=error.path,
+            ) from error
+        return str(account.get("timezone") or "UTC")
 
     def get_link(self, link_id: int | str) -> JsonDict:
         return self.get_record(link_id)

@@ -757,6 +757,7 @@ class LinkstatsAnalyticsHook(LinkstatsBaseHook):
         return self.get_record(website_id)
 
     def update_website(self, website_id: int | str, **fields: Any) -> JsonDict:
+        """Send only the given fields; ``favorite`` (0 or 1) on phpAnalytics 31 only."""
         return self.update_record(website_id, fields)
 
     def delete_website(self, website_id: int | str, *, missing_ok: bool = False) -> bool:
@@ -766,7 +767,7 @@ class LinkstatsAnalyticsHook(LinkstatsBaseHook):
         return self.iter_records(filters, max_items)
 
     def list_websites(self, *, max_items: int | None = None, **filters: Any) -> list[JsonDict]:
-        """Filters: search, search_by, sort_by, sort, per_page."""
+        """Filters: search, search_by, sort_by, sort, per_page; favorite (0 or 1, phpAnalytics 31)."""
         return list(self.iter_records(filters, max_items))
 
     def iter_website_stats(self, website_id: int | str, name: str, date_from: Any, date_to: Any, **filters: Any):

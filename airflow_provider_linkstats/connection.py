@@ -18,12 +18,12 @@ from airflow_provider_linkstats.client.settings import (
 
 CONNECTION_TYPES = {
     # conn_type: (hook class, display name, default conn id, example base URL)
-    "linkstats_links": ("LinkstatsLinksHook", "Linkstats Links", "linkstats_links_default", "https://links.example.com"),
+    "linkstats_links": ("LinkstatsLinksHook", "Linkstats Links", "linkstats_links_default", "https://links.example.com/api/v1"),
     "linkstats_analytics": (
         "LinkstatsAnalyticsHook",
         "Linkstats Analytics",
         "linkstats_analytics_default",
-        "https://analytics.example.com",
+        "https://analytics.example.com/api/v1",
     ),
 }
 
@@ -54,6 +54,13 @@ EXTRA_FIELDS: dict[str, ExtraField] = {
         "Longest Retry-After honoured after a 429; a longer one fails the request at once.",
     ),
     "verify_ssl": ("Verify SSL", "boolean", True, "Check the service's TLS certificate."),
+    "api_version": (
+        "Service version",
+        "string",
+        "auto",
+        "auto (found with one read-only request per task), or the service's version: phpShort 44-49, "
+        "phpAnalytics 3.x or 31.",
+    ),
     "timezone": (
         "Service time zone",
         "string",

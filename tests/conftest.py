@@ -41,6 +41,11 @@ os.environ.update(
 def connection_json(url: str, conn_type: str = "linkstats_links", **extra: object) -> str:
     # Real installs require domain_id on create; 1 is their global domain.
     defaults = {"max_retries": 3, "default_domain_id": 1} if conn_type == "linkstats_links" else {"max_retries": 3}
+    # The documented generation at the docs' root, so that no test pays the base-URL and version
+    # probe unless it asks for it (api_version="auto" or a bare site URL via ``probing=True``).
+    defaults["api_version"] = "44" if conn_type == "linkstats_links" else "3"
+    if not extra.pop("probing", False) and not url.rstrip("/").endswith(("/api/v1", "/public")):
+        url = url.rstrip("/") + "/public/api/v1"
     extras = {**defaults, **extra}
     return json.dumps({"conn_type": conn_type, "host": url, "password": API_KEY, "extra": extras})
 

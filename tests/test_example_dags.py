@@ -252,7 +252,6 @@ def test_cleanup_on_expiry_deletes_exactly_the_links_of_its_events():
 
 
 def test_report_dag_on_an_empty_account_still_writes_the_report(emu_any, airflow_db, tmp_path):
-    emu = emu_any
     run = load("linkstats_weekly_report").test(run_conf={"output_dir": str(tmp_path)})
     assert run.state == "success"
     assert run.get_task_instance("write_report").state == "success"  # not skipped with the empty mapped tasks

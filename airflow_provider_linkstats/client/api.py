@@ -8,6 +8,7 @@ from typing import Any
 
 from airflow_provider_linkstats.client.auth import ApiKey
 from airflow_provider_linkstats.client.contract import MAX_PER_PAGE, Resource, StatsSpec
+from airflow_provider_linkstats.client.dialect import Dialect
 from airflow_provider_linkstats.client.errors import (
     LinkstatsApiError,
     LinkstatsError,
@@ -100,13 +101,17 @@ class LinkstatsClient:
 
     # -- records -----------------------------------------------------------------------------
 
-    def create(self, resource: Resource, fields: Mapping[str, Any]) -> dict[str, Any]:
+    def probe(self, request: ApiRequest) -> ApiResponse:
+        """One paced attempt and its raw answer, whatever the status (base-URL and version probes)."""
+        return self._send_paced(request)
+
+    def create(self, resource: Resource, fields: Mapping[str, Any], dialect: Dialect | None = None) -> dict[str, Any]:
         """Create a record; a create whose answer was lost is reconciled, never blindly re-sent.
 
         After a lost answer the record is looked up by its natural key (alias or domain): found,
         it is returned; not found, the create certainly did not happen and is sent again.
         """
-        request = build_create(resource, fields)
+        request = build_create(resource, fields, dialect)
         # As sent, so normalised (a website's domain is lower-cased, without scheme or slash).
         key_value = dict(request.form).get(resource.natural_key)
         for _ in range(self.retry.max_retries + 1):
@@ -153,8 +158,10 @@ class LinkstatsClient:
         request = build_get(resource, record_id)
         return parse_record(request, self.call(request))
 
-    def update(self, resource: Resource, record_id: Any, fields: Mapping[str, Any]) -> dict[str, Any]:
-        request = build_update(resource, record_id, fields)
+    def update(
+        self, resource: Resource, record_id: Any, fields: Mapping[str, Any], dialect: Dialect | None = None
+    ) -> dict[str, Any]:
+        request = build_update(resource, record_id, fields, dialect)
         record = parse_record(request, self.call(request))
         return record or self.get(resource, record_id)  # a 204 answer carries no record
 

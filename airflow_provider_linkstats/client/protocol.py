@@ -24,6 +24,7 @@ from airflow_provider_linkstats.client.contract import (
     Resource,
     StatsSpec,
 )
+from airflow_provider_linkstats.client.dialect import DIALECTS, Dialect
 from airflow_provider_linkstats.client.encoding import FormPairs, encode_form
 from airflow_provider_linkstats.client.errors import (
     LinkstatsApiError,
@@ -92,34 +93,48 @@ class Page:
 
 
 def api_root(base_url: str) -> str:
-    """The API root of a base URL.
+    """The first API root to try for a base URL (``api_roots`` lists them all)."""
+    return api_roots(base_url)[0]
 
-    Every install serves the API at ``<web root>/api/v1``: a URL that already ends with
-    ``/api/v1`` (``/public/api/v1`` included) is used as is, one ending with ``/public`` gets
-    ``/api/v1``, and a bare site URL gets the docs' ``/public/api/v1``.
+
+def api_roots(base_url: str) -> tuple[str, ...]:
+    """Where the API may be for a base URL: every install serves it at ``<web root>/api/v1``.
+
+    A URL ending in ``/api/v1`` is used as given; one ending in ``/public`` gets ``/api/v1``;
+    for a bare site URL it is ``<site>/public/api/v1`` (an install whose web root is the project
+    folder, as the docs show) or ``<site>/api/v1`` (web root at ``public/``): the hook probes them
+    in that order, so a bare URL that worked before discovery existed still costs one probe.
     """
     root = base_url.rstrip("/")
     if root.endswith(API_VERSION_PATH):
-        return root
+        return (root,)
     if root.endswith("/public"):
-        return root + API_VERSION_PATH
-    return root + API_PREFIX
+        return (root + API_VERSION_PATH,)
+    return (root + API_PREFIX, root + API_VERSION_PATH)
 
 
 # -- building requests ---------------------------------------------------------------------
 
 
-def build_create(resource: Resource, fields: Mapping[str, Any]) -> ApiRequest:
+def build_create(resource: Resource, fields: Mapping[str, Any], dialect: Dialect | None = None) -> ApiRequest:
+    """A create: the vocabulary validated, then spelt as ``dialect``'s generation spells it.
+
+    Without a dialect, the documented (older) generation's: phpShort 44-45, phpAnalytics 3.x.
+    """
     values = validate_fields(resource, "create", fields)
     secrets = tuple(secret_values(resource, values))
-    return ApiRequest("POST", f"/{resource.name}", form=tuple(encode_form(values)), secrets=secrets)
+    wire = (dialect or DIALECTS[resource.service][0]).to_wire(resource, values)
+    return ApiRequest("POST", f"/{resource.name}", form=tuple(encode_form(wire)), secrets=secrets)
 
 
-def build_update(resource: Resource, record_id: Any, fields: Mapping[str, Any]) -> ApiRequest:
+def build_update(
+    resource: Resource, record_id: Any, fields: Mapping[str, Any], dialect: Dialect | None = None
+) -> ApiRequest:
     record_id = validate_id(record_id, f"{resource.singular}_id")
     values = validate_fields(resource, "update", fields)
     secrets = tuple(secret_values(resource, values))
-    return ApiRequest("PUT", f"/{resource.name}/{record_id}", form=tuple(encode_form(values)), secrets=secrets)
+    wire = (dialect or DIALECTS[resource.service][0]).to_wire(resource, values)
+    return ApiRequest("PUT", f"/{resource.name}/{record_id}", form=tuple(encode_form(wire)), secrets=secrets)
 
 
 def build_get(resource: Resource, record_id: Any) -> ApiRequest:

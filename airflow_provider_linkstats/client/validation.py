@@ -57,6 +57,11 @@ def validate_fields(resource: Resource, operation: str, values: Mapping[str, Any
         if (first in clean) != (second in clean):
             given, missing = (first, second) if first in clean else (second, first)
             raise LinkstatsInputError(missing, None, f"given together with {given} (the service needs both)")
+    clash = {"expiration_date", "expiration_time"} & set(clean)
+    if "expires_at" in clean and clash:
+        raise LinkstatsInputError(
+            "expires_at", values.get("expires_at"), f"either expires_at or {' and '.join(sorted(clash))}, not both"
+        )
     return clean
 
 
@@ -110,6 +115,8 @@ def validate_value(spec: FieldSpec | ListParamSpec, value: Any) -> Any:
         return _date(value, bad)
     if kind is Kind.TIME:
         return _time(value, bad)
+    if kind is Kind.DATETIME:
+        return aware_moment(spec.name, value)
     if kind is Kind.TARGETING:
         assert isinstance(spec, FieldSpec)
         return _targeting(spec, value)
@@ -361,6 +368,21 @@ def _date(value: Any, bad: Any) -> str:
         except ValueError:
             pass
     raise bad()
+
+
+def aware_moment(field: str, value: Any) -> dt.datetime:
+    """An aware datetime from a datetime, pendulum DateTime or ISO-8601 string with offset."""
+    moment = value
+    if isinstance(moment, str):
+        try:
+            moment = dt.datetime.fromisoformat(moment.strip().replace("Z", "+00:00"))
+        except ValueError:
+            raise LinkstatsInputError(field, value, "an ISO-8601 date-time with a UTC offset") from None
+    if not isinstance(moment, dt.datetime) or moment.tzinfo is None or moment.utcoffset() is None:
+        raise LinkstatsInputError(
+            field, value, "a time-zone-aware datetime, pendulum DateTime or ISO-8601 string with offset"
+        )
+    return moment
 
 
 def _time(value: Any, bad: Any) -> str:

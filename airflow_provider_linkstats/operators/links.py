@@ -11,7 +11,7 @@ from typing import Any
 
 from airflow.providers.common.compat.sdk import BaseOperatorLink
 
-from airflow_provider_linkstats.client.contract import LINKS
+from airflow_provider_linkstats.client.contract import LINKS, TARGETING_FIELDS
 from airflow_provider_linkstats.client.settings import DEFAULT_MAX_WORKERS
 from airflow_provider_linkstats.operators.base import (
     LinksServiceMixin,
@@ -57,10 +57,10 @@ class _LinkWriteMixin(LinksServiceMixin):
     """Shared by create and update: the expiry convenience and the short-URL extra link."""
 
     operator_extra_links = (LinkstatsShortUrlLink(),)
-    expires_at: Any
 
-    def with_expiry(self, fields: dict[str, Any]) -> dict[str, Any]:
-        return self.hook.with_expiry(fields, self.expires_at) if self.expires_at else fields
+    def prepare_for_version(self, operation: str) -> dict[str, Any]:
+        """The arguments checked against the contract, then against the connected version, before any write."""
+        return self.hook.prepare_link_fields(self.given_fields(operation), operation)
 
     def after_write(self, record: dict[str, Any], context: Any) -> None:
         short_url = record.get("short_url")
@@ -72,16 +72,22 @@ class _LinkWriteMixin(LinksServiceMixin):
 class LinkstatsCreateLinkOperator(_LinkWriteMixin, LinkstatsCreateOperatorBase):
     """Create a short link and return its record (also pushed as the task's XCom).
 
+    Arguments are the same on every phpShort version (see the Service versions page); one the
+    connected version lacks (``disabled`` on 46+, ``starts_at`` on 44-45, ...) fails the task before
+    any write. ``expires_at``: on 44-45 it becomes expiration_date and expiration_time in the
+    service's time zone, rounded up to the minute; on 46+ the end of the active window, whose
+    start is ``starts_at`` (default: the task's run time).
+
     :param if_exists: what an existing link with the same ``alias`` means: "fail" (default),
         "skip" (return it unchanged) or "update" (write the given fields to it). Templated.
-    :param expires_at: an aware datetime, pendulum DateTime or ISO-8601 string with offset;
-        sets expiration_date and expiration_time in the connection's time zone. The hook rounds it
-        up to the next whole minute (the service keeps minutes: 16:30:20 ends at 16:31) and
-        refuses a moment already past, before any request. Templated.
+    :param expires_at: an aware datetime, pendulum DateTime or ISO-8601 string with offset. On
+        44-45 the hook rounds it up to the next whole minute (the service keeps minutes: 16:30:20
+        ends at 16:31); on 46+ it is sent with its offset. A moment already past is refused before
+        any request. Templated.
     """
 
-    template_fields: Sequence[str] = ("linkstats_conn_id", *CREATE_FIELDS, "expires_at", "if_exists")
-    template_fields_renderers = {name: "json" for name in ("country", "platform", "language", "rotation")}
+    template_fields: Sequence[str] = ("linkstats_conn_id", *CREATE_FIELDS, "if_exists")
+    template_fields_renderers = {name: "json" for name in TARGETING_FIELDS.values()}
 
     def __init__(
         self,
@@ -93,9 +99,11 @@ class LinkstatsCreateLinkOperator(_LinkWriteMixin, LinkstatsCreateOperatorBase):
         space_id: int | str | None = None,
         pixel_ids: Sequence[int] | None = None,
         disabled: int | bool | None = None,
+        sensitive_content: int | bool | None = None,
         privacy: int | None = None,
         privacy_password: str | None = None,
         expiration_url: str | None = None,
+        starts_at: Any = None,
         expiration_date: str | None = None,
         expiration_time: str | None = None,
         expiration_clicks: int | str | None = None,
@@ -104,6 +112,9 @@ class LinkstatsCreateLinkOperator(_LinkWriteMixin, LinkstatsCreateOperatorBase):
         platform: TargetingRules | None = None,
         language: TargetingRules | None = None,
         rotation: TargetingRules | None = None,
+        continent: TargetingRules | None = None,
+        browser: TargetingRules | None = None,
+        device: TargetingRules | None = None,
         expires_at: Any = None,
         if_exists: str = "fail",
         **kwargs: Any,
@@ -116,9 +127,11 @@ class LinkstatsCreateLinkOperator(_LinkWriteMixin, LinkstatsCreateOperatorBase):
         self.space_id = space_id
         self.pixel_ids = pixel_ids
         self.disabled = disabled
+        self.sensitive_content = sensitive_content
         self.privacy = privacy
         self.privacy_password = privacy_password
         self.expiration_url = expiration_url
+        self.starts_at = starts_at
         self.expiration_date = expiration_date
         self.expiration_time = expiration_time
         self.expiration_clicks = expiration_clicks
@@ -127,11 +140,14 @@ class LinkstatsCreateLinkOperator(_LinkWriteMixin, LinkstatsCreateOperatorBase):
         self.platform = platform
         self.language = language
         self.rotation = rotation
+        self.continent = continent
+        self.browser = browser
+        self.device = device
         self.expires_at = expires_at
         self.mask_secrets()
 
     def prepare_fields(self) -> dict[str, Any]:
-        return self.with_expiry(self.given_fields("create"))
+        return self.prepare_for_version("create")
 
 
 @document_fields(LINKS, "update")
@@ -139,11 +155,12 @@ class LinkstatsUpdateLinkOperator(_LinkWriteMixin, LinkstatsUpdateOperatorBase):
     """Change a link; only the fields given are sent, the others stay as they are.
 
     :param link_id: the link to change. Templated.
-    :param expires_at: as for create: sets expiration_date and expiration_time, rounded up to the
-        next whole minute by the hook; a moment already past is refused. Templated.
+    :param expires_at: as for create (on 46+ the window restarts at ``starts_at``, default now);
+        rounded up to the minute on 44-45; a moment already past is refused. Templated.
     """
 
-    template_fields: Sequence[str] = ("linkstats_conn_id", "link_id", *UPDATE_FIELDS, "expires_at")
+    template_fields: Sequence[str] = ("linkstats_conn_id", "link_id", *UPDATE_FIELDS)
+    template_fields_renderers = {name: "json" for name in TARGETING_FIELDS.values()}
     id_argument = "link_id"
 
     def __init__(
@@ -156,9 +173,11 @@ class LinkstatsUpdateLinkOperator(_LinkWriteMixin, LinkstatsUpdateOperatorBase):
         space_id: int | str | None = None,
         pixel_ids: Sequence[int] | None = None,
         disabled: int | bool | None = None,
+        sensitive_content: int | bool | None = None,
         privacy: int | None = None,
         privacy_password: str | None = None,
         expiration_url: str | None = None,
+        starts_at: Any = None,
         expiration_date: str | None = None,
         expiration_time: str | None = None,
         expiration_clicks: int | str | None = None,
@@ -167,6 +186,9 @@ class LinkstatsUpdateLinkOperator(_LinkWriteMixin, LinkstatsUpdateOperatorBase):
         platform: TargetingRules | None = None,
         language: TargetingRules | None = None,
         rotation: TargetingRules | None = None,
+        continent: TargetingRules | None = None,
+        browser: TargetingRules | None = None,
+        device: TargetingRules | None = None,
         expires_at: Any = None,
         **kwargs: Any,
     ) -> None:
@@ -178,9 +200,11 @@ class LinkstatsUpdateLinkOperator(_LinkWriteMixin, LinkstatsUpdateOperatorBase):
         self.space_id = space_id
         self.pixel_ids = pixel_ids
         self.disabled = disabled
+        self.sensitive_content = sensitive_content
         self.privacy = privacy
         self.privacy_password = privacy_password
         self.expiration_url = expiration_url
+        self.starts_at = starts_at
         self.expiration_date = expiration_date
         self.expiration_time = expiration_time
         self.expiration_clicks = expiration_clicks
@@ -189,11 +213,14 @@ class LinkstatsUpdateLinkOperator(_LinkWriteMixin, LinkstatsUpdateOperatorBase):
         self.platform = platform
         self.language = language
         self.rotation = rotation
+        self.continent = continent
+        self.browser = browser
+        self.device = device
         self.expires_at = expires_at
         self.mask_secrets()
 
     def prepare_fields(self) -> dict[str, Any]:
-        return self.with_expiry(self.given_fields("update"))
+        return self.prepare_for_version("update")
 
 
 class LinkstatsGetLinkOperator(LinksServiceMixin, LinkstatsGetOperatorBase):

@@ -93,10 +93,12 @@ class LinkstatsUpdateWebsiteOperator(AnalyticsServiceMixin, LinkstatsUpdateOpera
         exclude_bots: int | bool | None = None,
         exclude_params: Sequence[str] | None = None,
         exclude_ips: Sequence[str] | None = None,
+        favorite: int | bool | None = None,
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
         self.website_id = website_id
+        self.favorite = favorite
         self.privacy = privacy
         self.password = password
         self.email_reports = email_reports
@@ -161,12 +163,14 @@ class LinkstatsListWebsitesOperator(AnalyticsServiceMixin, LinkstatsListOperator
         search: str | None = None,
         search_by: str | None = None,
         sort_by: str | None = None,
+        favorite: int | bool | None = None,
         sort: str | None = None,
         per_page: int | None = None,
         max_items: int | None = None,
         **kwargs: Any,
     ) -> None:
         super().__init__(max_items=max_items, **kwargs)
+        self.favorite = favorite
         self.search = search
         self.search_by = search_by
         self.sort_by = sort_by

@@ -592,6 +592,9 @@ class LinkstatsLinksHook(LinkstatsBaseHook):
                 allowed = f"a moment after the window's start (now, {now.isoformat()})"
                 raise LinkstatsInputError("expires_at", fields.get("expires_at"), allowed)
             prepared["starts_at"] = now
+        elif values.get("expires_at") is not None and values["expires_at"] <= values["starts_at"]:
+            allowed = f"a moment after the window's start (starts_at, {values['starts_at'].isoformat()})"
+            raise LinkstatsInputError("expires_at", fields.get("expires_at"), allowed)
         if operation == "create":
             prepared = self.with_default_domain(prepared)
         return prepared

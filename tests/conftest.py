@@ -84,10 +84,11 @@ def emulator(emulators):
     return emulators("44")
 
 
-def _point_connections_at(emulator, monkeypatch) -> None:
-    monkeypatch.setenv("AIRFLOW_CONN_LINKSTATS_LINKS_DEFAULT", connection_json(emulator.url))
+def _point_connections_at(emulator, monkeypatch, **extra: object) -> None:
+    monkeypatch.setenv("AIRFLOW_CONN_LINKSTATS_LINKS_DEFAULT", connection_json(emulator.url, **extra))
     monkeypatch.setenv(
-        "AIRFLOW_CONN_LINKSTATS_ANALYTICS_DEFAULT", connection_json(emulator.analytics_url, "linkstats_analytics")
+        "AIRFLOW_CONN_LINKSTATS_ANALYTICS_DEFAULT",
+        connection_json(emulator.analytics_url, "linkstats_analytics", **extra),
     )
 
 
@@ -104,11 +105,12 @@ def emu(emulator, monkeypatch):
 def emu_any(request, emulators, monkeypatch):
     """``emu`` in each generation in turn: phpShort 44 with phpAnalytics 3.x, then 49 with 31.
 
-    The connections say nothing of the version (``api_version`` auto): the provider detects it.
+    The connections give the bare site URL and no version (``api_version`` auto), as a user's
+    first connection would: the provider finds the API root and the version itself.
     """
     emulator = emulators(request.param)
     emulator.reset()
-    _point_connections_at(emulator, monkeypatch)
+    _point_connections_at(emulator, monkeypatch, probing=True, api_version="auto")
     yield emulator
     emulator.reset()
 

@@ -1,11 +1,14 @@
 """``make e2e``: the provider in a real CeleryExecutor deployment, checked end to end and in a browser.
 
-Everything runs on 127.0.0.1, on free ports, under a fresh temp dir, and every process is started
+Everything runs on 127.0.0.1, on free ports, under a fresh temp dir (0700), and every process is started
 in its own process group and ended by group at the end, whatever happened (SIGTERM, then SIGKILL
 after 20 s); the run fails if a port it used is still listening afterwards.
 
 Deployment (``services.py``, ``deployment.py``):
-  - PostgreSQL 15: a private cluster (``initdb`` + ``pg_ctl`` as the unprivileged ``postgres`` user);
+  - PostgreSQL 15: a private cluster (``initdb`` + ``pg_ctl`` as the unprivileged ``postgres`` user when
+    run as root), in a temp dir of its own that this user owns, its commands run from there: the
+    checkout and the run's temp dir may be in 0700 directories it cannot enter; its log is copied to
+    ``e2e-output/logs/`` at the end;
   - Redis without persistence (no RDB, no AOF), the Celery broker;
   - Airflow 3.3.2 on CeleryExecutor: api-server, scheduler, dag-processor, triggerer and two Celery
     workers, with ``dags_examples/`` as the dags folder;

@@ -70,9 +70,10 @@ def main() -> int:
     OUT.mkdir(parents=True)
     logs = OUT / "logs"
     logs.mkdir()
-    # World-traversable, outside the checkout: PostgreSQL runs as an unprivileged user.
+    # Private to this user (0700): PostgreSQL, which may run as another user, gets a directory of its own.
     root = Path(tempfile.mkdtemp(prefix="linkstats-e2e-"))
-    os.chmod(root, 0o755)
+    pg_home: Path | None = None
+    postgres = None
     groups = ProcessGroups()
     recorder: Recorder | None = None
     emulator: scenarios.Emulator | None = None
@@ -80,8 +81,8 @@ def main() -> int:
     ui_ok, problems = False, []
     try:
         say(f"temp dir {root}; logs in {logs.relative_to(deployment.REPO)}/")
-        postgres, database = services.start_postgres(groups, root, logs)
-        say(f"PostgreSQL 15 on 127.0.0.1:{postgres.port} (private cluster, pid {postgres.pid})")
+        postgres, database, pg_home = services.start_postgres(groups)
+        say(f"PostgreSQL 15 on 127.0.0.1:{postgres.port} (private cluster in {pg_home}, pid {postgres.pid})")
         redis = services.start_redis(groups, root, logs)
         say(f"Redis on 127.0.0.1:{redis.port} (no persistence)")
         api_key = secrets.token_urlsafe(32)
@@ -132,6 +133,10 @@ def main() -> int:
         if recorder is not None:
             recorder.stop()
         problems += groups.stop_all()
+        if postgres is not None:
+            services.keep_postgres_log(postgres, logs)
+        if pg_home is not None:
+            shutil.rmtree(pg_home, ignore_errors=True)
         shutil.rmtree(root, ignore_errors=True)
 
     print("\nProcesses:")

@@ -66,6 +66,12 @@ def test_recorder_forwards_unchanged_and_counts_by_endpoint_and_status(recorder,
         ("GET /links", 401): 1,
     }
     assert recorder.statuses_by_path("DELETE") == {f"{API}/links/{link_id}": [200, 404]}
+    timeline = recorder.timeline("DELETE")  # when each answer came: the triggerer kill's report reads it
+    assert [(path, status) for _, path, status in timeline] == [(f"{API}/links/{link_id}", 200)] + [
+        (f"{API}/links/{link_id}", 404)
+    ]
+    assert timeline[0][0] <= timeline[1][0] <= time.time()
+    assert [path for _, path, _ in recorder.timeline("GET")] == [f"{API}/links/{link_id}", f"{API}/links"]
 
 
 def test_recorder_records_the_answer_a_killed_caller_never_read(recorder, emu):

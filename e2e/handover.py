@@ -198,8 +198,8 @@ class TriggererKill:
             raise RuntimeError(f"triggerer-1 does not hold both triggers: {holders}")
         self.say(f"{WAIT_TASK} deferred: trigger {wait[0]} on triggerer-1 (job {wait[1]}), with the watcher")
 
-        self.procs["triggerer-2"] = self.start_second()
         known = set(self.db.triggerer_jobs())
+        self.procs["triggerer-2"] = self.start_second()
         second = wait_until(
             lambda: [j for j in self.db.live_triggerers() if j not in known], 240, "triggerer-2's heartbeat", 1
         )

@@ -15,7 +15,7 @@ from collections import Counter
 from pathlib import Path
 
 from e2e import deployment, handover, scenarios, services
-from e2e.procs import ProcessGroups, free_port
+from e2e.procs import ProcessGroups, free_port, outside_loopback
 from e2e.recorder import Recorder, endpoint
 from e2e.summary import table
 
@@ -107,6 +107,8 @@ def main() -> int:
         for dag_id in ("linkstats_campaign_launch", "linkstats_cleanup_expired", handover.EXPIRY_DAG):
             api.wait_for_dag(dag_id)
 
+        problems += [f"listening beyond 127.0.0.1: {where}" for where in outside_loopback(groups)]
+
         # The worker kill first: the 500 old links are gone before the expiry watcher starts.
         workers = {name: proc for name, proc in procs.items() if name.startswith("worker-")}
         results.append(scenarios.cleanup_with_worker_kill(api, emulator, recorder, workers, old_links, say))
@@ -140,6 +142,12 @@ def main() -> int:
         traceback.print_exc()
         problems.append("the run stopped on an exception (above)")
     finally:
+        try:
+            wide = outside_loopback(groups)
+            if wide:
+                problems.append("listening beyond 127.0.0.1: " + ", ".join(wide))
+        except Exception as error:  # the summary must not stop the teardown
+            problems.append(f"no listening-socket check: {error!r}")
         if kill is not None:
             try:
                 kill_tables = kill.tables()

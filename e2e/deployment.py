@@ -16,7 +16,7 @@ from pathlib import Path
 
 import requests
 
-from e2e.procs import Proc, ProcessGroups, free_port, wait_until
+from e2e.procs import Proc, ProcessGroups, wait_until
 
 REPO = Path(__file__).resolve().parents[1]
 ADMIN = "admin"
@@ -25,6 +25,10 @@ ADMIN = "admin"
 # reads it with getint. Kept well above the heartbeat: a triggerer slowed by a busy machine must
 # not lose its triggers to the other while it still runs them.
 TRIGGERER_HEARTBEAT = 1
+# Workers and triggerers serve their logs over HTTP on every interface (uvicorn host "", no option
+# to bind 127.0.0.1). Not needed here: every process writes to the same log folder, which the
+# api-server reads directly.
+LOGS = ("--skip-serve-logs",)
 TRIGGERER_HEALTH_CHECK_THRESHOLD = 8
 # How long a task may go without a heartbeat before the scheduler fails it (default 300 s): a
 # SIGKILLed worker sends none, and its task must be retried while the job still has work to do.
@@ -88,10 +92,8 @@ def migrate(env: dict[str, str], out: Path) -> None:
 
 
 def start_triggerer(groups: ProcessGroups, env: dict[str, str], out: Path, name: str) -> Proc:
-    """One more triggerer (Airflow HA: any number share the triggers), with a log port of its own."""
-    log_port = free_port()
-    extra = {"AIRFLOW__LOGGING__TRIGGERER_LOG_SERVER_PORT": str(log_port)}
-    return groups.start(Proc(name, airflow("triggerer"), out / f"{name}.log", log_port, {**env, **extra}), cwd=REPO)
+    """One more triggerer (Airflow HA: any number share the triggers). No log server (see ``LOGS``)."""
+    return groups.start(Proc(name, airflow("triggerer", *LOGS), out / f"{name}.log", None, env), cwd=REPO)
 
 
 def start_airflow(groups: ProcessGroups, env: dict[str, str], out: Path, api_port: int) -> dict[str, Proc]:
@@ -106,13 +108,9 @@ def start_airflow(groups: ProcessGroups, env: dict[str, str], out: Path, api_por
     procs["dag-processor"] = component("dag-processor", airflow("dag-processor"))
     procs["triggerer-1"] = start_triggerer(groups, env, out, "triggerer-1")
     for number in (1, 2):
-        # Each worker serves its task logs on a port of its own (both would want 8793).
-        log_port = free_port()
         procs[f"worker-{number}"] = component(
             f"worker-{number}",
-            airflow("celery", "worker", "--celery-hostname", f"worker{number}@%h", "--concurrency", "4"),
-            log_port,
-            AIRFLOW__LOGGING__WORKER_LOG_SERVER_PORT=str(log_port),
+            airflow("celery", "worker", "--celery-hostname", f"worker{number}@%h", "--concurrency", "4", *LOGS),
         )
     groups.wait_port(procs["api-server"], 300)
     return procs

@@ -38,9 +38,11 @@ length).
      triggerer-2 starts; 6 links expire and the watcher reports them; triggerer-1 is SIGKILLed
      (its process group and its descendants'); triggerer-2 takes both triggers over
      (``[triggerer] job_heartbeat_sec`` 1, ``triggerer_health_check_threshold`` 8 s instead of 30);
-     ``default_pool`` has 0 slots from the first expiry until the new watcher has walked the
-     listing a few times, so the reported links are still there for it to repeat if it forgot
-     them; 4 more links expire and must be reported by triggerer-2. Checks: each of the 10 links
+     4 more links expire and must be reported by triggerer-2. ``default_pool`` has 0 slots from the
+     first expiry until then, so the links triggerer-1 reported are still there for the new watcher
+     to repeat if it forgot them. Also: nothing the run started listens beyond 127.0.0.1 (workers
+     and triggerers run with ``--skip-serve-logs``: Airflow's log server binds every interface).
+     Checks: each of the 10 links
      in exactly one asset event, deleted once (DELETE 200, no 404), none left; the runs and the
      wait (one try) successful. The watcher is then dropped (DAG paused, its file parsed again)
      before simulated visitors click the campaign links through the emulator's redirect until

@@ -4,6 +4,7 @@
   before reading it (the worker `make e2e` kills);
 - process groups: ending a group ends what its leader forked, SIGKILL follows an ignored
   SIGTERM, and the teardown reports a port still listening;
+- a process of the run listening beyond 127.0.0.1 is reported;
 - the PostgreSQL step works from a checkout in a 0700 directory, with a 0700 temp root: as root,
   PostgreSQL runs as `postgres`, which can enter neither.
 """
@@ -24,7 +25,7 @@ import pytest
 import requests
 
 from e2e import services
-from e2e.procs import Proc, ProcessGroups, free_port, group_members, listening, wait_until
+from e2e.procs import Proc, ProcessGroups, free_port, group_members, listening, outside_loopback, wait_until
 from e2e.recorder import Recorder, endpoint
 from tests.conftest import API_KEY
 
@@ -190,3 +191,24 @@ def test_postgres_step_runs_from_a_private_checkout_and_temp_root(tmp_path, monk
     assert "shut down" in kept.read_text()
     shutil.rmtree(home)
     assert not Path(home).exists()
+
+
+def test_a_listener_beyond_loopback_is_reported(tmp_path):
+    """Airflow's log servers bind every interface: `make e2e` starts none, and this check says so if one
+    appears. The run's own process listens on 127.0.0.1 for real; the wide socket is a record handed to
+    the check (nothing here binds another address)."""
+    import psutil
+
+    groups = ProcessGroups()
+    port = free_port()
+    server = groups.start(Proc("server", [sys.executable, "-c", CHILD_SERVER, str(port)], tmp_path / "s.log", port))
+    try:
+        groups.wait_port(server, 30)
+        real = [c for c in psutil.net_connections(kind="inet") if c.pid == server.pid]
+        assert [(c.laddr.ip, c.laddr.port, c.status) for c in real] == [("127.0.0.1", port, psutil.CONN_LISTEN)]
+        assert outside_loopback(groups) == []
+        wide = real[0]._replace(laddr=real[0].laddr._replace(ip="0.0.0.0"))
+        stranger = real[0]._replace(pid=1, laddr=real[0].laddr._replace(ip="0.0.0.0"))  # not the run's
+        assert outside_loopback(groups, [*real, wide, stranger]) == [f"server (pid {server.pid}) on 0.0.0.0:{port}"]
+    finally:
+        assert groups.stop_all(grace=10) == []

@@ -30,6 +30,7 @@ from airflow_provider_linkstats.client.errors import (
     LinkstatsTransportError,
     LinkstatsValidationError,
 )
+from airflow_provider_linkstats.client.records import link_status
 
 if TYPE_CHECKING:
     from airflow_provider_linkstats.client.api import LinkstatsClient
@@ -54,6 +55,7 @@ __all__ = [
     "Platform",
     "Privacy",
     "TargetType",
+    "link_status",
 ]
 
 

@@ -286,6 +286,7 @@ class LinkstatsDeleteOperatorBase(LinkstatsLineageMixin, LinkstatsBaseOperator):
             max_workers=workers,
             noun=self.resource.name,
             log=self.log,
+            limiter=getattr(self.hook.client, "limiter", None),
         )
         if result.failed:
             from airflow.providers.common.compat.sdk import AirflowException, AirflowFailException

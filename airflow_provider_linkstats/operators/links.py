@@ -26,6 +26,15 @@ from airflow_provider_linkstats.operators.base import (
 if TYPE_CHECKING:
     from airflow_provider_linkstats.hooks.linkstats import LinkstatsLinksHook
 
+__all__ = [
+    "LinkstatsShortUrlLink",
+    "LinkstatsCreateLinkOperator",
+    "LinkstatsUpdateLinkOperator",
+    "LinkstatsGetLinkOperator",
+    "LinkstatsDeleteLinkOperator",
+    "LinkstatsListLinksOperator",
+]
+
 CREATE_FIELDS = tuple(spec.name for spec in LINKS.fields_for("create"))
 UPDATE_FIELDS = tuple(spec.name for spec in LINKS.fields_for("update"))
 LIST_FILTERS = tuple(spec.name for spec in LINKS.list_params)

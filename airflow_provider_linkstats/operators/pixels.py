@@ -27,6 +27,14 @@ from airflow_provider_linkstats.operators.spaces import (
     LinkstatsNamedListOperatorBase,
 )
 
+__all__ = [
+    "LinkstatsCreatePixelOperator",
+    "LinkstatsUpdatePixelOperator",
+    "LinkstatsGetPixelOperator",
+    "LinkstatsDeletePixelOperator",
+    "LinkstatsListPixelsOperator",
+]
+
 LIST_FILTERS = tuple(spec.name for spec in PIXELS.list_params)
 
 

@@ -22,6 +22,15 @@ from airflow_provider_linkstats.operators.base import (
 )
 from airflow_provider_linkstats.operators.links import _LinkOperator
 
+__all__ = [
+    "LinkstatsCreateSpaceOperator",
+    "LinkstatsUpdateSpaceOperator",
+    "LinkstatsGetSpaceOperator",
+    "LinkstatsDeleteSpaceOperator",
+    "LinkstatsNamedListOperatorBase",
+    "LinkstatsListSpacesOperator",
+]
+
 LIST_FILTERS = tuple(spec.name for spec in SPACES.list_params)
 LINKS_CONN = "linkstats_links_default"
 CONN_DOC = "    :param linkstats_conn_id: connection id (default ``linkstats_links_default``). Templated.\n"

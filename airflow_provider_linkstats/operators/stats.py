@@ -13,6 +13,8 @@ from airflow_provider_linkstats.operators.base import LinkstatsBaseOperator, fai
 from airflow_provider_linkstats.operators.links import _LinkOperator
 from airflow_provider_linkstats.operators.websites import _WebsiteOperator
 
+__all__ = ["LinkstatsStatsOperatorBase", "LinkstatsLinkStatsOperator", "LinkstatsWebsiteStatsOperator"]
+
 STATS_TEMPLATE_FIELDS = (
     "linkstats_conn_id",
     "name",

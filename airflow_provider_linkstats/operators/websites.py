@@ -24,6 +24,14 @@ from airflow_provider_linkstats.operators.base import (
 if TYPE_CHECKING:
     from airflow_provider_linkstats.hooks.linkstats import LinkstatsAnalyticsHook
 
+__all__ = [
+    "LinkstatsCreateWebsiteOperator",
+    "LinkstatsUpdateWebsiteOperator",
+    "LinkstatsGetWebsiteOperator",
+    "LinkstatsDeleteWebsiteOperator",
+    "LinkstatsListWebsitesOperator",
+]
+
 RENAMED = {"email_reports": "email"}  # operator argument -> API field
 _TO_ARGUMENT = {api: arg for arg, api in RENAMED.items()}
 CREATE_ARGUMENTS = tuple(_TO_ARGUMENT.get(s.name, s.name) for s in WEBSITES.fields_for("create"))

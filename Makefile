@@ -27,8 +27,10 @@ $(STAMP): pyproject.toml $(CONSTRAINTS)
 test: venv
 	$(VENV)/bin/python -m pytest $(PYTEST_ARGS)
 
+# DEMO_API_VERSION=44 runs the demo against phpShort 44-45 and phpAnalytics 3.x instead of 49 and 31.
+DEMO_API_VERSION ?= 49
 demo: venv
-	$(VENV)/bin/python -m dags_examples.demo
+	$(VENV)/bin/python -m dags_examples.demo --api-version $(DEMO_API_VERSION)
 
 bench: venv
 	$(VENV)/bin/python -m benchmarks.run

@@ -52,22 +52,58 @@ def airflow_db() -> str:
     return _home
 
 
+GENERATIONS = {"44": "3", "49": "31"}  # phpShort generation -> the phpAnalytics one served beside it
+
+
 @pytest.fixture(scope="session")
-def emulator():
+def emulators():
+    """Emulators by phpShort generation ("44" with phpAnalytics 3.x, "49" with 31), started on first use."""
     from airflow_provider_linkstats.emulator import Emulator
 
-    with Emulator(api_keys=(API_KEY,)) as running:
-        yield running
+    started: dict = {}
+    with contextlib.ExitStack() as stack:
+
+        def get(links_version: str):
+            if links_version not in started:
+                emulator = Emulator(
+                    api_keys=(API_KEY,), links_version=links_version, analytics_version=GENERATIONS[links_version]
+                )
+                started[links_version] = stack.enter_context(emulator)
+            return started[links_version]
+
+        yield get
 
 
-@pytest.fixture
-def emu(emulator, monkeypatch):
-    """The emulator, reset, with both default connections pointing at it."""
-    emulator.reset()
+@pytest.fixture(scope="session")
+def emulator(emulators):
+    return emulators("44")
+
+
+def _point_connections_at(emulator, monkeypatch) -> None:
     monkeypatch.setenv("AIRFLOW_CONN_LINKSTATS_LINKS_DEFAULT", connection_json(emulator.url))
     monkeypatch.setenv(
         "AIRFLOW_CONN_LINKSTATS_ANALYTICS_DEFAULT", connection_json(emulator.analytics_url, "linkstats_analytics")
     )
+
+
+@pytest.fixture
+def emu(emulator, monkeypatch):
+    """The emulator (phpShort 44, phpAnalytics 3.x), reset, with both default connections pointing at it."""
+    emulator.reset()
+    _point_connections_at(emulator, monkeypatch)
+    yield emulator
+    emulator.reset()
+
+
+@pytest.fixture(params=sorted(GENERATIONS))
+def emu_any(request, emulators, monkeypatch):
+    """``emu`` in each generation in turn: phpShort 44 with phpAnalytics 3.x, then 49 with 31.
+
+    The connections say nothing of the version (``api_version`` auto): the provider detects it.
+    """
+    emulator = emulators(request.param)
+    emulator.reset()
+    _point_connections_at(emulator, monkeypatch)
     yield emulator
     emulator.reset()
 

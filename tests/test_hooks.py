@@ -178,15 +178,15 @@ def test_expires_at_in_connection_timezone(scripted, monkeypatch):
     )
     hook = LinkstatsLinksHook()
     scripted.add(("respond", 201, {"data": LINK}), ("respond", 200, {"data": LINK}))
-    hook.create_link("https://example.com", expires_at=pendulum.datetime(2026, 7, 1, 16, 30, 20, tz="UTC"))
-    hook.update_link(7, expires_at=dt.datetime(2026, 1, 10, 5, 0, tzinfo=dt.timezone.utc))
+    hook.create_link("https://example.com", expires_at=pendulum.datetime(2036, 7, 1, 16, 30, 20, tz="UTC"))
+    hook.update_link(7, expires_at=dt.datetime(2036, 1, 10, 5, 0, tzinfo=dt.timezone.utc))
     create, update = (form(r) for r in scripted.requests)
-    assert (create["expiration_date"], create["expiration_time"]) == ("2026-07-01", "12:31")  # EDT, rounded up
-    assert (update["expiration_date"], update["expiration_time"]) == ("2026-01-10", "00:00")  # EST
+    assert (create["expiration_date"], create["expiration_time"]) == ("2036-07-01", "12:31")  # EDT, rounded up
+    assert (update["expiration_date"], update["expiration_time"]) == ("2036-01-10", "00:00")  # EST
     with pytest.raises(LinkstatsInputError, match="expires_at"):
-        hook.create_link("https://example.com", expires_at=dt.datetime(2026, 1, 1))  # naive
+        hook.create_link("https://example.com", expires_at=dt.datetime(2036, 1, 1))  # naive
     with pytest.raises(LinkstatsInputError, match="not both"):
-        hook.create_link("https://example.com", expires_at="2026-01-01T00:00:00+00:00", expiration_date="2026-01-02")
+        hook.create_link("https://example.com", expires_at="2036-01-01T00:00:00+00:00", expiration_date="2036-01-02")
     assert len(scripted.requests) == 2
 
 

@@ -27,7 +27,8 @@ _DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
 _TIME = re.compile(r"^\d{2}:\d{2}$")
 # A host name: dot-separated labels of letters (any script) and digits, inner hyphens allowed; a port may follow.
 _HOST = re.compile(r"^(?=.{1,253}(:|$))[^\W_](?:[\w-]{0,61}[^\W_])?(?:\.[^\W_](?:[\w-]{0,61}[^\W_])?)*(:\d{1,5})?$")
-_SLUG = re.compile(r"^[\w-]{1,255}$")  # as the service's alpha_dash rule: letters of any script
+_SLUG = re.compile(r"^[\w-]+$")  # as the service's alpha_dash rule: letters of any script
+MAX_SLUG = 255  # the service's max:255 on alias
 
 
 def validate_fields(resource: Resource, operation: str, values: Mapping[str, Any]) -> dict[str, Any]:
@@ -82,6 +83,8 @@ def validate_value(spec: FieldSpec | ListParamSpec, value: Any) -> Any:
     if kind is Kind.SLUG:
         if not isinstance(value, str) or not _SLUG.match(value):
             raise bad()
+        if len(value) > MAX_SLUG:  # right characters, too many: say the limit, not the alphabet
+            raise bad(allowed=f"at most {MAX_SLUG} characters ({len(value)} given)")
         return value
     if kind is Kind.URL:
         if not _is_url(value):
@@ -230,6 +233,24 @@ def check_bool(field: str, value: Any) -> bool:
     if text in _TRUE or text in _FALSE:
         return text in _TRUE
     raise LinkstatsInputError(field, value, "true or false")
+
+
+def check_future(moment: dt.datetime, field: str = "expires_at", *, now: dt.datetime | None = None) -> dt.datetime:
+    """An aware moment that is still ahead; a past expiry would make a link that is dead from the start.
+
+    The error names the moment in the zone it was read in (its own offset or zone) and the time now.
+    """
+    current = now or dt.datetime.now(dt.timezone.utc)
+    if moment <= current:
+        # An IANA name where the moment carries one (pendulum, zoneinfo), else its offset name ("UTC+02:00").
+        zone = getattr(moment.tzinfo, "name", None) or getattr(moment.tzinfo, "key", None) or moment.tzname()
+        raise LinkstatsInputError(
+            field,
+            moment.isoformat(),
+            f"a moment in the future; this one is {moment:%Y-%m-%d %H:%M:%S} in {zone} (the zone it was read "
+            f"in), which has passed: it is now {current.astimezone(moment.tzinfo):%Y-%m-%d %H:%M:%S} there",
+        )
+    return moment
 
 
 def check_choice(field: str, value: Any, choices: Iterable[Any]) -> Any:

@@ -9,6 +9,7 @@ links, ``default_domain_id``) are settings, never headers. They are parsed once 
 from __future__ import annotations
 
 import datetime as dt
+import logging
 from collections.abc import Iterator
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
@@ -27,9 +28,20 @@ from airflow_provider_linkstats.client.contract import (
     Resource,
     StatsSpec,
 )
-from airflow_provider_linkstats.client.errors import LinkstatsError, LinkstatsInputError
-from airflow_provider_linkstats.client.settings import POOL_SIZE, ClientSettings
-from airflow_provider_linkstats.client.validation import check_bool, check_number, check_whole_number, is_blank
+from airflow_provider_linkstats.client.errors import LinkstatsConfigError, LinkstatsError, LinkstatsInputError
+from airflow_provider_linkstats.client.settings import (
+    DEFAULT_RETRY_WAIT,
+    DEFAULT_RETRY_WAIT_MAX,
+    POOL_SIZE,
+    ClientSettings,
+)
+from airflow_provider_linkstats.client.validation import (
+    check_bool,
+    check_future,
+    check_number,
+    check_whole_number,
+    is_blank,
+)
 from airflow_provider_linkstats.connection import (
     CONNECTION_TYPES,
     HIDDEN_FIELDS,
@@ -41,10 +53,12 @@ from airflow_provider_linkstats.connection import (
 if TYPE_CHECKING:
     from airflow_provider_linkstats.client.aio import AsyncLinkstatsClient
     from airflow_provider_linkstats.client.api import LinkstatsClient
+    from airflow_provider_linkstats.client.auth import ApiKey
 
 __all__ = ["LinkstatsBaseHook", "LinkstatsLinksHook", "LinkstatsAnalyticsHook"]
 
 JsonDict = dict[str, Any]
+log = logging.getLogger(__name__)
 
 
 class LinkstatsBaseHook(BaseHook):
@@ -70,8 +84,8 @@ class LinkstatsBaseHook(BaseHook):
         *,
         timeout: float | None = None,
         max_retries: int | None = None,
-        retry_wait: float = 0.5,
-        retry_wait_max: float = 30.0,
+        retry_wait: float = DEFAULT_RETRY_WAIT,
+        retry_wait_max: float = DEFAULT_RETRY_WAIT_MAX,
         pool_size: int = POOL_SIZE,
         rate_limit_window: float | None = None,
     ) -> None:
@@ -93,15 +107,63 @@ class LinkstatsBaseHook(BaseHook):
         """The Airflow Connection, fetched once.
 
         Held out of sight of ``repr(vars(hook))``: on Airflow 3 a Connection's repr shows its password.
+        A connection that is not defined is a ``LinkstatsConfigError`` saying how to create it: no
+        retry of the task can mend it.
         """
         if self._connection is None:
-            self._connection = _Hidden(self.get_connection(self.linkstats_conn_id))
+            try:
+                conn = self.get_connection(self.linkstats_conn_id)
+            except Exception as error:
+                raise self._missing(error) from error
+            self._connection = _Hidden(conn)
         return self._connection.value
+
+    def _missing(self, error: Exception) -> Exception:
+        """``AirflowNotFoundException`` as an error saying what to create; any other error unchanged."""
+        if type(error).__name__ != "AirflowNotFoundException":
+            return error
+        conn_id, conn_type = self.linkstats_conn_id, self.conn_type
+        example = CONNECTION_TYPES[conn_type][3]  # the form's placeholder URL
+        return LinkstatsConfigError(
+            f"The Airflow connection {conn_id!r} is not defined. Create it (type {conn_type}, Base URL, API key as "
+            f"password), e.g.: airflow connections add {conn_id} --conn-type {conn_type} --conn-host {example} "
+            f"--conn-password <API key>; or set the environment variable AIRFLOW_CONN_{conn_id.upper()}="
+            f"'{{\"conn_type\": \"{conn_type}\", \"host\": \"{example}\", \"password\": \"<API key>\"}}'"
+        )
+
+    def _check_type(self, conn: Any) -> None:
+        """Refuse the other service's connection; warn on any other type (an ``http://`` URI gives ``http``).
+
+        A links hook on an analytics connection would send link requests to the analytics service,
+        whose 404s would point nowhere near the cause: that fails. A type such as ``http`` (the
+        scheme of a URI connection) or ``generic`` still holds a usable URL and key, so the hook
+        uses it and says in the log which type to set.
+        """
+        found = conn.conn_type or ""
+        if found == self.conn_type:
+            return
+        conn_id = self.linkstats_conn_id
+        if found in CONNECTION_TYPES:
+            raise LinkstatsConfigError(
+                f"Connection {conn_id!r} is of type {found!r}, but {type(self).__name__} needs type "
+                f"{self.conn_type!r}: point linkstats_conn_id at a {self.conn_type} connection "
+                f"(default {self.default_conn_name!r})"
+            )
+        log.warning(
+            "Connection %r is of type %r, expected %r; using its host and password anyway. Set its type to %s "
+            "(in a URI: %s://:<API key>@<host>/...) so the form and the checks match.",
+            conn_id,
+            found,
+            self.conn_type,
+            self.conn_type,
+            self.conn_type.replace("_", "-"),
+        )
 
     @cached_property
     def settings(self) -> ClientSettings:
         """The connection's base URL and extras, parsed and checked once (no key in here)."""
         conn = self.connection
+        self._check_type(conn)
         extras = conn.extra_dejson if conn.extra else {}
         values: JsonDict = {}
         for name, (_, kind, default, _) in extra_fields(self.conn_type).items():
@@ -123,6 +185,8 @@ class LinkstatsBaseHook(BaseHook):
             max_rate_limit_wait=float(values["max_rate_limit_wait"]),
             timezone=values["timezone"],
             default_domain_id=values.get("default_domain_id"),
+            conn_id=self.linkstats_conn_id,
+            scheme_assumed=_scheme_assumed(conn),
             **self._tuning,
         )
 
@@ -147,7 +211,11 @@ class LinkstatsBaseHook(BaseHook):
         if self._connection is None:
             from airflow.providers.common.compat.connection import get_async_connection
 
-            self._connection = _Hidden(await get_async_connection(self.linkstats_conn_id, hook=type(self)))
+            try:
+                conn = await get_async_connection(self.linkstats_conn_id, hook=type(self))
+            except Exception as error:
+                raise self._missing(error) from error
+            self._connection = _Hidden(conn)
         from asgiref.sync import sync_to_async
 
         # Parsing reads conn.extra_dejson, which on Airflow 3.0 masks the extras with a synchronous
@@ -155,10 +223,13 @@ class LinkstatsBaseHook(BaseHook):
         settings = await sync_to_async(lambda: self.settings)()
         return await AsyncLinkstatsClient.open(settings, self._api_key(), **options)
 
-    def _api_key(self) -> str:
+    def _api_key(self) -> ApiKey:
+        """The key, masked in Airflow's logs and held by the one object that signs requests."""
+        from airflow_provider_linkstats.client.auth import ApiKey
+
         api_key = str(self.connection.password)
         _mask(api_key)
-        return api_key
+        return ApiKey(api_key)
 
     def close(self) -> None:
         if "client" in self.__dict__:
@@ -398,6 +469,7 @@ class LinkstatsLinksHook(LinkstatsBaseHook):
                 "expires_at", expires_at, f"either expires_at or {' and '.join(sorted(clash))}, not both"
             )
         moment = expiry_moment(expires_at)  # checked before the account is read for its time zone
+        check_future(moment, "expires_at")  # a past expiry would create a dead link; keep before any request
         date, time = expiry_fields(moment, self.service_timezone())
         return {**fields, "expiration_date": date, "expiration_time": time}
 
@@ -482,13 +554,24 @@ def _base_url(conn: Any) -> str:
         raise LinkstatsInputError("host", conn.host, "the service's base URL, e.g. https://links.example.com/api/v1")
     if "://" not in host:
         schema = (conn.schema or "").strip("/")
-        scheme = schema if schema in ("http", "https") else "https"
+        scheme = schema if schema in ("http", "https") else _uri_scheme(conn) or "https"
         host = f"{scheme}://{host}"
         if conn.port:
             host = f"{host}:{conn.port}"
         if schema and schema not in ("http", "https"):
             host = f"{host}/{schema}"
     return api_root(host)
+
+
+def _uri_scheme(conn: Any) -> str | None:
+    """``http`` or ``https`` when the connection's type is one: the scheme of an ``http://`` URI connection."""
+    return conn.conn_type if conn.conn_type in ("http", "https") else None
+
+
+def _scheme_assumed(conn: Any) -> bool:
+    """Whether ``_base_url`` had to put https in front of a host written without a scheme."""
+    host = (conn.host or "").strip()
+    return "://" not in host and (conn.schema or "").strip("/") not in ("http", "https") and not _uri_scheme(conn)
 
 
 def _extra(name: str, kind: str, value: Any) -> Any:

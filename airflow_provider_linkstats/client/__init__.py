@@ -20,6 +20,7 @@ from airflow_provider_linkstats.client.contract import (
 from airflow_provider_linkstats.client.errors import (
     LinkstatsApiError,
     LinkstatsAuthError,
+    LinkstatsConfigError,
     LinkstatsError,
     LinkstatsInputError,
     LinkstatsNotFoundError,
@@ -43,6 +44,7 @@ __all__ = [
     "LinkstatsApiError",
     "LinkstatsAuthError",
     "LinkstatsClient",
+    "LinkstatsConfigError",
     "LinkstatsError",
     "LinkstatsInputError",
     "LinkstatsNotFoundError",

@@ -63,7 +63,8 @@ def free_port() -> int:
 class Emulator:
     """The emulator in its own process, driven over HTTP like any other client would."""
 
-    def __init__(self, api_key: str) -> None:
+    def __init__(self, api_key: str, links_version: str = "49") -> None:
+        self.links_version = links_version
         self.url = f"http://127.0.0.1:{free_port()}"
         self.analytics_url = self.url + "/analytics"  # both services share the port; analytics under /analytics
         self.session = requests.Session()
@@ -79,11 +80,11 @@ class Emulator:
                 self.url.rsplit(":", 1)[1],
                 "--rate-limit",
                 str(RATE_LIMIT),
-                # The generation the demo was written for (the command line's default is 49/31).
+                # phpShort 46-49 and phpAnalytics 31 (current installs), or 44-45 and 3.x.
                 "--api-version",
-                "44",
+                links_version,
                 "--analytics-version",
-                "3",
+                "31" if links_version == "49" else "3",
             ],
             env=env,
             stdout=(OUT / "emulator.log").open("w"),
@@ -121,7 +122,10 @@ class Emulator:
                 return found
             page += 1
 
-    def create_link(self, **fields: object) -> dict:
+    def create_link(self, *, clicks_limit: int | None = None, **fields: object) -> dict:
+        """Seeds a link over the API, as the connected generation spells a click limit."""
+        if clicks_limit is not None:
+            fields["clicks_limit" if self.links_version == "49" else "expiration_clicks"] = clicks_limit
         return self.api("POST", "/links", data={"domain_id": 1, **fields})["data"]
 
     def create_website(self, domain: str) -> dict:
@@ -220,7 +224,7 @@ def visitors(emulator: Emulator, stop: threading.Event) -> None:
 def seed_expired(emulator: Emulator, count: int, prefix: str) -> None:
     for index in range(count):
         link = emulator.create_link(
-            url=f"https://example.com/old/{index}", alias=f"{prefix}-{index}", expiration_clicks=1
+            url=f"https://example.com/old/{index}", alias=f"{prefix}-{index}", clicks_limit=1
         )
         emulator.click(link["alias"], VISITORS[index % len(VISITORS)])  # its one click: expired
 
@@ -231,13 +235,21 @@ DAGS = ("campaign", "cleanup", "report")
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m dags_examples.demo", description=__doc__.split("\n")[0])
     parser.add_argument("--only", action="append", choices=DAGS, help="run only this DAG (repeatable)")
-    wanted = set(parser.parse_args(argv).only or DAGS)
+    parser.add_argument(
+        "--api-version",
+        choices=("44", "49"),
+        default="49",
+        help="phpShort generation the emulator serves: 49 (46-49, with phpAnalytics 31) or 44 (44-45, with 3.x)",
+    )
+    options = parser.parse_args(argv)
+    wanted = set(options.only or DAGS)
     for folder in (HOME, REPORTS):
         shutil.rmtree(folder, ignore_errors=True)
         folder.mkdir(parents=True)
     api_key = secrets.token_urlsafe(24)
-    emulator = Emulator(api_key)
-    say(f"emulator on {emulator.url} (both services)")
+    emulator = Emulator(api_key, options.api_version)
+    analytics = "31" if options.api_version == "49" else "3.x"
+    say(f"emulator on {emulator.url} (both services: phpShort {options.api_version}, phpAnalytics {analytics})")
     say(f"rate limits on: {RATE_LIMIT} requests a minute, as on a real install")
     links_connection = {"host": emulator.url, "password": api_key, "extra": {"timeout": 10, "default_domain_id": 1}}
     analytics_connection = {"host": emulator.analytics_url, "password": api_key, "extra": {"timeout": 10}}

@@ -13,7 +13,7 @@ import logging
 
 import pytest
 
-from airflow_provider_linkstats.client.expired_feed import ExpiredFeed
+from airflow_provider_linkstats.waiting.feed import ExpiredFeed
 from airflow_provider_linkstats.hooks.linkstats import LinkstatsLinksHook
 from airflow_provider_linkstats.triggers import links as trigger_module
 from airflow_provider_linkstats.triggers.links import LinkstatsLinksExpiredEventTrigger
@@ -117,7 +117,8 @@ def test_each_poll_walks_the_expired_listing_once_with_the_filters(links_conn):
 
     first = asyncio.run(scenario())
     assert len(first) == 150
-    requests = emu.stats.requests()
+    probe, *requests = emu.stats.requests()
+    assert probe["path"] == "/public/api/v1/stats/0"  # the version, told once per run (no side effect)
     assert {r["path"] for r in requests} == {LISTING}
     assert all(r["query"]["search"] == ["walk"] and r["query"]["search_by"] == ["alias"] for r in requests)
     pages = [r["query"].get("page", ["1"])[0] for r in requests]

@@ -13,10 +13,10 @@ import logging
 
 import pytest
 
-from airflow_provider_linkstats.waiting.feed import ExpiredFeed
 from airflow_provider_linkstats.hooks.linkstats import LinkstatsLinksHook
 from airflow_provider_linkstats.triggers import links as trigger_module
 from airflow_provider_linkstats.triggers.links import LinkstatsLinksExpiredEventTrigger
+from airflow_provider_linkstats.waiting.feed import ExpiredFeed
 from tests.conftest import API_KEY, connection_json
 from tests.test_poller import click, create_links
 

@@ -13,6 +13,7 @@ may miss a link that is still there; it is forgotten only once two walks in a ro
 
 from __future__ import annotations
 
+import datetime as dt
 from collections.abc import Mapping
 from typing import Any
 
@@ -20,6 +21,7 @@ from airflow_provider_linkstats.client.contract import LINKS, MAX_PER_PAGE, Link
 from airflow_provider_linkstats.client.dialect import Dialect
 from airflow_provider_linkstats.client.protocol import build_list
 from airflow_provider_linkstats.client.records import link_timing
+from airflow_provider_linkstats.waiting import plan
 from airflow_provider_linkstats.waiting.plan import JsonDict, Plan, listing, record_id
 
 FILTERS = ("search", "search_by", "domain_id", "space_id")
@@ -41,10 +43,11 @@ class ExpiredFeed:
         """Every ended link the (filtered) listing holds."""
         decide = dialect is not None and not dialect.lists_date_expiry
         filters = {**self.filters, "status": int(LinkStatus.ALL)} if decide else self.filters
+        moment = dt.datetime.fromtimestamp(plan.now(), dt.timezone.utc)
         records: list[JsonDict] = []
 
         def take(items: list[JsonDict]) -> bool:
-            records.extend(r for r in items if not decide or link_timing(r).ended())
+            records.extend(r for r in items if not decide or link_timing(r).ended(moment))
             return False
 
         yield from listing(filters, take)

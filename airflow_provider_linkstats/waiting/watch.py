@@ -102,7 +102,9 @@ class Watch:
         """Validate what a DAG gave (after rendering) and build the watch.
 
         ``link_id`` may be a link record (a create task's XCom): its ``id`` and ``alias`` are used,
-        and its end time and click limit are known without a request. ``link_ids`` may hold records.
+        and its end time and click limit are known without a request (the record is a read of the
+        link: the first existence check comes after ``existence_check_every`` rounds). ``link_ids``
+        may hold records too.
         ``known`` is what a sensor learnt before deferring: ``{"<id>": [end epoch or None, limit set]}``.
         """
         every = check_existence_check_every(existence_check_every)
@@ -114,15 +116,18 @@ class Watch:
                 given, value = ("link_id", link_id) if not is_blank(link_id) else ("alias", alias)
                 raise LinkstatsInputError(given, value, "unset when link_ids is given")
             ids = validate_link_ids(link_ids)
-            if isinstance(link_ids, (list, tuple)):
-                learnt.update(_known_records(link_ids))
+            records = _known_records(link_ids) if isinstance(link_ids, (list, tuple)) else {}
+            learnt.update(records)
+            verified = verified or set(ids) <= set(records)  # records read by an upstream task
             return cls(ids, None, single=False, existence_check_every=every, verified=verified, known=learnt)
         if isinstance(link_id, Mapping):
             record = link_id
             link_id = record.get("id")
             if is_blank(alias) and isinstance(record.get("alias"), str):
                 alias = record["alias"]
-            learnt.update(_known_records([record]))
+            records = _known_records([record])
+            learnt.update(records)
+            verified = verified or bool(records)  # a record an upstream task read (a create's answer)
         if is_blank(link_id) and is_blank(alias):
             raise LinkstatsInputError("link_id", link_id, "a link id, a link record, or an alias (or link_ids, a list)")
         ids = [] if is_blank(link_id) else [validate_id(link_id, "link_id")]

@@ -163,7 +163,7 @@ class SharedPoller:
                     except asyncio.TimeoutError:
                         pass
                     continue  # woken early: a trigger came or went, so the pace may have changed
-                if self.min_interval() > 0:  # intervals slept through count towards the existence check
+                if end is not None and self.min_interval() > 0:  # intervals slept through towards the next check
                     self.poll.rounds_since_check += max(0, int((loop.time() - last) / self.min_interval()) - 1)
             last = loop.time()
             extra_wait = await self._round(client)

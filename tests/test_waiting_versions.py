@@ -1,0 +1,130 @@
+"""Status and expiry on phpShort 46+ (where the Expired listing misses date expiry), over real HTTP.
+
+A scripted server on 127.0.0.1 answers as phpShort 49 does (REAL_SERVICE.md, "Current versions"):
+the version probe is a 404, ``status=2`` lists only links that reached their click limit, and
+``status=3`` filters nothing. The same tests against phpShort 44 answers show the server's filter
+is used as it is there.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import datetime as dt
+import json
+
+import pytest
+
+from airflow_provider_linkstats.client.errors import LinkstatsInputError
+from airflow_provider_linkstats.client.protocol import ApiRequest
+from tests.conftest import connection_json, run_operator
+from tests.test_waiting_plans import Service, v44, v49
+
+PREFIX = "/public/api/v1"
+NOW = dt.datetime.now(dt.timezone.utc).replace(microsecond=0)
+HOUR = dt.timedelta(hours=1)
+
+
+def serve(scripted, service: Service) -> Service:
+    """The scripted server answers every request from ``service`` (records and a generation)."""
+
+    def answer(record):
+        request = ApiRequest(record["method"], record["path"].removeprefix(PREFIX), params=tuple(record["query"]))
+        response = service.answer(request)
+        return ("respond", response.status, json.loads(response.body))
+
+    service.now = dt.datetime.now(dt.timezone.utc)
+    scripted.set_default(answer)
+    return service
+
+
+def v49_account() -> list[dict]:
+    return [
+        v49(1, start=NOW - 3 * HOUR, end=NOW - 2 * HOUR),  # its window closed: Expired, never in status=2
+        v49(2, limit=3, clicks=3),  # reached its click limit: in status=2
+        v49(3, start=NOW - HOUR, end=NOW + HOUR),  # inside its window: Active
+        v49(4, start=NOW + HOUR, end=NOW + 2 * HOUR),  # not started: Expired (the service's rule)
+        v49(5),  # no limit at all: Active
+    ]
+
+
+def queries(scripted) -> list[dict]:
+    return [dict(r["query"]) for r in scripted.requests if r["path"] == f"{PREFIX}/links"]
+
+
+def test_v49_list_links_by_status_is_decided_from_the_records_in_one_walk(scripted, make_hook):
+    serve(scripted, Service(v49_account(), generation="49"))
+    hook = make_hook("links", scripted.url)
+    assert [r["id"] for r in hook.list_links(status=2)] == [4, 2, 1]  # newest first, as asked
+    assert [r["id"] for r in hook.list_links(status=1, sort="asc")] == [3, 5]
+    assert [r["id"] for r in hook.iter_links(status=2, max_items=1)] == [4]
+    # The version was asked once for the hook; each listing walked the All listing once.
+    assert [r["path"] for r in scripted.requests].count(f"{PREFIX}/stats/0") == 1
+    assert [q["status"] for q in queries(scripted)] == ["0", "0", "0"]
+
+
+def test_v49_status_3_is_refused_naming_status_and_version_before_any_listing(scripted, make_hook):
+    serve(scripted, Service(v49_account(), generation="49"))
+    hook = make_hook("links", scripted.url)
+    with pytest.raises(LinkstatsInputError, match=r"'status': 3.*phpShort 46\+") as error:
+        hook.list_links(status=3)
+    assert error.value.field == "status"
+    assert queries(scripted) == []  # never "every link"
+
+
+def test_v44_status_filter_is_the_servers(scripted, make_hook):
+    serve(scripted, Service([v44(1, ends=NOW - HOUR), v44(2, ends=NOW + HOUR), v44(3, limit=1, clicks=1)]))
+    hook = make_hook("links", scripted.url)
+    assert [r["id"] for r in hook.list_links(status=2)] == [3, 1]
+    assert [q["status"] for q in queries(scripted)] == ["2"]
+
+
+def test_v49_list_operator_finds_date_expired_links(scripted, monkeypatch):
+    from airflow_provider_linkstats.operators.links import LinkstatsListLinksOperator
+
+    serve(scripted, Service(v49_account(), generation="49"))
+    monkeypatch.setenv("AIRFLOW_CONN_LINKSTATS_LINKS_DEFAULT", connection_json(scripted.url))
+    records, _ = run_operator(LinkstatsListLinksOperator(task_id="list", status=2, sort_by="id", sort="asc"))
+    assert [r["id"] for r in records] == [1, 2, 4]
+
+
+def test_v49_api_version_extra_skips_the_probe(scripted, monkeypatch):
+    from airflow_provider_linkstats.hooks.linkstats import LinkstatsLinksHook
+
+    serve(scripted, Service(v49_account(), generation="49"))
+    monkeypatch.setenv("AIRFLOW_CONN_LINKS_V49", connection_json(scripted.url, api_version="49"))
+    hook = LinkstatsLinksHook("links_v49")
+    try:
+        assert [r["id"] for r in hook.list_links(status=2)] == [4, 2, 1]
+    finally:
+        hook.close()
+    assert [r["path"] for r in scripted.requests] == [f"{PREFIX}/links"]
+
+
+def test_v49_sensor_finds_a_date_expired_link_with_one_read(scripted, monkeypatch):
+    from airflow_provider_linkstats.sensors.links import LinkstatsLinkExpiredSensor
+
+    serve(scripted, Service(v49_account(), generation="49"))
+    monkeypatch.setenv("AIRFLOW_CONN_LINKSTATS_LINKS_DEFAULT", connection_json(scripted.url))
+    done = LinkstatsLinkExpiredSensor(task_id="w", link_id=1, alias="a1").poke({})
+    assert done.is_done and done.xcom_value["id"] == 1
+    inside = LinkstatsLinkExpiredSensor(task_id="w2", link_id=3, alias="a3", poke_interval=60)
+    assert inside.poke({}) is False  # a link inside its window is never expired
+    assert inside._poll.next_end() == (NOW + HOUR).timestamp()  # the next look is at its end
+    assert [r["path"] for r in scripted.requests] == [f"{PREFIX}/links/1", f"{PREFIX}/links/3"]
+
+
+def test_v49_expiry_watcher_reports_date_expired_links(scripted, monkeypatch):
+    from airflow_provider_linkstats.triggers import links as trigger_module
+    from airflow_provider_linkstats.triggers.links import LinkstatsLinksExpiredEventTrigger
+
+    serve(scripted, Service(v49_account(), generation="49"))
+    monkeypatch.setenv("AIRFLOW_CONN_LINKSTATS_LINKS_DEFAULT", connection_json(scripted.url))
+    monkeypatch.setattr(trigger_module, "_REPORTED_IN_MEMORY", {})
+
+    async def first():
+        async for event in LinkstatsLinksExpiredEventTrigger(poke_interval=0.1).run():
+            return event.payload
+
+    payload = asyncio.run(asyncio.wait_for(first(), 10))
+    assert sorted(r["id"] for r in payload["links"]) == [1, 2]  # not 4: it has not started, let alone ended
+    assert queries(scripted)[0]["status"] == "0"

@@ -107,8 +107,9 @@ def test_300_triggers_share_one_poll_and_each_fires_once(links_conn):
     # hands them over when it defers; these triggers were built without): never one per trigger.
     assert len(requests) == poller.requests
     assert all(r["path"] == LISTING for r in requests)
-    # (3 more if the run reached round 10: the periodic existence check)
-    assert [r["query"]["status"] for r in requests].count(["0"]) == (3 if poller.rounds < 10 else 6)
+    # (up to 3 more from round 11 on: the periodic existence check, every 10 rounds)
+    all_pages = [r["query"]["status"] for r in requests].count(["0"])
+    assert all_pages == 3 if poller.rounds <= 10 else 3 <= all_pages <= 6
     assert "search" not in {k for r in requests for k in r["query"]}
     assert poller.rounds <= 11  # two rounds per wave, the first and the last (a loaded machine adds one or two)
     assert len(requests) <= poller.rounds * math.ceil(300 / 100) + 6

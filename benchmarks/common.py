@@ -80,7 +80,12 @@ class EmulatorProcess:
                 "0",
                 "--api-key",
                 API_KEY,
-                *extra_args,  # e.g. --rate-limit 60 --rate-limit-window 60
+                # The generation the benchmarks were written for; the command line's default is 49/31.
+                "--api-version",
+                "44",
+                "--analytics-version",
+                "3",
+                *extra_args,  # e.g. --rate-limit 60 --rate-limit-window 60 (a later --api-version wins)
             ],
             stdout=subprocess.PIPE,
             stderr=self._log,

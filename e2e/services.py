@@ -91,6 +91,7 @@ def start_emulator(groups: ProcessGroups, out: Path, api_key: str) -> tuple[Proc
     port = free_port()
     options, limits = emulator_options()
     argv = [sys.executable, "-m", "airflow_provider_linkstats.emulator", "--port", str(port), *options]
+    argv += ["--api-version", "44", "--analytics-version", "3"]  # as before the command line defaulted to 49/31
     env = {**os.environ, "LINKSTATS_EMULATOR_API_KEY": api_key}  # the key stays out of `ps`
     proc = groups.start(Proc("emulator", argv, out / "emulator.log", port, env))
     groups.wait_port(proc, 60)

@@ -286,7 +286,7 @@ def test_store_seeding_validates_like_the_api(emu):
 
 
 def test_store_returns_copies_without_passwords(emu):
-    emu.store.add_link(url="https://e.com", password="pw", privacy_password="pp", pixel_ids=[1])
+    emu.store.add_link(url="https://e.com", alias="a1", password="pw", privacy_password="pp", pixel_ids=[1])
     links = emu.store.links()
     links[0]["pixels"].append({"id": 2})
     assert [p["id"] for p in emu.store.links()[0]["pixels"]] == [1]

@@ -89,7 +89,7 @@ def test_state_file_survives_a_restart(tmp_path):
     state = tmp_path / "state.json"
     with cli("--api-key", KEY, "--state-file", str(state)) as urls:
         api = Api(urls["links"], KEY)
-        link = api.create("links", url="https://example.com", alias="keep", password="pw-123")
+        link = api.create("links", url="https://example.com", alias="keep", redirect_password="pw-123")
         api.create("websites", domain="shop.example.com")
         requests.get(f"{urls['links']}/keep", params={"password": "pw-123"}, allow_redirects=False, timeout=10)
     assert stat.S_IMODE(os.stat(state).st_mode) == 0o600  # it holds link passwords

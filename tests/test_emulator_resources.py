@@ -89,11 +89,11 @@ def test_validation(api, resource, values, field, message):
 
 def test_spaces_pixels_and_domains_are_used_by_links_and_their_deletion_reaches_the_links(api):
     space = api.create("spaces", name="S")
-    pixel = api.create("pixels", name="P", type="twitter", value="9")
+    pixel = api.create("pixels", name="P", type="x", value="9")
     domain = api.create("domains", name="go.example")
     link = api.create("links", url="https://e.com", space_id=space["id"], pixel_ids=[pixel["id"]],
                       domain_id=domain["id"], alias="promo")  # fmt: skip
-    expected = ("S", "twitter", "http://go.example/promo")
+    expected = ("S", "x", "http://go.example/promo")
     assert (link["space"]["name"], link["pixels"][0]["type"], link["short_url"]) == expected
     assert api.get("/links", space_id=space["id"]).json()["meta"]["total"] == 1
     api.delete(f"/spaces/{space['id']}")

@@ -353,7 +353,7 @@ def test_missing_connection_yields_an_error_event():
 def emulator_process(monkeypatch):
     """The emulator in its own process, as the service is for a triggerer: nothing else holds our GIL."""
     process = subprocess.Popen(
-        [sys.executable, "-m", "airflow_provider_linkstats.emulator", "--port", "0"],
+        [sys.executable, "-m", "airflow_provider_linkstats.emulator", "--port", "0", "--api-version", "44"],
         env={**os.environ, "LINKSTATS_EMULATOR_API_KEY": API_KEY},
         stdout=subprocess.PIPE,
         text=True,

@@ -1,7 +1,7 @@
 """``linkstats-emulator``: both Linkstats services on one port, or one port each.
 
     linkstats-emulator --port 8765 --api-key KEY [--analytics-port 8766] [--state-file demo.json]
-                       [--rate-limit 60 --rate-limit-window 60]
+                       [--rate-limit 60 --rate-limit-window 60] [--api-version 49] [--analytics-version 31]
 
 The key may come from LINKSTATS_EMULATOR_API_KEY instead of the command line (which other local
 users can see in the process list).
@@ -39,6 +39,15 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument(
         "--analytics-rate-limit", type=int, default=None, help="analytics service (default: --rate-limit)"
     )
+    # The shell default is the current generation; Emulator() in Python keeps 44/3 for the test suite.
+    parser.add_argument(
+        "--api-version", default="49", choices=["44", "49"],
+        help="phpShort generation: 44 (v44-45) or 49 (v46-49, the default)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--analytics-version", default="31", choices=["3", "31"],
+        help="phpAnalytics generation: 3 (3.0-3.6) or 31 (3.7 and later, the default)",
+    )  # fmt: skip
     parser.add_argument("--log-level", default="warning", choices=["debug", "info", "warning", "error"])
     args = parser.parse_args(argv)
     if not args.api_key:
@@ -67,10 +76,16 @@ def main(argv: list[str] | None = None) -> int:
         rate_limit_window=args.rate_limit_window,
         key_rate_limit=args.key_rate_limit,
         analytics_rate_limit=args.analytics_rate_limit,
+        links_version=args.api_version,
+        analytics_version=args.analytics_version,
     )
 
     def ready(emu: Emulator) -> None:
-        print(f"Linkstats emulator: links {emu.url}, analytics {emu.analytics_url} (Ctrl+C to stop)", flush=True)
+        print(
+            f"Linkstats emulator: links {emu.url}, analytics {emu.analytics_url} (phpShort {emu.links_version},"
+            f" phpAnalytics {emu.analytics_version}; Ctrl+C to stop)",
+            flush=True,
+        )
 
     emulator.run(on_ready=ready)
     return 0

@@ -9,7 +9,10 @@ Python method of the same name and takes its keyword arguments as a JSON object:
 - ``/rate_limit``: ``{"limit": 20, "window": 2}`` (per client IP; ``key_limit`` and
   ``analytics_limit`` default to twice it and to it), ``{"limit": null}`` turns limits off;
 - ``/accounts``: the accounts (one per API key); ``POST /accounts/{id}`` changes one, e.g.
-  ``{"api_access": false}`` (every API call then answers 403) or ``{"timezone": "Europe/Paris"}``.
+  ``{"api_access": false}`` (every API call then answers 403), ``{"timezone": "Europe/Paris"}`` or
+  ``{"features": {"link_stats": false}}``;
+- ``/versions``: the generations served, ``{"links": "49", "analytics": "31"}``; a POST of the same
+  shape switches them and drops every record (the generations' link rows differ).
 """
 
 from __future__ import annotations
@@ -99,6 +102,12 @@ def add_admin_routes(app: FastAPI, state: EmulatorState) -> None:
         user_id = request.path_params["user_id"]
         return JSONResponse({"data": _call(store.configure_account, user_id, **await _json(request))})
 
+    async def get_versions(request: Request) -> JSONResponse:
+        return JSONResponse(store.versions())
+
+    async def post_versions(request: Request) -> JSONResponse:
+        return JSONResponse(_call(store.set_versions, **await _json(request)))
+
     async def reset(request: Request) -> JSONResponse:
         state.reset()
         return JSONResponse({"message": "Emulator reset: store, clock, faults and statistics."})
@@ -118,6 +127,8 @@ def add_admin_routes(app: FastAPI, state: EmulatorState) -> None:
         ("/rate_limit", post_rate_limit, "POST"),
         ("/accounts", get_accounts, "GET"),
         ("/accounts/{user_id}", post_account, "POST"),
+        ("/versions", get_versions, "GET"),
+        ("/versions", post_versions, "POST"),
     ]
     for path, endpoint, method in routes:
         app.add_route(ADMIN_PREFIX + path, endpoint, methods=[method])

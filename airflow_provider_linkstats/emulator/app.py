@@ -28,7 +28,6 @@ from airflow_provider_linkstats.emulator.state import EmulatorState
 SERVICES = ("links", "analytics")
 # The CRUD resources of each service (apiResource routes: index, store, show, update, destroy).
 RESOURCES = {"links": ("links", "domains", "spaces", "pixels"), "analytics": ("websites",)}
-STAT_NAMES = {"links": spec.LINK_STAT_NAMES, "analytics": spec.WEBSITE_STAT_NAMES}
 
 Handler = Callable[[Request], Awaitable[Response]]
 
@@ -79,9 +78,11 @@ class _Api:
             if wants_json(request.scope):
                 raise ApiError(401, {"message": spec.UNAUTHENTICATED})
             raise LoginRedirect()
-        if service == "links":
+        # phpShort's api.guard; phpAnalytics wires its own from 3.5 (31 here; 3.x means 3.3's code).
+        if service == "links" or spec.ANALYTICS[self.store.analytics_version].api_guard:
             if not user["plan"]["features"]["api"]:
                 raise forbidden()
+        if service == "links":
             verdict = self.state.limiter.hit(("links", "key", user["id"]), self.state.limiter.limits.per_key)
             if verdict is not None and not verdict.allowed:
                 raise ApiError(429, {"message": spec.TOO_MANY}, verdict.headers())
@@ -108,12 +109,15 @@ class _Api:
         async def stats(request: Request) -> Response:
             user = self.authenticate(request, service)
             record_id = request.path_params["record_id"]
-            query = traffic.StatsQuery(
-                formdata.decode(request.url.query), STAT_NAMES[service], user["timezone"], store.clock.now().date()
-            )
+            version = store.links_version if service == "links" else store.analytics_version
+            # The form request runs before the controller: a bad name is a 422 even for record 0.
+            query = traffic.StatsQuery(formdata.decode(request.url.query), version, service, user["timezone"])
             store.read(table, user, record_id)  # 404 for another account's or a missing record
             if service == "links":
-                counts = traffic.link_rows(query.name, query.in_period(store.clicks_of(user, record_id)), query.zone)
+                clicks = query.in_period(store.clicks_of(user, record_id))
+                if query.name == "click":  # v49: a plain list, bucketed by the span of from/to
+                    return JSONResponse({"data": query.click_series(clicks), "status": 200})
+                counts = traffic.link_rows(query.name, clicks, query.zone, version)
             else:
                 rows = query.in_period(store.events_of(user, record_id))
                 counts = traffic.website_rows(query.name, rows, query.zone)
@@ -147,7 +151,7 @@ class _Api:
         async def index(request: Request) -> Response:
             user = self.authenticate(request, service)
             query = formdata.decode(request.url.query)
-            body = store.listing(table, user, read_query(spec.LISTINGS[table], query), query, _path_url(request))
+            body = store.listing(table, user, read_query(store.listing_rules(table), query), query, _path_url(request))
             return JSONResponse(body)
 
         async def create(request: Request) -> Response:
@@ -198,7 +202,9 @@ def _add_redirect(app: FastAPI, state: EmulatorState) -> None:
     async def follow(request: Request) -> Response:
         visitor = Visitor.from_headers(request.headers)
         host = request.headers.get("host", "")
-        visit = state.store.visit(request.path_params["alias"], host, visitor, request.query_params.get("password"))
+        query = request.query_params
+        consent = query.get("sensitive") == "1"  # v49's sensitive-content page, accepted
+        visit = state.store.visit(request.path_params["alias"], host, visitor, query.get("password"), consent)
         if visit.location is not None:
             return RedirectResponse(visit.location, status_code=visit.status)
         return JSONResponse({"message": visit.message}, status_code=visit.status)

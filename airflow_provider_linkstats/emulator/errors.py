@@ -39,6 +39,11 @@ def website_model_not_found() -> ApiError:
     return ApiError(404, {"message": spec.WEBSITE_MODEL_NOT_FOUND})
 
 
+def domain_model_not_found() -> ApiError:
+    """v49's link form request looks the domain up with firstOrFail() before validating."""
+    return ApiError(404, {"message": spec.DOMAIN_MODEL_NOT_FOUND})
+
+
 def server_error() -> ApiError:
     return ApiError(500, {"message": spec.SERVER_ERROR})
 

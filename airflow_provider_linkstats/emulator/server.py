@@ -42,6 +42,9 @@ class Emulator:
     limits, scaled: that many requests per client IP per ``rate_limit_window`` seconds (a real
     install: 60 per 60 s), twice that per key on the links service (``key_rate_limit``) and
     ``analytics_rate_limit`` (default: the same) on the analytics service. Off by default.
+
+    ``links_version`` "44" (phpShort 44-45) or "49" (46-49) and ``analytics_version`` "3"
+    (phpAnalytics 3.0-3.6) or "31" (3.7 and later) pick the generation each service answers as.
     """
 
     def __init__(
@@ -59,6 +62,8 @@ class Emulator:
         rate_limit_window: float = 60.0,
         key_rate_limit: int | None = None,
         analytics_rate_limit: int | None = None,
+        links_version: str = "44",
+        analytics_version: str = "3",
     ) -> None:
         self._api_keys = tuple(api_keys)
         if not self._api_keys or not all(isinstance(k, str) and k for k in self._api_keys):
@@ -69,7 +74,14 @@ class Emulator:
         self._base_url = base_url
         self._log_level = log_level
         clock = Clock()
-        store = Store(clock, api_keys=self._api_keys, timezone=timezone, state_file=state_file)
+        store = Store(
+            clock,
+            api_keys=self._api_keys,
+            timezone=timezone,
+            state_file=state_file,
+            links_version=links_version,
+            analytics_version=analytics_version,
+        )
         self.state = EmulatorState(clock, store, Faults(), Stats(), RateLimiter(clock))
         self.clock, self.store, self.faults, self.stats = clock, self.state.store, self.state.faults, self.state.stats
         self.limiter = self.state.limiter
@@ -81,6 +93,21 @@ class Emulator:
 
     def __repr__(self) -> str:  # the keys stay out of it
         return f"Emulator(url={self.url if self._sockets else None!r})"
+
+    @property
+    def links_version(self) -> str:
+        """The phpShort generation served: "44" or "49"."""
+        return self.store.links_version
+
+    @property
+    def analytics_version(self) -> str:
+        """The phpAnalytics generation served: "3" or "31"."""
+        return self.store.analytics_version
+
+    def set_versions(self, links: str | None = None, analytics: str | None = None) -> dict[str, str]:
+        """Serve another generation from now on; the records and traffic are dropped (the two
+        generations' link rows differ), the accounts get that generation's plan."""
+        return self.store.set_versions(links, analytics)
 
     @property
     def api_key(self) -> str:
@@ -100,7 +127,8 @@ class Emulator:
         return self._url_of("links") + spec.ANALYTICS_MOUNT
 
     def configure_account(self, user_id: int = 1, **settings: object) -> dict:
-        """See ``Store.configure_account``: api_access, timezone, default_domain, default_space..."""
+        """See ``Store.configure_account``: api_access, timezone, default_domain, default_space,
+        features (the plan's, e.g. ``{"link_stats": False}``)..."""
         return self.store.configure_account(user_id, **settings)
 
     def set_rate_limit(

@@ -1,12 +1,15 @@
-"""The emulator's own reading of the two real services (phpShort v44, phpAnalytics 3.x).
+"""The emulator's own reading of the two real services, each in two generations.
 
-Written from REAL_SERVICE.md, real-service-examples.json and the products' public server code,
-never from the client package: two independent readings are what lets one check the other.
+phpShort "44" (v44-45, the seed's API) and "49" (v46-49); phpAnalytics "3" (3.0-3.6) and "31"
+(3.7 and later). Written from REAL_SERVICE.md, real-service-examples.json and the products' public
+server code, never from the client package: two independent readings are what lets one check the
+other. Where the generations differ, their tables stand side by side here, keyed by generation.
 """
 
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 
 # An install may serve its web root at the project folder (".../public/api/v1") or at public/
 # ("/api/v1"); the route is the same either way, so both are served.
@@ -16,53 +19,135 @@ API_ROOTS = ("/public/api/v1", "/api/v1")
 ANALYTICS_MOUNT = "/analytics"
 TRACKING_PATH = "/api/event"
 
+# -- generations --------------------------------------------------------------------------------
+
+LINKS_VERSIONS = ("44", "49")
+ANALYTICS_VERSIONS = ("3", "31")
+
+
+@dataclass(frozen=True)
+class LinksGeneration:
+    """What one phpShort generation does differently beyond its fields (LINK_FORM, LINK_KEYS)."""
+
+    visitor_password: str  # the column that locks the redirect
+    unknown_domain_404: bool  # StoreLinkRequest::authorize() looks the domain up before any rule
+    plan_gates: bool  # LINK_FORM's plan-feature column applies (422 without the feature)
+    window_scopes: bool  # the listing's status filter is v49's model scopes, wrong about dates
+    raw_click_stats: bool  # one stats row per click: NULL values, integer counts, a "click" series
+    current_stats_request: bool  # SelectStatsRequest: from and to required, not ordered; rows by count
+
+
+LINKS = {
+    "44": LinksGeneration(visitor_password="password", unknown_domain_404=False, plan_gates=False,
+                          window_scopes=False, raw_click_stats=False, current_stats_request=False),
+    "49": LinksGeneration(visitor_password="redirect_password", unknown_domain_404=True, plan_gates=True,
+                          window_scopes=True, raw_click_stats=True, current_stats_request=True),
+}  # fmt: skip
+
+
+@dataclass(frozen=True)
+class AnalyticsGeneration:
+    """What one phpAnalytics generation does differently with websites (3: 3.3's code; 31: 3.7+'s)."""
+
+    strips_www: bool  # StoreWebsiteRequest::prepareForValidation() removes "www."
+    favorites: bool  # favorite on update, favorite/favorited_at in the record, the favorite filter
+    website_limit: bool  # WebsiteLimitGateRule: the plan's "websites" feature
+    api_guard: bool  # api.guard: a plan without "api" gets 403
+    missing_update_status: int  # PUT on a missing website: 404 (firstOrFail) or 500 (json() args swapped)
+    current_stats_request: bool  # SelectStatsRequest: from and to required, not ordered; rows by count
+
+
+ANALYTICS = {
+    "3": AnalyticsGeneration(strips_www=False, favorites=False, website_limit=False, api_guard=False,
+                             missing_update_status=404, current_stats_request=False),
+    "31": AnalyticsGeneration(strips_www=True, favorites=True, website_limit=True, api_guard=True,
+                              missing_update_status=500, current_stats_request=True),
+}  # fmt: skip
+
 # -- records ------------------------------------------------------------------------------------
 
-LINK_KEYS = (
-    "id", "alias", "url", "short_url", "title", "target_type", "country_target", "platform_target",
-    "language_target", "rotation_target", "last_rotation", "disabled", "privacy", "privacy_password",
-    "password", "expiration_url", "expiration_clicks", "clicks", "space", "domain", "pixels", "ends_at",
-    "created_at", "updated_at",
-)  # fmt: skip
-WEBSITE_KEYS = (
-    "id",
-    "domain",
-    "privacy",
-    "email",
-    "password",
-    "exclude_bots",
-    "exclude_ips",
-    "created_at",
-    "updated_at",
-)
+LINK_KEYS = {
+    "44": ("id", "alias", "url", "short_url", "title", "target_type", "country_target", "platform_target",
+           "language_target", "rotation_target", "last_rotation", "disabled", "privacy", "privacy_password",
+           "password", "expiration_url", "expiration_clicks", "clicks", "space", "domain", "pixels", "ends_at",
+           "created_at", "updated_at"),
+    # v49's LinkResource; expires_at has no column behind it, so it is always null.
+    "49": ("id", "alias", "url", "short_url", "title", "targets_type", "targets", "last_rotation",
+           "sensitive_content", "privacy", "password", "redirect_password", "active_period_start_at",
+           "active_period_end_at", "clicks_limit", "expiration_url", "clicks", "space", "domain", "pixels",
+           "expires_at", "created_at", "updated_at"),
+}  # fmt: skip
+WEBSITE_KEYS = {
+    "3": ("id", "domain", "privacy", "email", "password", "exclude_bots", "exclude_ips", "created_at", "updated_at"),
+    "31": ("id", "domain", "privacy", "email", "password", "exclude_bots", "exclude_ips", "favorite", "favorited_at",
+           "created_at", "updated_at"),
+}  # fmt: skip
 DOMAIN_KEYS = ("id", "name", "index_page", "not_found_page", "user_id", "created_at", "updated_at")
 SPACE_KEYS = ("id", "user_id", "name", "color", "created_at", "updated_at")
 PIXEL_KEYS = ("id", "name", "type", "value", "user_id", "created_at", "updated_at")
 
-# Laravel attribute labels of phpShort's link form request (attributes()); a field without a
-# label is named by Laravel from its key ("exclude_bots" -> "exclude bots").
+# The link form: one row per field, and what each generation does with it (the rule that checks
+# it, see validation.LINK_RULES), then the plan feature v49 asks for when the field is not empty.
+# None: the generation does not read the field, so a real install drops it without a word (a v44
+# client talking to v49 gets no error: its expiry, targeting and disabled flag are simply lost).
+LINK_FORM = {
+    # field                    v44             v49             v49 plan feature
+    "url":                    ("link",        "link",         None),
+    "domain_id":              ("domain",      "domain",       None),
+    "alias":                  ("alias",       "alias",        None),
+    "password":               ("secret",      "secret",       "link_stats"),  # v44 visitor's, v49 stats page's
+    "privacy_password":       ("secret",      None,           None),
+    "redirect_password":      (None,          "secret",       "link_password"),  # the visitor's on v49
+    "space_id":               ("space",       "space",        None),
+    "pixel_ids":              ("pixels",      "pixels",       None),
+    "disabled":               ("boolean",     None,           None),
+    "sensitive_content":      (None,          "boolean",      None),
+    "privacy":                ("privacy",     "privacy",      "link_stats"),
+    "expiration_url":         ("url",         "url",          "link_expiration"),
+    "expiration_date":        ("expiry",      None,           None),  # with expiration_time, both or neither
+    "expiration_time":        ("expiry",      None,           None),
+    "active_period_start_at": (None,          "window",       "link_expiration"),  # both or neither
+    "active_period_end_at":   (None,          "window",       "link_expiration"),
+    "expiration_clicks":      ("clicks",      None,           None),
+    "clicks_limit":           (None,          "clicks",       "link_expiration"),
+    "target_type":            ("target_type", None,           None),
+    "country":                ("rules",       None,           None),
+    "platform":               ("rules",       None,           None),
+    "language":               ("rules",       None,           None),
+    "rotation":               ("rules",       None,           None),
+    "targets_type":           (None,          "targets_type", None),
+    "targets":                (None,          "targets",      "link_targeting"),  # asked of each key
+}  # fmt: skip
+LINK_FORM_COLUMN = {"44": 0, "49": 1}
+LINK_FEATURE_COLUMN = 2
+
+# Laravel attribute labels of the link form requests: v44 names its fields (attributes()); v49
+# does not, so Laravel names them from their keys ("domain_id" -> "domain id").
 LINK_LABELS = {
-    "url": "Link",
-    "alias": "Alias",
-    "password": "Password",
-    "space_id": "Space",
-    "domain_id": "Domain",
-    "pixel_ids": "Pixels",
-    "disabled": "Disabled",
-    "privacy": "Stats",
-    "privacy_password": "Password",
-    "expiration_url": "Expiration link",
-    "expiration_date": "Expiration date",
-    "expiration_time": "Expiration time",
-    "expiration_clicks": "Expiration clicks",
-    "target_type": "Target type",
-    "country.*.key": "Country",
-    "country.*.value": "Link",
-    "platform.*.key": "Platform",
-    "platform.*.value": "Link",
-    "language.*.key": "Language",
-    "language.*.value": "Link",
-    "rotation.*.value": "Link",
+    "44": {
+        "url": "Link",
+        "alias": "Alias",
+        "password": "Password",
+        "space_id": "Space",
+        "domain_id": "Domain",
+        "pixel_ids": "Pixels",
+        "disabled": "Disabled",
+        "privacy": "Stats",
+        "privacy_password": "Password",
+        "expiration_url": "Expiration link",
+        "expiration_date": "Expiration date",
+        "expiration_time": "Expiration time",
+        "expiration_clicks": "Expiration clicks",
+        "target_type": "Target type",
+        "country.*.key": "Country",
+        "country.*.value": "Link",
+        "platform.*.key": "Platform",
+        "platform.*.value": "Link",
+        "language.*.key": "Language",
+        "language.*.value": "Link",
+        "rotation.*.value": "Link",
+    },
+    "49": {},
 }
 RESOURCE_LABELS = {"name": "Name", "color": "Color", "type": "Type", "value": "Value",
                    "index_page": "Index page", "not_found_page": "Not found page"}  # fmt: skip
@@ -72,8 +157,19 @@ TARGET_NONE, TARGET_COUNTRY, TARGET_PLATFORM, TARGET_LANGUAGE, TARGET_ROTATION =
 TARGET_FIELDS = {TARGET_COUNTRY: "country", TARGET_PLATFORM: "platform", TARGET_LANGUAGE: "language"}
 TARGETING = ("country", "platform", "language", "rotation")  # form names; records say "<name>_target"
 PLATFORMS = ("iOS", "Android", "Windows", "OS X", "Linux", "Ubuntu", "Chrome OS")
+# config/pixels.php, the same list on v44 and v49 ("x", not "twitter").
 PIXEL_TYPES = ("adroll", "bing", "facebook", "google-ads", "google-analytics", "google-tag-manager",
-               "linkedin", "pinterest", "quora", "twitter")  # fmt: skip
+               "linkedin", "pinterest", "quora", "x")  # fmt: skip
+# v49 targeting: targets_type (config/targets.php) and the keys each type takes (the config lists
+# ValidateTargetKeyRule checks against); None: no key check (rotations carry values only).
+TARGETS_ROTATIONS = "rotations"
+CONTINENT_CODES = {"AF": "Africa", "AN": "Antarctica", "AS": "Asia", "EU": "Europe", "NA": "North America",
+                   "OC": "Oceania", "SA": "South America"}  # fmt: skip
+# config/browsers.php, "Maxtho" (sic) included.
+BROWSERS = ("Chrome", "Chromium", "Firefox", "Firefox Mobile", "Edge", "Internet Explorer", "Mobile Internet Explorer",
+            "Vivaldi", "Brave", "Safari", "Opera", "Opera Mini", "Opera Mobile", "Opera Touch", "Yandex Browser",
+            "UC Browser", "Samsung Internet", "QQ Browser", "BlackBerry Browser", "Maxtho")  # fmt: skip
+DEVICES = ("desktop", "mobile", "tablet", "watch", "television")
 SPACE_COLORS = range(1, 7)
 
 COUNTRIES = frozenset(
@@ -94,6 +190,7 @@ LANGUAGES = frozenset(
     sd se sg si sk sl sm sn so sq sr ss st su sv sw ta te tg th ti tk tl tn to tr ts tt tw ty ug uk ur uz ve
     vi vo wa wo xh yi yo za zh zu""".split()
 )
+TARGET_KEYS: dict[str, frozenset[str] | None] = {}  # filled below, once COUNTRIES and LANGUAGES exist
 # Continents of the countries the README's examples use; others are reported as "Unknown".
 CONTINENTS = {
     **dict.fromkeys("AR BO BR CL CO EC PE PY UY VE".split(), "South America"),
@@ -103,6 +200,19 @@ CONTINENTS = {
     **dict.fromkeys("DZ EG KE MA NG TN ZA".split(), "Africa"),
     **dict.fromkeys("AU NZ FJ".split(), "Oceania"),
 }
+
+TARGET_KEYS.update(
+    {
+        "continents": frozenset(CONTINENT_CODES),
+        "countries": COUNTRIES,
+        "operating_systems": frozenset(PLATFORMS),
+        "browsers": frozenset(BROWSERS),
+        "languages": LANGUAGES,
+        "devices": frozenset(DEVICES),
+        TARGETS_ROTATIONS: None,
+    }
+)
+MAX_TARGETS = 100
 
 # -- listings -----------------------------------------------------------------------------------
 
@@ -123,23 +233,49 @@ LISTINGS = {
     "links": Listing(
         ("title", "alias", "url"), ("id", "clicks", "title", "alias", "url"), ("domain_id", "space_id", "pixel_id")
     ),  # fmt: skip
-    "websites": Listing(("domain",), ("id", "domain")),
     "domains": Listing(("name",), ("id", "name")),
     "spaces": Listing(("name",), ("id", "name")),
     "pixels": Listing(("name",), ("id", "name", "type")),
 }
 
+# phpAnalytics 31 lists favorites (favorite=0|1) and keeps the filter in its page URLs.
+WEBSITE_LISTINGS = {
+    "3": Listing(("domain",), ("id", "domain")),
+    "31": Listing(("domain",), ("id", "domain"), ("favorite",)),
+}
+
 # -- statistics ---------------------------------------------------------------------------------
 
-LINK_STAT_NAMES = ("browser", "cities", "clicks", "clicks_hour", "country", "device", "language", "platform",
-                   "referrer")  # fmt: skip
-WEBSITE_STAT_NAMES = (
-    "browser", "campaign", "city", "continent", "country", "device", "event", "landing_page", "language", "os",
-    "page", "pageviews", "pageviews_hours", "referrer", "resolution", "visitors", "visitors_hours",
-)  # fmt: skip
+# Each generation's config('stats.types'); any other name is a 422 on "name", checked before the
+# record is looked up (the form request runs first), which is what tells the generations apart.
+LINK_STAT_NAMES = {
+    "44": ("browser", "cities", "clicks", "clicks_hour", "country", "device", "language", "platform", "referrer"),
+    "49": ("click", "browser", "city", "country", "device", "language", "operating_system", "referrer"),
+}
+WEBSITE_STAT_NAMES = {
+    "3": ("browser", "campaign", "city", "continent", "country", "device", "event", "landing_page", "language",
+          "os", "page", "pageviews", "pageviews_hours", "referrer", "resolution", "visitors", "visitors_hours"),
+    "31": ("browser", "campaign", "city", "continent", "country", "device", "event", "landing_page", "language",
+           "os", "page", "pageviews", "pageviews_hour", "referrer", "resolution", "visitors", "visitors_hour"),
+}  # fmt: skip
 # Counts the real services add up with SQL SUM(), which PDO hands to PHP as strings; the
-# time series are COUNT()s and arrive as integers. Clients must accept both.
-INT_COUNT_STATS = frozenset({"clicks", "clicks_hour", "pageviews", "pageviews_hours", "visitors", "visitors_hours"})
+# time series are COUNT()s and arrive as integers. Clients must accept both. v49 keeps one row
+# per click and COUNT()s every statistic: all its counts are integers.
+INT_COUNT_STATS = frozenset({"clicks", "clicks_hour", "pageviews", "pageviews_hours", "pageviews_hour", "visitors",
+                             "visitors_hours", "visitors_hour"})  # fmt: skip
+
+# -- plans --------------------------------------------------------------------------------------
+
+# The plan's features as GET /account shows them (-1: unlimited). v46 removed link_disabling
+# (migration v46), which is one way to tell the generations apart. "websites" is phpAnalytics'.
+PLAN_FEATURES = {
+    "44": {"api": True, "links": -1, "spaces": -1, "domains": -1, "pixels": -1, "link_stats": True,
+           "link_targeting": True, "link_expiration": True, "link_password": True, "link_disabling": True,
+           "link_utm": True, "global_domains": True, "link_deep": True, "data_export": True, "websites": -1},
+    "49": {"api": True, "links": -1, "spaces": -1, "domains": -1, "pixels": -1, "link_stats": True,
+           "link_targeting": True, "link_expiration": True, "link_password": True, "link_utm": True,
+           "global_domains": True, "link_deep": True, "data_export": True, "websites": -1},
+}  # fmt: skip
 
 # -- messages -----------------------------------------------------------------------------------
 
@@ -149,7 +285,10 @@ UNAUTHENTICATED = "Unauthenticated."
 NO_API_ACCESS = "You don't have access to this feature."
 TOO_MANY = "Too Many Attempts."
 SERVER_ERROR = "Server Error"
-INVALID = "Invalid value."
+INVALID = {"44": "Invalid value.", "49": "The :attribute field is invalid."}  # ownership and key rules
+NO_FEATURE = "You don't have access to this feature."  # a plan gate on one field: 422, not 403
+TOO_MANY_WEBSITES = "You created too many websites."
+DOMAIN_MODEL_NOT_FOUND = "No query results for model [App\\Models\\Domain]."
 
 DATE_RE = re.compile(r"\d{4}-\d{2}-\d{2}\Z")
 TIME_RE = re.compile(r"([01]\d|2[0-3]):[0-5]\d\Z")

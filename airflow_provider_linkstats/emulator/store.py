@@ -3,6 +3,9 @@
 One account (user) per API key, each seeing only its own records, plus the install's global
 domain (id 1, ``user_id`` 0) that every account may shorten on. Writes go through
 ``validation`` (the services' form rules), whether they come over HTTP or from ``add_link``.
+
+The install runs one generation of each product (``links_version`` "44" or "49",
+``analytics_version`` "3" or "31"); link rows hold that generation's columns.
 """
 
 from __future__ import annotations
@@ -24,7 +27,13 @@ from zoneinfo import ZoneInfo
 from airflow_provider_linkstats.emulator import formdata, records, spec
 from airflow_provider_linkstats.emulator import links as link_rules
 from airflow_provider_linkstats.emulator.clock import Clock
-from airflow_provider_linkstats.emulator.errors import ApiError, not_found, server_error, website_model_not_found
+from airflow_provider_linkstats.emulator.errors import (
+    ApiError,
+    domain_model_not_found,
+    not_found,
+    server_error,
+    website_model_not_found,
+)
 from airflow_provider_linkstats.emulator.listing import Pager, Query, is_truthy, like, php_number, sort_rows
 from airflow_provider_linkstats.emulator.validation import (
     Owner,
@@ -40,7 +49,11 @@ TABLES = ("domains", "spaces", "pixels", "links", "websites")
 GLOBAL_DOMAIN = 1
 _ALIAS_ALPHABET = "0123456789abcdefghijklmnopqrstuvwxyz"
 _INSTALLED = "2023-01-10T09:00:00.000000Z"  # when the global domain was added
-LINK_ECHO = ("url", "alias", "disabled", "privacy", "expiration_url", "expiration_clicks", "target_type")
+# Form fields a create/update answer shows as sent (strings): the model holds them uncast.
+LINK_ECHO = {
+    "44": ("url", "alias", "disabled", "privacy", "expiration_url", "expiration_clicks", "target_type"),
+    "49": ("url", "alias", "privacy", "expiration_url", "clicks_limit", "sensitive_content", "targets_type"),
+}
 WEBSITE_ECHO = ("privacy", "email", "exclude_bots", "exclude_ips")
 
 Row = dict[str, Any]
@@ -70,8 +83,11 @@ class Store:
         timezone: str = "UTC",
         base_url: str = "http://127.0.0.1",
         state_file: str | os.PathLike | None = None,
+        links_version: str = "44",
+        analytics_version: str = "3",
     ) -> None:
         self.clock = clock
+        self.links_version, self.analytics_version = _versions(links_version, analytics_version)
         self.timezone = _zone(timezone)  # checked here, kept as a name
         self.base_url = base_url  # the global domain's address; set by the server once it has a port
         self._keys = tuple(k.encode() for k in api_keys)
@@ -109,7 +125,9 @@ class Store:
 
     def configure_account(self, user_id: int = 1, **settings: Any) -> Row:
         """Change an account: ``api_access`` (False: every API call answers 403), ``timezone``,
-        ``default_domain``, ``default_space``, ``name``, ``email``."""
+        ``default_domain``, ``default_space``, ``name``, ``email``, and ``features``: plan features
+        to change, e.g. ``{"link_stats": False}`` (v49 then refuses password and privacy) or
+        ``{"websites": 2}`` (phpAnalytics 31 refuses a third website)."""
         with self._lock:
             user = self._users.get(int(user_id))
             if user is None:
@@ -123,6 +141,12 @@ class Store:
                     user[name] = None if value is None else int(value)
                 elif name in ("name", "email"):
                     user[name] = str(value)
+                elif name == "features":
+                    features = user["plan"]["features"]
+                    unknown = set(value) - set(features)
+                    if unknown:
+                        raise ValueError(f"unknown plan feature(s) {sorted(unknown)}; known: {sorted(features)}")
+                    features.update(value)
                 else:
                     raise ValueError(f"unknown account setting {name!r}")
             return self.account(user)
@@ -142,17 +166,19 @@ class Store:
     def websites(self, user_id: int | None = None) -> list[Row]:
         with self._lock:
             rows = sorted(self._t["websites"].values(), key=lambda r: r["id"])
-            return [records.website(r) for r in rows if user_id is None or r["user_id"] == user_id]
+            mine = [r for r in rows if user_id is None or r["user_id"] == user_id]
+            return [records.website(self.analytics_version, r) for r in mine]
 
     def link_status(self, link_id: int) -> int:
         """1 Active, 2 Expired or 3 Disabled, for tests (records carry no status). The listing's
         filters overlap (a disabled link past its date is in Expired and in Disabled); one value
-        has to rank them, and Disabled comes first, as the service's own pages show such a link."""
+        has to rank them, and Disabled comes first, as the service's own pages show such a link.
+        On v49 (no disabling) it is decided from the record, not from v49's faulty filters."""
         with self._lock:
             row = self._t["links"].get(int(link_id))
             if row is None:
                 raise not_found()
-            if row["disabled"] == 1:
+            if row.get("disabled") == 1:
                 return 3
             return 2 if link_rules.is_expired(row, self.clock.now()) else 1
 
@@ -160,16 +186,16 @@ class Store:
         """Seed a link without HTTP, with the API's field names; spaces, pixels and domains it
         names are created when missing. ``title`` and ``clicks`` may be set here (not over the API);
         ``expiration_time`` defaults to midnight when only a date is given."""
-        unknown = set(fields) - _LINK_FORM - {"title", "clicks"}
+        unknown = set(fields) - _link_form(self.links_version) - {"title", "clicks"}
         if unknown:
-            raise TypeError(f"unknown link field(s): {', '.join(sorted(unknown))}")
+            raise TypeError(f"unknown link field(s) on v{self.links_version}: {', '.join(sorted(unknown))}")
         title, clicks = fields.pop("title", None), fields.pop("clicks", 0)
         fields.setdefault("domain_id", GLOBAL_DOMAIN)
         if fields.get("expiration_date") and not fields.get("expiration_time"):
             fields["expiration_time"] = "00:00"
         with self._lock:
             user = self._users[user_id]
-            self._ensure_parents(user, fields)
+            self._ensure_parents(user, fields)  # before the v49 domain lookup, which would 404
             created = self._create_link(user, _as_form(fields))
             row = self._t["links"][created["id"]]
             if title is not None:
@@ -196,6 +222,19 @@ class Store:
         with self._lock:
             return self.create("pixels", self._users[user_id], _as_form(fields))[0]
 
+    def set_versions(self, links: str | None = None, analytics: str | None = None) -> dict[str, str]:
+        """Switch generations (None keeps one); as ``reset()`` otherwise."""
+        with self._lock:
+            self.links_version, self.analytics_version = _versions(
+                links or self.links_version, analytics or self.analytics_version
+            )
+            self._clear()
+            self._save()
+            return self.versions()
+
+    def versions(self) -> dict[str, str]:
+        return {"links": self.links_version, "analytics": self.analytics_version}
+
     def reset(self) -> None:
         """No records and no traffic; accounts back to their defaults (the keys stay)."""
         with self._lock:
@@ -211,10 +250,12 @@ class Store:
                 return self._create_link(user, data), data
             values = self._check(table, user, data, creating=True)
             row: Row = {"id": self._next[table], "user_id": user["id"], **self._defaults(table), **values}
+            if table == "websites" and spec.ANALYTICS[self.analytics_version].favorites:
+                row["favorited_at"] = None
             self._insert(table, row)
             if table == "websites":  # unsent privacy/email are stored as NULL; the echo shows the form
                 echo = records.form_echo(data, WEBSITE_ECHO)
-                return records.website(row, echo), data
+                return records.website(self.analytics_version, row, echo), data
             return self._out(table, row, echo=records.form_echo(data, _ECHO_OF[table])), data
 
     def read(self, table: str, user: Row, record_id: str) -> Row:
@@ -227,14 +268,20 @@ class Store:
                 row = self._own(table, user, record_id)
             except ApiError:
                 if table == "websites":
-                    raise website_model_not_found() from None
+                    # 3.x: firstOrFail(); 31: response()->json(404, [...]), arguments swapped: a TypeError
+                    crashes = spec.ANALYTICS[self.analytics_version].missing_update_status == 500
+                    raise (server_error() if crashes else website_model_not_found()) from None
                 raise
             if table == "links":
                 return self._update_link(user, row, data)
             values = self._check(table, user, data, creating=False, current=row)
+            echo = records.form_echo(data, WEBSITE_ECHO if table == "websites" else _ECHO_OF[table])
+            if "favorite" in values:  # 31: favorited_at = favorite ? Carbon::now() : null
+                now = self.clock.now()
+                row["favorited_at"] = records.db_time(now) if values.pop("favorite") else None
+                echo["favorited_at"] = records.iso(now, micro=True) if row["favorited_at"] else None
             row.update(values, updated_at=self._now())
             self._save()
-            echo = records.form_echo(data, WEBSITE_ECHO if table == "websites" else _ECHO_OF[table])
             return self._out(table, row, echo=echo)
 
     def delete(self, table: Any, user_or_id: Any, record_id: Any = None) -> Row:
@@ -254,11 +301,15 @@ class Store:
 
     def listing(self, table: str, user: Row, query: Query, raw: Mapping[str, Any], path: str) -> dict:
         """One page of the account's records, in Laravel's resource-collection envelope."""
-        listing = spec.LISTINGS[table]
+        listing = self.listing_rules(table)
         with self._lock:
             rows = [r for r in self._t[table].values() if r["user_id"] == user["id"]]
             if table == "links":
                 rows = [r for r in rows if self._link_filters(r, raw)]
+            if table == "websites" and "favorite" in listing.filters:
+                wanted = php_number(raw.get("favorite"))  # isset() && is_numeric(), then ofFavorite
+                if wanted is not None:
+                    rows = [r for r in rows if bool(r.get("favorited_at")) == bool(wanted)]
             if query.search is not None:
                 pattern = like(query.search)
                 rows = [r for r in rows if pattern.search(str(r.get(query.search_by) or ""))]
@@ -271,24 +322,37 @@ class Store:
             pager = Pager(path, appends, len(rows), query.page, query.per_page)
             return pager.resource_collection([self._out(table, r) for r in pager.slice(rows)])
 
+    def listing_rules(self, table: str) -> spec.Listing:
+        if table == "websites":
+            return spec.WEBSITE_LISTINGS[self.analytics_version]
+        return spec.LISTINGS[table]
+
     # -- traffic ------------------------------------------------------------------------------------
 
-    def visit(self, alias: str, host: str, visitor: link_rules.Visitor, password: str | None) -> Visit:
-        """A click on ``/{alias}``: recorded and redirected, unless disabled, expired or locked."""
+    def visit(
+        self, alias: str, host: str, visitor: link_rules.Visitor, password: str | None, consent: bool = False
+    ) -> Visit:
+        """A click on ``/{alias}``: recorded and redirected, unless disabled, expired or locked.
+        The order is RedirectController's: expiry (v49: outside the window, or the click limit
+        reached), then the visitor password, then (v49) the sensitive-content consent page."""
         with self._lock:
             row = self._by_alias(alias, host)
-            if row is None or row["disabled"]:
+            if row is None or row.get("disabled"):
                 return Visit(404, message="This link does not exist or is disabled.")
             now = self.clock.now()
             if link_rules.is_expired(row, now):
                 if row["expiration_url"]:
                     return Visit(302, row["expiration_url"])
                 return Visit(404, message="This link has expired.")
-            if row["password"]:
+            secret = row[spec.LINKS[self.links_version].visitor_password]
+            if secret:
                 if password is None:
                     return Visit(401, message="This link is password protected: add ?password=...")
-                if not hmac.compare_digest(password.encode(), row["password"].encode()):
+                if not hmac.compare_digest(password.encode(), secret.encode()):
                     return Visit(403, message="Wrong password for this link.")
+            if row.get("sensitive_content") and not consent:
+                # The real install shows a consent page (200) and counts nothing until it is accepted.
+                return Visit(200, message="This link has sensitive content: add ?sensitive=1 to continue.")
             location, turn = link_rules.destination(row, visitor)
             row["clicks"] += 1
             if turn is not None:
@@ -351,12 +415,18 @@ class Store:
     # -- links --------------------------------------------------------------------------------------
 
     def _create_link(self, user: Row, data: formdata.PhpArray) -> Row:
-        values = check_link(data, self._owner(user), creating=True)
+        if spec.LINKS[self.links_version].unknown_domain_404:
+            # StoreLinkRequest::authorize(): Domain::where('id', domain_id)->firstOrFail(), before
+            # any rule, so an unknown domain (anyone's) is a 404 and not a 422.
+            domain_id = data.get("domain_id")
+            if is_truthy(domain_id) and php_number(domain_id) not in self._t["domains"]:
+                raise domain_model_not_found()
+        values = self._check_link(user, data, creating=True)
         now = self._now()
         row: Row = {
             "id": self._next["links"],
             "user_id": user["id"],
-            **self._defaults("links"),
+            **copy.deepcopy(_LINK_DEFAULTS[self.links_version]),
             "created_at": now,
             "updated_at": now,
         }
@@ -364,7 +434,7 @@ class Store:
         if row["alias"] is None:
             row["alias"] = self._free_alias()
         self._insert("links", row)
-        echo = {name: None for name in records.CREATE_NULLS}
+        echo = {name: None for name in records.CREATE_NULLS[self.links_version]}
         echo.update(self._link_echo(data, values))
         out = self._link_out(row, echo)
         if "pixel_ids" in data and data["pixel_ids"] is None:
@@ -372,7 +442,7 @@ class Store:
         return out
 
     def _update_link(self, user: Row, row: Row, data: formdata.PhpArray) -> Row:
-        values = check_link(data, self._owner(user, row), creating=False, domain_id=row["domain_id"])
+        values = self._check_link(user, data, creating=False, row=row)
         self._apply_link(user, row, values)
         row["updated_at"] = self._now()
         self._save()
@@ -381,27 +451,44 @@ class Store:
             raise server_error()
         return out
 
+    def _check_link(self, user: Row, data: formdata.PhpArray, *, creating: bool, row: Row | None = None) -> Row:
+        return check_link(
+            data,
+            self._owner(user, row),
+            creating=creating,
+            domain_id=None if row is None else row["domain_id"],
+            version=self.links_version,
+            zone=user["timezone"],
+            features=user["plan"]["features"],
+        )
+
     def _apply_link(self, user: Row, row: Row, values: Mapping[str, Any]) -> None:
         for name, value in values.items():
             if name == "expiration":
                 row["ends_at"] = None if value is None else _ends_at(value, user["timezone"])
-            elif name in spec.TARGETING:
+            elif name in spec.TARGETING or name == "targets":
                 row[name] = value
             elif name == "pixel_ids":
                 row["pixel_ids"] = list(dict.fromkeys(value or []))
-            elif name in ("disabled", "privacy", "target_type", "expiration_clicks") and value is None:
+            elif name in ("active_period_start_at", "active_period_end_at"):
+                row[name] = records.iso(value)
+            elif name in _ZERO_WHEN_NULL and value is None:
                 row[name] = 0  # the column's default; the answer still echoes the null
             else:
                 row[name] = value
         if "url" in values:  # the service reads the page's title; the host stands in for it
             row["title"] = urlsplit(values["url"]).hostname or values["url"]
 
-    @staticmethod
-    def _link_echo(data: formdata.PhpArray, values: Mapping[str, Any]) -> Row:
-        echo = records.form_echo(data, LINK_ECHO)
+    def _link_echo(self, data: formdata.PhpArray, values: Mapping[str, Any]) -> Row:
+        """What the unrefreshed model shows: sent values as strings, except casts (v49's window is
+        a datetime cast, its targets an object cast) and targeting lists, which read as stored."""
+        echo = records.form_echo(data, LINK_ECHO[self.links_version])
         for name in spec.TARGETING:
             if name in values:
                 echo[f"{name}_target"] = values[name]
+        for name in ("targets", "active_period_start_at", "active_period_end_at"):
+            if name in values:
+                echo[name] = records.iso(values[name]) if name != "targets" else values[name]
         return echo
 
     def _link_filters(self, row: Row, raw: Mapping[str, Any]) -> bool:
@@ -417,6 +504,10 @@ class Store:
         if is_truthy(status):
             wanted = php_number(status)
             now = self.clock.now()
+            if spec.LINKS[self.links_version].window_scopes:  # faults included; other statuses: no filter
+                if wanted == 1:
+                    return link_rules.v49_scope_active(row, now)
+                return link_rules.v49_scope_expired(row, now) if wanted == 2 else True
             if wanted == 1:
                 return link_rules.is_active(row, now)
             if wanted == 2:
@@ -433,6 +524,7 @@ class Store:
         # Fresh dicts all the way down except the targeting lists, which only JSON reads; the
         # Python API (links(), add_link()) hands out deep copies.
         return records.link(
+            self.links_version,
             row,
             short_url=f"{urlsplit(self.base_url).scheme}://{host}/{quote(row['alias'], safe='')}",
             domain=domain_out,
@@ -482,7 +574,13 @@ class Store:
         self, table: str, user: Row, data: formdata.PhpArray, *, creating: bool, current: Row | None = None
     ) -> Row:
         if table == "websites":
-            return check_website(data, self._owner(user), creating=creating)
+            return check_website(
+                data,
+                self._owner(user),
+                creating=creating,
+                version=self.analytics_version,
+                features=user["plan"]["features"],
+            )
         if table == "domains":
 
             def taken(name: str) -> bool:
@@ -509,6 +607,7 @@ class Store:
             pixel_owned=owned("pixels"),
             alias_taken=alias_taken,
             website_taken=lambda d: any(r["domain"] == d for r in self._t["websites"].values()),
+            websites_count=lambda: sum(1 for r in self._t["websites"].values() if r["user_id"] == user["id"]),
         )
 
     def _own(self, table: str, user: Row, record_id: Any) -> Row:
@@ -521,7 +620,7 @@ class Store:
         if table == "links":
             return self._link_out(row, echo)
         if table == "websites":
-            return records.website(row, echo)
+            return records.website(self.analytics_version, row, echo)
         out = records.plain(row, _KEYS[table])
         if table == "domains" and row["id"] == GLOBAL_DOMAIN and row["user_id"] == 0 and not row["name"]:
             out["name"] = urlsplit(self.base_url).netloc  # the emulator's own host:port
@@ -547,7 +646,7 @@ class Store:
         self._next = {name: 1 for name in TABLES}
         self._clicks = []
         self._events = []
-        self._users = {i: _new_user(i, self.timezone) for i in range(1, len(self._keys) + 1)}
+        self._users = {i: _new_user(i, self.timezone, self.links_version) for i in range(1, len(self._keys) + 1)}
         # The install's global domain; its name is the emulator's own host (see _out).
         self._t["domains"][GLOBAL_DOMAIN] = {"id": GLOBAL_DOMAIN, "user_id": 0, **self._defaults("domains"),
                                              "created_at": _INSTALLED, "updated_at": _INSTALLED}  # fmt: skip
@@ -561,6 +660,7 @@ class Store:
             return
         state = {
             "version": STATE_VERSION,
+            "generations": [self.links_version, self.analytics_version],
             "next_id": self._next,
             "tables": {name: list(rows.values()) for name, rows in self._t.items()},
             "clicks": self._clicks,
@@ -577,6 +677,12 @@ class Store:
             state = json.loads(path.read_text(encoding="utf-8"))
             if state.get("version") != STATE_VERSION:
                 raise ValueError(f"version {state.get('version')!r}, expected {STATE_VERSION}")
+            generations = state.get("generations", ["44", "3"])  # files from before generations: 44 and 3
+            if generations != [self.links_version, self.analytics_version]:
+                raise ValueError(
+                    f"it holds phpShort {generations[0]} / phpAnalytics {generations[1]} records, not "
+                    f"{self.links_version} / {self.analytics_version}"
+                )
             for name in TABLES:
                 self._t[name] = {row["id"]: row for row in state["tables"][name]}
                 self._next[name] = int(state["next_id"][name])
@@ -585,18 +691,40 @@ class Store:
             raise ValueError(f"emulator state file {path} is not usable: {error}") from None
 
 
-_LINK_FORM = {"url", "domain_id", "alias", "password", "space_id", "pixel_ids", "disabled", "privacy",
-              "privacy_password", "expiration_url", "expiration_date", "expiration_time", "expiration_clicks",
-              "target_type", *spec.TARGETING}  # fmt: skip
+def _link_form(version: str) -> set[str]:
+    """The link form fields a generation reads (add_link takes these names)."""
+    column = spec.LINK_FORM_COLUMN[version]
+    return {name for name, row in spec.LINK_FORM.items() if row[column] is not None}
+
+
+def _versions(links_version: Any, analytics_version: Any) -> tuple[str, str]:
+    links, analytics = str(links_version), str(analytics_version)
+    if links not in spec.LINKS_VERSIONS:
+        raise ValueError(f"links_version must be one of {spec.LINKS_VERSIONS}, got {links_version!r}")
+    if analytics not in spec.ANALYTICS_VERSIONS:
+        raise ValueError(f"analytics_version must be one of {spec.ANALYTICS_VERSIONS}, got {analytics_version!r}")
+    return links, analytics
+
+
+# Link columns an empty value stores as 0 (their default), on either generation.
+_ZERO_WHEN_NULL = ("disabled", "privacy", "target_type", "expiration_clicks", "clicks_limit")
+_LINK_COMMON = {"domain_id": GLOBAL_DOMAIN, "space_id": None, "pixel_ids": [], "alias": None, "url": None,
+                "title": None, "last_rotation": 0, "privacy": 0, "password": None, "expiration_url": None,
+                "clicks": 0}  # fmt: skip
+_LINK_DEFAULTS: dict[str, Row] = {
+    "44": {**_LINK_COMMON, "target_type": 0, "country": None, "platform": None, "language": None, "rotation": None,
+           "disabled": 0, "privacy_password": None, "expiration_clicks": 0, "ends_at": None},
+    # v46's migration: password -> redirect_password, privacy_password -> password, expiration_clicks ->
+    # clicks_limit; targets_type, targets, sensitive_content and the window are new nullable columns.
+    "49": {**_LINK_COMMON, "targets_type": None, "targets": None, "sensitive_content": None,
+           "redirect_password": None, "active_period_start_at": None, "active_period_end_at": None,
+           "clicks_limit": 0},
+}  # fmt: skip
 _KEYS = {"domains": spec.DOMAIN_KEYS, "spaces": spec.SPACE_KEYS, "pixels": spec.PIXEL_KEYS}
 _ECHO_OF = {"domains": ("index_page", "not_found_page"),  # the name is shown as stored (lowercase)
             "spaces": ("name", "color"),
             "pixels": ("name", "type", "value")}  # fmt: skip
 _DEFAULTS: dict[str, Row] = {
-    "links": {"domain_id": GLOBAL_DOMAIN, "space_id": None, "pixel_ids": [], "alias": None, "url": None,
-              "title": None, "target_type": 0, "country": None, "platform": None, "language": None,
-              "rotation": None, "last_rotation": 0, "disabled": 0, "privacy": 0, "privacy_password": None,
-              "password": None, "expiration_url": None, "expiration_clicks": 0, "clicks": 0, "ends_at": None},
     "websites": {"domain": None, "privacy": None, "email": None, "password": None, "exclude_bots": 1,
                  "exclude_params": None, "exclude_ips": None},
     "domains": {"name": None, "index_page": None, "not_found_page": None},
@@ -605,7 +733,7 @@ _DEFAULTS: dict[str, Row] = {
 }  # fmt: skip
 
 
-def _new_user(user_id: int, timezone: str) -> Row:
+def _new_user(user_id: int, timezone: str, links_version: str) -> Row:
     return {
         "id": user_id,
         "name": f"Emulator user {user_id}",
@@ -615,22 +743,7 @@ def _new_user(user_id: int, timezone: str) -> Row:
         "default_domain": GLOBAL_DOMAIN,
         "default_space": None,
         "default_stats": 0,
-        "plan": {
-            "id": 1,
-            "name": "Default",
-            "features": {
-                "api": True,
-                "links": -1,
-                "spaces": -1,
-                "domains": -1,
-                "pixels": -1,
-                "stats": True,
-                "link_password": True,
-                "link_expiration": True,
-                "link_targeting": True,
-                "data_export": True,
-            },
-        },  # fmt: skip
+        "plan": {"id": 1, "name": "Default", "features": copy.deepcopy(spec.PLAN_FEATURES[links_version])},
     }
 
 

@@ -24,19 +24,25 @@ from airflow_provider_linkstats.emulator.listing import Pager, like, php_number
 UNKNOWN = "Unknown"  # a visitor attribute the request did not reveal
 DIRECT = ""  # no referrer: a direct visit
 
-# Time series: value is the local day or hour, read in order.
+# Time series: value is the local day or hour, read in order (v49's "click" is apart: click_series).
 _SERIES = {"clicks": "day", "clicks_hour": "hour", "pageviews": "day", "pageviews_hours": "hour",
-           "visitors": "day", "visitors_hours": "hour"}  # fmt: skip
-# Link stats: which recorded attribute each name groups by.
-_CLICK_FIELDS = {"browser": "browser", "cities": "city", "country": "country", "device": "device",
-                 "language": "language", "platform": "platform", "referrer": "referrer"}  # fmt: skip
+           "pageviews_hour": "hour", "visitors": "day", "visitors_hours": "hour", "visitors_hour": "hour"}  # fmt: skip
+# Link stats of both generations: which recorded attribute each name groups by.
+_CLICK_FIELDS = {"browser": "browser", "cities": "city", "city": "city", "country": "country", "device": "device",
+                 "language": "language", "platform": "platform", "operating_system": "platform",
+                 "referrer": "referrer"}  # fmt: skip
+# v49's click buckets (DateRangeTrait::range): by the days between from and to.
+_CLICK_BUCKETS = ((1, "%Y-%m-%d %H"), (90, "%Y-%m-%d"), (730, "%Y-%m"))
 
 
-def link_rows(name: str, clicks: Iterable[Mapping[str, Any]], zone: str) -> Counter:
-    """Clicks grouped by ``name`` (the clicks already filtered to the period)."""
+def link_rows(name: str, clicks: Iterable[Mapping[str, Any]], zone: str, version: str = "44") -> Counter:
+    """Clicks grouped by ``name`` (the clicks already filtered to the period). v49 groups its raw
+    columns, so a visitor attribute it did not learn is NULL, not "Unknown"."""
     counts: Counter = Counter()
     for click in clicks:
-        counts[_value(name, click, zone, _CLICK_FIELDS.get(name, ""))] += 1
+        field = _CLICK_FIELDS.get(name, "")
+        raw = spec.LINKS[version].raw_click_stats
+        counts[click.get(field) if raw else _value(name, click, zone, field)] += 1
     return counts
 
 
@@ -71,23 +77,33 @@ def _value(name: str, row: Mapping[str, Any], zone: str, field: str) -> str:
 
 
 class StatsQuery:
-    """The query of a stats request, checked like the services' form requests (422 on a bad one)."""
+    """The query of a stats request, checked like the services' form requests (422 on a bad one).
+    The current generations' SelectStatsRequest requires from and to and does not order them."""
 
-    def __init__(self, query: Mapping[str, Any], names: tuple[str, ...], zone: str, today: dt.date) -> None:
+    def __init__(self, query: Mapping[str, Any], version: str, service: str, zone: str) -> None:
         errors: dict[str, list[str]] = {}
+        names = (spec.LINK_STAT_NAMES if service == "links" else spec.WEBSITE_STAT_NAMES)[version]
+        current = (spec.LINKS[version] if service == "links" else spec.ANALYTICS[version]).current_stats_request
+        self.int_counts = service == "links" and spec.LINKS[version].raw_click_stats
         name = query.get("name")
         if name is None:
             errors["name"] = ["The name field is required."]
         elif name not in names:
             errors["name"] = ["The selected name is invalid."]
         self.name: str = name if isinstance(name, str) else ""
+        for field in ("from", "to"):
+            if current and query.get(field) is None:
+                errors[field] = [f"The {field} field is required."]
         self.date_from = _date(query.get("from"), "from", errors)
         self.date_to = _date(query.get("to"), "to", errors)
         if self.date_from and self.date_to and self.date_from > self.date_to:
-            errors["to"] = ["The to field must be a date after or equal to from."]
+            if not current:
+                errors["to"] = ["The to field must be a date after or equal to from."]
+            elif self.name == "click":
+                self.date_from = self.date_to  # DateRangeTrait: a from after to becomes to
         if errors:
             raise ValidationFailed(errors)
-        series = self.name in _SERIES
+        series = self.name in _SERIES and not current  # the current code sorts by count
         search = query.get("search")
         self.search = search if isinstance(search, str) and search != "0" else None
         self.sort_by = query.get("sort_by") if query.get("sort_by") in ("count", "value") else None
@@ -111,16 +127,32 @@ class StatsQuery:
         rows = [(value, count) for value, count in counts.items()]
         if self.search is not None:
             pattern = like(self.search)
-            rows = [r for r in rows if pattern.search(r[0])]
-        rows.sort(key=lambda r: r[0])  # ties keep the values' order
-        rows.sort(key=lambda r: r[1] if self.sort_by == "count" else r[0], reverse=self.sort == "desc")
-        as_int = self.name in spec.INT_COUNT_STATS
+            rows = [r for r in rows if pattern.search(r[0] or "")]
+
+        def by_value(row: tuple) -> tuple:
+            return (row[0] is not None, row[0] or "")  # SQL sorts NULL first
+
+        rows.sort(key=by_value)  # ties keep the values' order
+        rows.sort(key=lambda r: r[1] if self.sort_by == "count" else by_value(r), reverse=self.sort == "desc")
+        as_int = self.name in spec.INT_COUNT_STATS or self.int_counts
         items = [{"value": value, "count": count if as_int else str(count)} for value, count in rows]
         appends = [("name", self.name), ("from", _iso(self.date_from)), ("to", _iso(self.date_to)),
                    ("search", self.search), ("sort_by", self.sort_by), ("sort", self.sort),
                    ("per_page", self.per_page)]  # fmt: skip
         pager = Pager(path, appends, len(items), self.page, self.per_page)
         return pager.bare(pager.slice(items))
+
+    def click_series(self, clicks: Iterable[Mapping[str, Any]]) -> list[dict]:
+        """v49 ``click``: counts per local hour, day, month or year, by how far apart from and to
+        are; only buckets with clicks, sorted like the other statistics (count, desc by default)."""
+        assert self.date_from is not None and self.date_to is not None  # required on v49
+        span = (self.date_to - self.date_from).days
+        pattern = next((p for limit, p in _CLICK_BUCKETS if span < limit), "%Y")
+        zone = ZoneInfo(self.zone)
+        counts = Counter(dt.datetime.fromisoformat(c["at"]).astimezone(zone).strftime(pattern) for c in clicks)
+        rows = sorted(counts.items())
+        rows.sort(key=lambda r: r[1] if self.sort_by == "count" else r[0], reverse=self.sort == "desc")
+        return [{"value": value, "count": count} for value, count in rows]
 
 
 def _date(value: Any, field: str, errors: dict[str, list[str]]) -> dt.date | None:

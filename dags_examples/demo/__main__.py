@@ -75,6 +75,11 @@ class Emulator:
                 self.url.rsplit(":", 1)[1],
                 "--rate-limit",
                 str(RATE_LIMIT),
+                # The generation the demo was written for (the command line's default is 49/31).
+                "--api-version",
+                "44",
+                "--analytics-version",
+                "3",
             ],
             env=env,
             stdout=(OUT / "emulator.log").open("w"),

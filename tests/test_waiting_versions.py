@@ -128,3 +128,100 @@ def test_v49_expiry_watcher_reports_date_expired_links(scripted, monkeypatch):
     payload = asyncio.run(asyncio.wait_for(first(), 10))
     assert sorted(r["id"] for r in payload["links"]) == [1, 2]  # not 4: it has not started, let alone ended
     assert queries(scripted)[0]["status"] == "0"
+
+
+# -- against the emulator serving phpShort 49 ------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def emulator49():
+    from airflow_provider_linkstats.emulator import Emulator
+    from tests.conftest import API_KEY
+
+    with Emulator(api_keys=(API_KEY,), links_version="49") as running:
+        yield running
+
+
+@pytest.fixture
+def emu49(emulator49, monkeypatch):
+    emulator49.reset()
+    monkeypatch.setenv("AIRFLOW_CONN_LINKSTATS_LINKS_DEFAULT", connection_json(emulator49.url))
+    yield emulator49
+    emulator49.reset()
+
+
+def window(start: dt.datetime, end: dt.datetime) -> dict[str, str]:
+    fmt = "%Y-%m-%dT%H:%M:%S"
+    return {"active_period_start_at": start.strftime(fmt), "active_period_end_at": end.strftime(fmt)}
+
+
+def seed49(emu) -> dict[str, dict]:
+    now = emu.clock.now()
+    return {
+        "ended": emu.store.add_link(url="https://example.com/1", alias="ended", **window(now - 3 * HOUR, now - HOUR)),
+        "clicked": emu.store.add_link(url="https://example.com/2", alias="clicked", clicks_limit=1, clicks=1),
+        "inside": emu.store.add_link(url="https://example.com/3", alias="inside", **window(now - HOUR, now + HOUR)),
+    }
+
+
+def test_emulator49_its_expired_listing_misses_the_ended_window_and_list_links_finds_it(emu49, make_hook):
+    links = seed49(emu49)
+    hook = make_hook("links")
+    raw = hook.client.list(hook.resource, {"status": 2})  # the server's own filter, as it is on 49
+    assert [r["id"] for r in raw] == [links["clicked"]["id"]]
+    assert sorted(r["alias"] for r in hook.list_links(status=2)) == ["clicked", "ended"]
+    assert [r["alias"] for r in hook.list_links(status=1)] == ["inside"]  # inside its window: never expired
+    with pytest.raises(LinkstatsInputError, match=r"'status': 3"):
+        hook.list_links(status=3)
+
+
+def test_emulator49_cleanup_dag_unchanged_deletes_old_date_expired_links(emu49, airflow_db):
+    import pendulum
+
+    from tests.test_example_dags import load
+
+    emu49.clock.set(pendulum.now("UTC").subtract(days=45))
+    old = seed49(emu49)  # created 45 days ago: "ended" ended then, "inside" is still inside its window... then
+    emu49.clock.reset()  # back to now: "inside" (one hour either side of 45 days ago) has ended too
+    kept = emu49.store.add_link(
+        url="https://example.com/new", alias="new", **window(emu49.clock.now() - HOUR, emu49.clock.now() + HOUR)
+    )
+    run = load("linkstats_cleanup_expired").test(run_conf={"older_than_days": 30})
+    assert run.state == "success"
+    assert [link["alias"] for link in emu49.store.links()] == [kept["alias"]]
+    summary = run.get_task_instance("summary").xcom_pull(task_ids="summary")
+    assert summary == {"expired": len(old), "deleted": len(old), "kept": 0}
+
+
+def test_emulator49_a_deferred_wait_sleeps_to_the_window_end_and_the_watcher_reports_it(emu49, monkeypatch):
+    import time
+
+    from airflow_provider_linkstats.triggers import links as trigger_module
+    from airflow_provider_linkstats.triggers.links import LinkstatsLinkExpiredTrigger, LinkstatsLinksExpiredEventTrigger
+
+    monkeypatch.setattr(trigger_module, "_REPORTED_IN_MEMORY", {})
+    seed49(emu49)
+    now = emu49.clock.now().replace(microsecond=0)
+    soon = emu49.store.add_link(
+        url="https://example.com/s", alias="soon", **window(now - HOUR, now + dt.timedelta(seconds=3))
+    )
+    ends = now.timestamp() + 3
+
+    async def scenario():
+        watcher = LinkstatsLinksExpiredEventTrigger(poke_interval=0.2).run()
+        first = (await watcher.__anext__()).payload
+        emu49.stats.reset()
+        wait = LinkstatsLinkExpiredTrigger(link_id=soon["id"], alias="soon", poke_interval=0.2, existence_check_every=0)
+        done = (await asyncio.wait_for(wait.run().__anext__(), 15)).payload
+        fired = time.time()
+        gets = emu49.stats.count(path_prefix=f"{PREFIX}/links/{soon['id']}")
+        second = (await asyncio.wait_for(watcher.__anext__(), 10)).payload
+        await watcher.aclose()
+        return first, done, fired, gets, second
+
+    first, done, fired, gets, second = asyncio.run(scenario())
+    assert sorted(r["alias"] for r in first["links"]) == ["clicked", "ended"]  # not "inside", not "soon"
+    assert done["status"] == "success" and done["links"][0]["alias"] == "soon"
+    assert ends <= fired < ends + 2  # woke at the end, not before
+    assert gets == 2  # one read learnt the end, one confirmed it: nothing polled in between
+    assert [r["alias"] for r in second["links"]] == ["soon"]

@@ -279,3 +279,20 @@ def test_the_expiry_watcher_reports_ended_links_on_both_generations(dialect, gen
     records = drive(feed.walk(dialect), service)
     assert sorted(r["id"] for r in records) == [1, 2]
     assert dict(service.sent[0].params)["status"] == ("2" if generation == "44" else "0")
+
+
+def test_a_walk_starts_near_the_lowest_wanted_id_and_a_shifted_page_costs_only_a_get():
+    service = Service([v44(i) for i in range(1, 501)])
+    pages: dict[int, int] = {}
+    drive(read_links(range(1, 500), pages=pages), service)  # learns where each page starts
+    assert pages == {1: 1, 2: 101, 3: 201, 4: 301, 5: 401}
+    service.sent.clear()
+    assert set(drive(read_links([350, 360, 370, 380], pages=pages), service)) == {350, 360, 370, 380}
+    assert [dict(r.params).get("page") for r in service.sent] == ["3", "4"]  # one page early, for safety
+    for gone in range(1, 201):  # a cleanup deleted 200 older links: the pages shifted by two
+        del service.records[gone]
+    service.sent.clear()
+    found = drive(read_links([440, 450, 460, 470], pages=pages), service)
+    assert all(found[i]["id"] == i for i in (440, 450, 460, 470))  # missed by the walk: read one by one
+    assert [r.path for r in service.sent] == ["/links"] + [f"/links/{i}" for i in (440, 450, 460, 470)]
+    assert pages == {}  # relearnt from page 1 next time

@@ -143,26 +143,41 @@ def read_link(link_id: int) -> Plan[JsonDict]:
     return parse_record(request, response)
 
 
-def read_links(link_ids: Iterable[int], *, gets_max: int = GETS_MAX) -> Plan[dict[int, JsonDict | None]]:
+def read_links(
+    link_ids: Iterable[int], *, gets_max: int = GETS_MAX, pages: dict[int, int] | None = None
+) -> Plan[dict[int, JsonDict | None]]:
     """Each link's record, or None for one that does not exist: the one existence check.
 
     More than ``gets_max`` links are looked for in the All listing first (oldest first, stopping
     once all are seen), so the cost is pages, not links; only those it missed are read one by one,
-    so nothing but a real 404 says a link is gone.
+    so nothing but a real 404 says a link is gone. ``pages`` (page number -> its first id, kept
+    between reads) lets a walk start near the lowest wanted id instead of at page 1: one page
+    early, as links deleted meanwhile shift the pages towards the start; a link it misses anyway
+    is read with a GET.
     """
     wanted = list(dict.fromkeys(link_ids))
     records: dict[int, JsonDict | None] = {}
     if len(wanted) > gets_max:
         remaining = set(wanted)
+        known = pages if pages is not None else {}
+        low = min(wanted)
+        start = max(1, max((p for p, first in known.items() if first <= low), default=1) - 1)
+        page = start - 1
 
         def take(items: list[JsonDict]) -> bool:
+            nonlocal page
+            page += 1
+            if items and (first := record_id(items[0])) is not None:
+                known[page] = first
             for item in items:
                 if (i := record_id(item)) in remaining:
                     records[i] = item  # type: ignore[index]
                     remaining.discard(i)  # type: ignore[arg-type]
             return not remaining
 
-        yield from listing(ALL_OLDEST_FIRST, take)
+        yield from walk_pages(lambda n: build_list(LINKS, ALL_OLDEST_FIRST, n + start - 1), take)
+        if remaining:
+            known.clear()  # pages moved (or links are gone): the next walk starts at page 1 again
     for link_id in wanted:
         if link_id not in records:
             try:

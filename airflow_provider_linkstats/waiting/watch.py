@@ -230,6 +230,7 @@ class Poll:
         self._check: Budgeted | None = None  # a read under way (spans rounds under a budget)
         self._check_covers: set[int] = set()
         self._check_full = False
+        self.pages: dict[int, int] = {}  # the All listing's pages (number -> first id), oldest first
 
     def add(self, watch: Watch) -> None:
         self.watches.append(watch)
@@ -258,7 +259,7 @@ class Poll:
         due = [i for w in live for i in w.pending if w.ends_by(i, now)]
         # 2. end confirmations at once; the other reads within the budget
         if due:
-            records.update((yield from read_links(due)))
+            records.update((yield from read_links(due, pages=self.pages)))
         records.update((yield from self._checks(live, set(records), check)))
         found: dict[int, JsonDict] = {}
         for watch in live:
@@ -291,7 +292,7 @@ class Poll:
             ids = [i for w in live for i in w.pending if (periodic or w.must_read(i)) and i not in read]
             if not ids:
                 return {}
-            self._check = Budgeted(read_links(ids))
+            self._check = Budgeted(read_links(ids, pages=self.pages))
             self._check_covers, self._check_full = set(ids), periodic
         try:
             records = yield from self._check.step(self.check_budget or 10**9)

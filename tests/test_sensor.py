@@ -290,8 +290,7 @@ def test_a_list_still_waiting_walks_the_listing_then_checks_only_the_pending(emu
     wait = sensor(link_ids=[*expired, live["id"]], existence_check_every=0)
     emu.stats.reset()
     assert wait.poke({}) is False
-    # The first poke reads every record (the All listing, oldest first: 3 pages), which answers it.
-    assert [r["query"]["status"] for r in emu.stats.requests()] == [["0"]] * 3
+    assert [r["path"] for r in emu.stats.requests()] == [LISTING] * 3 + [f"{LISTING}/{live['id']}"]
     emu.stats.reset()
     assert wait.poke({}) is False
     assert emu.stats.count() == 3
@@ -309,10 +308,11 @@ def test_existence_of_many_pending_links_is_checked_per_page_not_per_link(emu):
     emu.stats.reset()
     assert wait.poke({}) is False
     queries = [r["query"] for r in emu.stats.requests()]
-    # All pages 1-2 of 400, oldest first, stopping once all 150 were seen; the records answer the poke.
-    assert [(q["status"], q["sort"]) for q in queries] == [(["0"], ["asc"])] * 2
+    # Expired once; All pages 1-4 of 400, newest first (what waits usually watch)
+    assert [q["status"] for q in queries] == [["2"]] + [["0"]] * 4
     emu.stats.reset()
-    assert wait.poke({}) is False and emu.stats.count() == 1  # checked once (existence_check_every=0)
+    assert wait.poke({}) is False
+    assert [r["query"]["status"] for r in emu.stats.requests()] == [["2"]]  # checked once (existence_check_every=0)
 
 
 def test_a_deleted_link_among_many_is_confirmed_by_its_own_404(emu):
@@ -321,7 +321,7 @@ def test_a_deleted_link_among_many_is_confirmed_by_its_own_404(emu):
     emu.stats.reset()
     with pytest.raises(AirflowFailException, match=f"link {pending[3]} does not exist"):
         sensor(link_ids=pending).poke({})
-    assert [r["path"] for r in emu.stats.requests()] == [LISTING, f"{LISTING}/{pending[3]}"]
+    assert [r["path"] for r in emu.stats.requests()] == [LISTING, LISTING, f"{LISTING}/{pending[3]}"]
 
 
 # -- failures ------------------------------------------------------------------------------------

@@ -19,7 +19,7 @@ from airflow_provider_linkstats.client.errors import LinkstatsInputError, Linkst
 from airflow_provider_linkstats.client.protocol import ApiRequest, ApiResponse, raise_for_status
 from airflow_provider_linkstats.client.records import link_status, status_listing
 from airflow_provider_linkstats.waiting.feed import ExpiredFeed
-from airflow_provider_linkstats.waiting.plan import LinkGoneError, adrive, drive, read_links
+from airflow_provider_linkstats.waiting.plan import LinkGoneError, Pages, adrive, drive, read_links
 from airflow_provider_linkstats.waiting.watch import Poll, Watch
 
 NOW = dt.datetime(2026, 5, 1, 12, 0, tzinfo=dt.timezone.utc)
@@ -131,11 +131,12 @@ def test_read_links_gets_a_few_and_walks_the_all_listing_oldest_first_for_more()
     service.sent.clear()
     found = drive(read_links([5, 150, 160, 170, 999]), service)
     assert found[999] is None and found[150]["id"] == 150  # 999 missed by the walk, then a 404
-    # Pages built from our own filters (oldest first, stopping once every id was seen), never links.next.
+    # Pages built from our own filters (newest first before anything is known, stopping once every
+    # id was seen), never from links.next.
     assert service.paths() == [
-        "/links?status=0&per_page=100&sort_by=id&sort=asc",
-        "/links?status=0&per_page=100&sort_by=id&sort=asc&page=2",
-        "/links?status=0&per_page=100&sort_by=id&sort=asc&page=3",
+        "/links?status=0&per_page=100&sort_by=id&sort=desc",
+        "/links?status=0&per_page=100&sort_by=id&sort=desc&page=2",
+        "/links?status=0&per_page=100&sort_by=id&sort=desc&page=3",
         "/links/999",
     ]
 
@@ -187,7 +188,11 @@ def test_ends_close_together_are_confirmed_by_one_read_for_all():
     assert not run_round(poll, service).expired and service.sent == []
     result = run_round(poll, service, ends + dt.timedelta(seconds=25))
     assert len(result.expired) == 20
-    assert service.paths() == ["/links?status=0&per_page=100&sort_by=id&sort=asc"]
+    assert service.paths() == ["/links?status=2&per_page=100"]  # where only expired links are (44-45)
+    v49_poll = Poll([Watch.from_inputs(link_id=r) for r in records], dates_listed=False)  # 46+: not there
+    service.sent.clear()
+    assert len(run_round(v49_poll, service, ends + dt.timedelta(seconds=25)).expired) == 20
+    assert service.paths() == ["/links?status=0&per_page=100&sort_by=id&sort=desc"]
 
 
 def test_only_click_limits_are_polled_and_by_the_expired_listing():
@@ -281,18 +286,22 @@ def test_the_expiry_watcher_reports_ended_links_on_both_generations(dialect, gen
     assert dict(service.sent[0].params)["status"] == ("2" if generation == "44" else "0")
 
 
-def test_a_walk_starts_near_the_lowest_wanted_id_and_a_shifted_page_costs_only_a_get():
+def test_a_walk_starts_at_the_end_nearest_to_what_it_wants_and_a_shifted_page_costs_only_a_get():
     service = Service([v44(i) for i in range(1, 501)])
-    pages: dict[int, int] = {}
-    drive(read_links(range(1, 500), pages=pages), service)  # learns where each page starts
-    assert pages == {1: 1, 2: 101, 3: 201, 4: 301, 5: 401}
+    pages = Pages()
+    drive(read_links([450, 460, 470, 480], pages=pages), service)  # nothing known: newest first, 1 page
+    assert [dict(r.params)["sort"] for r in service.sent] == ["desc"] and pages.newest == 500
     service.sent.clear()
-    assert set(drive(read_links([350, 360, 370, 380], pages=pages), service)) == {350, 360, 370, 380}
-    assert [dict(r.params).get("page") for r in service.sent] == ["3", "4"]  # one page early, for safety
+    drive(read_links(range(1, 300), pages=pages), service)  # among the oldest: oldest first, learning pages
+    assert [dict(r.params)["sort"] for r in service.sent] == ["asc"] * 3
+    assert pages.first_ids == {1: 1, 2: 101, 3: 201}
+    service.sent.clear()
+    assert set(drive(read_links([210, 220, 230, 240], pages=pages), service)) == {210, 220, 230, 240}
+    assert [dict(r.params).get("page") for r in service.sent] == ["2", "3"]  # one page early, for safety
     for gone in range(1, 201):  # a cleanup deleted 200 older links: the pages shifted by two
         del service.records[gone]
     service.sent.clear()
-    found = drive(read_links([440, 450, 460, 470], pages=pages), service)
-    assert all(found[i]["id"] == i for i in (440, 450, 460, 470))  # missed by the walk: read one by one
-    assert [r.path for r in service.sent] == ["/links"] + [f"/links/{i}" for i in (440, 450, 460, 470)]
-    assert pages == {}  # relearnt from page 1 next time
+    found = drive(read_links([205, 210, 215, 220], pages=pages), service)
+    assert all(found[i]["id"] == i for i in (205, 210, 215, 220))  # missed by the walk: read one by one
+    assert [r.path for r in service.sent] == ["/links", "/links"] + [f"/links/{i}" for i in (205, 210, 215, 220)]
+    assert pages.first_ids == {}  # relearnt from page 1 next time

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Awaitable, Callable, Generator, Iterable, Mapping
+from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from airflow_provider_linkstats.client.contract import LINKS, MAX_PER_PAGE, LinkStatus
@@ -31,7 +32,9 @@ Plan = Generator[ApiRequest, ApiResponse, T]
 
 GETS_MAX = 3  # more links than this are read from the All listing (per page), not one GET each
 # The All listing oldest first: links created meanwhile append at the end, so pages shift less.
+# Newest first suits links just created (what waits usually watch); there new links shift pages.
 ALL_OLDEST_FIRST = {"status": int(LinkStatus.ALL), "per_page": MAX_PER_PAGE, "sort_by": "id", "sort": "asc"}
+ALL_NEWEST_FIRST = {**ALL_OLDEST_FIRST, "sort": "desc"}
 
 
 def now() -> float:
@@ -143,41 +146,58 @@ def read_link(link_id: int) -> Plan[JsonDict]:
     return parse_record(request, response)
 
 
+@dataclass
+class Pages:
+    """What earlier walks of the All listing showed, so the next one starts close to what it wants:
+    the first id of each page oldest first, and the newest id seen."""
+
+    first_ids: dict[int, int] = field(default_factory=dict)
+    newest: int | None = None
+
+    def plan(self, wanted: list[int]) -> tuple[dict[str, Any], int]:
+        """Filters and first page: newest first for links among the newest (a wait's usual case, and
+        all that is known before a first walk), else oldest first from one page before the lowest
+        id's page (links deleted meanwhile shift pages towards the start)."""
+        low, high = min(wanted), max(wanted)
+        if self.newest is None or self.newest - high < low:
+            return ALL_NEWEST_FIRST, 1
+        return ALL_OLDEST_FIRST, max(1, max((p for p, i in self.first_ids.items() if i <= low), default=1) - 1)
+
+
 def read_links(
-    link_ids: Iterable[int], *, gets_max: int = GETS_MAX, pages: dict[int, int] | None = None
+    link_ids: Iterable[int], *, gets_max: int = GETS_MAX, pages: Pages | None = None
 ) -> Plan[dict[int, JsonDict | None]]:
     """Each link's record, or None for one that does not exist: the one existence check.
 
-    More than ``gets_max`` links are looked for in the All listing first (oldest first, stopping
-    once all are seen), so the cost is pages, not links; only those it missed are read one by one,
-    so nothing but a real 404 says a link is gone. ``pages`` (page number -> its first id, kept
-    between reads) lets a walk start near the lowest wanted id instead of at page 1: one page
-    early, as links deleted meanwhile shift the pages towards the start; a link it misses anyway
-    is read with a GET.
+    More than ``gets_max`` links are looked for in the All listing first (stopping once all are
+    seen; ``Pages`` picks the end to start from), so the cost is pages, not links; only those it
+    missed are read one by one, so nothing but a real 404 says a link is gone.
     """
     wanted = list(dict.fromkeys(link_ids))
     records: dict[int, JsonDict | None] = {}
     if len(wanted) > gets_max:
         remaining = set(wanted)
-        known = pages if pages is not None else {}
-        low = min(wanted)
-        start = max(1, max((p for p, first in known.items() if first <= low), default=1) - 1)
+        hints = pages if pages is not None else Pages()
+        filters, start = hints.plan(wanted)
         page = start - 1
 
         def take(items: list[JsonDict]) -> bool:
             nonlocal page
             page += 1
-            if items and (first := record_id(items[0])) is not None:
-                known[page] = first
+            ids = [i for item in items if (i := record_id(item)) is not None]
+            if ids:
+                hints.newest = max(hints.newest or 0, *ids)
+                if filters is ALL_OLDEST_FIRST:
+                    hints.first_ids[page] = ids[0]
             for item in items:
                 if (i := record_id(item)) in remaining:
                     records[i] = item  # type: ignore[index]
                     remaining.discard(i)  # type: ignore[arg-type]
             return not remaining
 
-        yield from walk_pages(lambda n: build_list(LINKS, ALL_OLDEST_FIRST, n + start - 1), take)
-        if remaining:
-            known.clear()  # pages moved (or links are gone): the next walk starts at page 1 again
+        yield from walk_pages(lambda n: build_list(LINKS, filters, n + start - 1), take)
+        if remaining and filters is ALL_OLDEST_FIRST:
+            hints.first_ids.clear()  # pages moved (or links are gone): the next walk starts at page 1 again
     for link_id in wanted:
         if link_id not in records:
             try:

@@ -43,9 +43,11 @@ from airflow_provider_linkstats.client.validation import (
 )
 from airflow_provider_linkstats.waiting import plan
 from airflow_provider_linkstats.waiting.plan import (
+    GETS_MAX,
     Budgeted,
     JsonDict,
     LinkGoneError,
+    Pages,
     Plan,
     expired_listed,
     read_links,
@@ -222,15 +224,21 @@ class Poll:
     (None: no cap, as a sensor's poke, which has one watch, wants).
     """
 
-    def __init__(self, watches: Iterable[Watch] = (), *, check_budget: int | None = None) -> None:
+    def __init__(
+        self, watches: Iterable[Watch] = (), *, check_budget: int | None = None, dates_listed: bool | None = None
+    ) -> None:
         self.watches: list[Watch] = list(watches)
         self.check_budget = check_budget
+        # Whether the Expired listing lists links whose end passed (phpShort 44-45: True, 46+: False;
+        # None: not known). Unless it is known not to, many ends are confirmed there first: it holds
+        # only expired links, where the All listing holds every link of the account.
+        self.dates_listed = dates_listed
         self.expired_pages: int | None = None  # what the last full walk of the Expired listing cost
         self.rounds_since_check = 0
         self._check: Budgeted | None = None  # a read under way (spans rounds under a budget)
         self._check_covers: set[int] = set()
         self._check_full = False
-        self.pages: dict[int, int] = {}  # the All listing's pages (number -> first id), oldest first
+        self.pages = Pages()  # where earlier walks of the All listing found which ids
 
     def add(self, watch: Watch) -> None:
         self.watches.append(watch)
@@ -256,42 +264,61 @@ class Poll:
                 result.failed[watch] = error
         live = [w for w in self.watches if w.link_ids and w not in result.failed]
         records: dict[int, JsonDict | None] = {}
-        due = [i for w in live for i in w.pending if w.ends_by(i, now)]
-        # 2. end confirmations at once; the other reads within the budget
-        if due:
-            records.update((yield from read_links(due, pages=self.pages)))
-        records.update((yield from self._checks(live, set(records), check)))
         found: dict[int, JsonDict] = {}
+        # 2. ends that passed, confirmed at once (many: first where only expired links are listed)
+        due = [i for w in live for i in w.pending if w.ends_by(i, now)]
+        if len(due) > GETS_MAX and self.dates_listed is not False:
+            found.update((yield from expired_listed(due))[0])
+        if rest := [i for i in due if i not in found]:
+            records.update((yield from read_links(rest, pages=self.pages)))
+        # 3. the Expired listing, for what only clicks can end and no read answers: a listed link
+        # exists and is over, so it needs no read (a few links about to be read anyway are skipped)
+        to_read, periodic = self._to_read(live, set(records) | set(found), check)
+        few = to_read is not None and len(to_read) <= GETS_MAX
+        asked = [
+            i
+            for i in dict.fromkeys(i for w in live for i in w.link_ids)
+            if i not in records and i not in found and not (few and i in to_read)  # type: ignore[operator]
+            and any(w.by_clicks(i) for w in live if i in w.link_ids)
+        ]
+        if asked:
+            found.update((yield from self._listing(asked, live, result)))
+        # 4. the other reads, within the budget: links never read or checked, the periodic check
+        checked = yield from self._checks([i for i in to_read or () if i not in found], periodic)
+        records.update(checked or {})
+        moment = dt.datetime.fromtimestamp(now, dt.timezone.utc)
         for watch in live:
             for link_id in watch.link_ids:
-                if link_id not in records:
+                record = records.get(link_id, found.get(link_id))
+                if link_id not in records and link_id not in found:
                     continue
-                record = records[link_id]
                 error = LinkGoneError(link_id) if record is None else watch.learn(link_id, record)
                 if error is not None:
                     result.failed.setdefault(watch, error)
-                elif link_timing(record).ended(dt.datetime.fromtimestamp(now, dt.timezone.utc)):  # type: ignore[arg-type]
+                elif link_id in found or link_timing(record).ended(moment):  # type: ignore[arg-type]
                     found[link_id] = record  # type: ignore[assignment]
-        # 3. the Expired listing, for what only clicks can end and no read answered
-        live = [w for w in live if w not in result.failed]
-        asked = list(dict.fromkeys(i for w in live for i in w.link_ids if i not in records and w.by_clicks(i)))
-        if asked:
-            found.update((yield from self._listing(asked, live, result)))
-        for watch in live:
+        for watch in [w for w in live if w not in result.failed]:
             watch.pending = [i for i in watch.link_ids if i not in found]
             if not watch.pending:
                 result.expired[watch] = [found[i] for i in watch.link_ids]
+            elif checked is not None and self._check_covers.issuperset(watch.pending):
+                watch.verified = True
         self.rounds_since_check += 1
         return result
 
-    def _checks(self, live: list[Watch], read: set[int], check: bool | None) -> Plan[dict[int, JsonDict | None]]:
-        """Reads other than confirmations: links never read or checked, and the periodic check."""
+    def _to_read(self, live: list[Watch], read: set[int], check: bool | None) -> tuple[list[int] | None, bool]:
+        """The links a new check would read (None: a check is under way), and whether it is the periodic one."""
+        if self._check is not None:
+            return None, self._check_full
+        every = [w.existence_check_every for w in live if w.existence_check_every > 0]
+        periodic = check if check is not None else bool(every) and self.rounds_since_check >= min(every)
+        return [i for w in live for i in w.pending if (periodic or w.must_read(i)) and i not in read], periodic
+
+    def _checks(self, ids: list[int], periodic: bool) -> Plan[dict[int, JsonDict | None] | None]:
+        """Run (or go on with) a check; its records once it finished, else None (it carries on)."""
         if self._check is None:
-            every = [w.existence_check_every for w in live if w.existence_check_every > 0]
-            periodic = check if check is not None else bool(every) and self.rounds_since_check >= min(every)
-            ids = [i for w in live for i in w.pending if (periodic or w.must_read(i)) and i not in read]
             if not ids:
-                return {}
+                return None
             self._check = Budgeted(read_links(ids, pages=self.pages))
             self._check_covers, self._check_full = set(ids), periodic
         try:
@@ -299,14 +326,10 @@ class Poll:
         except BaseException:
             self._check = None  # started afresh next round
             raise
-        if records is None:
-            return {}  # carries on next round
-        self._check = None
-        if self._check_full:
-            self.rounds_since_check = 0
-        for watch in live:
-            if self._check_covers.issuperset(watch.pending):
-                watch.verified = True
+        if records is not None:
+            self._check = None
+            if self._check_full:
+                self.rounds_since_check = 0
         return records
 
     def _listing(self, asked: list[int], live: list[Watch], result: RoundResult) -> Plan[dict[int, JsonDict]]:

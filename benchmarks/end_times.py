@@ -193,6 +193,9 @@ def simulate_hour(waits: int = 1000, interval: float = 60.0, every: int = 10, se
     poll = Poll(watches, check_budget=CHECK_BUDGET)
     now, last, rounds, fired, delays = start, None, 0, 0, []
     while poll.watches and now <= start + 3600 + 2 * interval:
+        if poll.dates_listed is None and poll.many_due(now):  # the poller asks the version once (one GET)
+            account.requests += 1
+            poll.dates_listed = False  # phpShort 49
         result = drive(poll.round(now), account)
         rounds += 1
         for watch, got in result.expired.items():

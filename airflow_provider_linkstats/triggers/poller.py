@@ -198,7 +198,15 @@ class SharedPoller:
             return await client.call(request)
 
         try:
-            result = await adrive(self.poll.round(plan.now()), call)
+            now = plan.now()
+            if self.poll.dates_listed is None and self.poll.many_due(now):  # asked once, when it matters
+                from airflow_provider_linkstats.waiting.version import async_links_dialect
+
+                try:
+                    self.poll.dates_listed = (await async_links_dialect(_Counted(client, self))).lists_date_expiry
+                except LinkstatsError as error:  # not worth failing waits for: confirmed the longer way
+                    log.warning("Could not tell the links service's version (%s)", error)
+            result = await adrive(self.poll.round(now), call)
         except LinkstatsError as error:
             return self._failed(error, members)
         finally:
@@ -233,3 +241,14 @@ class SharedPoller:
         """The trigger's wait is over: it leaves now, and yields ``event``."""
         self.leave(subscription)
         subscription.notes.put_nowait(Note(event=event))
+
+
+class _Counted:
+    """The client's raw ``send``, counted with the poller's requests (the version probe)."""
+
+    def __init__(self, client: AsyncLinkstatsClient, poller: SharedPoller) -> None:
+        self.client, self.poller = client, poller
+
+    async def send(self, request: ApiRequest) -> ApiResponse:
+        self.poller.requests += 1
+        return await self.client.send(request)

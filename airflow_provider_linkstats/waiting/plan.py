@@ -175,9 +175,11 @@ def read_links(
     """
     wanted = list(dict.fromkeys(link_ids))
     records: dict[int, JsonDict | None] = {}
+    hints = pages if pages is not None else Pages()
+    if wanted and hints.newest is not None and hints.newest - min(wanted) < MAX_PER_PAGE:
+        gets_max = 1  # all on the first page newest first (unless links were created since): one request
     if len(wanted) > gets_max:
         remaining = set(wanted)
-        hints = pages if pages is not None else Pages()
         filters, start = hints.plan(wanted)
         page = start - 1
 
@@ -204,6 +206,8 @@ def read_links(
                 records[link_id] = yield from read_link(link_id)
             except LinkGoneError:
                 records[link_id] = None
+            else:
+                hints.newest = max(hints.newest or 0, link_id)
     return records
 
 

@@ -247,6 +247,10 @@ class Poll:
         if watch in self.watches:
             self.watches.remove(watch)
 
+    def many_due(self, now: float) -> bool:
+        """More ends to confirm than a few reads: then where they are listed matters (``dates_listed``)."""
+        return sum(w.ends_by(i, now) for w in self.watches for i in w.pending) > GETS_MAX
+
     def next_end(self) -> float | None:
         """The time to sleep until when no watch needs polling (None: poll at the interval)."""
         ends = [w.next_end() for w in self.watches]

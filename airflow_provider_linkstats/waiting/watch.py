@@ -269,12 +269,12 @@ class Poll:
         live = [w for w in self.watches if w.link_ids and w not in result.failed]
         records: dict[int, JsonDict | None] = {}
         found: dict[int, JsonDict] = {}
-        # 2. ends that passed, confirmed at once (many: first where only expired links are listed)
+        # 2. ends that passed, confirmed at once (many: in the Expired listing's walk below, where only
+        # expired links are, unless the version does not list dates there)
         due = [i for w in live for i in w.pending if w.ends_by(i, now)]
-        if len(due) > GETS_MAX and self.dates_listed is not False:
-            found.update((yield from expired_listed(due))[0])
-        if rest := [i for i in due if i not in found]:
-            records.update((yield from read_links(rest, pages=self.pages)))
+        listed = len(due) > GETS_MAX and self.dates_listed is not False  # asked with the clicks below
+        if due and not listed:
+            records.update((yield from read_links(due, pages=self.pages)))
         # 3. the Expired listing, for what only clicks can end and no read answers: a listed link
         # exists and is over, so it needs no read (a few links about to be read anyway are skipped)
         to_read, periodic = self._to_read(live, set(records) | set(found), check)
@@ -285,8 +285,12 @@ class Poll:
             if i not in records and i not in found and not (few and i in to_read)  # type: ignore[operator]
             and any(w.by_clicks(i) for w in live if i in w.link_ids)
         ]
+        if listed:
+            asked = list(dict.fromkeys([*asked, *due]))
         if asked:
             found.update((yield from self._listing(asked, live, result)))
+        if listed and (rest := [i for i in due if i not in found]):  # not listed: moved, or 46+ after all
+            records.update((yield from read_links(rest, pages=self.pages)))
         # 4. the other reads, within the budget: links never read or checked, the periodic check
         checked = yield from self._checks([i for i in to_read or () if i not in found], periodic)
         records.update(checked or {})

@@ -11,7 +11,7 @@ CONSTRAINTS := constraints/airflow-$(AIRFLOW_VERSION).txt
 STAMP := $(VENV)/.installed-$(AIRFLOW_VERSION)
 PYTEST_ARGS ?=
 
-.PHONY: venv test demo bench lint constraints clean e2e
+.PHONY: venv test demo bench lint constraints clean e2e dist docs
 
 venv: $(STAMP)
 
@@ -27,8 +27,10 @@ $(STAMP): pyproject.toml $(CONSTRAINTS)
 test: venv
 	$(VENV)/bin/python -m pytest $(PYTEST_ARGS)
 
+# DEMO_API_VERSION=44 runs the demo against phpShort 44-45 and phpAnalytics 3.x instead of 49 and 31.
+DEMO_API_VERSION ?= 49
 demo: venv
-	$(VENV)/bin/python -m dags_examples.demo
+	$(VENV)/bin/python -m dags_examples.demo --api-version $(DEMO_API_VERSION)
 
 bench: venv
 	$(VENV)/bin/python -m benchmarks.run
@@ -66,4 +68,25 @@ constraints:
 	rm -rf $(CONSTRAINTS_VENV)
 
 clean:
-	rm -rf .venv .venv-airflow2 .venv-airflow-* .venv-e2e .ci-logs .pytest_cache demo-output e2e-output
+	rm -rf .venv .venv-airflow2 .venv-airflow-* .venv-e2e .venv-release .venv-dist .ci-logs .pytest_cache demo-output e2e-output dist docs/_build
+
+# make dist : build the wheel and sdist into dist/, twine check them, install the wheel into a clean
+#             venv (.venv-dist) with Airflow under the constraints, then `airflow providers list` and
+#             the campaign example DAG against the emulator, both from that venv (tools/check_dist.sh)
+DIST_AIRFLOW_VERSION ?= 3.3.2
+dist:
+	PYTHON=$(PYTHON) bash tools/check_dist.sh $(DIST_AIRFLOW_VERSION)
+
+# make docs : the docs site into docs/_build/html (Sphinx + MyST + autodoc, warnings are errors),
+#             then the Markdown check of README.md and docs/ (every fence closed, no prose in code).
+#             The `docs` extra is installed into $(VENV) once (autodoc imports the provider and Airflow).
+DOCS_STAMP := $(VENV)/.installed-docs-$(AIRFLOW_VERSION)
+$(DOCS_STAMP): $(STAMP)
+	$(VENV)/bin/python -m pip install -q -c $(CONSTRAINTS) -e ".[test,docs]" \
+		2>&1 | { grep -v "is ignored: it is neither a file nor a directory" || true; }
+	touch $@
+docs: $(DOCS_STAMP)
+	rm -rf docs/_build/html
+	$(VENV)/bin/python -m sphinx -W --keep-going -q -b html docs docs/_build/html
+	$(VENV)/bin/python -m pytest -q -p no:cacheprovider tests/test_docs_markdown.py
+	@echo "docs: docs/_build/html/index.html"

@@ -1,4 +1,5 @@
-"""DAG parse cost: what importing our operator and sensor modules adds on top of ``airflow.sdk``.
+"""DAG parse cost: what importing our operator, sensor and trigger modules, and every provider module
+the example DAGs import, adds on top of ``airflow.sdk``.
 
 The scheduler's DAG processor has Airflow loaded already (it forks its parsing processes from a
 parent that imported it); what a provider adds per parse is the import of the modules a DAG file
@@ -30,11 +31,40 @@ from pathlib import Path
 
 from benchmarks.common import Row, verdict
 
-OURS = (
+EXAMPLE_DAGS = Path(__file__).resolve().parent.parent / "dags_examples"
+# Always measured: the operator and sensor modules, and the trigger module (a DAG with an
+# AssetWatcher imports it on every parse); to these come whatever the example DAGs import.
+CORE = (
     "airflow_provider_linkstats.operators.links",
     "airflow_provider_linkstats.operators.websites",
     "airflow_provider_linkstats.sensors.links",
+    "airflow_provider_linkstats.triggers.links",
 )
+
+
+def example_dag_imports(folder: Path = EXAMPLE_DAGS) -> tuple[str, ...]:
+    """Every provider module an example DAG file imports when parsed: at module level, in an ``if`` (on the
+    Airflow version) or ``try`` too; not inside a task function, which runs on a worker."""
+    found: set[str] = set()
+
+    def visit(nodes: list[ast.stmt]) -> None:
+        for node in nodes:
+            if isinstance(node, ast.ImportFrom) and node.module and not node.level:
+                found.add(node.module)
+            elif isinstance(node, ast.Import):
+                found.update(alias.name for alias in node.names)
+            elif isinstance(node, (ast.If, ast.Try, ast.With)):
+                for block in ("body", "orelse", "finalbody"):
+                    visit(getattr(node, block, []))
+                for handler in getattr(node, "handlers", []):
+                    visit(handler.body)
+
+    for path in sorted(folder.glob("*.py")):
+        visit(ast.parse(path.read_text(encoding="utf-8")).body)
+    return tuple(sorted(name for name in found if name.split(".")[0] == "airflow_provider_linkstats"))
+
+
+OURS = tuple(dict.fromkeys((*CORE, *example_dag_imports())))
 THEIRS = ("airflow.providers.http.operators.http", "airflow.providers.http.sensors.http")
 HTTP_LIBRARIES = ("requests", "urllib3", "httpx", "httpcore", "aiohttp")
 TARGET = 1 / 10

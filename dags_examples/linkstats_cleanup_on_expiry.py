@@ -6,7 +6,7 @@ report is an asset event, and the asset schedules this DAG: each run deletes exa
 of the events that triggered it (in bulk, ``missing_ok``, so a link deleted meanwhile is fine).
 
 Needs Airflow 3 (``AssetWatcher``); on Airflow 2 this file defines no DAG and says why. Compared
-with the daily ``linkstats_cleanup_expired``, see the README section "Cleanup: daily or on expiry".
+with the daily ``linkstats_cleanup_expired``, see the docs page "Cleanup: daily or on expiry".
 """
 
 from __future__ import annotations

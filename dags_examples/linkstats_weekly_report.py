@@ -1,6 +1,9 @@
 """Weekly report: top links by clicks with their referrers, and every tracked website with its
 visitors and pageviews per day.
 
+Time spans, stated in every title: the links' clicks are their all-time counters (the records'
+``clicks``); referrers, visitors and pageviews cover the report window (``days`` up to today, UTC).
+
 Writes CSV files and logs the same tables; with matplotlib installed (the ``demo`` extra) it also
 draws PNG charts (without it, the charts are skipped with a log line, not a failure).
 """
@@ -78,6 +81,7 @@ with DAG(
         referrer_rows: list[list[dict]],
         visitor_rows: list[list[dict]],
         pageview_rows: list[list[dict]],
+        window: dict,
         params: dict | None = None,
     ) -> dict[str, str]:
         import csv
@@ -123,15 +127,17 @@ with DAG(
                 writer = csv.DictWriter(handle, fieldnames=columns, extrasaction="ignore")
                 writer.writeheader()
                 writer.writerows(rows)
-        print(f"Top {len(links)} links by clicks:\n" + _table(links, LINK_COLUMNS))
-        print("Referrers of the top links:\n" + _table(referrer_table, REFERRER_COLUMNS))
+        span = _window_text(window)
+        top_title = f"Top {len(links)} links by clicks, all time (as of {window['date_to']})"
+        print(f"{top_title}:\n" + _table(links, LINK_COLUMNS))
+        print(f"Referrers of the top links, {span}:\n" + _table(referrer_table, REFERRER_COLUMNS))
         print(f"{len(sites)} tracked websites:\n" + _table(sites, WEBSITE_COLUMNS))
-        print("Visitors and pageviews per day:\n" + _table(traffic, TRAFFIC_COLUMNS))
-        files.update(_charts(links, referrers, traffic, out, stamp))
-        print("report written: " + ", ".join(str(p) for p in files.values()))
+        print(f"Unique visitors and pageviews per day, {span}:\n" + _table(traffic, TRAFFIC_COLUMNS))
+        files.update(_charts(links, referrers, traffic, window, out, stamp))
+        print(f"report written, {len(files)} files:\n" + "\n".join(f"  {path}" for path in files.values()))
         return {name: str(path) for name, path in files.items()}
 
-    write_report(top_links.output, websites.output, referrers.output, visitors.output, pageviews.output)
+    write_report(top_links.output, websites.output, referrers.output, visitors.output, pageviews.output, window)
 
 
 def _by_value(rows: list[dict]) -> dict:
@@ -146,57 +152,88 @@ def _table(rows: list[dict], columns: tuple[str, ...]) -> str:
     return "\n".join(lines)
 
 
-def _charts(links: list[dict], referrers: dict, traffic: list[dict], out, stamp: str) -> dict:
+def _window_text(window: dict) -> str:
+    """``2026-11-17 to 2026-11-23 (7 days, UTC)``: the report's window, whatever days had traffic."""
+    days = pendulum.parse(window["date_to"]).diff(pendulum.parse(window["date_from"])).in_days() + 1
+    return f"{window['date_from']} to {window['date_to']} ({days} day{'s' if days != 1 else ''}, UTC)"
+
+
+def build_figures(links: list[dict], referrers: dict, traffic: list[dict], window: dict) -> dict:
+    """The report's matplotlib figures by name; each title states the time span its numbers cover.
+
+    Link clicks are the records' all-time counters; referrers, visits and pageviews cover the report
+    window. Bars that are compared share one x axis with whole-number ticks (clicks are counts).
+    """
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    from matplotlib.ticker import MaxNLocator
+
+    span = _window_text(window)
+    figures = {}
+
+    figure, axes = plt.subplots(figsize=(8, 1.5 + 0.45 * max(len(links), 1)))
+    axes.barh([link["alias"] for link in links][::-1], [int(link.get("clicks") or 0) for link in links][::-1])
+    axes.set_xlabel("clicks since the link was created (all time)")
+    axes.set_ylabel("link alias")
+    axes.xaxis.set_major_locator(MaxNLocator(integer=True))
+    axes.set_title(f"Top {len(links)} links by clicks, all time (as of {window['date_to']})")
+    figure.tight_layout()
+    figures["links_png"] = figure
+
+    shown = {alias: rows for alias, rows in referrers.items() if rows}
+    if shown:
+        figure, all_axes = plt.subplots(
+            len(shown), 1, figsize=(8, 1.2 + 1.9 * len(shown)), squeeze=False, sharex=True
+        )
+        for axes, (alias, rows) in zip(all_axes[:, 0], shown.items(), strict=True):
+            top = rows[:8][::-1]
+            axes.barh([row["value"] or "(direct)" for row in top], [int(row["count"]) for row in top])
+            axes.set_title(f"{alias}: clicks by referrer, {span}", fontsize=9)
+            axes.xaxis.set_major_locator(MaxNLocator(integer=True))
+        all_axes[-1, 0].set_xlabel(f"clicks, {span} (one scale for every link)")
+        figure.suptitle(f"Referrers of the top links, {span}", fontsize=11)
+        figure.tight_layout()
+        figures["referrers_png"] = figure
+
+    if traffic:
+        # Totals over the window per website. A day's "visitors" are unique for that day only, so
+        # their sum over several days is a count of visits (a visitor's first pageview of a day),
+        # not of people: the bar says so.
+        domains = sorted({row["domain"] for row in traffic})
+        totals = {
+            kind: [sum(int(row[kind]) for row in traffic if row["domain"] == domain) for domain in domains]
+            for kind in ("visitors", "pageviews")
+        }
+        figure, axes = plt.subplots(figsize=(8, 1.8 + 0.9 * len(domains)))
+        positions = range(len(domains))
+        axes.barh(
+            [p + 0.2 for p in positions], totals["visitors"], height=0.4, label="visits (daily unique visitors, summed)"
+        )
+        axes.barh([p - 0.2 for p in positions], totals["pageviews"], height=0.4, label="pageviews")
+        axes.set_yticks(list(positions), domains)
+        axes.set_xlabel(f"count, {span}")
+        axes.set_ylabel("website")
+        axes.xaxis.set_major_locator(MaxNLocator(integer=True))
+        axes.set_title(f"Websites: visits and pageviews, {span}")
+        axes.legend(fontsize=8)
+        figure.tight_layout()
+        figures["traffic_png"] = figure
+    return figures
+
+
+def _charts(links: list[dict], referrers: dict, traffic: list[dict], window: dict, out, stamp: str) -> dict:
     """PNG charts of the report; none (and a log line) without matplotlib."""
     try:
-        import matplotlib
-
-        matplotlib.use("Agg")
         import matplotlib.pyplot as plt
     except ImportError:
         print("matplotlib is not installed: charts skipped (pip install 'airflow-provider-linkstats[demo]')")
         return {}
     charts = {}
-
-    figure, axes = plt.subplots(figsize=(8, 4))
-    axes.barh([link["alias"] for link in links][::-1], [int(link.get("clicks") or 0) for link in links][::-1])
-    axes.set_xlabel("clicks")
-    axes.set_title("Top links by clicks")
-    figure.tight_layout()
-    charts["links_png"] = out / f"top_links_{stamp}.png"
-    figure.savefig(charts["links_png"])
-    plt.close(figure)
-
-    shown = {alias: rows for alias, rows in referrers.items() if rows}
-    if shown:
-        figure, all_axes = plt.subplots(len(shown), 1, figsize=(8, 2.2 * len(shown)), squeeze=False)
-        for axes, (alias, rows) in zip(all_axes[:, 0], shown.items(), strict=True):
-            top = rows[:8][::-1]
-            axes.barh([row["value"] or "(direct)" for row in top], [row["count"] for row in top])
-            axes.set_title(f"{alias}: clicks by referrer", fontsize=10)
-        figure.tight_layout()
-        charts["referrers_png"] = out / f"referrers_{stamp}.png"
-        figure.savefig(charts["referrers_png"])
-        plt.close(figure)
-
-    if traffic:
-        # Totals over the window per website, visitors beside pageviews (a day-by-day line needs
-        # several days of traffic; the bars read the same for one day or many).
-        domains = sorted({row["domain"] for row in traffic})
-        totals = {
-            kind: [sum(row[kind] for row in traffic if row["domain"] == domain) for domain in domains]
-            for kind in ("visitors", "pageviews")
-        }
-        days = sorted({row["day"] for row in traffic})
-        figure, axes = plt.subplots(figsize=(8, 1.5 + 0.9 * len(domains)))
-        positions = range(len(domains))
-        axes.barh([p + 0.2 for p in positions], totals["visitors"], height=0.4, label="visitors")
-        axes.barh([p - 0.2 for p in positions], totals["pageviews"], height=0.4, label="pageviews")
-        axes.set_yticks(list(positions), domains)
-        axes.set_title(f"Websites: visitors and pageviews, {days[0]} to {days[-1]}")
-        axes.legend(fontsize=8)
-        figure.tight_layout()
-        charts["traffic_png"] = out / f"website_traffic_{stamp}.png"
-        figure.savefig(charts["traffic_png"])
+    names = {"links_png": "top_links", "referrers_png": "referrers", "traffic_png": "website_traffic"}
+    for key, figure in build_figures(links, referrers, traffic, window).items():
+        charts[key] = out / f"{names[key]}_{stamp}.png"
+        figure.savefig(charts[key])
         plt.close(figure)
     return charts

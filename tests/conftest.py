@@ -41,6 +41,11 @@ os.environ.update(
 def connection_json(url: str, conn_type: str = "linkstats_links", **extra: object) -> str:
     # Real installs require domain_id on create; 1 is their global domain.
     defaults = {"max_retries": 3, "default_domain_id": 1} if conn_type == "linkstats_links" else {"max_retries": 3}
+    # The documented generation at the docs' root, so that no test pays the base-URL and version
+    # probe unless it asks for it (api_version="auto" or a bare site URL via ``probing=True``).
+    defaults["api_version"] = "44" if conn_type == "linkstats_links" else "3"
+    if not extra.pop("probing", False) and not url.rstrip("/").endswith(("/api/v1", "/public")):
+        url = url.rstrip("/") + "/public/api/v1"
     extras = {**defaults, **extra}
     return json.dumps({"conn_type": conn_type, "host": url, "password": API_KEY, "extra": extras})
 
@@ -52,22 +57,60 @@ def airflow_db() -> str:
     return _home
 
 
+GENERATIONS = {"44": "3", "49": "31"}  # phpShort generation -> the phpAnalytics one served beside it
+
+
 @pytest.fixture(scope="session")
-def emulator():
+def emulators():
+    """Emulators by phpShort generation ("44" with phpAnalytics 3.x, "49" with 31), started on first use."""
     from airflow_provider_linkstats.emulator import Emulator
 
-    with Emulator(api_keys=(API_KEY,)) as running:
-        yield running
+    started: dict = {}
+    with contextlib.ExitStack() as stack:
+
+        def get(links_version: str):
+            if links_version not in started:
+                emulator = Emulator(
+                    api_keys=(API_KEY,), links_version=links_version, analytics_version=GENERATIONS[links_version]
+                )
+                started[links_version] = stack.enter_context(emulator)
+            return started[links_version]
+
+        yield get
+
+
+@pytest.fixture(scope="session")
+def emulator(emulators):
+    return emulators("44")
+
+
+def _point_connections_at(emulator, monkeypatch, **extra: object) -> None:
+    monkeypatch.setenv("AIRFLOW_CONN_LINKSTATS_LINKS_DEFAULT", connection_json(emulator.url, **extra))
+    monkeypatch.setenv(
+        "AIRFLOW_CONN_LINKSTATS_ANALYTICS_DEFAULT",
+        connection_json(emulator.analytics_url, "linkstats_analytics", **extra),
+    )
 
 
 @pytest.fixture
 def emu(emulator, monkeypatch):
-    """The emulator, reset, with both default connections pointing at it."""
+    """The emulator (phpShort 44, phpAnalytics 3.x), reset, with both default connections pointing at it."""
     emulator.reset()
-    monkeypatch.setenv("AIRFLOW_CONN_LINKSTATS_LINKS_DEFAULT", connection_json(emulator.url))
-    monkeypatch.setenv(
-        "AIRFLOW_CONN_LINKSTATS_ANALYTICS_DEFAULT", connection_json(emulator.analytics_url, "linkstats_analytics")
-    )
+    _point_connections_at(emulator, monkeypatch)
+    yield emulator
+    emulator.reset()
+
+
+@pytest.fixture(params=sorted(GENERATIONS))
+def emu_any(request, emulators, monkeypatch):
+    """``emu`` in each generation in turn: phpShort 44 with phpAnalytics 3.x, then 49 with 31.
+
+    The connections give the bare site URL and no version (``api_version`` auto), as a user's
+    first connection would: the provider finds the API root and the version itself.
+    """
+    emulator = emulators(request.param)
+    emulator.reset()
+    _point_connections_at(emulator, monkeypatch, probing=True, api_version="auto")
     yield emulator
     emulator.reset()
 

@@ -55,6 +55,27 @@ def test_dagbag_imports_every_example_without_errors(airflow_db):
     assert all("linkstats" in bag.get_dag(dag_id).tags for dag_id in bag.dag_ids)
 
 
+def seed_link(emu, *, clicks_limit: int | None = None, **fields):
+    """A link stored directly, with its click limit as the emulator's generation spells it."""
+    if clicks_limit is not None:
+        fields["clicks_limit" if emu.links_version == "49" else "expiration_clicks"] = clicks_limit
+    return emu.store.add_link(**fields)
+
+
+def seed_dated_link(emu, ends: pendulum.DateTime, **fields):
+    """A link whose active time ends at ``ends`` (UTC), in the emulator's generation's fields."""
+    if emu.links_version == "49":
+        start = ends.subtract(days=30)
+        fields.update(active_period_start_at=start.isoformat(), active_period_end_at=ends.isoformat())
+    else:
+        fields.update(expiration_date=ends.format("YYYY-MM-DD"), expiration_time=ends.format("HH:mm"))
+    return emu.store.add_link(**fields)
+
+
+def click_limit(link: dict) -> int | None:
+    return link.get("expiration_clicks") or link.get("clicks_limit")
+
+
 def click_until_expired(emu, campaign: str, stop: threading.Event) -> None:
     """Simulated visitors: click click-limited links through the redirect; expire the dated one by clock."""
     headers_cycle = 0
@@ -62,7 +83,7 @@ def click_until_expired(emu, campaign: str, stop: threading.Event) -> None:
         campaign_links = [link for link in emu.store.links() if link["alias"].startswith(campaign)]
         active = [link for link in campaign_links if emu.store.link_status(link["id"]) == 1]
         for link in active:
-            if link.get("expiration_clicks"):
+            if click_limit(link):
                 country, agent, language = VISITORS[headers_cycle % len(VISITORS)]
                 headers_cycle += 1
                 requests.get(
@@ -71,14 +92,15 @@ def click_until_expired(emu, campaign: str, stop: threading.Event) -> None:
                     allow_redirects=False,
                     timeout=5,
                 )
-        if active and not any(link.get("expiration_clicks") for link in active):
+        if active and not any(click_limit(link) for link in active):
             emu.clock.advance(seconds=3 * 3600)
         stop.wait(0.1)
 
 
-def test_campaign_dag_end_to_end(emu, airflow_db, monkeypatch):
+def test_campaign_dag_end_to_end(emu_any, airflow_db, monkeypatch):
     from airflow_provider_linkstats.waiting import plan
 
+    emu = emu_any
     # The visitors expire the dated link by moving the emulator's clock: the wait, which sleeps
     # until a link's end time, reads that clock too.
     monkeypatch.setattr(plan, "now", lambda: emu.clock.now().timestamp())
@@ -108,16 +130,22 @@ def test_campaign_dag_end_to_end(emu, airflow_db, monkeypatch):
     assert emu.stats.count(method="POST", path_prefix="/public/api/v1/links") == 3
 
 
-def test_cleanup_dag_deletes_only_old_expired_links(emu, airflow_db):
+def test_cleanup_dag_deletes_only_old_expired_links(emu_any, airflow_db):
+    emu = emu_any
     emu.clock.set(pendulum.now("UTC").subtract(days=45))
     old = [
-        emu.store.add_link(url=f"https://example.com/o{i}", alias=f"old{i}", expiration_clicks=1, clicks=1)
+        seed_link(emu, url=f"https://example.com/o{i}", alias=f"old{i}", clicks_limit=1, clicks=1)
         for i in range(120)
     ]
+    # Five old links that ended by date ten days after they were made: phpShort 46+ leaves them out
+    # of its own Expired listing, so they show whether the status is decided from the records.
+    ended = pendulum.now("UTC").subtract(days=35)
+    dated = [seed_dated_link(emu, ended, url=f"https://example.com/d{i}", alias=f"dated{i}") for i in range(5)]
+    old += dated
     emu.store.add_link(url="https://example.com/old-active", alias="old-active")
     emu.clock.reset()
     fresh = [
-        emu.store.add_link(url=f"https://example.com/f{i}", alias=f"fresh{i}", expiration_clicks=1, clicks=1)
+        seed_link(emu, url=f"https://example.com/f{i}", alias=f"fresh{i}", clicks_limit=1, clicks=1)
         for i in range(3)
     ]
     run = load("linkstats_cleanup_expired").test(run_conf={"older_than_days": 30})
@@ -126,16 +154,17 @@ def test_cleanup_dag_deletes_only_old_expired_links(emu, airflow_db):
     assert remaining == {"old-active"} | {link["alias"] for link in fresh}
     assert emu.stats.count(method="DELETE") == len(old)
     summary = run.get_task_instance("summary").xcom_pull(task_ids="summary")
-    assert summary == {"expired": 123, "deleted": 120, "kept": 3}
+    assert summary == {"expired": 128, "deleted": 125, "kept": 3}
 
 
 BROWSER = "Mozilla/5.0 (X11; Linux x86_64) Firefox/120.0"  # websites leave bots (python-requests) out
 
 
-def test_report_dag_writes_csv_ranked_by_clicks_with_referrers_and_website_traffic(emu, airflow_db, tmp_path):
+def test_report_dag_writes_csv_ranked_by_clicks_with_referrers_and_website_traffic(emu_any, airflow_db, tmp_path):
+    emu = emu_any
     for index, clicks in enumerate([5, 40, 12, 0]):
-        limit = {"expiration_clicks": 5} if index == 0 else {}  # rank0 has used up its clicks
-        emu.store.add_link(url=f"https://example.com/{index}", alias=f"rank{index}", clicks=clicks, **limit)
+        limit = 5 if index == 0 else None  # rank0 has used up its clicks
+        seed_link(emu, url=f"https://example.com/{index}", alias=f"rank{index}", clicks=clicks, clicks_limit=limit)
     for referrer in ["https://news.example/a", "https://news.example/b", "https://mail.example/"]:
         requests.get(f"{emu.url}/rank1", headers={"Referer": referrer}, allow_redirects=False, timeout=5)
     emu.store.add_website(domain="b.example.com")
@@ -227,7 +256,7 @@ def test_cleanup_on_expiry_deletes_exactly_the_links_of_its_events():
     assert delete.missing_ok is True
 
 
-def test_report_dag_on_an_empty_account_still_writes_the_report(emu, airflow_db, tmp_path):
+def test_report_dag_on_an_empty_account_still_writes_the_report(emu_any, airflow_db, tmp_path):
     run = load("linkstats_weekly_report").test(run_conf={"output_dir": str(tmp_path)})
     assert run.state == "success"
     assert run.get_task_instance("write_report").state == "success"  # not skipped with the empty mapped tasks

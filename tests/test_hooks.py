@@ -119,11 +119,7 @@ def test_website_methods(websites, scripted):
     assert dict(listing["query"]) == {"search": "shop", "sort_by": "domain", "sort": "asc", "per_page": "100"}
 
 
-V44_PROBE = ("respond", 422, {"message": {"name": ["The selected name is invalid."]}, "status": 422})
-
-
 def test_every_link_listing_filter_reaches_the_wire(links, scripted):
-    scripted.add(V44_PROBE)  # a status filter asks which version answers (once per hook): 44-45
     links.list_links(
         search="spring",
         search_by="alias",
@@ -135,8 +131,7 @@ def test_every_link_listing_filter_reaches_the_wire(links, scripted):
         sort="asc",
         per_page=25,
     )
-    probe, request = scripted.requests
-    assert probe["path"].endswith("/stats/0")
+    (request,) = scripted.requests
     assert dict(request["query"]) == {
         "search": "spring",
         "search_by": "alias",
@@ -183,15 +178,15 @@ def test_expires_at_in_connection_timezone(scripted, monkeypatch):
     )
     hook = LinkstatsLinksHook()
     scripted.add(("respond", 201, {"data": LINK}), ("respond", 200, {"data": LINK}))
-    hook.create_link("https://example.com", expires_at=pendulum.datetime(2026, 7, 1, 16, 30, 20, tz="UTC"))
-    hook.update_link(7, expires_at=dt.datetime(2026, 1, 10, 5, 0, tzinfo=dt.timezone.utc))
+    hook.create_link("https://example.com", expires_at=pendulum.datetime(2036, 7, 1, 16, 30, 20, tz="UTC"))
+    hook.update_link(7, expires_at=dt.datetime(2036, 1, 10, 5, 0, tzinfo=dt.timezone.utc))
     create, update = (form(r) for r in scripted.requests)
-    assert (create["expiration_date"], create["expiration_time"]) == ("2026-07-01", "12:31")  # EDT, rounded up
-    assert (update["expiration_date"], update["expiration_time"]) == ("2026-01-10", "00:00")  # EST
+    assert (create["expiration_date"], create["expiration_time"]) == ("2036-07-01", "12:31")  # EDT, rounded up
+    assert (update["expiration_date"], update["expiration_time"]) == ("2036-01-10", "00:00")  # EST
     with pytest.raises(LinkstatsInputError, match="expires_at"):
-        hook.create_link("https://example.com", expires_at=dt.datetime(2026, 1, 1))  # naive
+        hook.create_link("https://example.com", expires_at=dt.datetime(2036, 1, 1))  # naive
     with pytest.raises(LinkstatsInputError, match="not both"):
-        hook.create_link("https://example.com", expires_at="2026-01-01T00:00:00+00:00", expiration_date="2026-01-02")
+        hook.create_link("https://example.com", expires_at="2036-01-01T00:00:00+00:00", expiration_date="2036-01-02")
     assert len(scripted.requests) == 2
 
 
@@ -223,11 +218,10 @@ def _pages_bare(total: int, per_page: int = 100):
 
 
 def test_iter_links_walks_envelope_pages(links, scripted):
-    scripted.add(V44_PROBE)
     scripted.set_default(_pages_envelope(250))
     ids = [link["id"] for link in links.iter_links(status=2)]
     assert ids == list(range(1, 251))
-    pages = [dict(r["query"]) for r in scripted.requests[1:]]
+    pages = [dict(r["query"]) for r in scripted.requests]
     assert [p.get("page", "1") for p in pages] == ["1", "2", "3"]
     assert all(p["per_page"] == "100" and p["status"] == "2" for p in pages)
 
@@ -439,9 +433,11 @@ def test_base_url_forms(monkeypatch, scripted):
         f"linkstats-links://:{API_KEY}@{host}:{port}/http?timeout=5&max_retries=0",
     )
     hook = LinkstatsLinksHook()
-    assert hook.settings.root == f"http://{host}:{port}/public/api/v1"
     assert hook.settings.read_timeout == 5.0 and hook.settings.max_retries == 0
-    assert hook.test_connection()[0] is True
+    scripted.add(("respond", 422, {"message": {"name": ["The selected name is invalid."]}, "status": 422}))
+    assert hook.test_connection()[0] is True  # the probe found the API at the first root
+    assert hook.settings.root == f"http://{host}:{port}/public/api/v1"
+    assert [r["path"] for r in scripted.requests] == ["/public/api/v1/stats/0", "/public/api/v1/links"]
     monkeypatch.setenv("AIRFLOW_CONN_LINKSTATS_LINKS_DEFAULT", connection_json(scripted.url + "/public/api/v1/"))
     assert LinkstatsLinksHook().settings.root == scripted.url + "/public/api/v1"
 
@@ -459,19 +455,20 @@ def test_bad_extra_named(monkeypatch, scripted):
         ({"host": "https://links.example.com/api/v1"}, "https://links.example.com/api/v1"),  # web root = public/
         ({"host": "https://links.example.com/public/api/v1/"}, "https://links.example.com/public/api/v1"),
         ({"host": "https://links.example.com/public"}, "https://links.example.com/public/api/v1"),
-        ({"host": "https://links.example.com"}, "https://links.example.com/public/api/v1"),  # as the docs show it
+        # a bare site URL: both roots are probed, the docs' form first (what a bare URL meant before)
+        ({"host": "https://links.example.com"}, "https://links.example.com/public/api/v1 https://links.example.com/api/v1"),
         ({"uri": "linkstats-links://:k@links.example.com/api/v1"}, "https://links.example.com/api/v1"),
-        ({"uri": "linkstats-links://:k@127.0.0.1:8765/http"}, "http://127.0.0.1:8765/public/api/v1"),
+        ({"uri": "linkstats-links://:k@127.0.0.1:8765/http"}, "http://127.0.0.1:8765/public/api/v1 http://127.0.0.1:8765/api/v1"),
         ({"uri": "linkstats-links://:k@https%3A%2F%2Fsho.rt%2Fapi%2Fv1"}, "https://sho.rt/api/v1"),
     ],
 )
 def test_base_url_with_or_without_public(connection, root):
     from airflow.models.connection import Connection
 
-    from airflow_provider_linkstats.hooks.linkstats import _base_url
+    from airflow_provider_linkstats.hooks.linkstats import _api_roots
 
     conn = Connection(**connection) if "uri" in connection else Connection(conn_type="linkstats_links", **connection)
-    assert _base_url(conn) == root
+    assert " ".join(_api_roots(conn)) == root
 
 
 @pytest.mark.parametrize(
@@ -500,7 +497,11 @@ def test_default_domain_id_fills_creates_that_name_none(links, scripted):
 
 def test_without_any_domain_the_create_is_sent_and_the_422_names_the_field(monkeypatch, scripted):
     monkeypatch.setenv("AIRFLOW_CONN_LINKSTATS_LINKS_DEFAULT", connection_json(scripted.url, default_domain_id=None))
-    scripted.add(("respond", 422, {"message": {"domain_id": ["The Domain field is required."]}, "status": 422}))
+    scripted.add(
+        ("respond", 200, {"data": {"id": 1, "default_domain": None}, "status": 200}),  # GET /account
+        ("respond", 422, {"message": {"domain_id": ["The Domain field is required."]}, "status": 422}),
+    )
     with pytest.raises(LinkstatsValidationError, match=r"domain_id: The Domain field is required\."):
         LinkstatsLinksHook().create_link("https://example.com/a")
-    assert "domain_id" not in dict(scripted.requests[0]["form"])
+    assert [r["path"] for r in scripted.requests] == ["/public/api/v1/account", "/public/api/v1/links"]
+    assert "domain_id" not in dict(scripted.requests[1]["form"])

@@ -28,7 +28,8 @@ def test_provider_info_validates_against_airflows_schema():
         behaviour = conn["ui-field-behaviour"]
         assert behaviour["relabeling"] == {"host": "Base URL", "password": "API key"}
         assert {"schema", "port", "login", "extra"} <= set(behaviour["hidden-fields"])
-        common = {"timeout", "max_retries", "max_rate_limit_wait", "verify_ssl", "timezone"}
+        common = {"timeout", "max_retries", "max_rate_limit_wait", "verify_ssl", "timezone", "api_version"}
+        assert conn["conn-fields"]["api_version"]["schema"]["default"] == "auto"
         only_links = {"default_domain_id"} if conn["connection-type"] == "linkstats_links" else set()
         assert set(conn["conn-fields"]) == common | only_links
 
@@ -71,6 +72,7 @@ def test_hook_form_metadata_for_airflow_2():
             "max_retries",
             "max_rate_limit_wait",
             "verify_ssl",
+            "api_version",
             "timezone",
             "default_domain_id",  # links only
         }
@@ -129,7 +131,9 @@ def test_connection_added_with_cli_passes_test_connection(airflow_db, scripted):
         assert result.stdout.strip().splitlines()[-1].startswith("(True, 'Connection OK")
         cli = _airflow("connections", "test", conn_id, env=env)
         assert "Connection success!" in cli.stdout, cli.stdout[-2000:] + cli.stderr[-2000:]
-        assert [(r["method"], r["path"]) for r in scripted.requests] == [("GET", "/public/api/v1/links")] * 2
+        # each process finds the API root with the read-only probe first (a bare site URL)
+        probe_and_list = [("GET", "/public/api/v1/stats/0"), ("GET", "/public/api/v1/links")]
+        assert [(r["method"], r["path"]) for r in scripted.requests] == probe_and_list * 2
         assert API_KEY not in result.stdout + result.stderr + cli.stdout + cli.stderr
     finally:
         _airflow("connections", "delete", conn_id, env=env)

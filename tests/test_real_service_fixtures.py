@@ -208,3 +208,93 @@ NOW = dt.datetime(2026, 6, 1, 12, 0, tzinfo=dt.timezone.utc)
 )
 def test_link_status(record, status):
     assert link_status(record, now=NOW) is status
+
+
+# -- the current generations: phpShort 46-49 and phpAnalytics 31 ----------------------------------
+
+
+def test_v49_link_record_reads_into_the_vocabulary():
+    example = EXAMPLES["links_v49"]["show_link"]
+    record = parse_record(request_of(example), answer(example))
+    assert record["expires_at"] == "2025-03-31T22:00:00+00:00"  # from active_period_end_at (its expires_at is null)
+    assert record["starts_at"] == "2025-03-01T08:00:00+00:00"
+    assert record["expiration_clicks"] == 500
+    assert record["password"] is True and record["privacy_password"] is False  # redirect_password / password
+    assert record["target_type"] == 1 and [rule["key"] for rule in record["country"]] == ["US", "DE"]
+    assert record["platform"] is None and record_domain_id(record) == 1
+    assert link_status(record, now=dt.datetime(2025, 3, 15, tzinfo=dt.timezone.utc)) is LinkStatus.ACTIVE
+    assert link_status(record, now=dt.datetime(2025, 4, 1, tzinfo=dt.timezone.utc)) is LinkStatus.EXPIRED
+
+
+def test_v49_click_statistics_unpaginated_are_one_page():
+    from airflow_provider_linkstats.client.protocol import stats_row
+
+    example = EXAMPLES["links_v49"]["stats_click"]
+    page = parse_page(request_of(example), answer(example), per_page=100)
+    assert not page.has_next
+    assert [stats_row(row) for row in page.items][0] == {"value": "2025-03-01", "count": 9}
+
+
+def test_v49_old_statistic_name_is_a_validation_error_on_name():
+    example = EXAMPLES["links_v49"]["stats_old_name"]
+    with pytest.raises(LinkstatsValidationError) as caught:
+        raise_for_status(request_of(example), answer(example))
+    assert "name" in caught.value.errors
+
+
+@pytest.mark.parametrize(("case", "label"), [("v44_or_45", "phpShort 44-45"), ("v46_or_later", "phpShort 46+")])
+def test_version_probe_answers_tell_the_generation(case, label):
+    from airflow_provider_linkstats.client.detection import probe_request, read_probe
+
+    example = EXAMPLES["links_v49"]["version_probe"]
+    request = probe_request("links")
+    assert example["request"] == "GET /api/v1" + request.path + "?" + "&".join(f"{k}={v}" for k, v in request.params)
+    assert read_probe("links", request, answer(example[case])).label == label
+
+
+def test_v49_unknown_domain_on_create_is_not_found():
+    example = EXAMPLES["links_v49"]["unknown_domain_on_create"]
+    with pytest.raises(LinkstatsNotFoundError, match="Domain"):
+        raise_for_status(ApiRequest("POST", "/links"), answer(example))
+
+
+def test_v49_create_request_example_is_what_the_client_sends():
+    """The recorded create (window sent without offset there) in the client's dialect: same fields, UTC offset."""
+    from urllib.parse import parse_qsl
+
+    from airflow_provider_linkstats.client.dialect import LINKS_V46
+    from airflow_provider_linkstats.client.protocol import build_create
+
+    recorded = dict(parse_qsl(EXAMPLES["links_v49"]["create_link"]["request"].split("  ", 1)[1]))
+    request = build_create(
+        LINKS,
+        {
+            "url": "https://example.com/landing",
+            "domain_id": 1,
+            "alias": "spring-geo",
+            "country": [
+                {"key": "US", "value": "https://example.com/us"},
+                {"key": "DE", "value": "https://example.com/de"},
+            ],
+            "starts_at": "2025-03-01T09:00:00+01:00",
+            "expires_at": "2025-03-31T23:00:00+01:00",
+            "expiration_clicks": 500,
+            "password": "secret-1",
+            "expiration_url": "https://example.com/ended",
+        },
+        LINKS_V46,
+    )
+    sent = dict(request.form)
+    assert set(sent) == set(recorded)
+    assert sent["active_period_start_at"] == "2025-03-01T08:00:00+00:00"
+    assert sent["targets_type"] == recorded["targets_type"] and sent["clicks_limit"] == recorded["clicks_limit"]
+
+
+def test_v31_website_record_and_plan_limit():
+    example = EXAMPLES["websites_v31"]["show_website"]
+    record = parse_record(request_of(example), answer(example))
+    assert record["favorite"] is False and record["domain"] == "shop.example.com" and record["email"] == 0
+    limit = EXAMPLES["websites_v31"]["create_limit"]
+    with pytest.raises(LinkstatsValidationError) as caught:
+        raise_for_status(ApiRequest("POST", "/websites"), answer(limit))
+    assert caught.value.errors == {"domain": ["You created too many websites."]}

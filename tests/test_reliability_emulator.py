@@ -48,7 +48,8 @@ def assert_done_once(emu, method: Method, result) -> None:
     elif method.http == "DELETE":
         assert result is True and stored == [], "a delete was lost"
     elif method.http == "PUT":
-        assert stored == [result]
+        # the stored record; links read back with the vocabulary's keys added (both generations)
+        assert [{key: result[key] for key in stored[0]}] == stored
         assert result["url"] == "https://example.com/b" if method.resource is LINKS else result["email"] == 1
     elif method.name.startswith("get"):
         assert result["id"] == 1

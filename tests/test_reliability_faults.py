@@ -420,7 +420,9 @@ def test_fault_ends_in_one_typed_error(method, fault, server, hooks):
     assert isinstance(error, case.error), f"{method.name} under {fault!r}: {error!r}"
     assert type(error) is case.error  # one clear type, not a wrapper around it
     assert re.search(case.message, str(error)), str(error)
-    assert str(error).startswith(f"{method.http} {method.resource.path.removeprefix('/public/api/v1')}")
+    # Where: the method, the full URL tried and the connection, for the reader of the task log.
+    assert str(error).startswith(f"{method.http} {server.url}{method.resource.path}")
+    assert f"[connection {hook.linkstats_conn_id!r}]" in str(error)
     assert "<html" not in str(error).lower()
     assert fake.count(method.http) == case.attempts
     if method.http == "POST":
@@ -452,8 +454,12 @@ def test_server_that_never_answers_ends_within_the_bound(method, every_method_at
         bound = TIMEOUT * (retries + 2)
     else:
         assert type(error) is LinkstatsTransportError, repr(error)
-        path = outcome.requests[0]["path"].removeprefix("/public/api/v1")
-        assert str(error) == f"{method.http} {path}: the answer was lost (ReadTimeout)"
+        path = outcome.requests[0]["path"]
+        assert re.fullmatch(
+            rf"{method.http} http://127\.0\.0\.1:\d+{re.escape(path)}\S*: the answer was lost \(ReadTimeout\) "
+            r"\(connection '[\w-]+'\)",
+            str(error),
+        ), str(error)
         assert error.sent is True
         assert sent == [method.http] * (retries + 1)
         bound = TIMEOUT * (retries + 1)

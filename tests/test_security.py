@@ -290,3 +290,49 @@ def test_the_leak_check_fails_every_test_that_logs_a_secret(pytester):
         "test_http_library_debug_log",
         "test_operator_task_log",
     }
+
+
+# -- the key flows one way: ApiKey signs, redacts, and is never read back ------------------------------
+
+
+def test_api_key_object_signs_requests_and_shows_no_key(links, scripted):
+    import pickle
+
+    from airflow_provider_linkstats.client import settings as settings_module
+    from airflow_provider_linkstats.client.auth import ApiKey
+
+    key = ApiKey(API_KEY)
+    assert API_KEY not in f"{key!r} {key} {[key]} {dir(key)}"
+    with pytest.raises(TypeError, match="not picklable"):
+        pickle.dumps(key)
+    assert key.redact(f"echo {API_KEY} echo") == "echo *** echo"
+    scripted.add(("respond", 200, {"data": {"id": 1}}))
+    links.get_link(1)
+    assert scripted.requests[0]["headers"]["Authorization"] == f"Bearer {API_KEY}"
+    # Sent per request by the auth object, so no header default holds it and nothing parses it back out.
+    transport = links.client._transport
+    assert leaked(repr(dict(transport._session.headers)), (API_KEY,)) == []
+    assert not hasattr(settings_module, "key_from_headers") and not hasattr(links.client, "_secrets")
+
+
+def test_a_bare_key_echo_is_cut_whoever_reads_the_answer(links, scripted):
+    """The waiting code reads raw answers with ``raise_for_status(request, response)``: the answer
+    carries its transport's redaction, so a key echoed without "Bearer" is cut there too."""
+    import asyncio
+
+    from airflow_provider_linkstats.client.contract import LINKS
+    from airflow_provider_linkstats.client.protocol import build_get, raise_for_status
+
+    scripted.add(*[("respond", 500, {"message": f"bad token {API_KEY}"})] * 2)
+    sync_answer = links.client._transport.send(build_get(LINKS, 1))
+
+    async def send():
+        async with await links.get_async_client() as client:
+            return await client.send(build_get(LINKS, 1))
+
+    for answer in (sync_answer, asyncio.run(send())):
+        with pytest.raises(LinkstatsServerError) as caught:
+            raise_for_status(build_get(LINKS, 1), answer)
+        assert leaked(everything_about(caught.value), (API_KEY,)) == [], str(caught.value)
+        assert "bad token ***" in str(caught.value)
+        assert API_KEY not in repr(answer)

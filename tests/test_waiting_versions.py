@@ -51,9 +51,15 @@ def queries(scripted) -> list[dict]:
     return [dict(r["query"]) for r in scripted.requests if r["path"] == f"{PREFIX}/links"]
 
 
-def test_v49_list_links_by_status_is_decided_from_the_records_in_one_walk(scripted, make_hook):
+def auto(monkeypatch, url: str) -> None:
+    """The default links connection with api_version auto: the version is asked (once per hook)."""
+    monkeypatch.setenv("AIRFLOW_CONN_LINKSTATS_LINKS_DEFAULT", connection_json(url, api_version="auto"))
+
+
+def test_v49_list_links_by_status_is_decided_from_the_records_in_one_walk(scripted, make_hook, monkeypatch):
     serve(scripted, Service(v49_account(), generation="49"))
-    hook = make_hook("links", scripted.url)
+    auto(monkeypatch, scripted.url)
+    hook = make_hook("links")
     assert [r["id"] for r in hook.list_links(status=2)] == [4, 2, 1]  # newest first, as asked
     assert [r["id"] for r in hook.list_links(status=1, sort="asc")] == [3, 5]
     assert [r["id"] for r in hook.iter_links(status=2, max_items=1)] == [4]
@@ -62,18 +68,20 @@ def test_v49_list_links_by_status_is_decided_from_the_records_in_one_walk(script
     assert [q["status"] for q in queries(scripted)] == ["0", "0", "0"]
 
 
-def test_v49_status_3_is_refused_naming_status_and_version_before_any_listing(scripted, make_hook):
+def test_v49_status_3_is_refused_naming_status_and_version_before_any_listing(scripted, make_hook, monkeypatch):
     serve(scripted, Service(v49_account(), generation="49"))
-    hook = make_hook("links", scripted.url)
+    auto(monkeypatch, scripted.url)
+    hook = make_hook("links")
     with pytest.raises(LinkstatsInputError, match=r"'status': 3.*phpShort 46\+") as error:
         hook.list_links(status=3)
     assert error.value.field == "status"
     assert queries(scripted) == []  # never "every link"
 
 
-def test_v44_status_filter_is_the_servers(scripted, make_hook):
+def test_v44_status_filter_is_the_servers(scripted, make_hook, monkeypatch):
     serve(scripted, Service([v44(1, ends=NOW - HOUR), v44(2, ends=NOW + HOUR), v44(3, limit=1, clicks=1)]))
-    hook = make_hook("links", scripted.url)
+    auto(monkeypatch, scripted.url)
+    hook = make_hook("links")
     assert [r["id"] for r in hook.list_links(status=2)] == [3, 1]
     assert [q["status"] for q in queries(scripted)] == ["2"]
 
@@ -82,7 +90,7 @@ def test_v49_list_operator_finds_date_expired_links(scripted, monkeypatch):
     from airflow_provider_linkstats.operators.links import LinkstatsListLinksOperator
 
     serve(scripted, Service(v49_account(), generation="49"))
-    monkeypatch.setenv("AIRFLOW_CONN_LINKSTATS_LINKS_DEFAULT", connection_json(scripted.url))
+    auto(monkeypatch, scripted.url)
     records, _ = run_operator(LinkstatsListLinksOperator(task_id="list", status=2, sort_by="id", sort="asc"))
     assert [r["id"] for r in records] == [1, 2, 4]
 
@@ -104,7 +112,7 @@ def test_v49_sensor_finds_a_date_expired_link_with_one_read(scripted, monkeypatc
     from airflow_provider_linkstats.sensors.links import LinkstatsLinkExpiredSensor
 
     serve(scripted, Service(v49_account(), generation="49"))
-    monkeypatch.setenv("AIRFLOW_CONN_LINKSTATS_LINKS_DEFAULT", connection_json(scripted.url))
+    auto(monkeypatch, scripted.url)
     done = LinkstatsLinkExpiredSensor(task_id="w", link_id=1, alias="a1").poke({})
     assert done.is_done and done.xcom_value["id"] == 1
     inside = LinkstatsLinkExpiredSensor(task_id="w2", link_id=3, alias="a3", poke_interval=60)
@@ -118,7 +126,7 @@ def test_v49_expiry_watcher_reports_date_expired_links(scripted, monkeypatch):
     from airflow_provider_linkstats.triggers.links import LinkstatsLinksExpiredEventTrigger
 
     serve(scripted, Service(v49_account(), generation="49"))
-    monkeypatch.setenv("AIRFLOW_CONN_LINKSTATS_LINKS_DEFAULT", connection_json(scripted.url))
+    auto(monkeypatch, scripted.url)
     monkeypatch.setattr(trigger_module, "_REPORTED_IN_MEMORY", {})
 
     async def first():
@@ -145,7 +153,7 @@ def emulator49():
 @pytest.fixture
 def emu49(emulator49, monkeypatch):
     emulator49.reset()
-    monkeypatch.setenv("AIRFLOW_CONN_LINKSTATS_LINKS_DEFAULT", connection_json(emulator49.url))
+    monkeypatch.setenv("AIRFLOW_CONN_LINKSTATS_LINKS_DEFAULT", connection_json(emulator49.url, api_version="auto"))
     yield emulator49
     emulator49.reset()
 

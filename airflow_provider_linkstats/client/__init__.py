@@ -20,6 +20,7 @@ from airflow_provider_linkstats.client.contract import (
 from airflow_provider_linkstats.client.errors import (
     LinkstatsApiError,
     LinkstatsAuthError,
+    LinkstatsConfigError,
     LinkstatsError,
     LinkstatsInputError,
     LinkstatsNotFoundError,
@@ -30,6 +31,7 @@ from airflow_provider_linkstats.client.errors import (
     LinkstatsTransportError,
     LinkstatsValidationError,
 )
+from airflow_provider_linkstats.client.records import link_status
 
 if TYPE_CHECKING:
     from airflow_provider_linkstats.client.api import LinkstatsClient
@@ -42,6 +44,7 @@ __all__ = [
     "LinkstatsApiError",
     "LinkstatsAuthError",
     "LinkstatsClient",
+    "LinkstatsConfigError",
     "LinkstatsError",
     "LinkstatsInputError",
     "LinkstatsNotFoundError",
@@ -54,6 +57,7 @@ __all__ = [
     "Platform",
     "Privacy",
     "TargetType",
+    "link_status",
 ]
 
 

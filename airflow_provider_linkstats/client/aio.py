@@ -18,27 +18,39 @@ import concurrent.futures
 import logging
 import ssl
 import threading
+from typing import Any
 from urllib.parse import urlencode
 
-import httpx
-
-try:  # httpcore loads anyio's asyncio backend on the first request: load it with this module, not in a run()
-    import anyio._backends._asyncio  # noqa: F401
-except ImportError:  # pragma: no cover - another anyio layout; then it is loaded on first use
-    pass
-
+from airflow_provider_linkstats.client.auth import ApiKey
 from airflow_provider_linkstats.client.errors import LinkstatsApiError, transport_error
-from airflow_provider_linkstats.client.protocol import ApiRequest, ApiResponse, raise_for_status
+from airflow_provider_linkstats.client.protocol import ApiRequest, ApiResponse, raise_for_status, request_url
 from airflow_provider_linkstats.client.ratelimit import RateLimiter
 from airflow_provider_linkstats.client.retry import RetryPolicy
-from airflow_provider_linkstats.client.settings import ClientSettings, auth_headers, key_from_headers
+from airflow_provider_linkstats.client.settings import (
+    ASYNC_POOL_SIZE,
+    COMMON_HEADERS,
+    KEEP_ALIVE_MAX_IDLE,
+    ClientSettings,
+)
 
 log = logging.getLogger(__name__)
 
-# Keep the connection open between pokes only when the next one comes sooner than this: servers
-# drop idle connections after 5-75 s, and a trigger that polls every few minutes should not hold a
-# socket (on both ends) while it sleeps.
-KEEP_ALIVE_MAX_IDLE = 20.0
+
+def _httpx() -> Any:
+    """The async HTTP stack, loaded on first use, not with this module: the scheduler imports the
+    trigger module on every parse of a DAG that names it, and only the triggerer sends requests.
+
+    httpcore loads anyio's asyncio backend on the first request; it is loaded here with httpx, in the
+    thread that builds the TLS context (``shared_ssl_context``), so no import blocks an event loop.
+    """
+    import httpx
+
+    try:
+        import anyio._backends._asyncio  # noqa: F401
+    except ImportError:  # pragma: no cover - another anyio layout; then it is loaded on first use
+        pass
+    return httpx
+
 
 _ssl_contexts: dict[bool, ssl.SSLContext] = {}
 _ssl_building: dict[bool, concurrent.futures.Future[ssl.SSLContext]] = {}
@@ -74,6 +86,7 @@ def _build_in_thread(verify: bool) -> concurrent.futures.Future[ssl.SSLContext]:
 
     def build() -> None:
         try:
+            _httpx()  # the imports too, off the event loop
             future.set_result(_build_ssl_context(verify))
         except BaseException as error:  # pragma: no cover - a broken CA bundle
             future.set_exception(error)
@@ -100,27 +113,30 @@ class AsyncLinkstatsClient:
     """Talks to one service with one API key over one ``httpx.AsyncClient``; use ``async with``.
 
     Build it with ``await AsyncLinkstatsClient.open(settings, key)`` (the hook's
-    ``get_async_client()`` does). The key lives only in the httpx client's default headers: it is
-    in no attribute, repr or message.
+    ``get_async_client()`` does). The key lives only in its ``ApiKey``, which signs each request:
+    it is in no header default, repr or message.
     """
 
     def __init__(
         self,
         settings: ClientSettings,
-        api_key: str,
+        api_key: ApiKey | str,
         *,
         ssl_context: ssl.SSLContext,
         retry: RetryPolicy | None = None,
         keep_alive: bool = True,
-        max_connections: int = 4,
+        max_connections: int = ASYNC_POOL_SIZE,
         limiter: RateLimiter | None = None,
     ) -> None:
         self.settings = settings
         self.root = settings.root.rstrip("/")
         self.retry = retry or RetryPolicy.from_settings(settings)
         self.limiter = limiter or RateLimiter(window=settings.rate_limit_window)
+        self._auth = api_key if isinstance(api_key, ApiKey) else ApiKey(api_key)
+        httpx = _httpx()
         self._client = httpx.AsyncClient(
-            headers=auth_headers(api_key),
+            headers=COMMON_HEADERS,
+            auth=self._auth,
             timeout=httpx.Timeout(settings.read_timeout, connect=settings.connect_timeout),
             verify=ssl_context,
             trust_env=False,  # proxies and .netrc from the environment must not see our key
@@ -133,16 +149,12 @@ class AsyncLinkstatsClient:
         )
 
     @classmethod
-    async def open(cls, settings: ClientSettings, api_key: str, **kwargs: object) -> AsyncLinkstatsClient:
+    async def open(cls, settings: ClientSettings, api_key: ApiKey | str, **kwargs: object) -> AsyncLinkstatsClient:
         """A client whose TLS context is the process's shared one (built once, off the event loop)."""
         return cls(settings, api_key, ssl_context=await shared_ssl_context(settings.verify_ssl), **kwargs)  # type: ignore[arg-type]
 
     def __repr__(self) -> str:
         return f"AsyncLinkstatsClient(root={self.root!r})"
-
-    @property
-    def _secrets(self) -> tuple[str, ...]:
-        return (key_from_headers(self._client.headers),)
 
     async def __aenter__(self) -> AsyncLinkstatsClient:
         return self
@@ -161,6 +173,10 @@ class AsyncLinkstatsClient:
             content = urlencode(list(request.form)).encode()
             headers["Content-Type"] = "application/x-www-form-urlencoded"
         await self.limiter.await_slot(self.settings.max_rate_limit_wait)
+        httpx = _httpx()
+        url = request_url(self.root, request)
+        settings = self.settings
+        where = {"conn_id": settings.conn_id, "scheme_assumed": settings.scheme_assumed}
         try:
             response = await self._client.request(
                 request.method,
@@ -171,12 +187,14 @@ class AsyncLinkstatsClient:
             )
         except (httpx.ConnectError, httpx.ConnectTimeout, httpx.PoolTimeout, httpx.UnsupportedProtocol) as error:
             self.limiter.release()
-            raise transport_error(request.describe(), error, sent=False) from None
+            raise transport_error(request.method, url, error, sent=False, **where) from None
         except httpx.HTTPError as error:  # read/write timeout, reset, truncated answer...
             self.limiter.release()
-            raise transport_error(request.describe(), error, sent=True) from None
+            raise transport_error(request.method, url, error, sent=True, **where) from None
         self.limiter.observe(response.headers, response.status_code)
-        return ApiResponse(response.status_code, response.headers, response.content)
+        return ApiResponse(
+            response.status_code, response.headers, response.content, url, settings.conn_id, self._auth.redact
+        )
 
     async def call(self, request: ApiRequest) -> ApiResponse:
         """Send ``request`` under the retry policy and return its 2xx response, or raise."""
@@ -184,7 +202,7 @@ class AsyncLinkstatsClient:
             async for attempt in self.retry.async_retrying(request, log):
                 with attempt:
                     response = await self.send(request)
-                    raise_for_status(request, response, self._secrets)
+                    raise_for_status(request, response, redact_key=self._auth.redact)
         except LinkstatsApiError as error:
             if self.retry.asks_too_long(error):
                 raise self.retry.explain(error) from error

@@ -6,7 +6,9 @@ import logging
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
+from airflow_provider_linkstats.client.auth import ApiKey
 from airflow_provider_linkstats.client.contract import MAX_PER_PAGE, Resource, StatsSpec
+from airflow_provider_linkstats.client.dialect import Dialect
 from airflow_provider_linkstats.client.errors import (
     LinkstatsApiError,
     LinkstatsError,
@@ -43,24 +45,22 @@ class LinkstatsClient:
     """Talks to one service (links or analytics) with one API key over one reused session.
 
     Thread-safe for concurrent calls, as a bulk delete makes them; they share one rate limiter,
-    so together they stay under the service's budget. The key lives only in the session's
-    headers: it is in no attribute, repr or message.
+    so together they stay under the service's budget. The key lives only in its ``ApiKey``, which
+    signs each request and redacts error texts: it is in no header default, repr or message.
     """
 
-    def __init__(self, settings: ClientSettings, api_key: str, *, limiter: RateLimiter | None = None) -> None:
+    def __init__(
+        self, settings: ClientSettings, api_key: ApiKey | str, *, limiter: RateLimiter | None = None
+    ) -> None:
         self.settings = settings
         self.root = settings.root
         self.retry = RetryPolicy.from_settings(settings)
         self.limiter = limiter or RateLimiter(window=settings.rate_limit_window)
-        self._transport = RequestsTransport(settings, api_key)
+        self._auth = api_key if isinstance(api_key, ApiKey) else ApiKey(api_key)
+        self._transport = RequestsTransport(settings, self._auth)
 
     def __repr__(self) -> str:
         return f"LinkstatsClient(root={self.root!r})"
-
-    @property
-    def _secrets(self) -> tuple[str, ...]:
-        """What to redact from server messages: the key, read back from the session's header."""
-        return (self._transport.api_key,)
 
     def close(self) -> None:
         self._transport.close()
@@ -74,7 +74,7 @@ class LinkstatsClient:
                 with attempt:
                     response = self._send_paced(request)
                     try:
-                        raise_for_status(request, response, self._secrets)
+                        raise_for_status(request, response, redact_key=self._auth.redact)
                     except LinkstatsNotFoundError:
                         # A DELETE whose earlier attempt was lost may have done its work already.
                         if request.method == "DELETE" and attempt.retry_state.attempt_number > 1:
@@ -101,13 +101,17 @@ class LinkstatsClient:
 
     # -- records -----------------------------------------------------------------------------
 
-    def create(self, resource: Resource, fields: Mapping[str, Any]) -> dict[str, Any]:
+    def probe(self, request: ApiRequest) -> ApiResponse:
+        """One paced attempt and its raw answer, whatever the status (base-URL and version probes)."""
+        return self._send_paced(request)
+
+    def create(self, resource: Resource, fields: Mapping[str, Any], dialect: Dialect | None = None) -> dict[str, Any]:
         """Create a record; a create whose answer was lost is reconciled, never blindly re-sent.
 
         After a lost answer the record is looked up by its natural key (alias or domain): found,
         it is returned; not found, the create certainly did not happen and is sent again.
         """
-        request = build_create(resource, fields)
+        request = build_create(resource, fields, dialect)
         # As sent, so normalised (a website's domain is lower-cased, without scheme or slash).
         key_value = dict(request.form).get(resource.natural_key)
         for _ in range(self.retry.max_retries + 1):
@@ -154,8 +158,10 @@ class LinkstatsClient:
         request = build_get(resource, record_id)
         return parse_record(request, self.call(request))
 
-    def update(self, resource: Resource, record_id: Any, fields: Mapping[str, Any]) -> dict[str, Any]:
-        request = build_update(resource, record_id, fields)
+    def update(
+        self, resource: Resource, record_id: Any, fields: Mapping[str, Any], dialect: Dialect | None = None
+    ) -> dict[str, Any]:
+        request = build_update(resource, record_id, fields, dialect)
         record = parse_record(request, self.call(request))
         return record or self.get(resource, record_id)  # a 204 answer carries no record
 

@@ -13,7 +13,7 @@ import enum
 from dataclasses import dataclass
 
 # Every install serves the API at <web root>/api/v1. The docs show /public/api/v1: an install whose
-# web root is the project folder. A bare base URL gets the docs' prefix (see protocol.api_root).
+# web root is the project folder. For a bare base URL the hook finds which of the two answers.
 API_VERSION_PATH = "/api/v1"
 API_PREFIX = "/public" + API_VERSION_PATH
 PER_PAGE_CHOICES: tuple[int, ...] = (10, 25, 50, 100)
@@ -36,10 +36,17 @@ class Privacy(enum.IntEnum):
 
 
 class TargetType(enum.IntEnum):
+    """Which targeting list applies. 0-4 are phpShort 44-45's ``target_type`` (3, language, is in
+    its code though its docs leave it out); 5-7 name kinds only phpShort 46+ has (``targets_type``)."""
+
     NONE = 0
     GEOGRAPHIC = 1
     PLATFORM = 2
+    LANGUAGE = 3
     ROTATION = 4
+    CONTINENT = 5
+    BROWSER = 6
+    DEVICE = 7
 
 
 class Platform(str, enum.Enum):
@@ -52,6 +59,32 @@ class Platform(str, enum.Enum):
     LINUX = "Linux"
     UBUNTU = "Ubuntu"
     CHROME_OS = "Chrome OS"
+
+
+CONTINENTS = ("AF", "AN", "AS", "EU", "NA", "OC", "SA")
+DEVICES = ("desktop", "mobile", "tablet", "watch", "television")
+BROWSERS = (  # phpShort 46+ config/browsers.php
+    "Chrome",
+    "Chromium",
+    "Firefox",
+    "Firefox Mobile",
+    "Edge",
+    "Internet Explorer",
+    "Mobile Internet Explorer",
+    "Vivaldi",
+    "Brave",
+    "Safari",
+    "Opera",
+    "Opera Mini",
+    "Opera Mobile",
+    "Opera Touch",
+    "Yandex Browser",
+    "UC Browser",
+    "Samsung Internet",
+    "QQ Browser",
+    "BlackBerry Browser",
+    "Maxtho",
+)
 
 
 class Toggle(enum.IntEnum):
@@ -72,6 +105,7 @@ class Kind(str, enum.Enum):
     ID_LIST = "id_list"  # list of positive integer identifiers
     CHOICE = "choice"  # one of ``choices``
     DATE = "date"  # YYYY-MM-DD
+    DATETIME = "datetime"  # an aware moment: datetime, pendulum DateTime or ISO 8601 with offset
     TIME = "time"  # HH:MM
     POSITIVE_INT = "positive_int"
     TARGETING = "targeting"  # list of {"key": ..., "value": ...}
@@ -123,6 +157,7 @@ _KIND_DESCRIPTIONS = {
     Kind.ID: "a positive integer",
     Kind.ID_LIST: "a list of positive integers",
     Kind.DATE: "a date formatted YYYY-MM-DD",
+    Kind.DATETIME: "a time-zone-aware datetime, pendulum DateTime or ISO-8601 string with offset",
     Kind.TIME: "a time formatted HH:MM (24-hour)",
     Kind.POSITIVE_INT: "a positive integer",
     Kind.TARGETING: 'a list of {"key": ..., "value": <URL>} dicts',
@@ -133,19 +168,26 @@ _KIND_DESCRIPTIONS = {
 _PRIVACY = tuple(Privacy)
 _TOGGLE = tuple(Toggle)
 
+# The links vocabulary: what users write on every phpShort version. ``dialect.py`` says how each
+# generation spells these on the wire and which of them it lacks (``disabled`` and
+# expiration_date/time are 44-45 only; starts_at, sensitive_content and continent/browser/device
+# targeting 46+ only).
 LINK_FIELDS: tuple[FieldSpec, ...] = (
     FieldSpec("url", Kind.URL, "Destination URL.", required_on_create=True),
     FieldSpec("domain_id", Kind.ID, "Domain the short link lives on.", update=False),
     FieldSpec("alias", Kind.SLUG, "Short-link alias (the path after the domain)."),
-    FieldSpec("password", Kind.TEXT, "Link password.", secret=True),
+    FieldSpec("password", Kind.TEXT, "Visitor password: asked before the redirect.", secret=True),
     FieldSpec("space_id", Kind.ID, "Space the link belongs to."),
     FieldSpec("pixel_ids", Kind.ID_LIST, "Tracking pixels fired on a click."),
-    FieldSpec("disabled", Kind.CHOICE, "1 disables the link.", choices=_TOGGLE, default_on_create=0),
+    FieldSpec("disabled", Kind.CHOICE, "1 disables the link (phpShort 44-45).", choices=_TOGGLE, default_on_create=0),
+    FieldSpec("sensitive_content", Kind.CHOICE, "1 shows a consent page first (phpShort 46+).", choices=_TOGGLE),
     FieldSpec("privacy", Kind.CHOICE, "Statistics privacy.", choices=_PRIVACY, default_on_create=0),
-    FieldSpec("privacy_password", Kind.TEXT, "Statistics password when privacy is 2.", secret=True),
+    FieldSpec("privacy_password", Kind.TEXT, "Statistics-page password when privacy is 2.", secret=True),
     FieldSpec("expiration_url", Kind.URL, "Where an expired link sends visitors."),
-    FieldSpec("expiration_date", Kind.DATE, "Date the link expires, in the service's time zone."),
-    FieldSpec("expiration_time", Kind.TIME, "Time of day the link expires."),
+    FieldSpec("expires_at", Kind.DATETIME, "When the link expires."),
+    FieldSpec("starts_at", Kind.DATETIME, "When the link starts redirecting (phpShort 46+; default: now)."),
+    FieldSpec("expiration_date", Kind.DATE, "Date the link expires, in the service's time zone (phpShort 44-45)."),
+    FieldSpec("expiration_time", Kind.TIME, "Time of day the link expires (phpShort 44-45)."),
     FieldSpec("expiration_clicks", Kind.POSITIVE_INT, "Click count at which the link expires."),
     FieldSpec("target_type", Kind.CHOICE, "Which targeting applies.", choices=tuple(TargetType)),
     FieldSpec(
@@ -158,7 +200,7 @@ LINK_FIELDS: tuple[FieldSpec, ...] = (
     FieldSpec(
         "platform",
         Kind.TARGETING,
-        "Platform rules: platform -> destination URL.",
+        "Platform (operating system) rules: platform -> destination URL.",
         choices=tuple(p.value for p in Platform),
     ),
     FieldSpec(
@@ -169,7 +211,21 @@ LINK_FIELDS: tuple[FieldSpec, ...] = (
         key_doc="an ISO 639-1 language code such as 'fr'",
     ),
     FieldSpec("rotation", Kind.TARGETING, "Rotation: destination URLs served in turn.", key_required=False),
+    FieldSpec("continent", Kind.TARGETING, "Continent rules (phpShort 46+): code -> URL.", choices=CONTINENTS),
+    FieldSpec("browser", Kind.TARGETING, "Browser rules (phpShort 46+): browser -> URL.", choices=BROWSERS),
+    FieldSpec("device", Kind.TARGETING, "Device rules (phpShort 46+): device -> URL.", choices=DEVICES),
 )
+
+# The targeting list of each target type, in the vocabulary.
+TARGETING_FIELDS = {
+    TargetType.GEOGRAPHIC: "country",
+    TargetType.PLATFORM: "platform",
+    TargetType.LANGUAGE: "language",
+    TargetType.ROTATION: "rotation",
+    TargetType.CONTINENT: "continent",
+    TargetType.BROWSER: "browser",
+    TargetType.DEVICE: "device",
+}
 
 WEBSITE_FIELDS: tuple[FieldSpec, ...] = (
     FieldSpec("domain", Kind.HOST, "Domain of the tracked website.", update=False, required_on_create=True),
@@ -181,6 +237,7 @@ WEBSITE_FIELDS: tuple[FieldSpec, ...] = (
     ),
     FieldSpec("exclude_params", Kind.LINES, "URL query parameters to ignore."),
     FieldSpec("exclude_ips", Kind.IP_LINES, "Visitor IP addresses to ignore."),
+    FieldSpec("favorite", Kind.CHOICE, "1 marks it a favourite (phpAnalytics 31).", choices=_TOGGLE, create=False),
 )
 
 
@@ -260,6 +317,7 @@ WEBSITE_LIST_PARAMS: tuple[ListParamSpec, ...] = (
     _SEARCH,
     ListParamSpec("search_by", Kind.CHOICE, "Field searched.", choices=("domain",), default="domain"),
     ListParamSpec("sort_by", Kind.CHOICE, "Sort key.", choices=("id", "domain"), default="id"),
+    ListParamSpec("favorite", Kind.CHOICE, "Only favourites (1) or the others (0); phpAnalytics 31.", choices=(0, 1)),
     _SORT,
     _PER_PAGE,
 )
@@ -301,7 +359,17 @@ LINKS = Resource(
     LINK_FIELDS,
     LINK_LIST_PARAMS,
     natural_key="alias",
-    integer_keys=("id", "target_type", "last_rotation", "disabled", "privacy", "expiration_clicks", "clicks"),
+    integer_keys=(
+        "id",
+        "target_type",
+        "last_rotation",
+        "disabled",
+        "privacy",
+        "expiration_clicks",
+        "clicks",
+        "sensitive_content",
+        "clicks_limit",
+    ),
 )
 WEBSITES = Resource(
     "websites",
@@ -331,8 +399,14 @@ class StatsSpec:
 
     service: str
     subject: str  # what the id is: "link" or "website"
-    names: tuple[str, ...]
     list_params: tuple[ListParamSpec, ...]
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        """Every statistic name accepted (both generations' names; ``dialect.py`` holds the table)."""
+        from airflow_provider_linkstats.client.dialect import stats_names
+
+        return stats_names(self.service)
 
 
 _STATS_PARAMS: tuple[ListParamSpec, ...] = (
@@ -341,36 +415,8 @@ _STATS_PARAMS: tuple[ListParamSpec, ...] = (
     _SORT,
     _PER_PAGE,
 )
-LINK_STATS = StatsSpec(
-    "links",
-    "link",
-    ("browser", "cities", "clicks", "clicks_hour", "country", "device", "language", "platform", "referrer"),
-    _STATS_PARAMS,
-)
-WEBSITE_STATS = StatsSpec(
-    "analytics",
-    "website",
-    (
-        "browser",
-        "campaign",
-        "city",
-        "continent",
-        "country",
-        "device",
-        "event",
-        "landing_page",
-        "language",
-        "os",
-        "page",
-        "pageviews",
-        "pageviews_hours",
-        "referrer",
-        "resolution",
-        "visitors",
-        "visitors_hours",
-    ),
-    _STATS_PARAMS,
-)
+LINK_STATS = StatsSpec("links", "link", _STATS_PARAMS)
+WEBSITE_STATS = StatsSpec("analytics", "website", _STATS_PARAMS)
 
 # Form encoding of list-valued fields, in one place so that a different real encoding is a
 # one-line change: "brackets" sends name[]=a&name[]=b, "lines" sends one item per line.

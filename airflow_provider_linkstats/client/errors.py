@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import socket
+import ssl
 from typing import Any
+from urllib.parse import urlsplit
 
 # Answers worth trying again later (besides 429): the service or a proxy in front of it is
 # briefly unavailable. A 500 is a bug on the server side, and sending the same request again
@@ -24,13 +27,19 @@ class LinkstatsInputError(LinkstatsError, ValueError):
         self.field = field
         self.value = "***" if secret else value
         self.allowed = allowed
-        super().__init__(f"Invalid value for {field!r}: {self.value!r}. Allowed: {allowed}.")
+        super().__init__(f"Invalid value for {field!r}: {shorten(self.value)}. Allowed: {allowed}.")
+
+
+class LinkstatsConfigError(LinkstatsError):
+    """The Airflow connection is missing or not set up for this hook: no request can mend it."""
 
 
 class LinkstatsApiError(LinkstatsError):
     """The service answered with an error status.
 
-    ``retry_after`` is the server's ``Retry-After`` in seconds, when it sent one (429, 503).
+    ``retry_after`` is the server's ``Retry-After`` in seconds, when it sent one (429, 503). The
+    text names the method, the full URL tried (``url``; ``path`` is relative to the API root), the
+    Airflow connection (``conn_id``) and, where one is likely, the fix (``hint``).
     """
 
     def __init__(
@@ -41,15 +50,26 @@ class LinkstatsApiError(LinkstatsError):
         method: str = "",
         path: str = "",
         retry_after: float | None = None,
+        url: str = "",
+        conn_id: str | None = None,
+        hint: str = "",
     ) -> None:
         self.status = status
         self.method = method
         self.path = path
+        self.url = url or path
+        self.conn_id = conn_id
+        self.hint = hint
         self.message = message
         self.retry_after = retry_after
-        where = f"{method} {path} " if method else ""
+        where = f"{method} {self.url} " if method else ""
         code = f"HTTP {status}: " if status is not None else ""
-        super().__init__(f"{where}{code}{message}".strip())
+        text = f"{where}{code}{message}".strip()
+        if conn_id:
+            text += f" [connection {conn_id!r}]"
+        if hint:
+            text += f". {hint}"
+        super().__init__(text)
 
 
 class LinkstatsAuthError(LinkstatsApiError):
@@ -85,11 +105,13 @@ class LinkstatsTransportError(LinkstatsError):
     """The request did not get an HTTP answer (refused, reset, timed out).
 
     ``sent`` is False when the request certainly never reached the server (connection refused or
-    connect timeout), so even a create may be repeated safely.
+    connect timeout), so even a create may be repeated safely. ``transient`` is False when trying
+    again cannot help (a TLS handshake that failed: a wrong scheme or certificate).
     """
 
-    def __init__(self, message: str, *, sent: bool) -> None:
+    def __init__(self, message: str, *, sent: bool, transient: bool = True) -> None:
         self.sent = sent
+        self.transient = transient
         super().__init__(message)
 
 
@@ -114,20 +136,101 @@ def is_transient(error: BaseException) -> bool:
     input, 401/403, 404, 422, 500, a malformed answer) gives the same result however often sent.
     """
     if isinstance(error, LinkstatsTransportError):
-        return True
+        return error.transient
     return isinstance(error, LinkstatsApiError) and (error.status == 429 or error.status in RETRY_STATUSES)
 
 
 def is_permanent(error: BaseException) -> bool:
     """Whether no retry of the task can mend it: bad input, a 4xx other than 429, or a create whose
-    outcome is unknown (sending it again could make a twin). Operators fail such tasks at once."""
-    if isinstance(error, (LinkstatsInputError, LinkstatsOutcomeUnknownError)):
+    outcome is unknown (sending it again could make a twin), a connection that is missing or of the
+    wrong type, a TLS handshake that failed. Operators fail such tasks at once."""
+    if isinstance(error, (LinkstatsInputError, LinkstatsOutcomeUnknownError, LinkstatsConfigError)):
         return True
+    if isinstance(error, LinkstatsTransportError):
+        return not error.transient
     status = error.status if isinstance(error, LinkstatsApiError) else None
     return status is not None and 400 <= status < 500 and status != 429
 
 
-def transport_error(description: str, cause: BaseException, *, sent: bool) -> LinkstatsTransportError:
-    """The error for a request that got no HTTP answer; names the request, never its body."""
-    what = "no connection could be made" if not sent else "the answer was lost"
-    return LinkstatsTransportError(f"{description}: {what} ({type(cause).__name__})", sent=sent)
+def transport_error(
+    method: str,
+    url: str,
+    cause: BaseException,
+    *,
+    sent: bool,
+    conn_id: str | None = None,
+    scheme_assumed: bool = False,
+) -> LinkstatsTransportError:
+    """The error for a request that got no HTTP answer, saying what to check.
+
+    Names the request (method and URL, never the body), the host and port, the connection, and for
+    the causes a retry cannot mend (TLS handshake, unknown host name) what to write instead.
+    """
+    parts = urlsplit(url)
+    port = parts.port or (443 if parts.scheme == "https" else 80)
+    host = f"{parts.hostname}:{port}"
+    where = f"{method} {url}"
+    conn = f" (connection {conn_id!r})" if conn_id else ""
+    kind = _cause_kind(cause)
+    if kind == "tls" and not sent:  # a TLS failure after sending is a lost answer, handled below
+        if scheme_assumed:
+            fix = (
+                f"connection {conn_id!r}'s Base URL has no scheme, so https was assumed; write it with its "
+                f"scheme: http://{host} if the service speaks plain HTTP there, else https://{host}"
+            )
+        else:
+            fix = (
+                "check the Base URL's scheme (http:// for a plain-HTTP service), the certificate, or the "
+                "verify_ssl extra"
+            )
+        return LinkstatsTransportError(
+            f"{where}: the TLS handshake with {host} failed ({type(cause).__name__}){conn}; {fix}",
+            sent=False,
+            transient=False,
+        )
+    if kind == "dns":
+        return LinkstatsTransportError(
+            f"{where}: no connection could be made to {host}: the host name {parts.hostname!r} does not resolve"
+            f"{conn}; check the Base URL's host",
+            sent=False,
+        )
+    if kind == "refused":
+        return LinkstatsTransportError(
+            f"{where}: no connection could be made to {host}: connection refused, nothing listens there{conn}; "
+            "check the Base URL's host and port, and that the service is running",
+            sent=False,
+        )
+    what = f"no connection could be made to {host}" if not sent else "the answer was lost"
+    return LinkstatsTransportError(f"{where}: {what} ({type(cause).__name__}){conn}", sent=sent)
+
+
+def _cause_kind(error: BaseException) -> str:
+    """"tls", "dns", "refused" or "": what the chain of causes of a transport error says."""
+    seen: set[int] = set()
+    todo: list[object] = [error]
+    while todo:
+        item = todo.pop()
+        if not isinstance(item, BaseException) or id(item) in seen:
+            continue
+        seen.add(id(item))
+        if isinstance(item, ssl.SSLError) or type(item).__name__ == "SSLError":
+            return "tls"
+        if isinstance(item, socket.gaierror) or type(item).__name__ == "NameResolutionError":
+            return "dns"
+        if isinstance(item, ConnectionRefusedError):
+            return "refused"
+        todo.extend((item.__cause__, item.__context__, getattr(item, "reason", None), *item.args[:1]))
+    return ""
+
+
+MAX_ECHO = 80  # characters of a bad value shown in an error: enough to recognise it
+
+
+def shorten(value: object) -> str:
+    """``repr(value)``, cut to MAX_ECHO characters with the full length said, so a long value is never echoed whole."""
+    text = repr(value)
+    if len(text) <= MAX_ECHO:
+        return text
+    sized = isinstance(value, (str, bytes, list, tuple, dict))
+    size = f"{len(value)} {'characters' if isinstance(value, (str, bytes)) else 'items'}" if sized else "cut"  # type: ignore[arg-type]
+    return f"{text[:MAX_ECHO]}... ({size})"

@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
+from urllib.parse import urlencode
 
 from airflow_provider_linkstats.client.contract import (
     API_PREFIX,
@@ -23,6 +24,7 @@ from airflow_provider_linkstats.client.contract import (
     Resource,
     StatsSpec,
 )
+from airflow_provider_linkstats.client.dialect import DIALECTS, Dialect
 from airflow_provider_linkstats.client.encoding import FormPairs, encode_form
 from airflow_provider_linkstats.client.errors import (
     LinkstatsApiError,
@@ -70,11 +72,18 @@ class ApiRequest:
 
 @dataclass(frozen=True)
 class ApiResponse:
-    """What a transport hands back: status, headers (lower-case names) and raw body."""
+    """What a transport hands back: status, headers (lower-case names) and raw body.
+
+    ``url`` (the full URL tried) and ``conn_id`` (the Airflow connection) are for error texts, and
+    ``redact_key`` (the transport's ``ApiKey.redact``) cuts the key out of them, whoever reads the answer.
+    """
 
     status: int
     headers: Mapping[str, str]
-    body: bytes
+    body: bytes = field(repr=False)  # a server may echo a secret in it
+    url: str = ""
+    conn_id: str | None = None
+    redact_key: Callable[[str], str] | None = field(default=None, repr=False, compare=False)
 
 
 @dataclass
@@ -84,34 +93,48 @@ class Page:
 
 
 def api_root(base_url: str) -> str:
-    """The API root of a base URL.
+    """The first API root to try for a base URL (``api_roots`` lists them all)."""
+    return api_roots(base_url)[0]
 
-    Every install serves the API at ``<web root>/api/v1``: a URL that already ends with
-    ``/api/v1`` (``/public/api/v1`` included) is used as is, one ending with ``/public`` gets
-    ``/api/v1``, and a bare site URL gets the docs' ``/public/api/v1``.
+
+def api_roots(base_url: str) -> tuple[str, ...]:
+    """Where the API may be for a base URL: every install serves it at ``<web root>/api/v1``.
+
+    A URL ending in ``/api/v1`` is used as given; one ending in ``/public`` gets ``/api/v1``;
+    for a bare site URL it is ``<site>/public/api/v1`` (an install whose web root is the project
+    folder, as the docs show) or ``<site>/api/v1`` (web root at ``public/``): the hook probes them
+    in that order, so a bare URL that worked before discovery existed still costs one probe.
     """
     root = base_url.rstrip("/")
     if root.endswith(API_VERSION_PATH):
-        return root
+        return (root,)
     if root.endswith("/public"):
-        return root + API_VERSION_PATH
-    return root + API_PREFIX
+        return (root + API_VERSION_PATH,)
+    return (root + API_PREFIX, root + API_VERSION_PATH)
 
 
 # -- building requests ---------------------------------------------------------------------
 
 
-def build_create(resource: Resource, fields: Mapping[str, Any]) -> ApiRequest:
+def build_create(resource: Resource, fields: Mapping[str, Any], dialect: Dialect | None = None) -> ApiRequest:
+    """A create: the vocabulary validated, then spelt as ``dialect``'s generation spells it.
+
+    Without a dialect, the documented (older) generation's: phpShort 44-45, phpAnalytics 3.x.
+    """
     values = validate_fields(resource, "create", fields)
     secrets = tuple(secret_values(resource, values))
-    return ApiRequest("POST", f"/{resource.name}", form=tuple(encode_form(values)), secrets=secrets)
+    wire = (dialect or DIALECTS[resource.service][0]).to_wire(resource, values)
+    return ApiRequest("POST", f"/{resource.name}", form=tuple(encode_form(wire)), secrets=secrets)
 
 
-def build_update(resource: Resource, record_id: Any, fields: Mapping[str, Any]) -> ApiRequest:
+def build_update(
+    resource: Resource, record_id: Any, fields: Mapping[str, Any], dialect: Dialect | None = None
+) -> ApiRequest:
     record_id = validate_id(record_id, f"{resource.singular}_id")
     values = validate_fields(resource, "update", fields)
     secrets = tuple(secret_values(resource, values))
-    return ApiRequest("PUT", f"/{resource.name}/{record_id}", form=tuple(encode_form(values)), secrets=secrets)
+    wire = (dialect or DIALECTS[resource.service][0]).to_wire(resource, values)
+    return ApiRequest("PUT", f"/{resource.name}/{record_id}", form=tuple(encode_form(wire)), secrets=secrets)
 
 
 def build_get(resource: Resource, record_id: Any) -> ApiRequest:
@@ -175,37 +198,91 @@ def expired_links_request(alias: str | None = None, page: int = 1) -> ApiRequest
 # -- interpreting responses ----------------------------------------------------------------
 
 
-def raise_for_status(request: ApiRequest, response: ApiResponse, secrets: tuple[str, ...] = ()) -> None:
+def raise_for_status(
+    request: ApiRequest,
+    response: ApiResponse,
+    secrets: tuple[str, ...] = (),
+    *,
+    redact_key: Callable[[str], str] | None = None,
+) -> None:
     """Map an error status to its exception, with what the server said in any of its shapes.
 
     Real installs send ``{"message": "..."}`` or, for 422, ``{"message": {"field": ["..."]}}``;
     other Laravel apps and proxies send ``{"errors": {...}}``, HTML pages or nothing. The text names
-    each field with its messages, is capped, and never holds the key or a password.
+    each field with its messages, is capped, never holds the key (``redact_key``, the auth object's
+    ``redact``) or a password, and says what to check for the answers a setting causes.
     """
     status = response.status
     if 200 <= status < 300:
         return
     secrets = (*secrets, *request.secrets)
+    redact_key = redact_key or response.redact_key
     payload = _try_json(response.body)
     message, field_errors = _error_details(payload, status, response)
-    message = redact(message, secrets)
-    field_errors = {name: [redact(m, secrets) for m in messages] for name, messages in field_errors.items()}
-    common: dict[str, Any] = {"status": status, "method": request.method, "path": request.path}
+
+    def clean(text: str) -> str:
+        text = redact(text, secrets)
+        return redact_key(text) if redact_key else text
+
+    message = clean(message)
+    field_errors = {name: [clean(m) for m in messages] for name, messages in field_errors.items()}
+    common: dict[str, Any] = {**_where(request, response), "status": status}
     if status == 422:
         raise LinkstatsValidationError(message, errors=field_errors, **common)
     if field_errors:  # another status with field errors: keep them in the text
         message = f"{message} ({describe_field_errors(field_errors)})"
     message = message[:MAX_ERROR_TEXT]
+    hint = _hint(status, payload, response)
     if status in (401, 403) or _is_login_redirect(response):
-        raise LinkstatsAuthError(message, **common)
+        raise LinkstatsAuthError(message, hint=hint, **common)
     if status == 404:
-        raise LinkstatsNotFoundError(message, **common)
+        raise LinkstatsNotFoundError(message, hint=hint, **common)
     retry_after = parse_retry_after(response.headers)
     if status == 429:
         raise LinkstatsRateLimitError(message, retry_after=retry_after, **common)
     if status >= 500:
         raise LinkstatsServerError(message, retry_after=retry_after, **common)
-    raise LinkstatsApiError(message, **common)
+    raise LinkstatsApiError(message, hint=hint, **common)
+
+
+def request_url(root: str, request: ApiRequest) -> str:
+    """The full URL of a request (root, path and query), for error texts; the key is in a header, never here."""
+    query = f"?{urlencode(list(request.params))}" if request.params else ""
+    return f"{root.rstrip('/')}{request.path}{query}"
+
+
+def _where(request: ApiRequest, response: ApiResponse) -> dict[str, Any]:
+    return {"method": request.method, "path": request.path, "url": response.url, "conn_id": response.conn_id}
+
+
+def _hint(status: int, payload: Any, response: ApiResponse) -> str:
+    """What to check, for the answers a connection setting causes rather than the request."""
+    conn = f"connection {response.conn_id!r}" if response.conn_id else "the connection"
+    if status == 401 or _is_login_redirect(response):
+        return (
+            f"The API key in {conn}'s password was refused: copy the current key from the account's API page "
+            "(regenerating the key there revokes the old one)"
+        )
+    if status == 403:
+        return (
+            "The account's plan has no API access, or the key lacks permission for this: check the plan's "
+            f"features in the service, or use another account's key in {conn}"
+        )
+    if status == 404 and not isinstance(payload, dict):
+        return _not_the_api_hint(response)
+    location = response.headers.get("location", "")
+    if 300 <= status < 400 and location:  # http:// to https://, or a moved install: redirects are not followed
+        return f"The service redirects to {location[:200]}: write that address as {conn}'s Base URL"
+    return ""
+
+
+def _not_the_api_hint(response: ApiResponse) -> str:
+    """An HTML page where the API answers JSON: the Base URL points at the site, not at its API."""
+    conn = f"connection {response.conn_id!r}" if response.conn_id else "the connection"
+    return (
+        f"This URL does not answer as the Linkstats API (a {_describe_body(response)}, not JSON): check "
+        f"{conn}'s Base URL; the API usually answers at <site>/api/v1 or <site>/public/api/v1"
+    )
 
 
 def parse_record(request: ApiRequest, response: ApiResponse) -> dict[str, Any]:
@@ -284,7 +361,7 @@ def _json_body(request: ApiRequest, response: ApiResponse, *, allow_empty: bool)
         if allow_empty:
             return None
         raise LinkstatsResponseError(
-            "empty body where a listing was expected", status=response.status, method=request.method, path=request.path
+            "empty body where a listing was expected", status=response.status, **_where(request, response)
         )
     try:
         return json.loads(response.body)
@@ -293,8 +370,8 @@ def _json_body(request: ApiRequest, response: ApiResponse, *, allow_empty: bool)
             f"body is not valid JSON ({len(response.body)} bytes, content-type "
             f"{response.headers.get('content-type', 'unknown')!r})",
             status=response.status,
-            method=request.method,
-            path=request.path,
+            hint=_not_the_api_hint(response) if _TITLE.search(response.body[:20000]) else "",
+            **_where(request, response),
         ) from None
 
 
@@ -302,8 +379,7 @@ def _shape_error(request: ApiRequest, response: ApiResponse, expected: str) -> L
     return LinkstatsResponseError(
         f"unexpected JSON shape, expected {expected}",
         status=response.status,
-        method=request.method,
-        path=request.path,
+        **_where(request, response),
     )
 
 
@@ -320,7 +396,7 @@ def _error_details(payload: Any, status: int, response: ApiResponse) -> tuple[st
                 message = value.strip()[:MAX_ERROR_MESSAGE]
                 break
     if not message:
-        message = _REASONS.get(status, "error")
+        message = _LOGIN_REDIRECT if _is_login_redirect(response) else _REASONS.get(status, "error")
         if field_errors:
             message = "the service rejected " + ", ".join(field_errors)
         elif not isinstance(payload, dict):
@@ -362,8 +438,12 @@ def _is_login_redirect(response: ApiResponse) -> bool:
     return 300 <= response.status < 400 and location.rstrip("/").endswith("/login")
 
 
+_LOGIN_REDIRECT = "redirected to the login page (the API key was not accepted)"
 _REASONS = {
-    302: "redirected to the login page (the API key was not accepted)",
+    301: "moved permanently",
+    302: "found (a redirect)",
+    307: "temporary redirect",
+    308: "permanent redirect",
     400: "bad request",
     401: "unauthenticated",
     403: "forbidden",

@@ -18,7 +18,10 @@ from airflow_provider_linkstats.client.contract import RESOURCES, Kind, LinkStat
 
 JsonDict = dict[str, Any]
 
-_SECRET_KEYS = frozenset(name for resource in RESOURCES.values() for name in resource.secret_fields)
+# redirect_password: phpShort 46+'s visitor password, echoed as sent by a create or update answer.
+_SECRET_KEYS = frozenset(
+    {"redirect_password", *(name for resource in RESOURCES.values() for name in resource.secret_fields)}
+)
 _LINE_KEYS = {
     resource.name: tuple(spec.name for spec in resource.fields if spec.kind in (Kind.LINES, Kind.IP_LINES))
     for resource in RESOURCES.values()
@@ -26,7 +29,54 @@ _LINE_KEYS = {
 
 
 def normalize(resource: Resource | None, record: Mapping[str, Any]) -> JsonDict:
-    """A record with the contract's integer keys as ints, line lists as lists, and no secret strings."""
+    """A record with the contract's integer keys as ints, line lists as lists, and no secret strings.
+
+    Link records of both phpShort generations also get the vocabulary's keys (``dialect.RECORD_KEYS``):
+    ``expires_at`` (the end time, ISO 8601 in UTC, or None), ``expiration_clicks``, ``password`` and
+    ``privacy_password`` (booleans), ``target_type`` and the targeting lists under their argument
+    names; phpShort 46+ adds ``starts_at``. The generation's own keys pass through as well.
+    """
+    clean = _plain(resource, record)
+    if resource is not None and resource.name == "links":
+        clean.update(_link_vocabulary(clean))
+    return clean
+
+
+def _link_vocabulary(record: Mapping[str, Any]) -> JsonDict:
+    from airflow_provider_linkstats.client.contract import TARGETING_FIELDS, TargetType
+    from airflow_provider_linkstats.client.dialect import NEW_LINK_RECORD_KEYS, RECORD_KEYS, TARGET_TYPES
+
+    newer = any(key in record for key in NEW_LINK_RECORD_KEYS)
+    column = 1 if newer else 0
+    out: JsonDict = {}
+    for name, keys in RECORD_KEYS.items():
+        key = keys[column]
+        if key is None or key == "targets":
+            continue
+        if key not in record:
+            if newer and name == "password":  # never leave 46+'s statistics password under this name
+                out[name] = None
+            continue
+        value = record[key]
+        if name in ("expires_at", "starts_at"):
+            moment = parse_timestamp(value)
+            value = moment.astimezone(dt.timezone.utc).isoformat() if moment else None
+        elif name in ("password", "privacy_password") and not isinstance(value, (bool, type(None))):
+            continue  # an echoed secret: dropped
+        out[name] = value
+    if newer:
+        wire_type = record.get("targets_type")
+        kind = next((k for k, (_, new) in TARGET_TYPES.items() if new and new == wire_type), None)
+        if "targets_type" in record:
+            out["target_type"] = int(kind) if kind is not None else int(TargetType.NONE)
+        targets = record.get("targets")
+        for target_kind, list_name in TARGETING_FIELDS.items():
+            if "targets" in record:
+                out[list_name] = targets if target_kind is kind else None
+    return out
+
+
+def _plain(resource: Resource | None, record: Mapping[str, Any]) -> JsonDict:
     clean: JsonDict = {}
     integers = resource.integer_keys if resource is not None else ("id",)
     lines = _LINE_KEYS.get(resource.name, ()) if resource is not None else ()

@@ -21,14 +21,20 @@ from airflow_provider_linkstats.client.errors import (
     is_transient,
 )
 from airflow_provider_linkstats.client.protocol import ApiRequest
-from airflow_provider_linkstats.client.settings import DEFAULT_MAX_RATE_LIMIT_WAIT, ClientSettings
+from airflow_provider_linkstats.client.settings import (
+    DEFAULT_MAX_RATE_LIMIT_WAIT,
+    DEFAULT_MAX_RETRIES,
+    DEFAULT_RETRY_WAIT,
+    DEFAULT_RETRY_WAIT_MAX,
+    ClientSettings,
+)
 
 
 @dataclass(frozen=True)
 class RetryPolicy:
-    max_retries: int = 3
-    initial_wait: float = 0.5  # seconds before the first retry; doubles each time, with jitter
-    max_wait: float = 30.0  # cap on one backoff wait
+    max_retries: int = DEFAULT_MAX_RETRIES
+    initial_wait: float = DEFAULT_RETRY_WAIT  # seconds before the first retry; doubles each time, with jitter
+    max_wait: float = DEFAULT_RETRY_WAIT_MAX  # cap on one backoff wait
     max_rate_limit_wait: float = DEFAULT_MAX_RATE_LIMIT_WAIT  # longest Retry-After honoured
 
     @classmethod
@@ -63,6 +69,8 @@ class RetryPolicy:
             method=error.method,
             path=error.path,
             retry_after=error.retry_after,
+            url=error.url,
+            conn_id=error.conn_id,
         )
 
     def retrying(self, request: ApiRequest, log: logging.Logger) -> tenacity.Retrying:

@@ -1,13 +1,16 @@
-"""How a client is configured: one frozen object, built once from a connection and its overrides.
+"""Every default of the provider, and how a client is configured: one frozen object.
 
-The hook builds it (``hooks/linkstats.py``); the sync client (``api.py``) and the async one
-(``aio.py``) both read it, so the two cannot be configured apart. The API key is not in here: it is
-handed to a transport, which keeps it only in its Authorization header.
+This module is the one home of each default (timeouts, retries and their waits, the rate-limit
+wait and window, the pool size, bulk delete threads, the waiting knobs): the connection form
+(``connection.py``), the retry policy (``retry.py``), the hooks and the operators read them here.
+
+The hook builds ``ClientSettings`` once (``hooks/linkstats.py``); the sync client (``api.py``) and
+the async one (``aio.py``) both read it, so the two cannot be configured apart. The API key is not
+in here: it lives in an ``auth.ApiKey``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass
 
 from airflow_provider_linkstats import __version__
@@ -16,9 +19,16 @@ USER_AGENT = f"airflow-provider-linkstats/{__version__}"
 DEFAULT_CONNECT_TIMEOUT = 10.0
 DEFAULT_READ_TIMEOUT = 30.0
 DEFAULT_MAX_RETRIES = 3
+DEFAULT_RETRY_WAIT = 0.5  # first backoff wait; doubles each retry, with jitter
+DEFAULT_RETRY_WAIT_MAX = 30.0  # cap of one backoff wait
 DEFAULT_MAX_RATE_LIMIT_WAIT = 120.0  # real installs ask for 30-60 s after a 429; more is a real outage
 DEFAULT_WINDOW = 60.0  # seconds of a rate-limit window: both products count per minute
 POOL_SIZE = 16  # connections per sync client; a bulk delete runs at most this many threads
+DEFAULT_MAX_WORKERS = 8  # threads of a bulk delete (at most POOL_SIZE)
+ASYNC_POOL_SIZE = 4  # connections per async client: thousands of triggers may share one event loop
+# Keep an async connection open between pokes only when the next one comes sooner than this: servers
+# drop idle connections after 5-75 s, and a trigger polling every few minutes should not hold a socket.
+KEEP_ALIVE_MAX_IDLE = 20.0
 # Waiting for links to expire (the sensor and its trigger)
 DEFAULT_EXISTENCE_CHECK_EVERY = 10  # pokes between checks that the watched links still exist
 DEFAULT_MAX_TRANSPORT_FAILURES = 5  # transient failures in a row that end a deferred wait
@@ -32,24 +42,21 @@ class ClientSettings:
     read_timeout: float = DEFAULT_READ_TIMEOUT
     verify_ssl: bool = True
     max_retries: int = DEFAULT_MAX_RETRIES
-    retry_wait: float = 0.5  # first backoff wait; doubles each retry
-    retry_wait_max: float = 30.0  # cap of one backoff wait
+    retry_wait: float = DEFAULT_RETRY_WAIT
+    retry_wait_max: float = DEFAULT_RETRY_WAIT_MAX
     max_rate_limit_wait: float = DEFAULT_MAX_RATE_LIMIT_WAIT  # longest Retry-After honoured
     rate_limit_window: float = DEFAULT_WINDOW
     timezone: str | None = None  # the service's zone for expiration_date/time; None: the account's
     default_domain_id: int | None = None  # links: domain of creates that name none
     pool_size: int = POOL_SIZE
+    conn_id: str | None = None  # the Airflow connection, named in every error
+    scheme_assumed: bool = False  # the Base URL had no scheme and https was put in front
 
     @property
     def connect_timeout(self) -> float:
         return min(DEFAULT_CONNECT_TIMEOUT, self.read_timeout)
 
 
-def auth_headers(api_key: str) -> dict[str, str]:
-    """Headers of every request. Real installs answer 401 in JSON only when asked for JSON."""
-    return {"Authorization": f"Bearer {api_key}", "Accept": "application/json", "User-Agent": USER_AGENT}
-
-
-def key_from_headers(headers: Mapping[str, str]) -> str:
-    """The key back from a transport's Authorization header, for redaction: no attribute holds it."""
-    return str(headers.get("Authorization", "")).removeprefix("Bearer ")
+# Headers of every request but Authorization (set by auth.ApiKey). Real installs answer 401 in
+# JSON only when asked for JSON.
+COMMON_HEADERS = {"Accept": "application/json", "User-Agent": USER_AGENT}

@@ -27,7 +27,8 @@ _DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
 _TIME = re.compile(r"^\d{2}:\d{2}$")
 # A host name: dot-separated labels of letters (any script) and digits, inner hyphens allowed; a port may follow.
 _HOST = re.compile(r"^(?=.{1,253}(:|$))[^\W_](?:[\w-]{0,61}[^\W_])?(?:\.[^\W_](?:[\w-]{0,61}[^\W_])?)*(:\d{1,5})?$")
-_SLUG = re.compile(r"^[\w-]{1,255}$")  # as the service's alpha_dash rule: letters of any script
+_SLUG = re.compile(r"^[\w-]+$")  # as the service's alpha_dash rule: letters of any script
+MAX_SLUG = 255  # the service's max:255 on alias
 
 
 def validate_fields(resource: Resource, operation: str, values: Mapping[str, Any]) -> dict[str, Any]:
@@ -56,6 +57,11 @@ def validate_fields(resource: Resource, operation: str, values: Mapping[str, Any
         if (first in clean) != (second in clean):
             given, missing = (first, second) if first in clean else (second, first)
             raise LinkstatsInputError(missing, None, f"given together with {given} (the service needs both)")
+    clash = {"expiration_date", "expiration_time"} & set(clean)
+    if "expires_at" in clean and clash:
+        raise LinkstatsInputError(
+            "expires_at", values.get("expires_at"), f"either expires_at or {' and '.join(sorted(clash))}, not both"
+        )
     return clean
 
 
@@ -82,6 +88,8 @@ def validate_value(spec: FieldSpec | ListParamSpec, value: Any) -> Any:
     if kind is Kind.SLUG:
         if not isinstance(value, str) or not _SLUG.match(value):
             raise bad()
+        if len(value) > MAX_SLUG:  # right characters, too many: say the limit, not the alphabet
+            raise bad(allowed=f"at most {MAX_SLUG} characters ({len(value)} given)")
         return value
     if kind is Kind.URL:
         if not _is_url(value):
@@ -107,6 +115,8 @@ def validate_value(spec: FieldSpec | ListParamSpec, value: Any) -> Any:
         return _date(value, bad)
     if kind is Kind.TIME:
         return _time(value, bad)
+    if kind is Kind.DATETIME:
+        return aware_moment(spec.name, value)
     if kind is Kind.TARGETING:
         assert isinstance(spec, FieldSpec)
         return _targeting(spec, value)
@@ -232,6 +242,24 @@ def check_bool(field: str, value: Any) -> bool:
     raise LinkstatsInputError(field, value, "true or false")
 
 
+def check_future(moment: dt.datetime, field: str = "expires_at", *, now: dt.datetime | None = None) -> dt.datetime:
+    """An aware moment that is still ahead; a past expiry would make a link that is dead from the start.
+
+    The error names the moment in the zone it was read in (its own offset or zone) and the time now.
+    """
+    current = now or dt.datetime.now(dt.timezone.utc)
+    if moment <= current:
+        # An IANA name where the moment carries one (pendulum, zoneinfo), else its offset name ("UTC+02:00").
+        zone = getattr(moment.tzinfo, "name", None) or getattr(moment.tzinfo, "key", None) or moment.tzname()
+        raise LinkstatsInputError(
+            field,
+            moment.isoformat(),
+            f"a moment in the future; this one is {moment:%Y-%m-%d %H:%M:%S} in {zone} (the zone it was read "
+            f"in), which has passed: it is now {current.astimezone(moment.tzinfo):%Y-%m-%d %H:%M:%S} there",
+        )
+    return moment
+
+
 def check_choice(field: str, value: Any, choices: Iterable[Any]) -> Any:
     choices = tuple(choices)
     if value not in choices:
@@ -340,6 +368,21 @@ def _date(value: Any, bad: Any) -> str:
         except ValueError:
             pass
     raise bad()
+
+
+def aware_moment(field: str, value: Any) -> dt.datetime:
+    """An aware datetime from a datetime, pendulum DateTime or ISO-8601 string with offset."""
+    moment = value
+    if isinstance(moment, str):
+        try:
+            moment = dt.datetime.fromisoformat(moment.strip().replace("Z", "+00:00"))
+        except ValueError:
+            raise LinkstatsInputError(field, value, "an ISO-8601 date-time with a UTC offset") from None
+    if not isinstance(moment, dt.datetime) or moment.tzinfo is None or moment.utcoffset() is None:
+        raise LinkstatsInputError(
+            field, value, "a time-zone-aware datetime, pendulum DateTime or ISO-8601 string with offset"
+        )
+    return moment
 
 
 def _time(value: Any, bad: Any) -> str:

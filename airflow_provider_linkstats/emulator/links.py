@@ -11,8 +11,8 @@ its listing scopes are wrong about dates and are reproduced apart (``v49_scope_*
 
 Targeting: v44's ``target_type`` picks one rule list (1 country, 2 platform, 3 language, 4
 rotation); v49's ``targets_type`` names the visitor attribute its ``targets`` keys match. No
-match sends the visitor to ``url``. What the emulator reads from a click is documented in the
-README's "Local emulator" section.
+match sends the visitor to ``url``. What the emulator reads from a click is documented in the docs
+page "The emulator, for your own tests" (docs/emulator.md).
 """
 
 from __future__ import annotations

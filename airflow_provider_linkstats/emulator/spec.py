@@ -191,7 +191,7 @@ LANGUAGES = frozenset(
     vi vo wa wo xh yi yo za zh zu""".split()
 )
 TARGET_KEYS: dict[str, frozenset[str] | None] = {}  # filled below, once COUNTRIES and LANGUAGES exist
-# Continents of the countries the README's examples use; others are reported as "Unknown".
+# Continents of the countries the docs' examples use; others are reported as "Unknown".
 CONTINENTS = {
     **dict.fromkeys("AR BO BR CL CO EC PE PY UY VE".split(), "South America"),
     **dict.fromkeys("CA MX US GT CU PA CR".split(), "North America"),

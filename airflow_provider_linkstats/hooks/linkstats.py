@@ -1,15 +1,23 @@
 """Hooks: an Airflow Connection turned into a configured Linkstats client, sync or async.
 
 The connection's host is the service's base URL and its password the API key. Extras
-(``timeout``, ``max_retries``, ``max_rate_limit_wait``, ``verify_ssl``, ``timezone`` and, for
-links, ``default_domain_id``) are settings, never headers. They are parsed once into a frozen
-``ClientSettings``, from which both the sync ``client`` and ``get_async_client()`` are built.
+(``timeout``, ``max_retries``, ``max_rate_limit_wait``, ``verify_ssl``, ``api_version``,
+``timezone`` and, for links, ``default_domain_id``) are settings, never headers. They are parsed
+once into a frozen ``ClientSettings``, from which both the sync ``client`` and
+``get_async_client()`` are built.
+
+The connected version (``hook.dialect``: the ``api_version`` extra, or detected once) decides how
+the one vocabulary of arguments is spelt on the wire (``client/dialect.py``). A base URL not
+ending in /api/v1 is resolved on first use by the same read-only probe (``client/detection.py``).
 """
 
 from __future__ import annotations
 
 import datetime as dt
+import logging
+import threading
 from collections.abc import Iterator
+from dataclasses import replace
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
@@ -27,9 +35,31 @@ from airflow_provider_linkstats.client.contract import (
     Resource,
     StatsSpec,
 )
-from airflow_provider_linkstats.client.errors import LinkstatsError, LinkstatsInputError
-from airflow_provider_linkstats.client.settings import POOL_SIZE, ClientSettings
-from airflow_provider_linkstats.client.validation import check_bool, check_number, check_whole_number, is_blank
+from airflow_provider_linkstats.client.dialect import Dialect, dialect_for
+from airflow_provider_linkstats.client.errors import (
+    LinkstatsApiError,
+    LinkstatsAuthError,
+    LinkstatsConfigError,
+    LinkstatsError,
+    LinkstatsInputError,
+    LinkstatsNotFoundError,
+    LinkstatsServerError,
+    LinkstatsTransportError,
+    LinkstatsValidationError,
+)
+from airflow_provider_linkstats.client.settings import (
+    DEFAULT_RETRY_WAIT,
+    DEFAULT_RETRY_WAIT_MAX,
+    POOL_SIZE,
+    ClientSettings,
+)
+from airflow_provider_linkstats.client.validation import (
+    check_bool,
+    check_future,
+    check_number,
+    check_whole_number,
+    is_blank,
+)
 from airflow_provider_linkstats.connection import (
     CONNECTION_TYPES,
     HIDDEN_FIELDS,
@@ -41,8 +71,13 @@ from airflow_provider_linkstats.connection import (
 if TYPE_CHECKING:
     from airflow_provider_linkstats.client.aio import AsyncLinkstatsClient
     from airflow_provider_linkstats.client.api import LinkstatsClient
+    from airflow_provider_linkstats.client.auth import ApiKey
+    from airflow_provider_linkstats.client.detection import Located
+
+__all__ = ["LinkstatsBaseHook", "LinkstatsLinksHook", "LinkstatsAnalyticsHook"]
 
 JsonDict = dict[str, Any]
+log = logging.getLogger(__name__)
 
 
 class LinkstatsBaseHook(BaseHook):
@@ -68,8 +103,8 @@ class LinkstatsBaseHook(BaseHook):
         *,
         timeout: float | None = None,
         max_retries: int | None = None,
-        retry_wait: float = 0.5,
-        retry_wait_max: float = 30.0,
+        retry_wait: float = DEFAULT_RETRY_WAIT,
+        retry_wait_max: float = DEFAULT_RETRY_WAIT_MAX,
         pool_size: int = POOL_SIZE,
         rate_limit_window: float | None = None,
     ) -> None:
@@ -80,6 +115,10 @@ class LinkstatsBaseHook(BaseHook):
         if rate_limit_window is not None:
             self._tuning["rate_limit_window"] = rate_limit_window
         self._connection: _Hidden | None = None
+        self._dialect: Dialect | None = None  # the connected generation: the api_version extra, or detected
+        self._explicit_dialect: Dialect | None = None
+        self._roots: tuple[str, ...] = ()  # where the API may be; one left once found
+        self._locating = threading.Lock()
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(linkstats_conn_id={self.linkstats_conn_id!r})"
@@ -91,15 +130,63 @@ class LinkstatsBaseHook(BaseHook):
         """The Airflow Connection, fetched once.
 
         Held out of sight of ``repr(vars(hook))``: on Airflow 3 a Connection's repr shows its password.
+        A connection that is not defined is a ``LinkstatsConfigError`` saying how to create it: no
+        retry of the task can mend it.
         """
         if self._connection is None:
-            self._connection = _Hidden(self.get_connection(self.linkstats_conn_id))
+            try:
+                conn = self.get_connection(self.linkstats_conn_id)
+            except Exception as error:
+                raise self._missing(error) from error
+            self._connection = _Hidden(conn)
         return self._connection.value
+
+    def _missing(self, error: Exception) -> Exception:
+        """``AirflowNotFoundException`` as an error saying what to create; any other error unchanged."""
+        if type(error).__name__ != "AirflowNotFoundException":
+            return error
+        conn_id, conn_type = self.linkstats_conn_id, self.conn_type
+        example = CONNECTION_TYPES[conn_type][3]  # the form's placeholder URL
+        return LinkstatsConfigError(
+            f"The Airflow connection {conn_id!r} is not defined. Create it (type {conn_type}, Base URL, API key as "
+            f"password), e.g.: airflow connections add {conn_id} --conn-type {conn_type} --conn-host {example} "
+            f"--conn-password <API key>; or set the environment variable AIRFLOW_CONN_{conn_id.upper()}="
+            f"'{{\"conn_type\": \"{conn_type}\", \"host\": \"{example}\", \"password\": \"<API key>\"}}'"
+        )
+
+    def _check_type(self, conn: Any) -> None:
+        """Refuse the other service's connection; warn on any other type (an ``http://`` URI gives ``http``).
+
+        A links hook on an analytics connection would send link requests to the analytics service,
+        whose 404s would point nowhere near the cause: that fails. A type such as ``http`` (the
+        scheme of a URI connection) or ``generic`` still holds a usable URL and key, so the hook
+        uses it and says in the log which type to set.
+        """
+        found = conn.conn_type or ""
+        if found == self.conn_type:
+            return
+        conn_id = self.linkstats_conn_id
+        if found in CONNECTION_TYPES:
+            raise LinkstatsConfigError(
+                f"Connection {conn_id!r} is of type {found!r}, but {type(self).__name__} needs type "
+                f"{self.conn_type!r}: point linkstats_conn_id at a {self.conn_type} connection "
+                f"(default {self.default_conn_name!r})"
+            )
+        log.warning(
+            "Connection %r is of type %r, expected %r; using its host and password anyway. Set its type to %s "
+            "(in a URI: %s://:<API key>@<host>/...) so the form and the checks match.",
+            conn_id,
+            found,
+            self.conn_type,
+            self.conn_type,
+            self.conn_type.replace("_", "-"),
+        )
 
     @cached_property
     def settings(self) -> ClientSettings:
         """The connection's base URL and extras, parsed and checked once (no key in here)."""
         conn = self.connection
+        self._check_type(conn)
         extras = conn.extra_dejson if conn.extra else {}
         values: JsonDict = {}
         for name, (_, kind, default, _) in extra_fields(self.conn_type).items():
@@ -109,18 +196,24 @@ class LinkstatsBaseHook(BaseHook):
             values[name] = default if is_blank(value) else _extra(name, kind, value)
         if values["timezone"] is not None:
             _check_timezone(values["timezone"])
+        self._explicit_dialect = dialect_for(self.resource.service, values["api_version"])
+        self._roots = _api_roots(conn)
+        if self._dialect is None:
+            self._dialect = self._explicit_dialect
         if not conn.password:
             raise LinkstatsInputError(
                 "password", None, f"the API key, stored in connection {self.linkstats_conn_id!r}'s password field"
             )
         return ClientSettings(
-            root=_base_url(conn),
+            root=self._roots[0],
             read_timeout=float(values["timeout"]),
             verify_ssl=values["verify_ssl"],
             max_retries=int(values["max_retries"]),
             max_rate_limit_wait=float(values["max_rate_limit_wait"]),
             timezone=values["timezone"],
             default_domain_id=values.get("default_domain_id"),
+            conn_id=self.linkstats_conn_id,
+            scheme_assumed=_scheme_assumed(conn),
             **self._tuning,
         )
 
@@ -129,10 +222,125 @@ class LinkstatsBaseHook(BaseHook):
 
     @cached_property
     def client(self) -> LinkstatsClient:
-        """One client, and so one HTTP session, connection pool and rate limiter, for the hook's life."""
+        """One client, and so one HTTP session, connection pool and rate limiter, for the hook's life.
+
+        For a base URL not ending in /api/v1 the first use finds where the API answers (one GET,
+        two when the first root is wrong), which also tells the version when api_version is auto.
+        """
         from airflow_provider_linkstats.client.api import LinkstatsClient
 
-        return LinkstatsClient(self.settings, self._api_key())
+        settings = self.settings
+        with self._locating:
+            self.__dict__["client"] = client = LinkstatsClient(settings, self._api_key())
+            if len(self._roots) > 1:
+                self._locate(client)  # replaces self.client when the second root answers
+            return self.__dict__["client"]
+
+    @property
+    def dialect(self) -> Dialect:
+        """The connected generation: the ``api_version`` extra, else detected once (one GET, logged)."""
+        if self._dialect is None:
+            client = self.client  # finding the base URL may have told the version already
+            with self._locating:
+                if self._dialect is None:
+                    self._probe(client)
+        assert self._dialect is not None
+        return self._dialect
+
+    async def aget_dialect(self, client: AsyncLinkstatsClient) -> Dialect:
+        """``dialect`` for the triggerer: the extra, the cached answer, or one probe through ``client``."""
+        if self._dialect is None:
+            from airflow_provider_linkstats.client.detection import detect
+            from airflow_provider_linkstats.waiting.plan import adrive
+
+            try:
+                dialect = await adrive(detect(self.resource.service), client.call)
+            except LinkstatsApiError as error:
+                raise self._probe_failed(client.root, error) from error
+            self._found(client.root, dialect, "answered through the async client")
+        return self._dialect  # type: ignore[return-value]
+
+    def _probe(self, client: LinkstatsClient) -> tuple[Dialect, str]:
+        """(generation, the probe's answer) at the client's (known) root."""
+        from airflow_provider_linkstats.client.detection import version_untold
+
+        located = self._locate(client)  # the one root: it reads the version as it checks the root
+        if located.dialect is None:
+            raise self._probe_failed(located.root, version_untold(self.resource.service, located.status))
+        return located.dialect, located.note
+
+    def _probe_failed(self, root: str, error: LinkstatsApiError) -> LinkstatsApiError:
+        """The probe's error, saying what was asked, of which connection, and what to check."""
+        from airflow_provider_linkstats.client.detection import probe_request
+
+        request = probe_request(self.resource.service)
+        url = f"{root}{request.path}?" + "&".join(f"{k}={v}" for k, v in request.params)
+        fix = "check the base URL and the API key"
+        if self._explicit_dialect is None:
+            fix += ", or set the api_version extra to the service's version (skips this request)"
+        message = self._api_key().redact(error.message)  # the probe's answer was read without the key
+        text = (
+            f"the {self.resource.service} API probe GET {url} answered {message} (HTTP {error.status}) "
+            f"for connection {self.linkstats_conn_id!r}; {fix}"
+        )
+        return type(error)(text, status=error.status, method=error.method, path=error.path)
+
+    def _no_api(self, tried: list[str]) -> LinkstatsNotFoundError:
+        return LinkstatsNotFoundError(
+            f"no Linkstats {self.resource.service} API answered for connection {self.linkstats_conn_id!r}: tried "
+            + " and ".join(tried)
+            + "; set the connection's host to the URL that ends in /api/v1",
+            status=404,
+            method="GET",
+            path="/stats/0",
+        )
+
+    def _locate(self, client: LinkstatsClient) -> Located:
+        """Run ``detection.locate`` over ``self._roots``: the client is moved to the root that answers."""
+        from airflow_provider_linkstats.client.api import LinkstatsClient
+        from airflow_provider_linkstats.client.detection import NoApiAnswered, locate
+
+        plan = locate(self.resource.service, self._roots)
+        root, request = next(plan)
+        try:
+            while True:
+                if client.root != root:
+                    client.close()
+                    self.__dict__["settings"] = replace(self.settings, root=root)
+                    client = self.__dict__["client"] = LinkstatsClient(self.settings, self._api_key())
+                # A transport error already names the URL, the host and the connection.
+                root, request = plan.send(client.probe(request))
+        except StopIteration as stop:
+            located = stop.value
+        except NoApiAnswered as error:
+            client.close()
+            raise self._no_api(error.tried) from None
+        except LinkstatsApiError as error:
+            raise self._probe_failed(root, error) from error
+        self._roots = (located.root,)
+        self._found(located.root, located.dialect, located.note)
+        return located
+
+    def _found(self, root: str, dialect: Dialect | None, note: str) -> None:
+        """Keep the probe's finding: the version (unless the extra names one), logged once."""
+        explicit = self._explicit_dialect
+        if dialect is None:  # the API is here but did not tell its version: ``dialect`` asks again
+            self.log.info("Linkstats connection %r: the API answers at %s (%s)", self.linkstats_conn_id, root, note)
+            return
+        if explicit is not None:
+            if explicit != dialect:
+                self.log.warning(
+                    "Linkstats connection %r: api_version names %s, but the probe at %s looks like %s (%s)",
+                    self.linkstats_conn_id, explicit.label, root, dialect.label, note,
+                )
+            self._dialect = explicit
+            return
+        if self._dialect is None:
+            self._dialect = dialect
+            self.log.info(
+                "Linkstats connection %r: %s at %s (version probe GET /stats/0 %s)",
+                self.linkstats_conn_id, dialect.label, root, note,
+            )
 
     async def get_async_client(self, **options: Any) -> AsyncLinkstatsClient:
         """An async client for the triggerer, from the same settings; the connection is fetched without blocking.
@@ -145,18 +353,54 @@ class LinkstatsBaseHook(BaseHook):
         if self._connection is None:
             from airflow.providers.common.compat.connection import get_async_connection
 
-            self._connection = _Hidden(await get_async_connection(self.linkstats_conn_id, hook=type(self)))
+            try:
+                conn = await get_async_connection(self.linkstats_conn_id, hook=type(self))
+            except Exception as error:
+                raise self._missing(error) from error
+            self._connection = _Hidden(conn)
         from asgiref.sync import sync_to_async
 
         # Parsing reads conn.extra_dejson, which on Airflow 3.0 masks the extras with a synchronous
         # call to the triggerer's supervisor: on the event loop's thread that raises RuntimeError.
         settings = await sync_to_async(lambda: self.settings)()
-        return await AsyncLinkstatsClient.open(settings, self._api_key(), **options)
+        client = await AsyncLinkstatsClient.open(settings, self._api_key(), **options)
+        if len(self._roots) > 1:
+            client = await self._alocate(client, options)
+        return client
 
-    def _api_key(self) -> str:
+    async def _alocate(self, client: AsyncLinkstatsClient, options: dict[str, Any]) -> AsyncLinkstatsClient:
+        """``_locate`` for the async client: the same plan, driven with ``await``."""
+        from airflow_provider_linkstats.client.aio import AsyncLinkstatsClient
+        from airflow_provider_linkstats.client.detection import NoApiAnswered, locate
+
+        plan = locate(self.resource.service, self._roots)
+        root, request = next(plan)
+        try:
+            while True:
+                if client.root != root:
+                    await client.aclose()
+                    self.__dict__["settings"] = replace(self.settings, root=root)
+                    client = await AsyncLinkstatsClient.open(self.settings, self._api_key(), **options)
+                root, request = plan.send(await client.send(request))
+        except StopIteration as stop:
+            located = stop.value
+        except NoApiAnswered as error:
+            await client.aclose()
+            raise self._no_api(error.tried) from None
+        except LinkstatsApiError as error:
+            await client.aclose()
+            raise self._probe_failed(root, error) from error
+        self._roots = (located.root,)
+        self._found(located.root, located.dialect, located.note)
+        return client
+
+    def _api_key(self) -> ApiKey:
+        """The key, masked in Airflow's logs and held by the one object that signs requests."""
+        from airflow_provider_linkstats.client.auth import ApiKey
+
         api_key = str(self.connection.password)
         _mask(api_key)
-        return api_key
+        return ApiKey(api_key)
 
     def close(self) -> None:
         if "client" in self.__dict__:
@@ -181,13 +425,19 @@ class LinkstatsBaseHook(BaseHook):
     # ones (create_link, get_website, list_spaces, ...).
 
     def create_record(self, fields: JsonDict, resource: Resource | None = None) -> JsonDict:
-        return self.client.create(resource or self.resource, fields)
+        resource = resource or self.resource
+        return self.client.create(resource, fields, self._dialect_for(resource))
 
     def get_record(self, record_id: int | str, resource: Resource | None = None) -> JsonDict:
         return self.client.get(resource or self.resource, record_id)
 
     def update_record(self, record_id: int | str, fields: JsonDict, resource: Resource | None = None) -> JsonDict:
-        return self.client.update(resource or self.resource, record_id, fields)
+        resource = resource or self.resource
+        return self.client.update(resource, record_id, fields, self._dialect_for(resource))
+
+    def _dialect_for(self, resource: Resource) -> Dialect | None:
+        """Only the main collection (links, websites) differs between generations."""
+        return self.dialect if resource is self.resource else None
 
     def delete_record(
         self, record_id: int | str, *, missing_ok: bool = False, resource: Resource | None = None
@@ -199,6 +449,8 @@ class LinkstatsBaseHook(BaseHook):
     ) -> Iterator[JsonDict]:
         filters = dict(filters)
         filters.setdefault("per_page", MAX_PER_PAGE)
+        if (resource or self.resource) is WEBSITES and not is_blank(filters.get("favorite")):
+            self.dialect.check_filters(WEBSITES, filters)
         return self.client.iter(resource or self.resource, filters, max_items=max_items)
 
     def find(
@@ -235,6 +487,7 @@ class LinkstatsBaseHook(BaseHook):
         from airflow_provider_linkstats.client.validation import validate_stats_query
 
         query = validate_stats_query(self.stats, name, date_from, date_to, filters)
+        query["name"] = self.dialect.stat_name(self.stats.service, query["name"])
         return self.client.iter_stats(self.stats, record_id, query, max_items=max_items)
 
     # -- connection form for Airflow < 3.2 (3.2+ reads get_provider_info instead) ---------------
@@ -275,17 +528,76 @@ class LinkstatsLinksHook(LinkstatsBaseHook):
     get_connection_form_widgets = LinkstatsBaseHook.__dict__["get_connection_form_widgets"]
 
     def create_link(self, url: str, *, expires_at: Any = None, **fields: Any) -> JsonDict:
-        """Create a link. ``fields`` take the contract's names (alias, domain_id, country, ...).
+        """Create a link. ``fields`` take the vocabulary's names (alias, domain_id, country, ...) on every version.
 
-        ``expires_at`` (an aware datetime, pendulum DateTime or ISO-8601 string with offset) sets
-        expiration_date and expiration_time in the connection's time zone, seconds rounded up.
+        ``expires_at`` (an aware datetime, pendulum DateTime or ISO-8601 string with offset): on
+        phpShort 44-45 expiration_date and expiration_time in the service's time zone, seconds
+        rounded up to the minute; on 46+ the end of the link's active window, sent in UTC, whose
+        start is ``starts_at`` (default: now). A field the connected version lacks is refused
+        before any request.
         """
         return self.create_record({"url": url, **self.with_expiry(fields, expires_at)})
 
     def create_record(self, fields: JsonDict, resource: Resource | None = None) -> JsonDict:
         if resource not in (None, LINKS):
             return super().create_record(fields, resource)
-        return super().create_record(self.with_default_domain(fields))
+        fields = self.prepare_link_fields(fields, "create")
+        try:
+            return super().create_record(fields)
+        except LinkstatsValidationError as error:
+            if "domain_id" in error.errors and self._account_error is not None:
+                raise LinkstatsValidationError(
+                    f"{error.message}: give domain_id, or set the connection's default_domain_id extra "
+                    f"(reading the account's default domain failed: {self._account_error})",
+                    errors=error.errors,
+                    status=error.status,
+                    method=error.method,
+                    path=error.path,
+                    url=error.url,
+                    conn_id=error.conn_id,
+                ) from error
+            raise
+
+    def update_record(self, record_id: int | str, fields: JsonDict, resource: Resource | None = None) -> JsonDict:
+        if resource in (None, LINKS):
+            fields = self.prepare_link_fields(fields, "update")
+        return super().update_record(record_id, fields, resource)
+
+    def prepare_link_fields(self, fields: JsonDict, operation: str) -> JsonDict:
+        """The vocabulary checked and completed for the connected version, before any write.
+
+        Refuses a field the version lacks; turns ``expires_at`` into the version's expiry (44-45:
+        expiration_date/time in the service's zone, rounded up to the minute, logged; 46+: a window
+        from ``starts_at``, default now); fills the default domain of a create. Idempotent.
+        """
+        from airflow_provider_linkstats.client.validation import validate_fields
+
+        values = validate_fields(LINKS, operation, fields)  # the vocabulary, before any request
+        dialect = self.dialect
+        dialect.check_fields(LINKS, values)
+        prepared = dict(fields)
+        if values.get("expires_at") is not None and not dialect.newer:
+            moment = values["expires_at"]
+            date, time = expiry_fields(moment, self.service_timezone())
+            if moment.second or moment.microsecond:
+                self.log.info(
+                    "expires_at %s rounded up to %s %s (%s): phpShort 44-45 expires links on the minute",
+                    moment.isoformat(), date, time, self.service_timezone(),
+                )
+            prepared.pop("expires_at")
+            prepared.update(expiration_date=date, expiration_time=time)
+        elif values.get("expires_at") is not None and values.get("starts_at") is None:
+            now = dt.datetime.now(dt.timezone.utc).replace(microsecond=0)
+            if values["expires_at"] <= now:
+                allowed = f"a moment after the window's start (now, {now.isoformat()})"
+                raise LinkstatsInputError("expires_at", fields.get("expires_at"), allowed)
+            prepared["starts_at"] = now
+        elif values.get("expires_at") is not None and values["expires_at"] <= values["starts_at"]:
+            allowed = f"a moment after the window's start (starts_at, {values['starts_at'].isoformat()})"
+            raise LinkstatsInputError("expires_at", fields.get("expires_at"), allowed)
+        if operation == "create":
+            prepared = self.with_default_domain(prepared)
+        return prepared
 
     def find(
         self, natural_key: str, domain_id: int | str | None = None, resource: Resource | None = None
@@ -306,17 +618,51 @@ class LinkstatsLinksHook(LinkstatsBaseHook):
         default = self.default_domain_id()
         return fields if default is None else {**fields, "domain_id": default}
 
+    _account_error: str | None = None
+
     def default_domain_id(self) -> int | None:
+        """The ``default_domain_id`` extra, else the account's default domain, else None.
+
+        The account read may fail where the create would not (a proxy forwarding only the documented
+        paths answers 404, a key without account access 403, a refused key 401): then the create is
+        sent without a domain, so its own answer speaks (a 401 for a refused key, or a 422 on
+        domain_id, reported with what to set).
+        """
         if self.settings.default_domain_id is not None:
             return self.settings.default_domain_id
-        value = self.account.get("default_domain")
+        try:
+            account = self.account
+        except (LinkstatsApiError, LinkstatsTransportError) as error:
+            self._account_error = str(error)
+            self.log.warning(
+                "Linkstats connection %r: reading the account's default domain failed (%s); sending the create "
+                "without domain_id (set the default_domain_id extra to skip this read)",
+                self.linkstats_conn_id,
+                error,
+            )
+            return None
+        value = account.get("default_domain")
         if isinstance(value, dict):  # some versions nest the domain
             value = value.get("id")
         return int(value) if isinstance(value, int) or (isinstance(value, str) and value.isdigit()) else None
 
     def service_timezone(self) -> str:
         """The zone expiration_date/time are read in: the ``timezone`` extra, else the account's."""
-        return self.settings.timezone or str(self.account.get("timezone") or "UTC")
+        if self.settings.timezone:
+            return self.settings.timezone
+        try:
+            account = self.account
+        except LinkstatsApiError as error:  # a proxy's 404, a key without account access: say what to set
+            raise type(error)(
+                f"{error.message}; phpShort 44-45 reads expires_at in the account's time zone and reading it "
+                f"failed: set the timezone extra of connection {self.linkstats_conn_id!r} (e.g. Europe/Paris)",
+                status=error.status,
+                method=error.method,
+                path=error.path,
+                url=error.url,
+                conn_id=error.conn_id,
+            ) from error
+        return str(account.get("timezone") or "UTC")
 
     def get_link(self, link_id: int | str) -> JsonDict:
         return self.get_record(link_id)
@@ -407,6 +753,7 @@ class LinkstatsLinksHook(LinkstatsBaseHook):
         return list(self.iter_stats(link_id, name, date_from, date_to, **filters))
 
     def with_expiry(self, fields: JsonDict, expires_at: Any) -> JsonDict:
+        """``fields`` with ``expires_at`` among them (checked now; turned into the version's expiry on write)."""
         if expires_at is None:
             return fields
         clash = {"expiration_date", "expiration_time"} & {k for k, v in fields.items() if v is not None}
@@ -414,9 +761,9 @@ class LinkstatsLinksHook(LinkstatsBaseHook):
             raise LinkstatsInputError(
                 "expires_at", expires_at, f"either expires_at or {' and '.join(sorted(clash))}, not both"
             )
-        moment = expiry_moment(expires_at)  # checked before the account is read for its time zone
-        date, time = expiry_fields(moment, self.service_timezone())
-        return {**fields, "expiration_date": date, "expiration_time": time}
+        moment = expiry_moment(expires_at)  # checked before any request
+        check_future(moment, "expires_at")  # a past expiry would create a dead link; keep before any request
+        return {**fields, "expires_at": expires_at}
 
 
 class LinkstatsAnalyticsHook(LinkstatsBaseHook):
@@ -431,13 +778,84 @@ class LinkstatsAnalyticsHook(LinkstatsBaseHook):
     get_connection_form_widgets = LinkstatsBaseHook.__dict__["get_connection_form_widgets"]
 
     def create_website(self, domain: str, **fields: Any) -> JsonDict:
-        """Create a website; ``fields``: privacy, password, email, exclude_bots, exclude_params, exclude_ips."""
+        """Create a website; ``fields``: privacy, password, email, exclude_bots, exclude_params, exclude_ips.
+
+        On phpAnalytics 31 the domain is sent as that version stores it (without any ``www.``).
+        """
         return self.create_record({"domain": domain, **fields})
+
+    def create_record(self, fields: JsonDict, resource: Resource | None = None) -> JsonDict:
+        try:
+            return super().create_record(fields, resource)
+        except LinkstatsValidationError as error:
+            if any("too many websites" in m.lower() for m in error.errors.get("domain", [])):
+                raise LinkstatsValidationError(
+                    f"{error.message}: the account's plan allows no more websites; delete unused websites or "
+                    f"upgrade the plan of the account behind connection {self.linkstats_conn_id!r}",
+                    errors=error.errors,
+                    status=error.status,
+                    method=error.method,
+                    path=error.path,
+                    url=error.url,
+                    conn_id=error.conn_id,
+                ) from error
+            raise
+        except LinkstatsAuthError as error:
+            if error.status != 403:
+                raise
+            raise self._plan_refused(error) from error
+
+    def update_record(self, record_id: int | str, fields: JsonDict, resource: Resource | None = None) -> JsonDict:
+        try:
+            return super().update_record(record_id, fields, resource)
+        except LinkstatsServerError as error:
+            # phpAnalytics 31 answers a PUT on a missing website with 500: confirm with a GET.
+            if error.status != 500 or resource not in (None, WEBSITES):
+                raise
+            try:
+                self.client.get(WEBSITES, record_id)
+            except LinkstatsNotFoundError as missing:
+                raise LinkstatsNotFoundError(
+                    f"no website {record_id} (the update answered HTTP 500, a GET confirmed it is missing)",
+                    status=404,
+                    method=error.method,
+                    path=error.path,
+                    url=error.url,
+                    conn_id=error.conn_id,
+                ) from missing
+            raise
+        except LinkstatsAuthError as error:
+            if error.status != 403:
+                raise
+            raise self._plan_refused(error) from error
+
+    def _plan_refused(self, error: LinkstatsAuthError) -> LinkstatsAuthError:
+        return LinkstatsAuthError(
+            f"{error.message}: the account's plan has no API access (phpAnalytics 3.5+ checks the plan's api "
+            f"feature); upgrade the plan, or use the key of an account whose plan includes the API "
+            f"(connection {self.linkstats_conn_id!r})",
+            status=error.status,
+            method=error.method,
+            path=error.path,
+            url=error.url,
+            conn_id=error.conn_id,
+        )
+
+    def find(
+        self, natural_key: str, domain_id: int | str | None = None, resource: Resource | None = None
+    ) -> JsonDict | None:
+        """The website whose domain, as the connected version stores it, is ``natural_key``'s."""
+        if resource in (None, WEBSITES):
+            from airflow_provider_linkstats.client.validation import normalize_domain
+
+            natural_key = self.dialect.stored_domain(normalize_domain(natural_key))
+        return super().find(natural_key, domain_id, resource)
 
     def get_website(self, website_id: int | str) -> JsonDict:
         return self.get_record(website_id)
 
     def update_website(self, website_id: int | str, **fields: Any) -> JsonDict:
+        """Send only the given fields; ``favorite`` (0 or 1) on phpAnalytics 31 only."""
         return self.update_record(website_id, fields)
 
     def delete_website(self, website_id: int | str, *, missing_ok: bool = False) -> bool:
@@ -447,7 +865,7 @@ class LinkstatsAnalyticsHook(LinkstatsBaseHook):
         return self.iter_records(filters, max_items)
 
     def list_websites(self, *, max_items: int | None = None, **filters: Any) -> list[JsonDict]:
-        """Filters: search, search_by, sort_by, sort, per_page."""
+        """Filters: search, search_by, sort_by, sort, per_page; favorite (0 or 1, phpAnalytics 31)."""
         return list(self.iter_records(filters, max_items))
 
     def iter_website_stats(self, website_id: int | str, name: str, date_from: Any, date_to: Any, **filters: Any):
@@ -473,39 +891,47 @@ def expiry_fields(expires_at: Any, timezone: str) -> tuple[str, str]:
 
 def expiry_moment(expires_at: Any) -> dt.datetime:
     """``expires_at`` as an aware datetime: a datetime, pendulum DateTime or ISO-8601 string with offset."""
-    moment = expires_at
-    if isinstance(moment, str):
-        try:
-            moment = dt.datetime.fromisoformat(moment)
-        except ValueError:
-            raise LinkstatsInputError("expires_at", expires_at, "an ISO-8601 date-time with a UTC offset") from None
-    if not isinstance(moment, dt.datetime) or moment.tzinfo is None or moment.utcoffset() is None:
-        raise LinkstatsInputError(
-            "expires_at", expires_at, "a time-zone-aware datetime, pendulum DateTime or ISO-8601 string with offset"
-        )
-    return moment
+    from airflow_provider_linkstats.client.validation import aware_moment
+
+    return aware_moment("expires_at", expires_at)
+
+
+def _api_roots(conn: Any) -> tuple[str, ...]:
+    """Where the API may be for the connection's base URL (one root, or two to probe)."""
+    from airflow_provider_linkstats.client.protocol import api_roots
+
+    return api_roots(_base_url(conn))
 
 
 def _base_url(conn: Any) -> str:
-    """The API root from the connection: host may be a full URL, or a bare host with port and schema.
+    """The base URL from the connection: host may be a full URL, or a bare host with port and schema.
 
     In a URI connection (``linkstats-links://:KEY@host:port/path``) the path arrives as the
     schema: ``http`` or ``https`` picks the scheme, anything else is the base URL's path.
     """
-    from airflow_provider_linkstats.client.protocol import api_root
-
     host = (conn.host or "").strip()
     if not host:
         raise LinkstatsInputError("host", conn.host, "the service's base URL, e.g. https://links.example.com/api/v1")
     if "://" not in host:
         schema = (conn.schema or "").strip("/")
-        scheme = schema if schema in ("http", "https") else "https"
+        scheme = schema if schema in ("http", "https") else _uri_scheme(conn) or "https"
         host = f"{scheme}://{host}"
         if conn.port:
             host = f"{host}:{conn.port}"
         if schema and schema not in ("http", "https"):
             host = f"{host}/{schema}"
-    return api_root(host)
+    return host
+
+
+def _uri_scheme(conn: Any) -> str | None:
+    """``http`` or ``https`` when the connection's type is one: the scheme of an ``http://`` URI connection."""
+    return conn.conn_type if conn.conn_type in ("http", "https") else None
+
+
+def _scheme_assumed(conn: Any) -> bool:
+    """Whether ``_base_url`` had to put https in front of a host written without a scheme."""
+    host = (conn.host or "").strip()
+    return "://" not in host and (conn.schema or "").strip("/") not in ("http", "https") and not _uri_scheme(conn)
 
 
 def _extra(name: str, kind: str, value: Any) -> Any:

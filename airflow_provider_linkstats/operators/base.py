@@ -3,21 +3,32 @@
 Operator modules are imported by the scheduler at every DAG parse, so nothing here imports an
 HTTP library, the hooks module or the validation rules at module level: the contract's tables
 (cheap, no imports) are all a DAG parse needs.
+
+The path from operator to hook is straight: each operator module imports from this one only
+(never a sibling), which holds the service mixins (which hook, which resource), the operation
+bases and the shared doc text.
 """
 
 from __future__ import annotations
 
 import functools
 from collections.abc import Callable, Iterable
+from functools import cached_property
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from airflow.providers.common.compat.sdk import BaseOperator
 
-from airflow_provider_linkstats.client.contract import Resource
+from airflow_provider_linkstats.client.contract import LINKS, WEBSITES, Resource
+from airflow_provider_linkstats.client.settings import DEFAULT_MAX_WORKERS, POOL_SIZE
+from airflow_provider_linkstats.connection import CONNECTION_TYPES
 from airflow_provider_linkstats.lineage import LinkstatsLineageMixin
 
 if TYPE_CHECKING:
-    from airflow_provider_linkstats.hooks.linkstats import LinkstatsBaseHook
+    from airflow_provider_linkstats.hooks.linkstats import (
+        LinkstatsAnalyticsHook,
+        LinkstatsBaseHook,
+        LinkstatsLinksHook,
+    )
 
 IF_EXISTS_CHOICES = ("fail", "skip", "update")
 Execute = TypeVar("Execute", bound=Callable[..., Any])
@@ -46,14 +57,21 @@ def fails_fast(execute: Execute) -> Execute:
 class LinkstatsBaseOperator(BaseOperator):
     """Base of the Linkstats operators.
 
-    :param linkstats_conn_id: the Airflow connection (templated); defaults to the service's
-        default connection id.
+    :param linkstats_conn_id: the Airflow connection (templated); None (the default) lets the hook
+        use its ``default_conn_name``.
     """
 
     resource: Resource
+    service_conn_type: str  # set by the service mixin: whose hook, and so whose default connection
     # Operator argument -> API field, where the two differ (BaseOperator owns ``email``).
     field_arguments: dict[str, str] = {}
     ui_color = "#e8f4fd"
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        conn_type = getattr(cls, "service_conn_type", None)
+        if conn_type and cls.__doc__ and ":param linkstats_conn_id:" not in cls.__doc__:
+            cls.__doc__ = cls.__doc__.rstrip() + "\n" + conn_doc(conn_type)
 
     def __init__(self, *, linkstats_conn_id: str | None = None, **kwargs: Any) -> None:
         super().__init__(**kwargs)
@@ -105,6 +123,84 @@ class LinkstatsBaseOperator(BaseOperator):
         from airflow_provider_linkstats.client.validation import validate_id
 
         return validate_id(getattr(self, argument), argument)
+
+
+# -- which service: the hook and the resource, for every operator of it --------------------------------
+
+
+class LinksServiceMixin:
+    """The links service's resource and hook (its ``default_conn_name`` when no connection id is given)."""
+
+    resource: Resource = LINKS
+    service_conn_type = "linkstats_links"
+    linkstats_conn_id: str | None
+
+    @cached_property
+    def hook(self) -> LinkstatsLinksHook:
+        from airflow_provider_linkstats.hooks.linkstats import LinkstatsLinksHook
+
+        return LinkstatsLinksHook(self.linkstats_conn_id)
+
+
+# The website field ``email`` (e-mail reports on or off) is the argument ``email_reports``, because
+# ``email`` on every Airflow operator already means "where to send failure alerts".
+WEBSITE_ARGUMENTS = {"email_reports": "email"}  # operator argument -> API field
+
+
+class AnalyticsServiceMixin:
+    """The analytics service's resource and hook (its ``default_conn_name`` when no connection id is given)."""
+
+    resource: Resource = WEBSITES
+    service_conn_type = "linkstats_analytics"
+    field_arguments = WEBSITE_ARGUMENTS
+    linkstats_conn_id: str | None
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        _reject_email_switch(kwargs.get("email"))
+        super().__init__(*args, **kwargs)
+
+    @cached_property
+    def hook(self) -> LinkstatsAnalyticsHook:
+        from airflow_provider_linkstats.hooks.linkstats import LinkstatsAnalyticsHook
+
+        return LinkstatsAnalyticsHook(self.linkstats_conn_id)
+
+
+def _reject_email_switch(value: Any) -> None:
+    """``email=1`` meant the website's e-mail reports, but ``email`` is BaseOperator's alert address."""
+    switch = isinstance(value, (bool, int)) or (
+        isinstance(value, str) and value.strip().lower() in ("0", "1", "yes", "no", "true", "false", "on", "off")
+    )
+    if switch:
+        from airflow_provider_linkstats.client.errors import LinkstatsInputError
+
+        raise LinkstatsInputError(
+            "email",
+            value,
+            "e-mail addresses for Airflow's failure alerts (BaseOperator's email); "
+            "to switch the website's e-mail reports on or off use email_reports=1 or 0",
+        )
+
+
+# -- shared doc text ------------------------------------------------------------------------------------
+
+
+def conn_doc(conn_type: str) -> str:
+    """The ``linkstats_conn_id`` line of an operator's docstring; the default is the hook's, from one table."""
+    return (
+        f"    :param linkstats_conn_id: connection id (default: the hook's, ``{CONNECTION_TYPES[conn_type][2]}``). "
+        "Templated.\n"
+    )
+
+
+IF_EXISTS_DOC = (
+    '    :param if_exists: what an existing record with the same ``name`` means: "fail" (default),\n'
+    '        "skip" (return it unchanged) or "update" (write the given fields to it). Templated.\n'
+)
+MAX_WORKERS_DOC = (
+    f"    :param max_workers: concurrent deletes of a bulk delete (1-{POOL_SIZE}, default {DEFAULT_MAX_WORKERS}). "
+    "Templated.\n"
+)
 
 
 def document_fields(resource: Resource, operation: str, *, renamed: dict[str, str] | None = None):
@@ -239,7 +335,12 @@ class LinkstatsDeleteOperatorBase(LinkstatsLineageMixin, LinkstatsBaseOperator):
     id_argument: str
     ids_argument: str
 
-    def __init__(self, *, missing_ok: bool = False, max_workers: int = 8, **kwargs: Any) -> None:
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if cls.__doc__ and ":param max_workers:" not in cls.__doc__:  # the limits written once, here
+            cls.__doc__ = cls.__doc__.rstrip() + "\n" + MAX_WORKERS_DOC
+
+    def __init__(self, *, missing_ok: bool = False, max_workers: int = DEFAULT_MAX_WORKERS, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.missing_ok = missing_ok
         self.max_workers = max_workers
@@ -268,13 +369,13 @@ class LinkstatsDeleteOperatorBase(LinkstatsLineageMixin, LinkstatsBaseOperator):
     def _delete_many(self, many: Any, missing_ok: bool) -> list[int]:
         from airflow_provider_linkstats.client.errors import LinkstatsInputError, is_permanent
         from airflow_provider_linkstats.client.validation import check_whole_number, split_list, validate_id
-        from airflow_provider_linkstats.operators.bulk import MAX_WORKERS_LIMIT, delete_many
+        from airflow_provider_linkstats.operators.bulk import delete_many
 
         if isinstance(many, str):  # a template rendered without native types: "[1, 2]" or "1,2"
             many = split_list(many)
         if isinstance(many, (bytes, dict)) or not hasattr(many, "__iter__"):
             raise LinkstatsInputError(self.ids_argument, many, "a list of positive integer ids")
-        workers = check_whole_number("max_workers", self.max_workers, minimum=1, maximum=MAX_WORKERS_LIMIT)
+        workers = check_whole_number("max_workers", self.max_workers, minimum=1, maximum=POOL_SIZE)
         ids = list(dict.fromkeys(validate_id(value, self.ids_argument) for value in many))
         result = delete_many(
             lambda record_id: self.hook.delete_record(record_id, missing_ok=missing_ok, resource=self.resource),
@@ -282,6 +383,7 @@ class LinkstatsDeleteOperatorBase(LinkstatsLineageMixin, LinkstatsBaseOperator):
             max_workers=workers,
             noun=self.resource.name,
             log=self.log,
+            limiter=getattr(self.hook.client, "limiter", None),
         )
         if result.failed:
             from airflow.providers.common.compat.sdk import AirflowException, AirflowFailException
@@ -323,3 +425,25 @@ class LinkstatsListOperatorBase(LinkstatsBaseOperator):
         shown = ", ".join(f"{k}={v!r}" for k, v in filters.items()) or "no filters"
         self.log.info("listed %d %s (%s)", len(records), self.resource.name, shown)
         return records
+
+
+class LinkstatsNamedListOperatorBase(LinkstatsListOperatorBase):
+    """Listings of named records (spaces, pixels): search by name, sort by id or name."""
+
+    def __init__(
+        self,
+        *,
+        search: str | None = None,
+        search_by: str | None = None,
+        sort_by: str | None = None,
+        sort: str | None = None,
+        per_page: int | None = None,
+        max_items: int | None = None,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(max_items=max_items, **kwargs)
+        self.search = search
+        self.search_by = search_by
+        self.sort_by = sort_by
+        self.sort = sort
+        self.per_page = per_page

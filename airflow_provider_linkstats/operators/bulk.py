@@ -3,7 +3,8 @@
 The ids are fixed before the first delete (a listing walked while deleting would shift under
 us and skip records), deletes run on a bounded thread pool sharing one hook (one HTTP session
 and one rate limiter, so the pool together stays under the service's budget), progress is
-logged as "deleted 300/1200 links (5.0/s, about 3 min left)", and a failure of one id does not
+logged as "deleted 300/1200 links (5.0/s, about 3 min left)" (the time left from the rate so far,
+never faster than the rate limiter's budget allows), and a failure of one id does not
 stop the others: every id is tried, then the failures are reported together.
 """
 
@@ -14,6 +15,7 @@ import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field
+from typing import Any
 
 from airflow_provider_linkstats.client.errors import LinkstatsError
 from airflow_provider_linkstats.client.settings import POOL_SIZE
@@ -39,8 +41,13 @@ def delete_many(
     max_workers: int,
     noun: str,
     log: logging.Logger,
+    limiter: Any = None,
 ) -> BulkResult:
-    """Call ``delete_one(id)`` for every id (True: deleted, False: already gone)."""
+    """Call ``delete_one(id)`` for every id (True: deleted, False: already gone).
+
+    ``limiter`` is the hook's rate limiter, read only for its public ``limit`` and ``window``: the
+    budget's pace caps the rate the time left is estimated from.
+    """
     result = BulkResult()
     total = len(ids)
     every = max(1, min(100, total // 10))  # about ten progress lines, at least one per 100
@@ -58,7 +65,8 @@ def delete_many(
                 result.errors[record_id] = error
             if done % every == 0 or done == total:
                 elapsed = time.monotonic() - started
-                log.info("%s", progress_line(done, total, elapsed, len(result.errors), noun))
+                line = progress_line(done, total, elapsed, len(result.errors), noun, pace=budget_pace(limiter))
+                log.info("%s", line)
     result.deleted.sort()
     result.already_gone.sort()
     log.info(
@@ -73,10 +81,23 @@ def delete_many(
     return result
 
 
-def progress_line(done: int, total: int, elapsed: float, failed: int, noun: str) -> str:
-    """``deleted 300/1200 links (1.0/s, about 15 min left)``: under a rate limit the rate is the limit's."""
+def budget_pace(limiter: Any) -> float | None:
+    """Requests a second the service's budget allows (``limit / window``), or None while unknown."""
+    limit, window = getattr(limiter, "limit", None), getattr(limiter, "window", None)
+    if not limit or not window:
+        return None
+    return float(limit) / float(window)
+
+
+def progress_line(done: int, total: int, elapsed: float, failed: int, noun: str, *, pace: float | None = None) -> str:
+    """``deleted 300/1200 links (1.0/s, about 15 min left)``.
+
+    The time left comes from the run's rate so far, capped by the budget's ``pace``: the first half
+    of a window's budget goes out at once, so the first deletes run far faster than the rest can.
+    """
     rate = done / elapsed if elapsed > 0 else 0.0
-    left = (total - done) / rate if rate > 0 else 0.0
+    ahead = min(rate, pace) if pace and rate > 0 else (pace or rate)
+    left = (total - done) / ahead if ahead > 0 else 0.0
     parts = [f"{rate:.1f}/s"]
     if done < total:
         parts.append(f"about {_duration(left)} left")

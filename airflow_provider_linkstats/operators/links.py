@@ -7,13 +7,14 @@ against the contract after rendering and before any request.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from functools import cached_property
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from airflow.providers.common.compat.sdk import BaseOperatorLink
 
-from airflow_provider_linkstats.client.contract import LINKS
+from airflow_provider_linkstats.client.contract import LINKS, TARGETING_FIELDS
+from airflow_provider_linkstats.client.settings import DEFAULT_MAX_WORKERS
 from airflow_provider_linkstats.operators.base import (
+    LinksServiceMixin,
     LinkstatsCreateOperatorBase,
     LinkstatsDeleteOperatorBase,
     LinkstatsGetOperatorBase,
@@ -23,8 +24,14 @@ from airflow_provider_linkstats.operators.base import (
     document_filters,
 )
 
-if TYPE_CHECKING:
-    from airflow_provider_linkstats.hooks.linkstats import LinkstatsLinksHook
+__all__ = [
+    "LinkstatsShortUrlLink",
+    "LinkstatsCreateLinkOperator",
+    "LinkstatsUpdateLinkOperator",
+    "LinkstatsGetLinkOperator",
+    "LinkstatsDeleteLinkOperator",
+    "LinkstatsListLinksOperator",
+]
 
 CREATE_FIELDS = tuple(spec.name for spec in LINKS.fields_for("create"))
 UPDATE_FIELDS = tuple(spec.name for spec in LINKS.fields_for("update"))
@@ -46,27 +53,14 @@ class LinkstatsShortUrlLink(BaseOperatorLink):
         return url if isinstance(url, str) else ""
 
 
-class _LinkOperator:
-    """The links service's resource and hook, for every link operator."""
-
-    resource = LINKS
-    linkstats_conn_id: str | None
-
-    @cached_property
-    def hook(self) -> LinkstatsLinksHook:
-        from airflow_provider_linkstats.hooks.linkstats import LinkstatsLinksHook
-
-        return LinkstatsLinksHook(self.linkstats_conn_id)
-
-
-class _LinkWriteMixin(_LinkOperator):
+class _LinkWriteMixin(LinksServiceMixin):
     """Shared by create and update: the expiry convenience and the short-URL extra link."""
 
     operator_extra_links = (LinkstatsShortUrlLink(),)
-    expires_at: Any
 
-    def with_expiry(self, fields: dict[str, Any]) -> dict[str, Any]:
-        return self.hook.with_expiry(fields, self.expires_at) if self.expires_at else fields
+    def prepare_for_version(self, operation: str) -> dict[str, Any]:
+        """The arguments checked against the contract, then against the connected version, before any write."""
+        return self.hook.prepare_link_fields(self.given_fields(operation), operation)
 
     def after_write(self, record: dict[str, Any], context: Any) -> None:
         short_url = record.get("short_url")
@@ -78,15 +72,22 @@ class _LinkWriteMixin(_LinkOperator):
 class LinkstatsCreateLinkOperator(_LinkWriteMixin, LinkstatsCreateOperatorBase):
     """Create a short link and return its record (also pushed as the task's XCom).
 
+    Arguments are the same on every phpShort version (see the Service versions page); one the
+    connected version lacks (``disabled`` on 46+, ``starts_at`` on 44-45, ...) fails the task before
+    any write. ``expires_at``: on 44-45 it becomes expiration_date and expiration_time in the
+    service's time zone, rounded up to the minute; on 46+ the end of the active window, whose
+    start is ``starts_at`` (default: the task's run time).
+
     :param if_exists: what an existing link with the same ``alias`` means: "fail" (default),
         "skip" (return it unchanged) or "update" (write the given fields to it). Templated.
-    :param expires_at: an aware datetime, pendulum DateTime or ISO-8601 string with offset;
-        sets expiration_date and expiration_time in the connection's time zone. Templated.
-    :param linkstats_conn_id: connection id (default ``linkstats_links_default``). Templated.
+    :param expires_at: an aware datetime, pendulum DateTime or ISO-8601 string with offset. On
+        44-45 the hook rounds it up to the next whole minute (the service keeps minutes: 16:30:20
+        ends at 16:31); on 46+ it is sent with its offset. A moment already past is refused before
+        any request. Templated.
     """
 
-    template_fields: Sequence[str] = ("linkstats_conn_id", *CREATE_FIELDS, "expires_at", "if_exists")
-    template_fields_renderers = {name: "json" for name in ("country", "platform", "language", "rotation")}
+    template_fields: Sequence[str] = ("linkstats_conn_id", *CREATE_FIELDS, "if_exists")
+    template_fields_renderers = {name: "json" for name in TARGETING_FIELDS.values()}
 
     def __init__(
         self,
@@ -98,9 +99,11 @@ class LinkstatsCreateLinkOperator(_LinkWriteMixin, LinkstatsCreateOperatorBase):
         space_id: int | str | None = None,
         pixel_ids: Sequence[int] | None = None,
         disabled: int | bool | None = None,
+        sensitive_content: int | bool | None = None,
         privacy: int | None = None,
         privacy_password: str | None = None,
         expiration_url: str | None = None,
+        starts_at: Any = None,
         expiration_date: str | None = None,
         expiration_time: str | None = None,
         expiration_clicks: int | str | None = None,
@@ -109,12 +112,14 @@ class LinkstatsCreateLinkOperator(_LinkWriteMixin, LinkstatsCreateOperatorBase):
         platform: TargetingRules | None = None,
         language: TargetingRules | None = None,
         rotation: TargetingRules | None = None,
+        continent: TargetingRules | None = None,
+        browser: TargetingRules | None = None,
+        device: TargetingRules | None = None,
         expires_at: Any = None,
         if_exists: str = "fail",
-        linkstats_conn_id: str = "linkstats_links_default",
         **kwargs: Any,
     ) -> None:
-        super().__init__(if_exists=if_exists, linkstats_conn_id=linkstats_conn_id, **kwargs)
+        super().__init__(if_exists=if_exists, **kwargs)
         self.url = url
         self.domain_id = domain_id
         self.alias = alias
@@ -122,9 +127,11 @@ class LinkstatsCreateLinkOperator(_LinkWriteMixin, LinkstatsCreateOperatorBase):
         self.space_id = space_id
         self.pixel_ids = pixel_ids
         self.disabled = disabled
+        self.sensitive_content = sensitive_content
         self.privacy = privacy
         self.privacy_password = privacy_password
         self.expiration_url = expiration_url
+        self.starts_at = starts_at
         self.expiration_date = expiration_date
         self.expiration_time = expiration_time
         self.expiration_clicks = expiration_clicks
@@ -133,11 +140,14 @@ class LinkstatsCreateLinkOperator(_LinkWriteMixin, LinkstatsCreateOperatorBase):
         self.platform = platform
         self.language = language
         self.rotation = rotation
+        self.continent = continent
+        self.browser = browser
+        self.device = device
         self.expires_at = expires_at
         self.mask_secrets()
 
     def prepare_fields(self) -> dict[str, Any]:
-        return self.with_expiry(self.given_fields("create"))
+        return self.prepare_for_version("create")
 
 
 @document_fields(LINKS, "update")
@@ -145,11 +155,12 @@ class LinkstatsUpdateLinkOperator(_LinkWriteMixin, LinkstatsUpdateOperatorBase):
     """Change a link; only the fields given are sent, the others stay as they are.
 
     :param link_id: the link to change. Templated.
-    :param expires_at: as for create: sets expiration_date and expiration_time. Templated.
-    :param linkstats_conn_id: connection id (default ``linkstats_links_default``). Templated.
+    :param expires_at: as for create (on 46+ the window restarts at ``starts_at``, default now);
+        rounded up to the minute on 44-45; a moment already past is refused. Templated.
     """
 
-    template_fields: Sequence[str] = ("linkstats_conn_id", "link_id", *UPDATE_FIELDS, "expires_at")
+    template_fields: Sequence[str] = ("linkstats_conn_id", "link_id", *UPDATE_FIELDS)
+    template_fields_renderers = {name: "json" for name in TARGETING_FIELDS.values()}
     id_argument = "link_id"
 
     def __init__(
@@ -162,9 +173,11 @@ class LinkstatsUpdateLinkOperator(_LinkWriteMixin, LinkstatsUpdateOperatorBase):
         space_id: int | str | None = None,
         pixel_ids: Sequence[int] | None = None,
         disabled: int | bool | None = None,
+        sensitive_content: int | bool | None = None,
         privacy: int | None = None,
         privacy_password: str | None = None,
         expiration_url: str | None = None,
+        starts_at: Any = None,
         expiration_date: str | None = None,
         expiration_time: str | None = None,
         expiration_clicks: int | str | None = None,
@@ -173,11 +186,13 @@ class LinkstatsUpdateLinkOperator(_LinkWriteMixin, LinkstatsUpdateOperatorBase):
         platform: TargetingRules | None = None,
         language: TargetingRules | None = None,
         rotation: TargetingRules | None = None,
+        continent: TargetingRules | None = None,
+        browser: TargetingRules | None = None,
+        device: TargetingRules | None = None,
         expires_at: Any = None,
-        linkstats_conn_id: str = "linkstats_links_default",
         **kwargs: Any,
     ) -> None:
-        super().__init__(linkstats_conn_id=linkstats_conn_id, **kwargs)
+        super().__init__(**kwargs)
         self.link_id = link_id
         self.url = url
         self.alias = alias
@@ -185,9 +200,11 @@ class LinkstatsUpdateLinkOperator(_LinkWriteMixin, LinkstatsUpdateOperatorBase):
         self.space_id = space_id
         self.pixel_ids = pixel_ids
         self.disabled = disabled
+        self.sensitive_content = sensitive_content
         self.privacy = privacy
         self.privacy_password = privacy_password
         self.expiration_url = expiration_url
+        self.starts_at = starts_at
         self.expiration_date = expiration_date
         self.expiration_time = expiration_time
         self.expiration_clicks = expiration_clicks
@@ -196,39 +213,39 @@ class LinkstatsUpdateLinkOperator(_LinkWriteMixin, LinkstatsUpdateOperatorBase):
         self.platform = platform
         self.language = language
         self.rotation = rotation
+        self.continent = continent
+        self.browser = browser
+        self.device = device
         self.expires_at = expires_at
         self.mask_secrets()
 
     def prepare_fields(self) -> dict[str, Any]:
-        return self.with_expiry(self.given_fields("update"))
+        return self.prepare_for_version("update")
 
 
-class LinkstatsGetLinkOperator(_LinkOperator, LinkstatsGetOperatorBase):
+class LinkstatsGetLinkOperator(LinksServiceMixin, LinkstatsGetOperatorBase):
     """Read one link and return its record.
 
     :param link_id: the link's id. Templated.
-    :param linkstats_conn_id: connection id (default ``linkstats_links_default``). Templated.
     """
 
     template_fields: Sequence[str] = ("linkstats_conn_id", "link_id")
     id_argument = "link_id"
 
     def __init__(
-        self, *, link_id: int | str, linkstats_conn_id: str = "linkstats_links_default", **kwargs: Any
+        self, *, link_id: int | str, **kwargs: Any
     ) -> None:
-        super().__init__(linkstats_conn_id=linkstats_conn_id, **kwargs)
+        super().__init__(**kwargs)
         self.link_id = link_id
 
 
-class LinkstatsDeleteLinkOperator(_LinkOperator, LinkstatsDeleteOperatorBase):
+class LinkstatsDeleteLinkOperator(LinksServiceMixin, LinkstatsDeleteOperatorBase):
     """Delete one link (``link_id``) or many (``link_ids``) and return the id(s).
 
     :param link_id: one link's id. Templated.
     :param link_ids: many ids, e.g. the XCom of a list task; deleted on ``max_workers`` threads
         with progress lines in the log. Templated.
     :param missing_ok: a link that is already gone counts as deleted instead of failing.
-    :param max_workers: concurrent deletes of a bulk delete (1-16, default 8). Templated.
-    :param linkstats_conn_id: connection id (default ``linkstats_links_default``). Templated.
     """
 
     template_fields: Sequence[str] = ("linkstats_conn_id", "link_id", "link_ids", "max_workers")
@@ -241,21 +258,19 @@ class LinkstatsDeleteLinkOperator(_LinkOperator, LinkstatsDeleteOperatorBase):
         link_id: int | str | None = None,
         link_ids: Sequence[int | str] | None = None,
         missing_ok: bool = False,
-        max_workers: int = 8,
-        linkstats_conn_id: str = "linkstats_links_default",
+        max_workers: int = DEFAULT_MAX_WORKERS,
         **kwargs: Any,
     ) -> None:
-        super().__init__(missing_ok=missing_ok, max_workers=max_workers, linkstats_conn_id=linkstats_conn_id, **kwargs)
+        super().__init__(missing_ok=missing_ok, max_workers=max_workers, **kwargs)
         self.link_id = link_id
         self.link_ids = link_ids
 
 
 @document_filters(LINKS)
-class LinkstatsListLinksOperator(_LinkOperator, LinkstatsListOperatorBase):
+class LinkstatsListLinksOperator(LinksServiceMixin, LinkstatsListOperatorBase):
     """List links matching the filters, walking every page, and return the records.
 
     :param max_items: stop after this many records (default: all).
-    :param linkstats_conn_id: connection id (default ``linkstats_links_default``). Templated.
     """
 
     template_fields: Sequence[str] = ("linkstats_conn_id", *LIST_FILTERS, "max_items")
@@ -273,10 +288,9 @@ class LinkstatsListLinksOperator(_LinkOperator, LinkstatsListOperatorBase):
         sort: str | None = None,
         per_page: int | None = None,
         max_items: int | None = None,
-        linkstats_conn_id: str = "linkstats_links_default",
         **kwargs: Any,
     ) -> None:
-        super().__init__(max_items=max_items, linkstats_conn_id=linkstats_conn_id, **kwargs)
+        super().__init__(max_items=max_items, **kwargs)
         self.search = search
         self.search_by = search_by
         self.status = status

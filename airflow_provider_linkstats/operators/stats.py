@@ -9,9 +9,14 @@ from collections.abc import Sequence
 from typing import Any
 
 from airflow_provider_linkstats.client.contract import LINK_STATS, WEBSITE_STATS, StatsSpec
-from airflow_provider_linkstats.operators.base import LinkstatsBaseOperator, fails_fast
-from airflow_provider_linkstats.operators.links import _LinkOperator
-from airflow_provider_linkstats.operators.websites import _WebsiteOperator
+from airflow_provider_linkstats.operators.base import (
+    AnalyticsServiceMixin,
+    LinksServiceMixin,
+    LinkstatsBaseOperator,
+    fails_fast,
+)
+
+__all__ = ["LinkstatsStatsOperatorBase", "LinkstatsLinkStatsOperator", "LinkstatsWebsiteStatsOperator"]
 
 STATS_TEMPLATE_FIELDS = (
     "linkstats_conn_id",
@@ -99,7 +104,7 @@ def write_csv(path: str, rows: list[dict[str, Any]]) -> str:
     return str(target)
 
 
-def _doc(summary: str, id_argument: str, spec: StatsSpec, conn_id: str) -> str:
+def _doc(summary: str, id_argument: str, spec: StatsSpec) -> str:
     """The operator's docstring; the statistic names come from the contract."""
     return f"""{summary}
 
@@ -112,16 +117,14 @@ def _doc(summary: str, id_argument: str, spec: StatsSpec, conn_id: str) -> str:
     :param sort: "desc" (default) or "asc". Templated.
     :param max_items: stop after this many rows (default: all).
     :param output_path: write the rows to this CSV file and return its path. Templated.
-    :param linkstats_conn_id: connection id (default ``{conn_id}``). Templated.
     """
 
 
-class LinkstatsLinkStatsOperator(_LinkOperator, LinkstatsStatsOperatorBase):
+class LinkstatsLinkStatsOperator(LinksServiceMixin, LinkstatsStatsOperatorBase):
     __doc__ = _doc(
         "Clicks of a short link per country, platform, referrer, ... between two dates.",
         "link_id",
         LINK_STATS,
-        "linkstats_links_default",
     )
 
     template_fields: Sequence[str] = ("link_id", *STATS_TEMPLATE_FIELDS)
@@ -129,18 +132,17 @@ class LinkstatsLinkStatsOperator(_LinkOperator, LinkstatsStatsOperatorBase):
     id_argument = "link_id"
 
     def __init__(
-        self, *, link_id: int | str, linkstats_conn_id: str = "linkstats_links_default", **kwargs: Any
+        self, *, link_id: int | str, **kwargs: Any
     ) -> None:
-        super().__init__(linkstats_conn_id=linkstats_conn_id, **kwargs)
+        super().__init__(**kwargs)
         self.link_id = link_id
 
 
-class LinkstatsWebsiteStatsOperator(_WebsiteOperator, LinkstatsStatsOperatorBase):
+class LinkstatsWebsiteStatsOperator(AnalyticsServiceMixin, LinkstatsStatsOperatorBase):
     __doc__ = _doc(
         "A tracked website's visitors, pageviews, referrers, countries, ... between two dates.",
         "website_id",
         WEBSITE_STATS,
-        "linkstats_analytics_default",
     )
 
     template_fields: Sequence[str] = ("website_id", *STATS_TEMPLATE_FIELDS)
@@ -148,7 +150,7 @@ class LinkstatsWebsiteStatsOperator(_WebsiteOperator, LinkstatsStatsOperatorBase
     id_argument = "website_id"
 
     def __init__(
-        self, *, website_id: int | str, linkstats_conn_id: str = "linkstats_analytics_default", **kwargs: Any
+        self, *, website_id: int | str, **kwargs: Any
     ) -> None:
-        super().__init__(linkstats_conn_id=linkstats_conn_id, **kwargs)
+        super().__init__(**kwargs)
         self.website_id = website_id

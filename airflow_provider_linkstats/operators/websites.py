@@ -7,11 +7,13 @@ because ``email`` on every Airflow operator already means "where to send failure
 from __future__ import annotations
 
 from collections.abc import Sequence
-from functools import cached_property
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from airflow_provider_linkstats.client.contract import WEBSITES
+from airflow_provider_linkstats.client.settings import DEFAULT_MAX_WORKERS
 from airflow_provider_linkstats.operators.base import (
+    WEBSITE_ARGUMENTS,
+    AnalyticsServiceMixin,
     LinkstatsCreateOperatorBase,
     LinkstatsDeleteOperatorBase,
     LinkstatsGetOperatorBase,
@@ -21,57 +23,28 @@ from airflow_provider_linkstats.operators.base import (
     document_filters,
 )
 
-if TYPE_CHECKING:
-    from airflow_provider_linkstats.hooks.linkstats import LinkstatsAnalyticsHook
+__all__ = [
+    "LinkstatsCreateWebsiteOperator",
+    "LinkstatsUpdateWebsiteOperator",
+    "LinkstatsGetWebsiteOperator",
+    "LinkstatsDeleteWebsiteOperator",
+    "LinkstatsListWebsitesOperator",
+]
 
-RENAMED = {"email_reports": "email"}  # operator argument -> API field
+RENAMED = WEBSITE_ARGUMENTS  # operator argument -> API field
 _TO_ARGUMENT = {api: arg for arg, api in RENAMED.items()}
 CREATE_ARGUMENTS = tuple(_TO_ARGUMENT.get(s.name, s.name) for s in WEBSITES.fields_for("create"))
 UPDATE_ARGUMENTS = tuple(_TO_ARGUMENT.get(s.name, s.name) for s in WEBSITES.fields_for("update"))
 LIST_FILTERS = tuple(spec.name for spec in WEBSITES.list_params)
 
 
-class _WebsiteOperator:
-    """The analytics service's resource and hook, for every website operator."""
-
-    resource = WEBSITES
-    field_arguments = RENAMED
-    linkstats_conn_id: str | None
-
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        _reject_email_switch(kwargs.get("email"))
-        super().__init__(*args, **kwargs)
-
-    @cached_property
-    def hook(self) -> LinkstatsAnalyticsHook:
-        from airflow_provider_linkstats.hooks.linkstats import LinkstatsAnalyticsHook
-
-        return LinkstatsAnalyticsHook(self.linkstats_conn_id)
-
-
-def _reject_email_switch(value: Any) -> None:
-    """``email=1`` meant the website's e-mail reports, but ``email`` is BaseOperator's alert address."""
-    switch = isinstance(value, (bool, int)) or (
-        isinstance(value, str) and value.strip().lower() in ("0", "1", "yes", "no", "true", "false", "on", "off")
-    )
-    if switch:
-        from airflow_provider_linkstats.client.errors import LinkstatsInputError
-
-        raise LinkstatsInputError(
-            "email",
-            value,
-            "e-mail addresses for Airflow's failure alerts (BaseOperator's email); "
-            "to switch the website's e-mail reports on or off use email_reports=1 or 0",
-        )
-
 
 @document_fields(WEBSITES, "create", renamed=RENAMED)
-class LinkstatsCreateWebsiteOperator(_WebsiteOperator, LinkstatsCreateOperatorBase):
+class LinkstatsCreateWebsiteOperator(AnalyticsServiceMixin, LinkstatsCreateOperatorBase):
     """Create a tracked website and return its record.
 
     :param if_exists: what an existing website with the same ``domain`` means: "fail" (default),
         "skip" (return it unchanged) or "update" (write the given fields to it). Templated.
-    :param linkstats_conn_id: connection id (default ``linkstats_analytics_default``). Templated.
     """
 
     template_fields: Sequence[str] = ("linkstats_conn_id", *CREATE_ARGUMENTS, "if_exists")
@@ -87,10 +60,9 @@ class LinkstatsCreateWebsiteOperator(_WebsiteOperator, LinkstatsCreateOperatorBa
         exclude_params: Sequence[str] | None = None,
         exclude_ips: Sequence[str] | None = None,
         if_exists: str = "fail",
-        linkstats_conn_id: str = "linkstats_analytics_default",
         **kwargs: Any,
     ) -> None:
-        super().__init__(if_exists=if_exists, linkstats_conn_id=linkstats_conn_id, **kwargs)
+        super().__init__(if_exists=if_exists, **kwargs)
         self.domain = domain
         self.privacy = privacy
         self.password = password
@@ -102,11 +74,10 @@ class LinkstatsCreateWebsiteOperator(_WebsiteOperator, LinkstatsCreateOperatorBa
 
 
 @document_fields(WEBSITES, "update", renamed=RENAMED)
-class LinkstatsUpdateWebsiteOperator(_WebsiteOperator, LinkstatsUpdateOperatorBase):
+class LinkstatsUpdateWebsiteOperator(AnalyticsServiceMixin, LinkstatsUpdateOperatorBase):
     """Change a website; only the fields given are sent.
 
     :param website_id: the website to change. Templated.
-    :param linkstats_conn_id: connection id (default ``linkstats_analytics_default``). Templated.
     """
 
     template_fields: Sequence[str] = ("linkstats_conn_id", "website_id", *UPDATE_ARGUMENTS)
@@ -122,11 +93,12 @@ class LinkstatsUpdateWebsiteOperator(_WebsiteOperator, LinkstatsUpdateOperatorBa
         exclude_bots: int | bool | None = None,
         exclude_params: Sequence[str] | None = None,
         exclude_ips: Sequence[str] | None = None,
-        linkstats_conn_id: str = "linkstats_analytics_default",
+        favorite: int | bool | None = None,
         **kwargs: Any,
     ) -> None:
-        super().__init__(linkstats_conn_id=linkstats_conn_id, **kwargs)
+        super().__init__(**kwargs)
         self.website_id = website_id
+        self.favorite = favorite
         self.privacy = privacy
         self.password = password
         self.email_reports = email_reports
@@ -136,29 +108,26 @@ class LinkstatsUpdateWebsiteOperator(_WebsiteOperator, LinkstatsUpdateOperatorBa
         self.mask_secrets()
 
 
-class LinkstatsGetWebsiteOperator(_WebsiteOperator, LinkstatsGetOperatorBase):
+class LinkstatsGetWebsiteOperator(AnalyticsServiceMixin, LinkstatsGetOperatorBase):
     """Read one website and return its record.
 
     :param website_id: the website's id. Templated.
-    :param linkstats_conn_id: connection id (default ``linkstats_analytics_default``). Templated.
     """
 
     template_fields: Sequence[str] = ("linkstats_conn_id", "website_id")
     id_argument = "website_id"
 
     def __init__(
-        self, *, website_id: int | str, linkstats_conn_id: str = "linkstats_analytics_default", **kwargs: Any
+        self, *, website_id: int | str, **kwargs: Any
     ) -> None:
-        super().__init__(linkstats_conn_id=linkstats_conn_id, **kwargs)
+        super().__init__(**kwargs)
         self.website_id = website_id
 
 
-class LinkstatsDeleteWebsiteOperator(_WebsiteOperator, LinkstatsDeleteOperatorBase):
+class LinkstatsDeleteWebsiteOperator(AnalyticsServiceMixin, LinkstatsDeleteOperatorBase):
     """Delete one website (``website_id``) or many (``website_ids``) and return the id(s).
 
     :param missing_ok: a website that is already gone counts as deleted instead of failing.
-    :param max_workers: concurrent deletes of a bulk delete (1-16, default 8). Templated.
-    :param linkstats_conn_id: connection id (default ``linkstats_analytics_default``). Templated.
     """
 
     template_fields: Sequence[str] = ("linkstats_conn_id", "website_id", "website_ids", "max_workers")
@@ -171,21 +140,19 @@ class LinkstatsDeleteWebsiteOperator(_WebsiteOperator, LinkstatsDeleteOperatorBa
         website_id: int | str | None = None,
         website_ids: Sequence[int | str] | None = None,
         missing_ok: bool = False,
-        max_workers: int = 8,
-        linkstats_conn_id: str = "linkstats_analytics_default",
+        max_workers: int = DEFAULT_MAX_WORKERS,
         **kwargs: Any,
     ) -> None:
-        super().__init__(missing_ok=missing_ok, max_workers=max_workers, linkstats_conn_id=linkstats_conn_id, **kwargs)
+        super().__init__(missing_ok=missing_ok, max_workers=max_workers, **kwargs)
         self.website_id = website_id
         self.website_ids = website_ids
 
 
 @document_filters(WEBSITES)
-class LinkstatsListWebsitesOperator(_WebsiteOperator, LinkstatsListOperatorBase):
+class LinkstatsListWebsitesOperator(AnalyticsServiceMixin, LinkstatsListOperatorBase):
     """List websites matching the filters, walking every page, and return the records.
 
     :param max_items: stop after this many records (default: all).
-    :param linkstats_conn_id: connection id (default ``linkstats_analytics_default``). Templated.
     """
 
     template_fields: Sequence[str] = ("linkstats_conn_id", *LIST_FILTERS, "max_items")
@@ -196,13 +163,14 @@ class LinkstatsListWebsitesOperator(_WebsiteOperator, LinkstatsListOperatorBase)
         search: str | None = None,
         search_by: str | None = None,
         sort_by: str | None = None,
+        favorite: int | bool | None = None,
         sort: str | None = None,
         per_page: int | None = None,
         max_items: int | None = None,
-        linkstats_conn_id: str = "linkstats_analytics_default",
         **kwargs: Any,
     ) -> None:
-        super().__init__(max_items=max_items, linkstats_conn_id=linkstats_conn_id, **kwargs)
+        super().__init__(max_items=max_items, **kwargs)
+        self.favorite = favorite
         self.search = search
         self.search_by = search_by
         self.sort_by = sort_by

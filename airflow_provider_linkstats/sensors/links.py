@@ -32,6 +32,8 @@ from airflow_provider_linkstats.hooks.linkstats import LinkstatsLinksHook
 if TYPE_CHECKING:
     from airflow_provider_linkstats.waiting.watch import Poll, RoundResult, Watch
 
+__all__ = ["LinkstatsLinkExpiredSensor"]
+
 TRIGGER_CLASSPATH = "airflow_provider_linkstats.triggers.links.LinkstatsLinkExpiredTrigger"
 DEFAULT_CONN_ID = LinkstatsLinksHook.default_conn_name
 _JINJA_MARKERS = ("{{", "{%", "{#")
@@ -42,7 +44,7 @@ class LinkstatsLinkExpiredSensor(BaseSensorOperator):
 
     A link with an end time is not polled: the wait sleeps (poke mode), reschedules (reschedule
     mode) or defers until then, and confirms with one read; only click limits are polled. Costs
-    per mode and version notes are in docs/waiting.md.
+    per mode and version notes are in the docs page "Sensor and waiting" and docs/waiting.md.
 
     :param link_id: the link's id, or its record (``create.output``). Templated.
     :param alias: the link's alias; with only an alias the one link holding it is looked up once.
@@ -55,7 +57,7 @@ class LinkstatsLinkExpiredSensor(BaseSensorOperator):
         502/503/504) before the task fails.
     :param deferrable: after one poke in the worker, wait in the triggerer (no worker slot).
     :param start_from_trigger: start the wait in the triggerer, without a worker at all (implies
-        ``deferrable``); see the README for when Airflow can render the inputs there.
+        ``deferrable``); see the docs page "Sensor and waiting" for when Airflow can render them there.
     """
 
     template_fields: Sequence[str] = ("link_id", "alias", "link_ids", "linkstats_conn_id")

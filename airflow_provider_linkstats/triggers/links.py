@@ -286,7 +286,7 @@ class LinkstatsLinksExpiredEventTrigger(BaseEventTrigger):
                     if client is None:
                         client = await self._open_client()
                     if dialect is None:
-                        dialect = await async_links_dialect(client)
+                        dialect = await async_links_dialect(self._hook, client)
                     records = await adrive(feed.walk(dialect), client.call)
                 except LinkstatsError as error:
                     wait = retry_wait(error, interval)
@@ -312,7 +312,8 @@ class LinkstatsLinksExpiredEventTrigger(BaseEventTrigger):
         from airflow_provider_linkstats.client.aio import KEEP_ALIVE_MAX_IDLE
         from airflow_provider_linkstats.client.retry import RetryPolicy
 
-        return await LinkstatsLinksHook(self.linkstats_conn_id).get_async_client(
+        self._hook = LinkstatsLinksHook(self.linkstats_conn_id)  # keeps the version, once asked
+        return await self._hook.get_async_client(
             retry=RetryPolicy(max_retries=0),  # the poll loop is the retry
             keep_alive=self.poke_interval <= KEEP_ALIVE_MAX_IDLE,
             max_connections=1,

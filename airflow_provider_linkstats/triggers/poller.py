@@ -123,8 +123,8 @@ class SharedPoller:
             client = await self._open_client()
         except Exception as error:  # connection missing or unusable: say which, never its content
             self._close()
-            event = error_event(error)
-            event["message"] = f"connection {self.conn_id!r} is unusable: {describe(error)}"
+            message = f"connection {self.conn_id!r} is unusable: {describe(error)}"
+            event = {"status": "error", "reason": "connection", "message": message}
             for subscription in list(self.subscriptions):
                 self._finish(subscription, event)
             return
@@ -173,7 +173,8 @@ class SharedPoller:
         from airflow_provider_linkstats.client.retry import RetryPolicy
         from airflow_provider_linkstats.hooks.linkstats import LinkstatsLinksHook
 
-        return await LinkstatsLinksHook(self.conn_id).get_async_client(
+        self.hook = LinkstatsLinksHook(self.conn_id)  # keeps the version, once asked
+        return await self.hook.get_async_client(
             # One attempt per poll: the poll loop is the retry, paced by poke_interval.
             retry=RetryPolicy(max_retries=0),
             keep_alive=self.min_interval() <= KEEP_ALIVE_MAX_IDLE,
@@ -203,7 +204,8 @@ class SharedPoller:
                 from airflow_provider_linkstats.waiting.version import async_links_dialect
 
                 try:
-                    self.poll.dates_listed = (await async_links_dialect(_Counted(client, self))).lists_date_expiry
+                    dialect = await async_links_dialect(self.hook, _Counted(client, self))
+                    self.poll.dates_listed = dialect.lists_date_expiry
                 except LinkstatsError as error:  # not worth failing waits for: confirmed the longer way
                     log.warning("Could not tell the links service's version (%s)", error)
             result = await adrive(self.poll.round(now), call)
@@ -244,11 +246,11 @@ class SharedPoller:
 
 
 class _Counted:
-    """The client's raw ``send``, counted with the poller's requests (the version probe)."""
+    """The client, its requests counted with the poller's (the version probe)."""
 
     def __init__(self, client: AsyncLinkstatsClient, poller: SharedPoller) -> None:
-        self.client, self.poller = client, poller
+        self.client, self.poller, self.root = client, poller, client.root
 
-    async def send(self, request: ApiRequest) -> ApiResponse:
+    async def call(self, request: ApiRequest) -> ApiResponse:
         self.poller.requests += 1
-        return await self.client.send(request)
+        return await self.client.call(request)

@@ -8,10 +8,14 @@
 4. seeds old and fresh expired links, runs the cleanup DAG and checks only the old ones went;
 5. runs the report DAG and prints where the report is;
 6. stops the emulator; exits non-zero if any run failed.
+
+``--only campaign`` (repeatable: campaign, cleanup, report) runs some of the DAGs; ``make dist``
+runs the campaign from the installed wheel this way.
 """
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import random
@@ -59,7 +63,8 @@ def free_port() -> int:
 class Emulator:
     """The emulator in its own process, driven over HTTP like any other client would."""
 
-    def __init__(self, api_key: str) -> None:
+    def __init__(self, api_key: str, links_version: str = "49") -> None:
+        self.links_version = links_version
         self.url = f"http://127.0.0.1:{free_port()}"
         self.analytics_url = self.url + "/analytics"  # both services share the port; analytics under /analytics
         self.session = requests.Session()
@@ -75,11 +80,11 @@ class Emulator:
                 self.url.rsplit(":", 1)[1],
                 "--rate-limit",
                 str(RATE_LIMIT),
-                # The generation the demo was written for (the command line's default is 49/31).
+                # phpShort 46-49 and phpAnalytics 31 (current installs), or 44-45 and 3.x.
                 "--api-version",
-                "44",
+                links_version,
                 "--analytics-version",
-                "3",
+                "31" if links_version == "49" else "3",
             ],
             env=env,
             stdout=(OUT / "emulator.log").open("w"),
@@ -117,7 +122,10 @@ class Emulator:
                 return found
             page += 1
 
-    def create_link(self, **fields: object) -> dict:
+    def create_link(self, *, clicks_limit: int | None = None, **fields: object) -> dict:
+        """Seeds a link over the API, as the connected generation spells a click limit."""
+        if clicks_limit is not None:
+            fields["clicks_limit" if self.links_version == "49" else "expiration_clicks"] = clicks_limit
         return self.api("POST", "/links", data={"domain_id": 1, **fields})["data"]
 
     def create_website(self, domain: str) -> dict:
@@ -165,6 +173,13 @@ def excerpt(text: str) -> list[str]:
     return shown
 
 
+def shorten(line: str, width: int = 150) -> str:
+    """A line cut to ``width`` says so with an ellipsis, never a list that seems to end at a comma."""
+    if len(line) <= width:
+        return line
+    return line[: width - 4].rstrip(" ,;") + " ..."
+
+
 def run_dag(env: dict, dag_id: str, conf: dict) -> bool:
     log = OUT / f"{dag_id}.log"
     say(f"airflow dags test {dag_id} (log: {log.relative_to(REPO)})")
@@ -172,7 +187,7 @@ def run_dag(env: dict, dag_id: str, conf: dict) -> bool:
     code = airflow(env, "dags", "test", dag_id, "--conf", json.dumps(conf), log=log)
     text = log.read_text()
     for line in excerpt(text):
-        say("  | " + line[:150])
+        say("  | " + shorten(line))
     ok = code == 0 and "state=success" in text
     say(f"{dag_id}: {'success' if ok else 'FAILED'} in {time.monotonic() - started:.1f} s")
     return ok
@@ -209,18 +224,32 @@ def visitors(emulator: Emulator, stop: threading.Event) -> None:
 def seed_expired(emulator: Emulator, count: int, prefix: str) -> None:
     for index in range(count):
         link = emulator.create_link(
-            url=f"https://example.com/old/{index}", alias=f"{prefix}-{index}", expiration_clicks=1
+            url=f"https://example.com/old/{index}", alias=f"{prefix}-{index}", clicks_limit=1
         )
         emulator.click(link["alias"], VISITORS[index % len(VISITORS)])  # its one click: expired
 
 
-def main() -> int:
+DAGS = ("campaign", "cleanup", "report")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m dags_examples.demo", description=__doc__.split("\n")[0])
+    parser.add_argument("--only", action="append", choices=DAGS, help="run only this DAG (repeatable)")
+    parser.add_argument(
+        "--api-version",
+        choices=("44", "49"),
+        default="49",
+        help="phpShort generation the emulator serves: 49 (46-49, with phpAnalytics 31) or 44 (44-45, with 3.x)",
+    )
+    options = parser.parse_args(argv)
+    wanted = set(options.only or DAGS)
     for folder in (HOME, REPORTS):
         shutil.rmtree(folder, ignore_errors=True)
         folder.mkdir(parents=True)
     api_key = secrets.token_urlsafe(24)
-    emulator = Emulator(api_key)
-    say(f"emulator on {emulator.url} (both services)")
+    emulator = Emulator(api_key, options.api_version)
+    analytics = "31" if options.api_version == "49" else "3.x"
+    say(f"emulator on {emulator.url} (both services: phpShort {options.api_version}, phpAnalytics {analytics})")
     say(f"rate limits on: {RATE_LIMIT} requests a minute, as on a real install")
     links_connection = {"host": emulator.url, "password": api_key, "extra": {"timeout": 10, "default_domain_id": 1}}
     analytics_connection = {"host": emulator.analytics_url, "password": api_key, "extra": {"timeout": 10}}
@@ -244,56 +273,60 @@ def main() -> int:
             say("airflow db migrate failed; see demo-output/db-migrate.log")
             return 1
 
-        stop = threading.Event()
-        clicker = threading.Thread(target=visitors, args=(emulator, stop), daemon=True)
-        clicker.start()
-        results["campaign"] = run_dag(
-            env, "linkstats_campaign_launch", {"campaign": CAMPAIGN, "expire_after_clicks": CLICKS_TO_EXPIRE}
-        )
-        stop.set()
-        clicker.join(timeout=10)
-        emulator.clock(reset=True)
-        left = emulator.links(search=CAMPAIGN, search_by="alias")
-        say(f"campaign links left behind: {len(left)}")
-        results["campaign"] &= not left
+        if "campaign" in wanted:
+            stop = threading.Event()
+            clicker = threading.Thread(target=visitors, args=(emulator, stop), daemon=True)
+            clicker.start()
+            results["campaign"] = run_dag(
+                env, "linkstats_campaign_launch", {"campaign": CAMPAIGN, "expire_after_clicks": CLICKS_TO_EXPIRE}
+            )
+            stop.set()
+            clicker.join(timeout=10)
+            emulator.clock(reset=True)
+            left = emulator.links(search=CAMPAIGN, search_by="alias")
+            say(f"campaign links left behind: {len(left)}")
+            results["campaign"] &= not left
 
-        say("seeding 30 expired links created 40 days ago and 5 created today")
-        emulator.clock(now=pendulum.now("UTC").subtract(days=40).isoformat())
-        seed_expired(emulator, 30, "old")
-        emulator.clock(reset=True)
-        seed_expired(emulator, 5, "fresh")
-        results["cleanup"] = run_dag(env, "linkstats_cleanup_expired", {"older_than_days": 30})
-        remaining = sorted(link["alias"].split("-")[0] for link in emulator.links(status=2))
-        say(f"expired links after cleanup: {len(remaining)} ({', '.join(sorted(set(remaining))) or 'none'})")
-        results["cleanup"] &= remaining == ["fresh"] * 5
+        if "cleanup" in wanted:
+            say("seeding 30 expired links created 40 days ago and 5 created today")
+            emulator.clock(now=pendulum.now("UTC").subtract(days=40).isoformat())
+            seed_expired(emulator, 30, "old")
+            emulator.clock(reset=True)
+            seed_expired(emulator, 5, "fresh")
+            results["cleanup"] = run_dag(env, "linkstats_cleanup_expired", {"older_than_days": 30})
+            remaining = sorted(link["alias"].split("-")[0] for link in emulator.links(status=2))
+            say(f"expired links after cleanup: {len(remaining)} ({', '.join(sorted(set(remaining))) or 'none'})")
+            results["cleanup"] &= remaining == ["fresh"] * 5
 
-        say("creating 5 evergreen links with 3 to 15 visits each, and 2 tracked websites with visitors")
-        for rank in range(1, 6):
-            emulator.create_link(url=f"https://example.com/evergreen/{rank}", alias=f"evergreen-{rank}")
-            for visit in range(3 * rank):
-                referrer = REFERRERS[(visit + rank) % len(REFERRERS)]
-                emulator.click(f"evergreen-{rank}", VISITORS[visit % len(VISITORS)], referrer or None)
-        for index, domain in enumerate(("shop.example.com", "blog.example.com")):
-            emulator.create_website(domain)
-            for visitor in range(12 - 5 * index):
-                for page in range(1 + visitor % 3):
-                    emulator.page_view(
-                        f"https://{domain}/page-{page}", f"v{visitor}", VISITORS[visitor % len(VISITORS)]
-                    )
-        results["report"] = run_dag(env, "linkstats_weekly_report", {"top_n": 5, "output_dir": str(REPORTS)})
-        produced = sorted(p.name for p in REPORTS.iterdir())
-        say(f"report files in {REPORTS.relative_to(REPO)}/: {', '.join(produced)}")
-        charts = sorted(REPORTS.glob("*.png"))
-        for chart in charts:
-            say(f"chart: {chart}")
-        if not charts:
-            say("no charts: matplotlib is missing (pip install 'airflow-provider-linkstats[demo]')")
+        if "report" in wanted:
+            say("creating 5 evergreen links with 3 to 15 visits each, and 2 tracked websites with visitors")
+            for rank in range(1, 6):
+                emulator.create_link(url=f"https://example.com/evergreen/{rank}", alias=f"evergreen-{rank}")
+                for visit in range(3 * rank):
+                    referrer = REFERRERS[(visit + rank) % len(REFERRERS)]
+                    emulator.click(f"evergreen-{rank}", VISITORS[visit % len(VISITORS)], referrer or None)
+            for index, domain in enumerate(("shop.example.com", "blog.example.com")):
+                emulator.create_website(domain)
+                for visitor in range(12 - 5 * index):
+                    for page in range(1 + visitor % 3):
+                        emulator.page_view(
+                            f"https://{domain}/page-{page}", f"v{visitor}", VISITORS[visitor % len(VISITORS)]
+                        )
+            results["report"] = run_dag(env, "linkstats_weekly_report", {"top_n": 5, "output_dir": str(REPORTS)})
+            kinds = sorted({path.suffix for path in REPORTS.iterdir()})
+            counts = ", ".join(f"{len(list(REPORTS.glob('*' + kind)))} {kind[1:].upper()}" for kind in kinds)
+            say(f"report files in {REPORTS.relative_to(REPO)}/: {counts or 'none'}")
+            charts = sorted(REPORTS.glob("*.png"))
+            for chart in charts:
+                say(f"chart: {chart}")
+            if not charts:
+                say("no charts: matplotlib is missing (pip install 'airflow-provider-linkstats[demo]')")
     finally:
         emulator.stop()
         say("emulator stopped")
     failed = [name for name, ok in results.items() if not ok]
     say("all runs succeeded" if not failed else f"FAILED: {', '.join(failed)}")
-    return 1 if failed or len(results) < 3 else 0
+    return 1 if failed or len(results) < len(wanted) else 0
 
 
 if __name__ == "__main__":

@@ -110,7 +110,8 @@ def test_300_triggers_share_one_poll_and_each_fires_once(links_conn):
     # (up to 3 more from round 11 on: the periodic existence check, every 10 rounds)
     all_pages = [r["query"]["status"] for r in requests].count(["0"])
     assert all_pages == 3 if poller.rounds <= 10 else 3 <= all_pages <= 6
-    assert "search" not in {k for r in requests for k in r["query"]}
+    # (on a loaded machine a straggler or three may be asked for by alias: cheaper than a walk)
+    assert sum("search" in r["query"] for r in requests) <= 6
     assert poller.rounds <= 11  # two rounds per wave, the first and the last (a loaded machine adds one or two)
     assert len(requests) <= poller.rounds * math.ceil(300 / 100) + 6
     assert emu.stats.connections() <= 2  # one pool for the whole fleet
@@ -133,7 +134,7 @@ def test_a_cancelled_trigger_leaves_and_the_poller_stops_with_the_last_one(links
         emu.stats.reset()
         rounds = poller.rounds
         await until(lambda: poller.rounds >= rounds + 3)
-        searched = [r["query"].get("search", [None])[0] for r in api_requests(emu)]
+        searched = [r["query"].get("search", [None])[0] for r in api_requests(emu) if r["path"] == LISTING]
         for task in tasks[1:]:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)

@@ -1,7 +1,7 @@
 # make test   : create or refresh the venv for AIRFLOW_VERSION, then run the whole suite
 # make demo   : run the campaign, cleanup and report DAGs against the local emulator
 # make bench  : benchmarks against the emulator (prints one table)
-# make e2e    : a real CeleryExecutor deployment (PostgreSQL, Redis, 2 workers) with a worker kill and UI checks
+# make e2e    : a real CeleryExecutor deployment (PostgreSQL, Redis, 2 workers, 2 triggerers) with a worker kill, a triggerer kill and UI checks
 SHELL := /bin/bash
 .SHELLFLAGS := -o pipefail -c
 PYTHON ?= python3
@@ -36,7 +36,7 @@ bench: venv
 	$(VENV)/bin/python -m benchmarks.run
 
 # Installs what is missing (apt-get: redis-server, chromium-headless-shell; pip: .venv-e2e under the
-# 3.3.2 constraints with the `e2e` extra), then runs e2e/ (see e2e/__init__.py). About 2.5 minutes.
+# 3.3.2 constraints with the `e2e` extra), then runs e2e/ (see e2e/__init__.py). About 5 minutes.
 E2E_VENV ?= .venv-e2e
 E2E_AIRFLOW_VERSION := 3.3.2
 e2e:

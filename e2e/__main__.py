@@ -14,8 +14,8 @@ import traceback
 from collections import Counter
 from pathlib import Path
 
-from e2e import deployment, scenarios, services
-from e2e.procs import ProcessGroups, free_port
+from e2e import deployment, handover, scenarios, services
+from e2e.procs import ProcessGroups, free_port, outside_loopback
 from e2e.recorder import Recorder, endpoint
 from e2e.summary import table
 
@@ -70,18 +70,21 @@ def main() -> int:
     OUT.mkdir(parents=True)
     logs = OUT / "logs"
     logs.mkdir()
-    # World-traversable, outside the checkout: PostgreSQL runs as an unprivileged user.
+    # Private to this user (0700): PostgreSQL, which may run as another user, gets a directory of its own.
     root = Path(tempfile.mkdtemp(prefix="linkstats-e2e-"))
-    os.chmod(root, 0o755)
+    pg_home: Path | None = None
+    postgres = None
     groups = ProcessGroups()
     recorder: Recorder | None = None
     emulator: scenarios.Emulator | None = None
     results: list[scenarios.RunResult] = []
+    kill: handover.TriggererKill | None = None
+    kill_tables = ""
     ui_ok, problems = False, []
     try:
         say(f"temp dir {root}; logs in {logs.relative_to(deployment.REPO)}/")
-        postgres, database = services.start_postgres(groups, root, logs)
-        say(f"PostgreSQL 15 on 127.0.0.1:{postgres.port} (private cluster, pid {postgres.pid})")
+        postgres, database, pg_home = services.start_postgres(groups)
+        say(f"PostgreSQL 15 on 127.0.0.1:{postgres.port} (private cluster in {pg_home}, pid {postgres.pid})")
         redis = services.start_redis(groups, root, logs)
         say(f"Redis on 127.0.0.1:{redis.port} (no persistence)")
         api_key = secrets.token_urlsafe(32)
@@ -99,28 +102,58 @@ def main() -> int:
         procs = deployment.start_airflow(groups, env, logs, api_port)
         api = deployment.AirflowApi(f"http://127.0.0.1:{api_port}", root / "airflow-home")
         api.login()
-        say(f"Airflow api-server on 127.0.0.1:{api_port}; scheduler, dag-processor, triggerer, 2 Celery workers")
+        say(f"Airflow api-server on 127.0.0.1:{api_port}; scheduler, dag-processor, triggerer-1, 2 Celery workers")
         add_connections(api, f"http://127.0.0.1:{recorder.port}", api_key)
-        for dag_id in ("linkstats_campaign_launch", "linkstats_cleanup_expired"):
+        for dag_id in ("linkstats_campaign_launch", "linkstats_cleanup_expired", handover.EXPIRY_DAG):
             api.wait_for_dag(dag_id)
 
-        results.append(scenarios.campaign(api, emulator, say))
-        say(f"campaign: {results[-1].state} in {results[-1].seconds:.0f} s {results[-1].problems or ''}")
+        problems += [f"listening beyond 127.0.0.1: {where}" for where in outside_loopback(groups)]
+
+        # The worker kill first: the 500 old links are gone before the expiry watcher starts.
         workers = {name: proc for name, proc in procs.items() if name.startswith("worker-")}
         results.append(scenarios.cleanup_with_worker_kill(api, emulator, recorder, workers, old_links, say))
         say(f"cleanup: {results[-1].state} in {results[-1].seconds:.0f} s {results[-1].problems or ''}")
+
+        kill = handover.TriggererKill(
+            api,
+            emulator,
+            recorder,
+            handover.Metadata(database),
+            procs["triggerer-1"],
+            lambda: deployment.start_triggerer(groups, env, logs, "triggerer-2"),
+            say,
+        )
+        kill.prepare()
+        api.set_paused("linkstats_campaign_launch", False)
+        campaign = scenarios.campaign(api, emulator, say, during_wait=kill.during_wait)
+        results.append(campaign)
+        results.append(kill.result(campaign))
+        say(f"campaign: {campaign.state} in {campaign.seconds:.0f} s {campaign.problems or ''}")
+        say(f"event-driven cleanup: {results[-1].state} {results[-1].problems or ''}")
 
         if os.environ.get("LINKSTATS_E2E_SKIP_UI") != "1":
             from e2e import ui
 
             connection_host = f"http://127.0.0.1:{recorder.port}"
-            ui_ok = ui.check(api, api.base, results[0], emulator.url, connection_host, api_key, OUT, say)
+            ui_ok = ui.check(api, api.base, campaign, emulator.url, connection_host, api_key, OUT, say)
         else:
             say("UI checks skipped (LINKSTATS_E2E_SKIP_UI=1)")
     except BaseException:  # KeyboardInterrupt and SIGTERM included: the teardown must still run
         traceback.print_exc()
         problems.append("the run stopped on an exception (above)")
     finally:
+        try:
+            wide = outside_loopback(groups)
+            if wide:
+                problems.append("listening beyond 127.0.0.1: " + ", ".join(wide))
+        except Exception as error:  # the summary must not stop the teardown
+            problems.append(f"no listening-socket check: {error!r}")
+        if kill is not None:
+            try:
+                kill_tables = kill.tables()
+            except Exception as error:  # the summary must not stop the teardown
+                kill_tables = ""
+                problems.append(f"no triggerer-kill tables: {error!r}")
         if recorder is not None and emulator is not None and emu_proc.alive():
             try:
                 print("\nEmulator requests (all clients) and the answers Airflow's tasks got, by endpoint:")
@@ -132,6 +165,10 @@ def main() -> int:
         if recorder is not None:
             recorder.stop()
         problems += groups.stop_all()
+        if postgres is not None:
+            services.keep_postgres_log(postgres, logs)
+        if pg_home is not None:
+            shutil.rmtree(pg_home, ignore_errors=True)
         shutil.rmtree(root, ignore_errors=True)
 
     print("\nProcesses:")
@@ -152,10 +189,12 @@ def main() -> int:
         for note in [*r.notes, *(f"PROBLEM: {p}" for p in r.problems)]:
             if note:
                 print(f"  {r.dag_id}: {note}")
+    if kill_tables:
+        print("\n" + kill_tables)
     for problem in problems:
         print(f"PROBLEM: {problem}")
     skipped_ui = os.environ.get("LINKSTATS_E2E_SKIP_UI") == "1"
-    ok = len(results) == 2 and all(r.ok for r in results) and (ui_ok or skipped_ui) and not problems
+    ok = len(results) == 3 and all(r.ok for r in results) and (ui_ok or skipped_ui) and not problems
     say(f"{'PASSED' if ok else 'FAILED'} in {time.monotonic() - started:.0f} s")
     return 0 if ok else 1
 

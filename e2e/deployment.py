@@ -16,10 +16,20 @@ from pathlib import Path
 
 import requests
 
-from e2e.procs import Proc, ProcessGroups, free_port, wait_until
+from e2e.procs import Proc, ProcessGroups, wait_until
 
 REPO = Path(__file__).resolve().parents[1]
 ADMIN = "admin"
+# Triggerer HA: each triggerer heartbeats every second; one silent for longer than the threshold
+# (default 30 s) is taken for dead, and the others take its triggers over. Integer seconds: 3.3
+# reads it with getint. Kept well above the heartbeat: a triggerer slowed by a busy machine must
+# not lose its triggers to the other while it still runs them.
+TRIGGERER_HEARTBEAT = 1
+# Workers and triggerers serve their logs over HTTP on every interface (uvicorn host "", no option
+# to bind 127.0.0.1). Not needed here: every process writes to the same log folder, which the
+# api-server reads directly.
+LOGS = ("--skip-serve-logs",)
+TRIGGERER_HEALTH_CHECK_THRESHOLD = 8
 # How long a task may go without a heartbeat before the scheduler fails it (default 300 s): a
 # SIGKILLed worker sends none, and its task must be retried while the job still has work to do.
 HEARTBEAT_TIMEOUT = 20
@@ -34,7 +44,9 @@ def airflow_env(home: Path, database: str, redis_port: int, api_port: int, task_
             "AIRFLOW__CORE__EXECUTOR": "CeleryExecutor",
             "AIRFLOW__CORE__DAGS_FOLDER": str(REPO / "dags_examples"),
             "AIRFLOW__CORE__LOAD_EXAMPLES": "False",
-            "AIRFLOW__CORE__DAGS_ARE_PAUSED_AT_CREATION": "False",
+            # Paused until the run needs them: the event-driven cleanup's watcher would otherwise report
+            # the 500 old links that the worker-kill scenario deletes (see scenarios.unpause).
+            "AIRFLOW__CORE__DAGS_ARE_PAUSED_AT_CREATION": "True",
             "AIRFLOW__CORE__FERNET_KEY": base64.urlsafe_b64encode(os.urandom(32)).decode(),
             "AIRFLOW__CORE__EXECUTION_API_SERVER_URL": f"http://127.0.0.1:{api_port}/execution/",
             "AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_USERS": f"{ADMIN}:admin",
@@ -54,15 +66,17 @@ def airflow_env(home: Path, database: str, redis_port: int, api_port: int, task_
             "AIRFLOW__API_AUTH__JWT_SECRET": secrets.token_urlsafe(32),
             "AIRFLOW__SCHEDULER__TASK_INSTANCE_HEARTBEAT_TIMEOUT": str(HEARTBEAT_TIMEOUT),
             "AIRFLOW__SCHEDULER__TASK_INSTANCE_HEARTBEAT_TIMEOUT_DETECTION_INTERVAL": "2",
-            # No run of the @daily cleanup DAG but the ones this script triggers.
-            "AIRFLOW__SCHEDULER__USE_JOB_SCHEDULE": "False",
             "AIRFLOW__DAG_PROCESSOR__REFRESH_INTERVAL": "5",
             "AIRFLOW__LOGGING__LOGGING_LEVEL": "INFO",
             "AIRFLOW__LOGGING__BASE_LOG_FOLDER": str(task_logs),  # kept after the run, unlike the home
-            "AIRFLOW__TRIGGERER__DEFAULT_CAPACITY": "100",
+            "AIRFLOW__TRIGGERER__CAPACITY": "100",
+            "AIRFLOW__TRIGGERER__JOB_HEARTBEAT_SEC": str(TRIGGERER_HEARTBEAT),
+            "AIRFLOW__TRIGGERER__TRIGGERER_HEALTH_CHECK_THRESHOLD": str(TRIGGERER_HEALTH_CHECK_THRESHOLD),
             # The campaign's wait checks every 2 s instead of every 5 minutes.
             "LINKSTATS_CAMPAIGN_POKE_INTERVAL": "2",
-            "LINKSTATS_CAMPAIGN_WAIT_TIMEOUT": "600",
+            "LINKSTATS_CAMPAIGN_WAIT_TIMEOUT": "900",
+            # The expiry watcher (linkstats_cleanup_on_expiry) walks the Expired listing every 2 s.
+            "LINKSTATS_EXPIRY_POKE_INTERVAL": "2",
         }
     )
     return env
@@ -77,8 +91,14 @@ def migrate(env: dict[str, str], out: Path) -> None:
         subprocess.run(airflow("db", "migrate"), env=env, stdout=log, stderr=subprocess.STDOUT, check=True, timeout=600)
 
 
+def start_triggerer(groups: ProcessGroups, env: dict[str, str], out: Path, name: str) -> Proc:
+    """One more triggerer (Airflow HA: any number share the triggers). No log server (see ``LOGS``)."""
+    return groups.start(Proc(name, airflow("triggerer", *LOGS), out / f"{name}.log", None, env), cwd=REPO)
+
+
 def start_airflow(groups: ProcessGroups, env: dict[str, str], out: Path, api_port: int) -> dict[str, Proc]:
-    """api-server, scheduler, dag-processor, triggerer and two Celery workers, each in its own group."""
+    """api-server, scheduler, dag-processor, the first triggerer and two Celery workers, each in its own
+    group. The second triggerer joins during the campaign (``handover.py``)."""
 
     def component(name: str, argv: list[str], port: int | None = None, **extra_env: str) -> Proc:
         return groups.start(Proc(name, argv, out / f"{name}.log", port, {**env, **extra_env}), cwd=REPO)
@@ -86,18 +106,11 @@ def start_airflow(groups: ProcessGroups, env: dict[str, str], out: Path, api_por
     procs = {"api-server": component("api-server", airflow("api-server", "--workers", "1"), api_port)}
     procs["scheduler"] = component("scheduler", airflow("scheduler"))
     procs["dag-processor"] = component("dag-processor", airflow("dag-processor"))
-    log_port = free_port()
-    procs["triggerer"] = component(
-        "triggerer", airflow("triggerer"), log_port, AIRFLOW__LOGGING__TRIGGERER_LOG_SERVER_PORT=str(log_port)
-    )
+    procs["triggerer-1"] = start_triggerer(groups, env, out, "triggerer-1")
     for number in (1, 2):
-        # Each worker serves its task logs on a port of its own (both would want 8793).
-        log_port = free_port()
         procs[f"worker-{number}"] = component(
             f"worker-{number}",
-            airflow("celery", "worker", "--celery-hostname", f"worker{number}@%h", "--concurrency", "4"),
-            log_port,
-            AIRFLOW__LOGGING__WORKER_LOG_SERVER_PORT=str(log_port),
+            airflow("celery", "worker", "--celery-hostname", f"worker{number}@%h", "--concurrency", "4", *LOGS),
         )
     groups.wait_port(procs["api-server"], 300)
     return procs
@@ -135,6 +148,14 @@ class AirflowApi:
             return self.session.get(f"{self.base}/api/v2/dags/{dag_id}", timeout=30).status_code == 200
 
         wait_until(parsed, timeout, f"the dag-processor to parse {dag_id}", 2)
+
+    def set_paused(self, dag_id: str, paused: bool) -> None:
+        self.call("PATCH", f"/dags/{dag_id}", params={"update_mask": "is_paused"}, json={"is_paused": paused})
+
+    def reparse(self, dag_id: str) -> None:
+        """Ask the dag-processor to parse the DAG's file now (it also adds or drops the file's asset watchers)."""
+        token = self.call("GET", f"/dags/{dag_id}")["file_token"]
+        self.call("PUT", f"/parseDagFile/{token}")
 
     def trigger(self, dag_id: str, conf: dict) -> str:
         run = self.call("POST", f"/dags/{dag_id}/dagRuns", json={"logical_date": None, "conf": conf})

@@ -150,3 +150,18 @@ def group_members(pgid: int | None) -> list[int]:
 
 def _group_alive(pgid: int | None) -> bool:
     return bool(group_members(pgid))
+
+
+def outside_loopback(groups: ProcessGroups, connections: list | None = None) -> list[str]:
+    """Listening sockets of the groups' processes on any address but 127.0.0.1 / ::1 (none allowed).
+
+    ``connections``: ``psutil.net_connections(kind="inet")`` unless given (a test gives its own)."""
+    import psutil
+
+    pids = {pid for proc in groups.procs if not proc.ended for pid in group_members(proc.pgid)}
+    names = {pid: proc.name for proc in groups.procs for pid in group_members(proc.pgid)}
+    found = []
+    for conn in psutil.net_connections(kind="inet") if connections is None else connections:
+        if conn.status == psutil.CONN_LISTEN and conn.pid in pids and conn.laddr.ip not in ("127.0.0.1", "::1"):
+            found.append(f"{names.get(conn.pid, conn.pid)} (pid {conn.pid}) on {conn.laddr.ip}:{conn.laddr.port}")
+    return sorted(found)

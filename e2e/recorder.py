@@ -12,6 +12,7 @@ from __future__ import annotations
 import http.client
 import re
 import threading
+import time
 from collections import Counter
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
@@ -41,6 +42,7 @@ class Recorder:
         self.upstream_port = upstream_port
         self.lock = threading.Lock()
         self.records: list[tuple[str, str, int, str]] = []  # (method, endpoint, status, path)
+        self.times: list[float] = []  # time.time() of each record, same order
         recorder = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -97,6 +99,7 @@ class Recorder:
     def record(self, method: str, path: str, status: int) -> None:
         with self.lock:
             self.records.append((method, endpoint(method, path), status, path.split("?", 1)[0]))
+            self.times.append(time.time())
 
     def start(self) -> Recorder:
         self.thread.start()
@@ -110,6 +113,12 @@ class Recorder:
         """{(endpoint, status): n}"""
         with self.lock:
             return Counter((ep, status) for _, ep, status, _ in self.records)
+
+    def timeline(self, method: str) -> list[tuple[float, str, int]]:
+        """(time.time(), path, status) of every answer to ``method``, oldest first."""
+        with self.lock:
+            pairs = zip(self.records, self.times, strict=True)
+            return [(t, path, status) for (m, _, status, path), t in pairs if m == method]
 
     def statuses_by_path(self, method: str) -> dict[str, list[int]]:
         found: dict[str, list[int]] = {}

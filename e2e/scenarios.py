@@ -15,7 +15,7 @@ import psutil
 import requests
 
 from e2e.deployment import HEARTBEAT_TIMEOUT, AirflowApi
-from e2e.procs import Proc
+from e2e.procs import Proc, wait_until
 from e2e.recorder import Recorder
 
 API = "/public/api/v1"
@@ -89,15 +89,20 @@ def _duration(run: dict) -> float:
     return 0.0
 
 
-def campaign(api: AirflowApi, emulator: Emulator, say) -> RunResult:
-    """Campaign links clicked through the emulator's redirect until they expire; the clock moves for the A/B one."""
+def campaign(api: AirflowApi, emulator: Emulator, say, during_wait=None) -> RunResult:
+    """Campaign links clicked through the emulator's redirect until they expire; the clock moves for the A/B one.
+
+    ``during_wait(run_id, result)``, when given, runs first (the triggerer kill): the visitors come
+    only once it has returned, so the links expire, and the deferred wait ends, after it.
+    """
     result = RunResult("linkstats_campaign_launch")
     name = "e2e-" + pendulum.now("UTC").format("MMDDHHmmss")
-    stop = threading.Event()
+    stop, come = threading.Event(), threading.Event()
     clicks = [0]
 
     def visitors() -> None:
         moved = False
+        come.wait()
         while not stop.is_set():
             active = emulator.links(search=name, search_by="alias", status=1)
             by_clicks = [link for link in active if link.get("expiration_clicks")]
@@ -116,8 +121,16 @@ def campaign(api: AirflowApi, emulator: Emulator, say) -> RunResult:
     say(f"triggered {result.dag_id} ({result.run_id}), campaign {name}")
     clicker.start()
     try:
+        if during_wait is not None:
+            try:
+                during_wait(result.run_id, result)
+            except Exception as error:  # the run still gets its visitors, and the teardown still runs
+                result.problems.append(f"during the wait: {error!r}")
+                say(f"during the wait: {error!r}")
+        come.set()
         run = api.wait_for_run(result.dag_id, result.run_id, timeout=900)
     finally:
+        come.set()
         # The clock stays 2 h ahead: the emulator's rate-limit windows run on its clock, and moving
         # it back would leave every client waiting out windows that end 2 h in its future.
         stop.set()
@@ -200,8 +213,9 @@ def worker_of(pid: int | None, workers: dict[str, Proc]) -> str | None:
 
 
 def kill_worker(proc: Proc) -> list[int]:
-    """SIGKILL a worker the hard way: its own group (Celery main and pool, task supervisors) and the
-    groups of its task runners (the supervisor gives each task runner a group of its own)."""
+    """SIGKILL a worker (or a triggerer) the hard way: its own group (Celery main and pool, task
+    supervisors; the triggerer and its trigger runner) and the groups of its descendants (the
+    supervisor gives each task runner a group of its own)."""
     groups = {proc.pgid}
     for member in descendants(proc):
         try:
@@ -217,10 +231,23 @@ def kill_worker(proc: Proc) -> list[int]:
     return sorted(g for g in groups if g)
 
 
+def daily_cleanup_run(api: AirflowApi, dag_id: str = "linkstats_cleanup_expired") -> str:
+    """Unpause the @daily cleanup: the scheduler creates its run for the last day at once (catchup off,
+    one active run at most), and no other before tomorrow. Returns that run's id."""
+    api.set_paused(dag_id, False)
+
+    def scheduled() -> str | None:
+        runs = api.call("GET", f"/dags/{dag_id}/dagRuns", params={"limit": 100})["dag_runs"]
+        return next((run["dag_run_id"] for run in runs if run["run_type"] == "scheduled"), None)
+
+    return wait_until(scheduled, 120, f"the scheduler to create {dag_id}'s daily run", 0.5)
+
+
 def cleanup_with_worker_kill(
     api: AirflowApi, emulator: Emulator, recorder: Recorder, workers: dict[str, Proc], ids: list[int], say
 ) -> RunResult:
-    """``ids``: the old expired links seeded by ``seed_old_expired``."""
+    """``ids``: the old expired links seeded by ``seed_old_expired``. The run is the DAG's daily one,
+    created by the scheduler when the DAG is unpaused (its default ``older_than_days`` is 30)."""
     result = RunResult("linkstats_cleanup_expired")
     paths = {f"{API}/links/{link_id}" for link_id in ids}
 
@@ -233,8 +260,8 @@ def cleanup_with_worker_kill(
     # latency on every API answer stretches the bulk delete to several seconds.
     emulator.admin("POST", "/faults/latency", seconds=0.15)
     started = time.monotonic()
-    result.run_id = api.trigger(result.dag_id, {"older_than_days": 30})
-    say(f"triggered {result.dag_id} ({result.run_id})")
+    result.run_id = daily_cleanup_run(api, result.dag_id)
+    say(f"unpaused {result.dag_id}: the scheduler started its daily run ({result.run_id})")
     task, victim, runner_pid, at = "delete_old", None, None, 0
     deadline = time.monotonic() + 600
     while time.monotonic() < deadline:

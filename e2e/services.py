@@ -8,6 +8,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 from e2e.procs import Proc, ProcessGroups, free_port, wait_until
@@ -28,37 +29,81 @@ def _as_unprivileged(argv: list[str]) -> tuple[list[str], str | None]:
     raise RuntimeError("running as root and neither a `postgres` nor a `nobody` user exists for PostgreSQL")
 
 
-def start_postgres(groups: ProcessGroups, root: Path, out: Path) -> tuple[Proc, str]:
-    """initdb + pg_ctl in ``root`` (world-traversable temp dir), trust auth on 127.0.0.1 only.
+def postgres_dir() -> Path:
+    """A fresh directory that PostgreSQL's user owns and can reach: its data, socket and log go there.
 
-    Returns the process and the database URL (without a password: the cluster only trusts loopback).
+    Outside the checkout and the run's temp dir, which may sit under a 0700 directory (a clone in
+    a private home, a ``mktemp -d``) that the `postgres` user cannot enter. Under the temp root
+    (``$TMPDIR``) when that user can reach it, else under /tmp; its mode is 0700, as PostgreSQL wants.
     """
-    data, sockets, log = root / "pgdata", root / "pgsock", out / "postgres.log"
+    _, user = _as_unprivileged([])
+    tried = []
+    for parent in dict.fromkeys([tempfile.gettempdir(), "/tmp"]):
+        folder = Path(tempfile.mkdtemp(prefix="linkstats-e2e-pg-", dir=parent))
+        if user is None:
+            return folder
+        shutil.chown(folder, user, user)
+        # Can the user reach it (every parent searchable)? Asked as that user, from a cwd it can enter.
+        check = subprocess.run(["runuser", "-u", user, "--", "test", "-w", str(folder)], cwd="/", check=False)
+        if check.returncode == 0:
+            return folder
+        tried.append(parent)
+        shutil.rmtree(folder, ignore_errors=True)
+    raise RuntimeError(f"the `{user}` user cannot reach a temp dir for PostgreSQL (tried {', '.join(tried)})")
+
+
+def start_postgres(groups: ProcessGroups) -> tuple[Proc, str, Path]:
+    """initdb + pg_ctl in a directory of its own (``postgres_dir()``), trust auth on 127.0.0.1 only.
+
+    Every PostgreSQL command runs with that directory as its cwd: as `postgres`, the caller's cwd
+    (the checkout) may be out of reach. Its log stays there while it runs (``keep_postgres_log``
+    copies it into the run's logs after the teardown). Returns the process, the database URL (without a
+    password: the cluster only trusts loopback) and the directory, for the caller to remove.
+    """
+    home = postgres_dir()
+    data, sockets, log = home / "data", home / "sockets", home / "postgres.log"
     port = free_port()
     _, user = _as_unprivileged([])
     for folder in (data, sockets):
-        folder.mkdir(parents=True)
+        folder.mkdir(mode=0o700)
         if user:
-            shutil.chown(folder, user)
-    log.touch()
-    if user:
-        shutil.chown(log, user)
+            shutil.chown(folder, user, user)
     initdb, _ = _as_unprivileged(
         [str(PG_BIN / "initdb"), "-D", str(data), "-U", "airflow", "--auth=trust", "-E", "UTF8", "--no-sync"]
     )
-    subprocess.run(initdb, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, timeout=120)
+    done = subprocess.run(initdb, cwd=home, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, timeout=300)
+    if done.returncode != 0:
+        raise RuntimeError(f"initdb failed ({done.returncode}): {done.stderr.strip()[-2000:]}")
     options = f"-p {port} -k {sockets} -c listen_addresses=127.0.0.1 -c fsync=off -c max_connections=200"
-    pg_ctl, _ = _as_unprivileged([str(PG_BIN / "pg_ctl"), "-D", str(data), "-l", str(log), "-o", options, "-w"])
+    pg_ctl, _ = _as_unprivileged(
+        [str(PG_BIN / "pg_ctl"), "-D", str(data), "-l", str(log), "-o", options, "-w", "-t", "240"]
+    )
     # pg_ctl daemonises the postmaster, which calls setsid(): its pid is its own process group, and
     # SIGINT to it is PostgreSQL's "fast" shutdown (it ends its backends, which have groups of their own).
-    subprocess.run([*pg_ctl, "start"], check=True, stdout=subprocess.DEVNULL, timeout=120)
+    started = subprocess.run([*pg_ctl, "start"], cwd=home, capture_output=True, text=True, timeout=300)
+    if started.returncode != 0:
+        tail = log.read_text(errors="replace")[-2000:] if log.exists() else ""
+        raise RuntimeError(f"pg_ctl start failed ({started.returncode}): {started.stderr.strip()} {tail}")
     postmaster = int((data / "postmaster.pid").read_text().split()[0])
     proc = Proc("postgres", [str(PG_BIN / "postgres")], log, port, daemon_pid=postmaster, stop_signal=signal.SIGINT)
     groups.adopt(proc, os.getpgid(postmaster))
     psql = [str(PG_BIN / "psql"), "-h", "127.0.0.1", "-p", str(port), "-U", "airflow", "-d", "postgres", "-qAt"]
-    wait_until(lambda: subprocess.run([*psql, "-c", "select 1"], capture_output=True).returncode == 0, 60, "PostgreSQL")
-    subprocess.run([*psql, "-c", "CREATE DATABASE airflow"], check=True, capture_output=True)
-    return proc, f"airflow@127.0.0.1:{port}/airflow"
+    wait_until(
+        lambda: subprocess.run([*psql, "-c", "select 1"], cwd=home, capture_output=True).returncode == 0,
+        120,
+        "PostgreSQL",
+    )
+    subprocess.run([*psql, "-c", "CREATE DATABASE airflow"], cwd=home, check=True, capture_output=True)
+    return proc, f"airflow@127.0.0.1:{port}/airflow", home
+
+
+def keep_postgres_log(proc: Proc, out: Path) -> Path | None:
+    """Copy the server's log (in its own directory) to ``out``, readable by whoever runs e2e."""
+    if not proc.log.exists():
+        return None
+    kept = out / "postgres.log"
+    shutil.copyfile(proc.log, kept)
+    return kept
 
 
 def start_redis(groups: ProcessGroups, root: Path, out: Path) -> Proc:

@@ -288,7 +288,10 @@ class Poll:
         if listed:
             asked = list(dict.fromkeys([*asked, *due]))
         if asked:
-            found.update((yield from self._listing(asked, live, result)))
+            # A walk of the listing happening anyway asks about every pending link: no extra request,
+            # and on 44-45 it sees an end the server reached before this clock did.
+            riders = [i for w in live for i in w.pending if i not in records and i not in found and i not in asked]
+            found.update((yield from self._listing(asked, live, result, riders)))
         if listed and (rest := [i for i in due if i not in found]):  # not listed: moved, or 46+ after all
             records.update((yield from read_links(rest, pages=self.pages)))
         # 4. the other reads, within the budget: links never read or checked, the periodic check
@@ -340,7 +343,9 @@ class Poll:
                 self.rounds_since_check = 0
         return records
 
-    def _listing(self, asked: list[int], live: list[Watch], result: RoundResult) -> Plan[dict[int, JsonDict]]:
+    def _listing(
+        self, asked: list[int], live: list[Watch], result: RoundResult, riders: list[int] = ()  # type: ignore[assignment]
+    ) -> Plan[dict[int, JsonDict]]:
         aliases = {w.link_ids[0]: w.alias for w in live if w.single and w.alias}
         found: dict[int, JsonDict] = {}
         if all(i in aliases for i in asked) and len(asked) <= (self.expired_pages or 1):
@@ -349,7 +354,7 @@ class Poll:
                 found.update((yield from expired_listed([link_id], aliases[link_id]))[0])
             return found
         result.mode = "walk"
-        found, pages = yield from expired_listed(asked)
+        found, pages = yield from expired_listed([*asked, *riders])
         # A walk that did not find everything went to the last page: its cost is the listing's size.
-        self.expired_pages = pages if len(found) < len(asked) else max(self.expired_pages or 0, pages)
+        self.expired_pages = pages if len(found) < len(asked) + len(riders) else max(self.expired_pages or 0, pages)
         return found

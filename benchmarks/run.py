@@ -37,6 +37,7 @@ LEARNED_BULK = 60  # deleted under a 20-per-10-s limit the hook is not told (iss
 EXPIRING = 1_000  # the newest links expire by date, for the sensor
 DAY = 86_400
 FLEET_TIMEOUT = 420  # four fleets of 1,000 triggers (the rate-limited one waits on the limiter)
+END_TIMES_TIMEOUT = 900  # two generations of 20 waits ending 1-2 minutes ahead (twice with a polling root)
 
 
 def machine() -> list[str]:
@@ -88,6 +89,36 @@ def trigger_fleet(env: dict[str, str]) -> tuple[str, str, list[Row]]:
     goals_file.unlink(missing_ok=True)
     rows = [Row("4. sensor", g["what"], g["figure"], g["ratio"], g["target"], g["met"]) for g in goals]
     return "ok", done.stdout.strip() + f"\n(ran in {took:.0f} s)", rows
+
+
+def end_times(env: dict[str, str]) -> list[Row]:
+    """Run benchmarks/end_times.py (waits that know when a link ends, next to polling).
+
+    The polling side of (a) needs a checkout of the provider before end times were known:
+    ``LINKSTATS_BENCH_POLLING_ROOT`` (e.g. a worktree of an older commit); without it only ours runs.
+    """
+    rows_file = Path(tempfile.mkstemp(prefix="linkstats-end-times-", suffix=".json")[1])
+    command = [sys.executable, "-m", "benchmarks.end_times", "--json", str(rows_file)]
+    if os.environ.get("LINKSTATS_BENCH_POLLING_ROOT"):
+        command += ["--polling-root", os.environ["LINKSTATS_BENCH_POLLING_ROOT"]]
+    try:
+        done = subprocess.run(
+            command,
+            env={**os.environ, **env},
+            cwd=HERE.parent,
+            capture_output=True,
+            text=True,
+            timeout=END_TIMES_TIMEOUT,
+        )
+    except subprocess.TimeoutExpired:
+        return [Row("4. sensor", "waits that know their end (benchmarks/end_times.py)", "timeout")]
+    if done.returncode != 0:
+        return [
+            Row("4. sensor", "waits that know their end (benchmarks/end_times.py)", f"failed: {done.stderr[-300:]}")
+        ]
+    rows = json.loads(rows_file.read_text() or "[]")
+    rows_file.unlink(missing_ok=True)
+    return [Row("4. sensor", r["what"], r["figure"], r["ratio"], r["target"], r["met"]) for r in rows]
 
 
 NOTES = """
@@ -194,6 +225,10 @@ def measure(args: argparse.Namespace, env: dict[str, str]) -> int:
         )
     )
     rows += fleet_rows
+
+    if not args.no_fleet:
+        progress("4. waits that know their end (benchmarks/end_times.py, about 5 minutes)")
+        rows += end_times(env)
 
     progress("5. DAG parse cost")
     rows += parse_cost.run(env, samples=7)

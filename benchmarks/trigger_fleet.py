@@ -99,6 +99,8 @@ def child(arm: str, links_file: str, result_file: str, poke_interval: float, lim
             )
             for link in links
         ]
+    if ours:
+        _follow_the_emulators_clock()
     # Load what a running triggerer has loaded already (Airflow's connection and secrets machinery
     # is imported on the first lookup), so the figures below are the wait's own.
     from airflow.providers.common.compat.sdk import BaseHook
@@ -165,6 +167,36 @@ def child(arm: str, links_file: str, result_file: str, poke_interval: float, lim
         "limiter_waited_s": sum(p.limiter.waited for p in polled if p.limiter is not None),
     }
     Path(result_file).write_text(json.dumps(result))
+
+
+def _follow_the_emulators_clock() -> None:
+    """The waits compare end times with ``waiting.plan.now``; the parent moves the emulator's clock
+    in waves, so the triggers read that clock (an offset refreshed by a thread, off the loop)."""
+    import threading
+    import urllib.request
+
+    from airflow_provider_linkstats.waiting import plan
+
+    base = json.loads(os.environ[f"AIRFLOW_CONN_{LINKS_CONN.upper()}"])["host"]
+    offset = [0.0]
+
+    def refresh() -> None:
+        while True:
+            try:
+                with urllib.request.urlopen(base + "/__emulator__/clock", timeout=5) as answer:
+                    now = dt.datetime.fromisoformat(json.loads(answer.read())["now"]).timestamp()
+                offset[0] = now - time.time()
+            except OSError:
+                pass
+            time.sleep(0.2)
+
+    threading.Thread(target=refresh, name="emulator-clock", daemon=True).start()
+    plan.now = lambda: time.time() + offset[0]  # type: ignore[assignment]
+    # No real clock jumps forward by minutes, this one does: the poller must not sleep towards an end
+    # it computed before a jump, so it runs a round every interval (one with nothing due sends nothing).
+    from airflow_provider_linkstats.waiting.watch import Poll
+
+    Poll.next_end = lambda self: None  # type: ignore[method-assign]
 
 
 # -- the adapter the HTTP provider's fleet polls ------------------------------------------------------

@@ -117,7 +117,9 @@ def campaign(api: AirflowApi, emulator: Emulator, say, during_wait=None) -> RunR
 
     clicker = threading.Thread(target=visitors, name="visitors", daemon=True)
     started = time.monotonic()
-    result.run_id = api.trigger(result.dag_id, {"campaign": name, "expire_after_clicks": 12})
+    # The A/B link ends in a minute of real time: deferred waits sleep until an end time on the
+    # triggerer's clock (moving the emulator's clock alone no longer ends the wait).
+    result.run_id = api.trigger(result.dag_id, {"campaign": name, "expire_after_clicks": 12, "expire_after_minutes": 1})
     say(f"triggered {result.dag_id} ({result.run_id}), campaign {name}")
     clicker.start()
     try:

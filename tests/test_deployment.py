@@ -161,7 +161,14 @@ def test_campaign_dag_resumes_from_the_triggerer(emu, airflow_db):
         deployment.start("triggerer", "triggerer")
 
         # Triggering works once the dag-processor has stored the DAG (created unpaused).
-        conf = {"campaign": "deploy", "expire_after_clicks": 3, "website_domain": "deploy.example.com"}
+        # The A/B link ends in a minute of real time: the triggerer's wait sleeps until its end time
+        # (on the triggerer's clock; the visitors also move the emulator's clock past it).
+        conf = {
+            "campaign": "deploy",
+            "expire_after_clicks": 3,
+            "website_domain": "deploy.example.com",
+            "expire_after_minutes": 1,
+        }
         deadline = time.monotonic() + 180
         while deployment.cli("dags", "trigger", DAG_ID, "--conf", json.dumps(conf), check=False).returncode != 0:
             assert time.monotonic() < deadline, "the dag-processor never stored the campaign DAG"

@@ -179,7 +179,7 @@ def test_json_answer_that_tells_no_version_is_an_error(scripted, monkeypatch):
 def test_detect_plan_runs_through_the_raising_call(scripted, monkeypatch, probe, expected):
     """``drive(detect(...), client.call)``: the 422 and the 404 arrive as exceptions and still tell the version."""
     from airflow_provider_linkstats.client.detection import detect
-    from airflow_provider_linkstats.client.expiry import drive
+    from airflow_provider_linkstats.waiting.plan import drive
 
     scripted.set_default(only_at("/api/v1", probe))
     hook = links_hook(monkeypatch, scripted.url + "/api/v1", api_version="44")
@@ -189,7 +189,7 @@ def test_detect_plan_runs_through_the_raising_call(scripted, monkeypatch, probe,
 
 def test_detect_plan_refuses_an_html_page(scripted, monkeypatch):
     from airflow_provider_linkstats.client.detection import detect
-    from airflow_provider_linkstats.client.expiry import drive
+    from airflow_provider_linkstats.waiting.plan import drive
 
     scripted.set_default(HTML_404)
     hook = links_hook(monkeypatch, scripted.url + "/api/v1", api_version="44")

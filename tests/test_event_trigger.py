@@ -13,10 +13,10 @@ import logging
 
 import pytest
 
-from airflow_provider_linkstats.client.expired_feed import ExpiredFeed
 from airflow_provider_linkstats.hooks.linkstats import LinkstatsLinksHook
 from airflow_provider_linkstats.triggers import links as trigger_module
 from airflow_provider_linkstats.triggers.links import LinkstatsLinksExpiredEventTrigger
+from airflow_provider_linkstats.waiting.feed import ExpiredFeed
 from tests.conftest import API_KEY, connection_json
 from tests.test_poller import click, create_links
 
@@ -118,7 +118,7 @@ def test_each_poll_walks_the_expired_listing_once_with_the_filters(links_conn):
     first = asyncio.run(scenario())
     assert len(first) == 150
     requests = emu.stats.requests()
-    assert {r["path"] for r in requests} == {LISTING}
+    assert {r["path"] for r in requests} == {LISTING}  # api_version 44: no probe
     assert all(r["query"]["search"] == ["walk"] and r["query"]["search_by"] == ["alias"] for r in requests)
     pages = [r["query"].get("page", ["1"])[0] for r in requests]
     # ceil(150 / 100) = 2 requests a poll (the last poll may have been cut short by the cancel)

@@ -98,7 +98,12 @@ def click_until_expired(emu, campaign: str, stop: threading.Event) -> None:
 
 
 def test_campaign_dag_end_to_end(emu_any, airflow_db, monkeypatch):
+    from airflow_provider_linkstats.waiting import plan
+
     emu = emu_any
+    # The visitors expire the dated link by moving the emulator's clock: the wait, which sleeps
+    # until a link's end time, reads that clock too.
+    monkeypatch.setattr(plan, "now", lambda: emu.clock.now().timestamp())
     monkeypatch.setenv("LINKSTATS_CAMPAIGN_POKE_INTERVAL", "0.5")
     monkeypatch.setenv("LINKSTATS_CAMPAIGN_WAIT_TIMEOUT", "120")
     dag = load("linkstats_campaign_launch")

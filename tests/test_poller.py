@@ -102,13 +102,18 @@ def test_300_triggers_share_one_poll_and_each_fires_once(links_conn):
     assert [e[0]["status"] for e in events] == ["success"] * 300
     assert [e[0]["links"][0]["id"] for e in events] == [link["id"] for link in links]
     requests = api_requests(emu)
-    # One walk of the Expired listing per round (at most 3 pages for 300 expired links), no
-    # existence check (verified, fewer than 10 rounds): never one request per trigger.
+    # One walk of the Expired listing per round (at most 3 pages for 300 expired links), and once
+    # the 3 pages of the All listing (at most 2 a round) to learn the links' end times (the sensor
+    # hands them over when it defers; these triggers were built without): never one per trigger.
     assert len(requests) == poller.requests
-    assert all(r["path"] == LISTING and r["query"]["status"] == ["2"] for r in requests)
-    assert "search" not in {k for r in requests for k in r["query"]}
-    assert poller.rounds <= 9
-    assert len(requests) <= poller.rounds * math.ceil(300 / 100)
+    assert all(r["path"] == LISTING for r in requests)
+    # (up to 3 more from round 11 on: the periodic existence check, every 10 rounds)
+    all_pages = [r["query"]["status"] for r in requests].count(["0"])
+    assert all_pages == 3 if poller.rounds <= 10 else 3 <= all_pages <= 6
+    # (on a loaded machine a straggler or three may be asked for by alias: cheaper than a walk)
+    assert sum("search" in r["query"] for r in requests) <= 6
+    assert poller.rounds <= 11  # two rounds per wave, the first and the last (a loaded machine adds one or two)
+    assert len(requests) <= poller.rounds * math.ceil(300 / 100) + 6
     assert emu.stats.connections() <= 2  # one pool for the whole fleet
     # The poller ended with its last trigger, and left the registry.
     assert poller.subscriptions == {}
@@ -125,11 +130,11 @@ def test_a_cancelled_trigger_leaves_and_the_poller_stops_with_the_last_one(links
         await until(lambda: poller.rounds >= 2)
         tasks[0].cancel()  # the triggerer cancels a trigger: its task was cleared or marked failed
         await asyncio.gather(tasks[0], return_exceptions=True)
-        assert len(poller.subscriptions) == 1 and len(poller.fleet.waiters) == 1
+        assert len(poller.subscriptions) == 1 and len(poller.poll.watches) == 1
         emu.stats.reset()
         rounds = poller.rounds
         await until(lambda: poller.rounds >= rounds + 3)
-        searched = [r["query"].get("search", [None])[0] for r in api_requests(emu)]
+        searched = [r["query"].get("search", [None])[0] for r in api_requests(emu) if r["path"] == LISTING]
         for task in tasks[1:]:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
@@ -139,7 +144,7 @@ def test_a_cancelled_trigger_leaves_and_the_poller_stops_with_the_last_one(links
     searched, poller = asyncio.run(scenario())
     # Two links cost one walk (one page) a round; once one left, the other's one filtered request.
     assert len(searched) >= 3 and set(searched) == {links[1]["alias"]}
-    assert poller.subscriptions == {} and poller.fleet.waiters == []
+    assert poller.subscriptions == {} and poller.poll.watches == []
 
 
 def test_two_connections_are_polled_apart(emu, monkeypatch):
@@ -202,7 +207,8 @@ def test_few_links_with_aliases_cost_one_filtered_request_each_when_that_is_chea
     events = asyncio.run(scenario())
     assert [e[0]["status"] for e in events] == ["success", "success"]
     queries = [r["query"] for r in api_requests(emu)]
-    walks = [q for q in queries if "search" not in q]
+    assert queries[:2] == [{}, {}]  # the end times and click limits, read once (one GET each)
+    walks = [q for q in queries[2:] if "search" not in q]
     filtered = [q for q in queries if "search" in q]
     # The first round walks (2 links, cost of a walk unknown: 1 page assumed) and learns it costs
     # 3 pages; from then on each round asks for the two aliases: 2 requests instead of 3.
@@ -242,7 +248,7 @@ def test_existence_is_checked_for_the_whole_fleet_and_only_the_deleted_links_wai
     gets = [r for r in requests if r["path"] != LISTING]
     all_listing = [r for r in requests if r["path"] == LISTING and r["query"]["status"] == ["0"]]
     # 40 links were checked with one page of the All listing, and only the one it missed was read.
-    assert len(all_listing) == 1 and all_listing[0]["query"]["sort"] == ["asc"]
+    assert len(all_listing) == 1 and all_listing[0]["query"]["sort"] == ["desc"]  # newest first: nothing known yet
     assert [r["path"] for r in gets] == [f"{LISTING}/{deleted['id']}"]
     assert len(requests) == poller.requests
 
@@ -275,8 +281,10 @@ def test_the_smallest_poke_interval_sets_the_pace(links_conn):
 
 
 def test_no_key_in_the_poller_repr(links_conn):
+    (link,) = create_links(1, "repr", expiration_clicks=5)
+
     async def scenario():
-        task = asyncio.create_task(consume(waiting({"id": 1, "alias": "x"}, 5)))
+        task = asyncio.create_task(consume(waiting(link, 5)))
         await until(lambda: "linkstats_links_default" in pollers())
         text = repr(pollers()) + repr(vars(pollers()["linkstats_links_default"]))
         task.cancel()
@@ -306,7 +314,9 @@ def test_a_failed_poll_counts_against_each_triggers_own_failure_budget(links_con
     assert all("2 polls in a row failed" in e[0]["message"] and "HTTP 503" in e[0]["message"] for e in strict)
     assert [e[0]["status"] for e in patient] == ["success", "success"]
     assert [e[0]["links"][0]["id"] for e in patient] == [link["id"] for link in links[2:]]
-    assert emu.stats.count() == 3  # 2 failed polls + 1 walk, shared by all four
+    # 2 failed polls (a read of the four records from the All listing), then the two links left
+    # read one by one: their records answered (no listing needed).
+    assert [r["path"] for r in emu.stats.requests()][2:] == [f"{LISTING}/{link['id']}" for link in links[2:]]
 
 
 def test_a_fleet_wide_existence_check_spreads_over_rounds_at_two_requests_each(links_conn):

@@ -28,9 +28,8 @@ from airflow.providers.common.compat.sdk import (
 
 from airflow_provider_linkstats.client.contract import LINKS
 from airflow_provider_linkstats.client.errors import LinkstatsInputError
-from airflow_provider_linkstats.client.expiry import ExpiredScan, ExpiryWatch, LinkGoneError, drive
-from airflow_provider_linkstats.client.protocol import ApiRequest, ApiResponse
 from airflow_provider_linkstats.sensors.links import LinkstatsLinkExpiredSensor
+from airflow_provider_linkstats.waiting.watch import Watch
 from tests.conftest import API_KEY, DAGS_FOLDER, fails_without_retry
 
 LISTING = "/public/api/v1/links"
@@ -55,12 +54,12 @@ def listing_polls(emu) -> int:
     return sum(1 for r in emu.stats.requests() if r["method"] == "GET" and r["path"] == LISTING)
 
 
-def when_polled(emu, times: int, action: Callable[[], None]) -> threading.Thread:
-    """Run ``action`` once the Expired listing has been read ``times`` times (the wait is under way)."""
+def when_polled(emu, times: int, action: Callable[[], None], polls=listing_polls) -> threading.Thread:
+    """Run ``action`` once the Expired listing (or ``polls``) was read ``times`` times (the wait is under way)."""
 
     def watch() -> None:
         deadline = time.monotonic() + 60
-        while listing_polls(emu) < times and time.monotonic() < deadline:
+        while polls(emu) < times and time.monotonic() < deadline:
             time.sleep(0.02)
         action()
 
@@ -94,30 +93,61 @@ def sensor(**kwargs) -> LinkstatsLinkExpiredSensor:
 
 
 @pytest.mark.parametrize("dag_name", ["poke", "deferrable"])
-@pytest.mark.parametrize("cause", ["clicks", "date"])
-def test_dag_run_succeeds_when_link_expires(emu, airflow_db, dags, dag_name, cause):
-    fields = {"expiration_clicks": 2} if cause == "clicks" else tomorrow(emu)
-    link = emu.store.add_link(url="https://example.com/spring", alias="spring", **fields)
-    expire = (lambda: click(emu, "spring", 2)) if cause == "clicks" else (lambda: emu.clock.advance(days=2))
+def test_dag_run_succeeds_when_link_expires_by_clicks(emu, airflow_db, dags, dag_name):
+    link = emu.store.add_link(url="https://example.com/spring", alias="spring", expiration_clicks=2)
     polls_before = 3  # deferrable: one poke in the worker, then at least two in the trigger
-    waiter = when_polled(emu, polls_before, expire)
-    conf = {"link_id": link["id"]} if cause == "clicks" else {"link_id": link["id"], "alias": "spring"}
+    waiter = when_polled(emu, polls_before, lambda: click(emu, "spring", 2))
 
-    run = getattr(dags, dag_name).test(run_conf=conf)
+    run = getattr(dags, dag_name).test(run_conf={"link_id": link["id"]})
 
     waiter.join(5)
     assert run.state == "success", states(run)
     assert states(run) == {"wait": "success", "check": "success"}  # check() verified the XCom record
-    assert listing_polls(emu) > polls_before
+    assert listing_polls(emu) >= polls_before  # the expiry came while it was polling
     requests = emu.stats.requests()
-    if cause == "clicks":  # only link_id given: the alias was read first, then every poll used it
-        assert requests[0]["path"] == f"{LISTING}/{link['id']}"
+    assert requests[0]["path"] == f"{LISTING}/{link['id']}"  # only link_id given: the record was read first
     assert all(r["query"].get("search") == ["spring"] for r in requests if r["path"] == LISTING)
+
+
+@pytest.fixture
+def emulator_time(emu, monkeypatch):
+    """The waits read the emulator's clock, so a test can put an end time a few seconds ahead."""
+    from airflow_provider_linkstats.waiting import plan
+
+    monkeypatch.setattr(plan, "now", lambda: emu.clock.now().timestamp())
+    return emu
+
+
+@pytest.mark.parametrize("dag_name", ["poke", "deferrable", "reschedule"])
+def test_a_date_is_not_polled_the_wait_sleeps_until_it_then_reads(emulator_time, airflow_db, dags, dag_name):
+    emu = emulator_time
+    if dag_name == "reschedule" and airflow.__version__.startswith("3.0."):
+        pytest.skip("Airflow 3.0's dag.test() cannot run a second reschedule try (see the test below)")
+    ends = emu.clock.now().replace(second=0, microsecond=0) + dt.timedelta(days=1)
+    link = emu.store.add_link(
+        url="https://example.com/spring",
+        alias="spring",
+        expiration_date=ends.strftime("%Y-%m-%d"),
+        expiration_time=ends.strftime("%H:%M"),
+    )
+    emu.clock.set(ends - dt.timedelta(seconds=3))  # the end is 3 s ahead
+    started = time.monotonic()
+
+    run = getattr(dags, dag_name).test(run_conf={"link_id": link["id"], "alias": "spring"})
+
+    assert states(run) == {"wait": "success", "check": "success"}
+    assert 2.5 <= time.monotonic() - started < 20
+    paths = [r["path"] for r in emu.stats.requests()]
+    # Never the listing: the first read learnt the end, the last confirmed it (poke_interval is
+    # 0.2 s, so polling would have sent about 15 requests); the trigger's existence checks (every
+    # 3 poke intervals) are reads too.
+    assert set(paths) == {f"{LISTING}/{link['id']}"}
+    assert len(paths) <= (2 if dag_name != "deferrable" else 8)
 
 
 def test_reschedule_mode_succeeds_and_frees_the_slot_between_pokes(emu, airflow_db, dags, caplog):
     link = emu.store.add_link(url="https://example.com/spring", alias="spring", expiration_clicks=1)
-    waiter = when_polled(emu, 2, lambda: click(emu, "spring"))
+    waiter = when_polled(emu, 2, lambda: click(emu, "spring"), polls=lambda emu: emu.stats.count())
     run = dags.reschedule.test(run_conf={"link_id": link["id"], "alias": "spring"})
     waiter.join(5)
     if airflow.__version__.startswith("3.0."):
@@ -126,18 +156,17 @@ def test_reschedule_mode_succeeds_and_frees_the_slot_between_pokes(emu, airflow_
         # mode fails there in its second try, in Airflow's timeout check right after our second
         # poke. A 3.0 deployment is not affected: its task process validates that message.
         assert states(run) == {"wait": "failed", "check": "upstream_failed"}
-        assert listing_polls(emu) == 2
+        assert emu.stats.count() == 2
         assert any(
             "unsupported operand type(s) for -: 'datetime.datetime' and 'str'" in (r.exc_text or r.getMessage())
             for r in caplog.records
         )
         return
     assert states(run) == {"wait": "success", "check": "success"}
-    # One poke per reschedule: each poke a fresh task execution (alias known: one listing each,
-    # and the existence check only on the first).
-    gets = [r for r in emu.stats.requests() if r["path"] == f"{LISTING}/{link['id']}"]
-    assert len(gets) == 1
-    assert listing_polls(emu) >= 3
+    # One poke per reschedule, each a fresh task execution that knows nothing of the last: one read
+    # of the record a poke (it exists, and its clicks answer the poke), never more.
+    paths = [r["path"] for r in emu.stats.requests()]
+    assert set(paths) == {f"{LISTING}/{link['id']}"} and len(paths) >= 3
 
 
 def test_list_of_links_waits_for_all(emu, airflow_db, dags):
@@ -196,13 +225,14 @@ def test_one_request_per_poke_with_an_alias(emu):
     for i in range(30):  # other expired links do not make a poke dearer
         emu.store.add_link(url=f"https://example.com/{i}", alias=f"other{i}", expiration_clicks=1, clicks=1)
     wait = sensor(link_id=link["id"], alias="spring", existence_check_every=5)
-    costs = []
+    polls = []
     for _ in range(11):
         emu.stats.reset()
         assert wait.poke({}) is False
-        costs.append(emu.stats.count())
-    # The first waiting poke and every 5th also check that the link exists.
-    assert costs == [2, 1, 1, 1, 2, 1, 1, 1, 1, 2, 1]
+        polls.append([r["path"].rsplit("/", 1)[-1] for r in emu.stats.requests()])
+    # One request a poke: the first, and then every 5th, reads the record (which exists, and its
+    # clicks answer the poke too); the others ask the Expired listing for the alias.
+    assert polls == [[str(link["id"])], *[["links"]] * 4, [str(link["id"])], *[["links"]] * 4, [str(link["id"])]]
     click(emu, "spring", 5)
     emu.stats.reset()
     result = wait.poke({})
@@ -219,7 +249,7 @@ def test_only_an_id_reads_the_alias_once(emu):
         emu.stats.reset()
         wait.poke({})
         costs.append([(r["path"], r["query"].get("search")) for r in emu.stats.requests()])
-    assert costs[0] == [(f"{LISTING}/{link['id']}", None), (LISTING, ["spring"])]
+    assert costs[0] == [(f"{LISTING}/{link['id']}", None)]  # the record answers the first poke too
     assert costs[1:] == [[(LISTING, ["spring"])]] * 3
 
 
@@ -278,9 +308,11 @@ def test_existence_of_many_pending_links_is_checked_per_page_not_per_link(emu):
     emu.stats.reset()
     assert wait.poke({}) is False
     queries = [r["query"] for r in emu.stats.requests()]
-    assert [q["status"] for q in queries] == [["2"]] + [["0"]] * 4  # Expired once; All pages 1-4 of 400
+    # Expired once; All pages 1-4 of 400, newest first (what waits usually watch)
+    assert [q["status"] for q in queries] == [["2"]] + [["0"]] * 4
     emu.stats.reset()
-    assert wait.poke({}) is False and emu.stats.count() == 1  # checked once (existence_check_every=0)
+    assert wait.poke({}) is False
+    assert [r["query"]["status"] for r in emu.stats.requests()] == [["2"]]  # checked once (existence_check_every=0)
 
 
 def test_a_deleted_link_among_many_is_confirmed_by_its_own_404(emu):
@@ -364,12 +396,12 @@ def test_templated_values_are_validated_after_rendering(emu):
 
 
 def test_rendered_forms_are_accepted():
-    assert ExpiryWatch.from_inputs(link_ids="[3, 1, 3]").link_ids == [3, 1]  # a rendered list, deduplicated
-    assert ExpiryWatch.from_inputs(link_ids=[{"id": 4}, "5"]).link_ids == [4, 5]  # records, digit strings
-    assert ExpiryWatch.from_inputs(link_ids=range(1, 4)).link_ids == [1, 2, 3]  # any sequence (mapped XComs)
-    watch = ExpiryWatch.from_inputs(link_id={"id": "7", "alias": "spring"})  # a create task's record
+    assert Watch.from_inputs(link_ids="[3, 1, 3]").link_ids == [3, 1]  # a rendered list, deduplicated
+    assert Watch.from_inputs(link_ids=[{"id": 4}, "5"]).link_ids == [4, 5]  # records, digit strings
+    assert Watch.from_inputs(link_ids=range(1, 4)).link_ids == [1, 2, 3]  # any sequence (mapped XComs)
+    watch = Watch.from_inputs(link_id={"id": "7", "alias": "spring"})  # a create task's record
     assert (watch.link_ids, watch.alias) == ([7], "spring")
-    watch = ExpiryWatch.from_inputs(link_id="", alias="spring", link_ids="")  # empty renders mean "not given"
+    watch = Watch.from_inputs(link_id="", alias="spring", link_ids="")  # empty renders mean "not given"
     assert (watch.link_ids, watch.alias, watch.single) == ([], "spring", True)
 
 
@@ -385,7 +417,7 @@ def test_sensor_module_imports_no_http_library_or_trigger():
     # The hooks module is cheap (its default connection id is the sensor's); the clients are not loaded.
     assert "airflow_provider_linkstats.triggers.links" not in added
     assert not {"airflow_provider_linkstats.client.api", "airflow_provider_linkstats.client.aio"} & set(added)
-    assert not {"airflow_provider_linkstats.client.expiry", "airflow_provider_linkstats.client.protocol"} & set(added)
+    assert not {"airflow_provider_linkstats.waiting.plan", "airflow_provider_linkstats.client.protocol"} & set(added)
 
 
 # -- deferrable: what execute() hands to the triggerer, and what comes back --------------------------
@@ -404,12 +436,13 @@ def test_execute_defers_with_json_kwargs_that_hold_no_key(emu):
     text = json.dumps(kwargs)
     assert API_KEY not in text and API_KEY not in repr(deferred.value.trigger)
     assert kwargs["link_id"] == link["id"] and kwargs["alias"] == "spring" and kwargs["verified"] is True
+    assert kwargs["known"] == {str(link["id"]): [None, True]}  # no end time, a click limit: polled
     assert kwargs["poke_interval"] == 7.0 and kwargs["link_ids"] is None
     deadline = dt.datetime.fromisoformat(kwargs["deadline"]).timestamp()
     assert before + 120 - 1 <= deadline <= time.time() + 120
     assert deferred.value.method_name == "execute_complete"
     assert deferred.value.timeout.total_seconds() > 120  # Airflow's timeout is only a backstop
-    assert emu.stats.count() == 2  # alias read once, one poke in the worker before deferring
+    assert emu.stats.count() == 1  # one read in the worker (alias, end, clicks) before deferring
 
 
 def test_execute_returns_at_once_without_deferring_when_already_expired(emu):
@@ -554,48 +587,3 @@ def test_start_from_trigger_with_an_xcomarg_defers_from_the_worker():
         with pytest.warns(UserWarning, match="XComArg"):
             wait = sensor(link_id=create(), start_from_trigger=True)
     assert not wait.start_from_trigger and wait.deferrable
-
-
-# -- the shared plan, without any server ----------------------------------------------------------------
-
-
-def answer(payload, status: int = 200) -> ApiResponse:
-    return ApiResponse(status, {"content-type": "application/json"}, json.dumps(payload).encode())
-
-
-def test_scan_stops_as_soon_as_every_watched_id_is_seen():
-    scan = ExpiredScan([5, 9])
-    walk = scan.walk()
-    first = next(walk)
-    assert first.params == (("status", "2"), ("per_page", "100"))
-    second = walk.send(answer({"data": [{"id": 9}, {"id": 8}], "meta": {"current_page": 1, "last_page": 9}}))
-    assert ("page", "2") in second.params
-    # ids may come as strings too
-    with pytest.raises(StopIteration) as done:
-        walk.send(answer({"data": [{"id": "5"}], "meta": {"current_page": 2, "last_page": 9}}))
-    assert done.value.value == 2  # pages 3 to 9 never asked for
-    assert [r["id"] for r in scan.expired] == [5, 9]  # in watched order, ids read as ints
-    assert scan.pending == [] and scan.requests == 2
-
-
-def test_scan_accepts_a_bare_list_and_stops_on_a_short_page():
-    scan = ExpiredScan([5], alias="spring")
-    walk = scan.walk()
-    request = next(walk)
-    assert ("search", "spring") in request.params and ("search_by", "alias") in request.params
-    with pytest.raises(StopIteration):
-        walk.send(answer([{"id": 6, "alias": "spring2"}]))
-    assert scan.pending == [5] and scan.requests == 1
-
-
-def test_watch_maps_a_404_to_link_gone_through_the_sync_driver():
-    watch = ExpiryWatch.from_inputs(link_id=5)
-
-    def call(request: ApiRequest) -> ApiResponse:
-        from airflow_provider_linkstats.client.errors import LinkstatsNotFoundError
-
-        raise LinkstatsNotFoundError("not found", status=404, method=request.method, path=request.path)
-
-    with pytest.raises(LinkGoneError, match="link 5 does not exist") as error:
-        drive(watch.poke(), call)
-    assert error.value.link_id == 5

@@ -25,11 +25,12 @@ import pytest
 from airflow_provider_linkstats.client.aio import AsyncLinkstatsClient
 from airflow_provider_linkstats.client.contract import LINKS
 from airflow_provider_linkstats.client.errors import LinkstatsNotFoundError, LinkstatsTransportError
-from airflow_provider_linkstats.client.expiry import ExpiryWatch, adrive
 from airflow_provider_linkstats.client.protocol import build_get, expired_links_request
 from airflow_provider_linkstats.client.retry import RetryPolicy
 from airflow_provider_linkstats.client.settings import ClientSettings
 from airflow_provider_linkstats.triggers.links import LinkstatsLinkExpiredTrigger
+from airflow_provider_linkstats.waiting.plan import adrive
+from airflow_provider_linkstats.waiting.watch import Poll, Watch
 from tests.conftest import API_KEY, connection_json
 
 LISTING = "/public/api/v1/links"
@@ -134,6 +135,7 @@ def test_serialize_round_trip_is_json_and_holds_no_key():
         "max_transport_failures": 4,
         "existence_check_every": 6,
         "verified": True,
+        "known": None,
     }
 
 
@@ -166,7 +168,10 @@ def test_fires_when_clicks_expire_the_link(emu):
     }
 
 
-def test_fires_when_the_date_passes(emu):
+def test_fires_when_the_date_passes(emu, monkeypatch):
+    from airflow_provider_linkstats.waiting import plan
+
+    monkeypatch.setattr(plan, "now", lambda: emu.clock.now().timestamp())  # the waits follow the emulator's clock
     moment = emu.clock.now() + dt.timedelta(hours=3)
     link = emu.store.add_link(
         url="https://example.com/a",
@@ -185,6 +190,9 @@ def test_fires_when_the_date_passes(emu):
         return payload
 
     assert asyncio.run(scenario())["links"][0]["id"] == link["id"]
+    # The end time was learnt with one read and never polled for: reads only (the learning one,
+    # existence checks every 10 intervals while sleeping, and the one that saw the end passed).
+    assert {r["path"] for r in emu.stats.requests()} == {f"{LISTING}/{link['id']}"}
 
 
 def test_a_list_fires_only_when_all_expired_and_costs_ceil_n_over_100_per_poke(emu):
@@ -205,15 +213,16 @@ def test_a_list_fires_only_when_all_expired_and_costs_ceil_n_over_100_per_poke(e
     listings = listing_polls(emu)
     gets = emu.stats.count() - listings
     assert gets == 1  # the one pending link's existence, checked once (first waiting poke)
-    assert listings % 3 == 0 and listings >= 12  # every poke: 3 pages for 250 expired links
+    assert listings % 3 == 0 and listings >= 9  # every poke: 3 pages for 250 expired links
 
 
 def test_steady_state_poke_with_an_alias_is_one_request(emu):
     emu.store.add_link(url="https://example.com/a", alias="spring", expiration_clicks=5)
     payload = run(trigger(link_id=1, alias="spring", verified=True, existence_check_every=0, deadline=in_seconds(0.55)))
     assert payload["status"] == "timeout"
-    requests = emu.stats.requests()
-    assert 4 <= len(requests) <= 8
+    first, *requests = emu.stats.requests()
+    assert first["path"] == f"{LISTING}/1"  # the end time and click limit, read once
+    assert 3 <= len(requests) <= 8
     assert all(r["path"] == LISTING and r["query"]["search"] == ["spring"] for r in requests)
 
 
@@ -430,11 +439,11 @@ def test_async_client_sends_bearer_and_shares_protocol_with_the_sync_one(scripte
 
     async def scenario():
         async with await _client(scripted.url) as client:
-            watch = ExpiryWatch.from_inputs(link_id=5, alias="spring", verified=True)
-            return await adrive(watch.poke(), client.call)
+            watch = Watch.from_inputs(link_id=5, alias="spring", verified=True, known={"5": [None, True]})
+            return watch, await adrive(Poll([watch]).round(), client.call)
 
-    outcome = asyncio.run(scenario())
-    assert outcome.done and outcome.requests == 1
+    watch, result = asyncio.run(scenario())
+    assert watch in result.expired
     (request,) = scripted.requests
     assert request["headers"]["Authorization"] == f"Bearer {API_KEY}"
     assert request["headers"]["Accept"] == "application/json"

@@ -118,6 +118,14 @@ class LinkTiming:
             return LinkStatus.DISABLED
         return LinkStatus.ACTIVE
 
+    def ended(self, now: dt.datetime | None = None) -> bool:
+        """Over for good: the end time passed or the click limit was reached. A v46+ window that
+        has not started yet is Expired by ``status`` but not ended: a wait for expiry waits past it."""
+        now = now or dt.datetime.now(dt.timezone.utc)
+        if self.ends_at is not None and self.ends_at <= now:
+            return True
+        return bool(self.click_limit and self.clicks is not None and self.clicks >= self.click_limit)
+
 
 def link_timing(record: Mapping[str, Any]) -> LinkTiming:
     """The start, end, click limit and clicks of a link record of any generation."""
@@ -143,6 +151,28 @@ def link_status(record: Mapping[str, Any], now: dt.datetime | None = None) -> Li
     cleanups look for. Missing keys count as "not set".
     """
     return link_timing(record).status(now)
+
+
+def status_listing(filters: Mapping[str, Any], dialect: Any) -> tuple[dict[str, Any], Any]:
+    """What to ask the listing for a ``status`` filter, and which records to keep (None: all).
+
+    Up to phpShort 45 the server's filter is right. From 46 it is wrong for dates (``status=2``
+    lists only links that reached their click limit, ``status=1`` leaves out links inside their
+    window and takes in ended ones, ``status=3`` filters nothing), and no combination of its
+    filters gives the right set: the cheapest correct answer is one walk of the All listing
+    (the other filters kept), deciding each record with ``link_status``. Disabled (3) does not
+    exist there, so asking for it is an error rather than every link.
+    """
+    status = filters.get("status")
+    if status in (None, "", 0, "0") or getattr(dialect, "lists_date_expiry", True):
+        return dict(filters), None
+    wanted = LinkStatus(int(status))
+    if wanted is LinkStatus.DISABLED:
+        from airflow_provider_linkstats.client.errors import LinkstatsInputError
+
+        allowed = f"0 (All), 1 (Active) or 2 (Expired): links cannot be disabled on {dialect.label}"
+        raise LinkstatsInputError("status", status, allowed)
+    return {**filters, "status": int(LinkStatus.ALL)}, lambda record: link_status(record) is wanted
 
 
 def _first_time(record: Mapping[str, Any], *keys: str) -> dt.datetime | None:

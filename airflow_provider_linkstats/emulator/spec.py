@@ -1,8 +1,8 @@
 """The emulator's own reading of the two real services, each in two generations.
 
 phpShort "44" (v44-45, the seed's API) and "49" (v46-49); phpAnalytics "3" (3.0-3.6) and "31"
-(3.7 and later). Written from REAL_SERVICE.md, real-service-examples.json and the products' public
-server code, never from the client package: two independent readings are what lets one check the
+(3.7 and later). Written from the products' public server code and the example bodies in
+tests/fixtures/real_service_examples.json, never from the client package: two independent readings are what lets one check the
 other. Where the generations differ, their tables stand side by side here, keyed by generation.
 """
 

@@ -252,7 +252,7 @@ class LinkstatsBaseHook(BaseHook):
         """``dialect`` for the triggerer: the extra, the cached answer, or one probe through ``client``."""
         if self._dialect is None:
             from airflow_provider_linkstats.client.detection import detect
-            from airflow_provider_linkstats.client.expiry import adrive
+            from airflow_provider_linkstats.waiting.plan import adrive
 
             try:
                 dialect = await adrive(detect(self.resource.service), client.call)
@@ -679,6 +679,25 @@ class LinkstatsLinksHook(LinkstatsBaseHook):
     def iter_links(self, *, max_items: int | None = None, **filters: Any) -> Iterator[JsonDict]:
         """Every link matching the listing filters, walking the pages at per_page=100."""
         return self.iter_records(filters, max_items)
+
+    def iter_records(
+        self, filters: JsonDict, max_items: int | None = None, resource: Resource | None = None
+    ) -> Iterator[JsonDict]:
+        """As the base class, but a links ``status`` means the same on every version: from phpShort
+        46 it is decided from the records (``records.status_listing`` says why and at what cost)."""
+        if resource not in (None, LINKS) or filters.get("status") in (None, "", 0, "0"):
+            return super().iter_records(filters, max_items, resource)
+        import itertools
+
+        from airflow_provider_linkstats.client.records import status_listing
+        from airflow_provider_linkstats.client.validation import validate_list_params
+        from airflow_provider_linkstats.waiting.version import links_dialect
+
+        sent, keep = status_listing(validate_list_params(LINKS, filters), links_dialect(self))
+        if keep is None:
+            return super().iter_records(sent, max_items, resource)
+        kept = filter(keep, super().iter_records(sent, None, resource))
+        return itertools.islice(kept, max_items) if max_items is not None else kept
 
     def list_links(self, *, max_items: int | None = None, **filters: Any) -> list[JsonDict]:
         """Filters: search, search_by, status, space_id, domain_id, pixel_id, sort_by, sort, per_page."""

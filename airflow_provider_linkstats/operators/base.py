@@ -37,23 +37,19 @@ Execute = TypeVar("Execute", bound=Callable[..., Any])
 def fails_fast(execute: Execute) -> Execute:
     """Turn an error no retry can mend into ``AirflowFailException``, so Airflow spends no task retry on it.
 
-    Permanent (``errors.is_permanent``): bad input, 401/403, 404, 422 and other 4xx but 429, and a
-    create whose outcome is unknown. Everything else (no answer, 429 past its wait, 5xx after the
-    client's own retries) is raised as it is, and Airflow's retries apply.
+    The rule is ``outcomes.fail_fast``'s, shared with the sensor and the triggers.
     """
 
     @functools.wraps(execute)
     def run(self: BaseOperator, context: Any, *args: Any, **kwargs: Any) -> Any:
-        from airflow_provider_linkstats.client.errors import LinkstatsError, is_permanent
+        from airflow_provider_linkstats.client.errors import LinkstatsError
+        from airflow_provider_linkstats.outcomes import fail_fast
 
         try:
             return execute(self, context, *args, **kwargs)
         except LinkstatsError as error:
-            if not is_permanent(error):
-                raise
-            from airflow.providers.common.compat.sdk import AirflowFailException
-
-            raise AirflowFailException(f"{type(error).__name__}: {error}") from error
+            fail_fast(error)
+            raise
 
     return run  # type: ignore[return-value]
 

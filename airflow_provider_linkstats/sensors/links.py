@@ -14,9 +14,7 @@ from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
 from airflow.providers.common.compat.sdk import (
-    AirflowException,
     AirflowFailException,
-    AirflowSensorTimeout,
     AirflowSkipException,
     BaseSensorOperator,
     PokeReturnValue,
@@ -32,7 +30,7 @@ from airflow_provider_linkstats.client.validation import (
 from airflow_provider_linkstats.hooks.linkstats import LinkstatsLinksHook
 
 if TYPE_CHECKING:
-    from airflow_provider_linkstats.client.expiry import ExpiryWatch, PokeOutcome
+    from airflow_provider_linkstats.waiting.watch import Poll, RoundResult, Watch
 
 __all__ = ["LinkstatsLinkExpiredSensor"]
 
@@ -42,9 +40,11 @@ _JINJA_MARKERS = ("{{", "{%", "{#")
 
 
 class LinkstatsLinkExpiredSensor(BaseSensorOperator):
-    """Wait until a link (or every link of a list) is listed as Expired, then return its record(s).
+    """Wait until a link (or every link of a list) has expired, then return its record(s).
 
-    Costs per poke, modes and version notes are in the docs page "Sensor and waiting".
+    A link with an end time is not polled: the wait sleeps (poke mode), reschedules (reschedule
+    mode) or defers until then, and confirms with one read; only click limits are polled. Costs
+    per mode and version notes are in the docs page "Sensor and waiting" and docs/waiting.md.
 
     :param link_id: the link's id, or its record (``create.output``). Templated.
     :param alias: the link's alias; with only an alias the one link holding it is looked up once.
@@ -108,9 +108,9 @@ class LinkstatsLinkExpiredSensor(BaseSensorOperator):
         self._watch = self._failing_fast(self._watch_from_inputs)  # rendered by now; before any request
         try:
             if self.deferrable:
-                outcome = self._first_poke()
-                if outcome.done:
-                    return self._result(outcome.expired)
+                result = self._first_poke()
+                if self._watch in result.expired:
+                    return self._result(result.expired[self._watch])
                 self._defer(deadline=started + self.timeout)
             return super().execute(context)
         finally:
@@ -119,82 +119,88 @@ class LinkstatsLinkExpiredSensor(BaseSensorOperator):
 
     def poke(self, context: Any) -> PokeReturnValue | bool:
         watch = self._current_watch()
+        check = None
         if self.reschedule:
             # Each reschedule is a new process: the poke number comes from Airflow's records.
-            count = _reschedule_count(context)
-            watch.waiting_pokes = count or 0
+            count = _reschedule_count(context) or 0
             watch.verified = watch.verified or bool(count)
-        outcome = self._poke_once()
-        if outcome.done:
-            return PokeReturnValue(is_done=True, xcom_value=self._result(outcome.expired))
-        self.log.info(
-            "%s: %d of %d not expired yet (%d request%s)",
-            watch.describe(),
-            len(outcome.pending),
-            len(watch.link_ids),
-            outcome.requests,
-            "" if outcome.requests == 1 else "s",
-        )
+            every = watch.existence_check_every
+            check = bool(count) and bool(every) and count % every == 0
+        result = self._poke_once(check)
+        if watch in result.expired:
+            return PokeReturnValue(is_done=True, xcom_value=self._result(result.expired[watch]))
+        self.log.info("%s: %d of %d not expired yet", watch.describe(), len(watch.pending), len(watch.link_ids))
         return False
 
+    def _get_next_poke_interval(self, started_at: Any, run_duration: Callable[[], float], poke_count: int) -> float:
+        """Airflow's next poke (a sleep in poke mode, a reschedule in reschedule mode), moved to the
+        watched link's end when nothing else needs polling, and never past the sensor's timeout."""
+        interval = super()._get_next_poke_interval(started_at, run_duration, poke_count)
+        poll = getattr(self, "_poll", None)
+        end = poll.next_end() if poll is not None else None
+        if end is None:
+            return interval
+        from airflow_provider_linkstats.waiting import plan
+
+        until_end = min(end - plan.now(), self.timeout - run_duration())
+        if until_end > interval:
+            self.log.info("Nothing to poll: next look at the link in %.0f s, when it ends", until_end)
+        return max(interval, until_end)
+
     def execute_complete(self, context: Any, event: Any = None) -> Any:
-        """Turn the trigger's event into the records, or a failure that says why."""
-        if not isinstance(event, Mapping) or "status" not in event:
-            raise AirflowException(f"the trigger ended without a usable event: {event!r}")
-        status = event["status"]
-        message = str(event.get("message", ""))
-        if status == "success":
-            return self._result(list(event.get("links") or []))
-        if status == "timeout":
-            if self.soft_fail:
-                raise AirflowSkipException(f"{message} (soft_fail)")
-            raise AirflowSensorTimeout(message)
-        reason = event.get("reason")
-        if reason == "gone":
-            if self.soft_fail:
-                raise AirflowSkipException(f"{message} (soft_fail)")
-            raise AirflowFailException(f"{message}. Stopped waiting for it to expire.")
-        if reason == "input" or (reason == "api" and _permanent_status(event.get("http_status"))):
-            raise AirflowFailException(message)
-        raise AirflowException(f"waiting for the link(s) to expire failed ({reason}): {message}")
+        """Turn the trigger's event into the records, or the failure a poke would have raised."""
+        from airflow_provider_linkstats.outcomes import raise_for_event
+
+        return self._result(raise_for_event(event, soft_fail=self.soft_fail))
 
     # -- internals -------------------------------------------------------------------------------
 
-    def _watch_from_inputs(self) -> ExpiryWatch:
-        from airflow_provider_linkstats.client.expiry import ExpiryWatch
+    def _watch_from_inputs(self) -> Watch:
+        from airflow_provider_linkstats.waiting.watch import Poll, Watch
 
-        return ExpiryWatch.from_inputs(
+        watch = Watch.from_inputs(
             link_id=self.link_id,
             alias=self.alias,
             link_ids=self.link_ids,
             existence_check_every=self.existence_check_every,
         )
+        self._poll: Poll = Poll([watch])
+        return watch
 
-    def _current_watch(self) -> ExpiryWatch:
+    def _current_watch(self) -> Watch:
         if getattr(self, "_watch", None) is None:
             self._watch = self._failing_fast(self._watch_from_inputs)
         return self._watch
 
-    def _poke_once(self) -> PokeOutcome:
-        from airflow_provider_linkstats.client.expiry import drive
+    def _poke_once(self, check: bool | None = None) -> RoundResult:
+        """One round of the wait's plan; a failed watch raises its error, as fail-fast as an operator's."""
+        from airflow_provider_linkstats.waiting import plan
+        from airflow_provider_linkstats.waiting.plan import GETS_MAX, drive
 
         watch = self._current_watch()
-        return self._failing_fast(lambda: drive(watch.poke(), self.hook.client.call))
+        due = [i for i in watch.pending if watch.ends_by(i, plan.now())]
+        if len(due) > GETS_MAX and self._poll.dates_listed is None:  # many ends to confirm: where is cheaper
+            from airflow_provider_linkstats.waiting.version import links_dialect
+
+            self._poll.dates_listed = self._failing_fast(lambda: links_dialect(self.hook)).lists_date_expiry
+        result = self._failing_fast(lambda: drive(self._poll.round(check=check), self.hook.client.call))
+        if watch in result.failed:
+            self._failing_fast(lambda: _raise(result.failed[watch]))
+        return result
 
     @staticmethod
     def _failing_fast(step: Callable[[], Any]) -> Any:
-        """Run ``step``; an error no retry can mend (bad input, a deleted link, 401/403, 422) fails the task."""
-        from airflow_provider_linkstats.client.errors import LinkstatsError, LinkstatsNotFoundError, is_permanent
+        """Run ``step``; an error no retry can mend fails the task (``outcomes.fail_fast``)."""
+        from airflow_provider_linkstats.client.errors import LinkstatsError
+        from airflow_provider_linkstats.outcomes import fail_fast
 
         try:
             return step()
         except LinkstatsError as error:
-            if not is_permanent(error):
-                raise
-            suffix = ". Stopped waiting for it to expire." if isinstance(error, LinkstatsNotFoundError) else ""
-            raise AirflowFailException(f"{error}{suffix}") from error
+            fail_fast(error)
+            raise
 
-    def _first_poke(self) -> PokeOutcome:
+    def _first_poke(self) -> RoundResult:
         """The worker's one poke before deferring, failing as a poke in BaseSensorOperator would."""
         never_fail = getattr(self, "never_fail", False)  # Airflow >= 3.1
         try:
@@ -222,6 +228,7 @@ class LinkstatsLinkExpiredSensor(BaseSensorOperator):
             link_id=watch.link_ids[0] if watch.single else None,
             alias=watch.alias if watch.single else None,
             link_ids=None if watch.single else list(watch.link_ids),
+            known=watch.to_known() or None,
             poke_interval=float(self.poke_interval),
             deadline=dt.datetime.fromtimestamp(deadline, dt.timezone.utc).isoformat(),
             max_transport_failures=self.max_transport_failures,
@@ -328,6 +335,5 @@ def _static(value: Any) -> bool:
     return _plain(value)
 
 
-def _permanent_status(status: Any) -> bool:
-    """An HTTP status the trigger reported that no retry can mend (4xx but 429)."""
-    return isinstance(status, int) and 400 <= status < 500 and status != 429
+def _raise(error: BaseException) -> None:
+    raise error

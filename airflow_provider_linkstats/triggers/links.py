@@ -2,9 +2,11 @@
 
 Its arguments are plain JSON and never hold the API key: the connection is read (with
 common-compat's async helper) when polling starts. The polling itself is shared: every trigger of
-one connection in one triggerer joins one ``SharedPoller`` (``triggers/poller.py``), which walks
-the Expired listing once per interval for all of them (``client.fleet``), over one httpx client,
-with nothing that blocks the event loop. Each trigger still yields its own event.
+one connection in one triggerer joins one ``SharedPoller`` (``triggers/poller.py``), which runs
+``waiting.watch.Poll`` rounds for all of them over one httpx client, with nothing that blocks the
+event loop: a link with an end time is read once when it ends, only click limits are polled.
+Each trigger still yields its own event. This module imports no HTTP library (DAG files import
+it for the expiry watcher): the async client is loaded when a trigger runs.
 
 Failures are bounded: a transient one (no answer, 429, 502/503/504) makes the trigger sleep the
 poke interval (or the server's longer ``Retry-After``) and try again, never in a tight loop, and
@@ -33,23 +35,18 @@ except ImportError:  # a common-compat without that module: the same fallback, b
     except ImportError:
         BaseEventTrigger = BaseTrigger  # type: ignore[misc,assignment]
 
-from airflow_provider_linkstats.client.errors import (
-    LinkstatsApiError,
-    LinkstatsError,
-    LinkstatsInputError,
-    is_transient,
-)
-from airflow_provider_linkstats.client.expired_feed import FILTERS, ExpiredFeed
-from airflow_provider_linkstats.client.expiry import ExpiryWatch, adrive
+from airflow_provider_linkstats.client.errors import LinkstatsError, LinkstatsInputError, is_transient
 from airflow_provider_linkstats.client.settings import DEFAULT_EXISTENCE_CHECK_EVERY, DEFAULT_MAX_TRANSPORT_FAILURES
 from airflow_provider_linkstats.client.validation import check_max_transport_failures, check_number
 from airflow_provider_linkstats.hooks.linkstats import LinkstatsLinksHook
-from airflow_provider_linkstats.triggers.poller import MAX_RETRY_AFTER, SharedPoller, Subscription, describe_error
+from airflow_provider_linkstats.outcomes import MAX_RETRY_AFTER, describe, error_event, retry_wait
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # the async HTTP stack is loaded in run(), in the triggerer, never at a DAG parse
     from airflow_provider_linkstats.client.aio import AsyncLinkstatsClient
+    from airflow_provider_linkstats.waiting.feed import ExpiredFeed
 
 JsonDict = dict[str, Any]
+_FILTERS = ("search", "search_by", "domain_id", "space_id")  # the watcher's listing filters
 
 DEFAULT_CONN_ID = LinkstatsLinksHook.default_conn_name
 __all__ = ["MAX_RETRY_AFTER", "LinkstatsLinkExpiredTrigger", "LinkstatsLinksExpiredEventTrigger"]
@@ -69,6 +66,8 @@ class LinkstatsLinkExpiredTrigger(BaseTrigger):
     :param existence_check_every: also check that the link still exists every this many pokes
         (0: only when the alias is learnt).
     :param verified: the sensor already checked that the link exists (skips the first check).
+    :param known: what the sensor learnt from the links' records, ``{"<id>": [end epoch or None,
+        click limit set]}``, so the trigger sleeps until an end without reading it first.
 
     Events: ``{"status": "success", "links": [...]}``, ``{"status": "timeout", "message", "pending"}``
     or ``{"status": "error", "reason": "gone"|"input"|"api"|"transport"|"connection"|"poller", "message", ...}``.
@@ -86,6 +85,7 @@ class LinkstatsLinkExpiredTrigger(BaseTrigger):
         max_transport_failures: int = DEFAULT_MAX_TRANSPORT_FAILURES,
         existence_check_every: int = DEFAULT_EXISTENCE_CHECK_EVERY,
         verified: bool = False,
+        known: dict[str, Any] | None = None,  # a default: triggers stored by earlier versions have none
     ) -> None:
         super().__init__()
         # Named like the sensor's template fields: on Airflow >= 3.3, start_from_trigger renders
@@ -99,6 +99,7 @@ class LinkstatsLinkExpiredTrigger(BaseTrigger):
         self.max_transport_failures = int(max_transport_failures)
         self.existence_check_every = existence_check_every
         self.verified = bool(verified)
+        self.known = known
 
     def serialize(self) -> tuple[str, dict[str, Any]]:
         return (
@@ -113,6 +114,7 @@ class LinkstatsLinkExpiredTrigger(BaseTrigger):
                 "max_transport_failures": self.max_transport_failures,
                 "existence_check_every": self.existence_check_every,
                 "verified": self.verified,
+                "known": self.known,
             },
         )
 
@@ -124,18 +126,22 @@ class LinkstatsLinkExpiredTrigger(BaseTrigger):
 
     async def run(self) -> AsyncIterator[TriggerEvent]:
         try:
-            watch = ExpiryWatch.from_inputs(
+            from airflow_provider_linkstats.triggers.poller import SharedPoller, Subscription
+            from airflow_provider_linkstats.waiting.watch import Watch
+
+            watch = Watch.from_inputs(
                 link_id=self.link_id,
                 alias=self.alias,
                 link_ids=self.link_ids,
                 existence_check_every=self.existence_check_every,
                 verified=self.verified,
+                known=self.known,
             )
             deadline = _deadline(self.deadline)
             check_number("poke_interval", self.poke_interval)
             check_max_transport_failures(self.max_transport_failures)
         except LinkstatsInputError as error:
-            yield _error("input", str(error))
+            yield TriggerEvent(error_event(error))
             return
 
         self.log.info("Waiting for %s to expire (poke every %.1f s)", watch.describe(), self.poke_interval)
@@ -160,11 +166,9 @@ class LinkstatsLinkExpiredTrigger(BaseTrigger):
                     return
                 failure = note.error
                 if note.failures >= self.max_transport_failures:
-                    yield _error(
-                        "transport",
-                        f"{note.failures} polls in a row failed, the last with: {failure}",
-                        http_status=getattr(failure, "status", None),
-                    )
+                    event = error_event(failure)
+                    event["message"] = f"{note.failures} polls in a row failed, the last with: {failure}"
+                    yield TriggerEvent(event)
                     return
                 self.log.warning(
                     "Poll %d of %d failed (%s); next try in %.1f s",
@@ -175,10 +179,6 @@ class LinkstatsLinkExpiredTrigger(BaseTrigger):
                 )
         finally:
             poller.leave(subscription)
-
-
-def _error(reason: str, message: str, **extra: Any) -> TriggerEvent:
-    return TriggerEvent({"status": "error", "reason": reason, "message": message, **extra})
 
 
 def _deadline(value: Any) -> float | None:
@@ -256,7 +256,7 @@ class LinkstatsLinksExpiredEventTrigger(BaseEventTrigger):
         )
 
     def __repr__(self) -> str:
-        filters = ", ".join(f"{name}={getattr(self, name)!r}" for name in FILTERS if getattr(self, name) is not None)
+        filters = ", ".join(f"{name}={getattr(self, name)!r}" for name in _FILTERS if getattr(self, name) is not None)
         return f"{type(self).__name__}(linkstats_conn_id={self.linkstats_conn_id!r}{', ' if filters else ''}{filters})"
 
     @property
@@ -264,9 +264,13 @@ class LinkstatsLinksExpiredEventTrigger(BaseEventTrigger):
         return "linkstats_reported_expired_links:" + json.dumps(self.serialize()[1], sort_keys=True)
 
     async def run(self) -> AsyncIterator[TriggerEvent]:
+        from airflow_provider_linkstats.waiting.feed import ExpiredFeed
+        from airflow_provider_linkstats.waiting.plan import adrive
+        from airflow_provider_linkstats.waiting.version import async_links_dialect
+
         interval = max(self.poke_interval, 0.0)
         try:
-            feed = ExpiredFeed({name: getattr(self, name) for name in FILTERS})
+            feed = ExpiredFeed({name: getattr(self, name) for name in _FILTERS})
         except LinkstatsInputError as error:
             # A watcher's run() that ends is started again a second later: report, then idle.
             while True:
@@ -274,27 +278,23 @@ class LinkstatsLinksExpiredEventTrigger(BaseEventTrigger):
                 await asyncio.sleep(max(interval, 60.0))
         await self._load(feed)
         self.log.info("Watching the Expired listing for new links (poll every %.1f s)", interval)
-        client = None
+        client = dialect = None
         try:
             while True:
                 wait = interval
                 try:
                     if client is None:
                         client = await self._open_client()
-                    records = await adrive(feed.walk(), client.call)
+                    if dialect is None:
+                        dialect = await async_links_dialect(self._hook, client)
+                    records = await adrive(feed.walk(dialect), client.call)
                 except LinkstatsError as error:
-                    asked = error.retry_after if isinstance(error, LinkstatsApiError) else None
-                    if asked is not None:
-                        wait = max(wait, min(float(asked), MAX_RETRY_AFTER))
+                    wait = retry_wait(error, interval)
                     level = logging.WARNING if is_transient(error) else logging.ERROR
                     self.log.log(level, "Poll of the Expired listing failed (%s); next try in %.1f s", error, wait)
                 except Exception as error:  # connection missing or unusable: say which, never its content
-                    self.log.error(
-                        "Connection %r is unusable (%s); next try in %.1f s",
-                        self.linkstats_conn_id,
-                        describe_error(error),
-                        wait,
-                    )
+                    conn, what = self.linkstats_conn_id, describe(error)
+                    self.log.error("Connection %r is unusable (%s); next try in %.1f s", conn, what, wait)
                 else:
                     fresh = feed.news(records)
                     if fresh:
@@ -312,7 +312,8 @@ class LinkstatsLinksExpiredEventTrigger(BaseEventTrigger):
         from airflow_provider_linkstats.client.aio import KEEP_ALIVE_MAX_IDLE
         from airflow_provider_linkstats.client.retry import RetryPolicy
 
-        return await LinkstatsLinksHook(self.linkstats_conn_id).get_async_client(
+        self._hook = LinkstatsLinksHook(self.linkstats_conn_id)  # keeps the version, once asked
+        return await self._hook.get_async_client(
             retry=RetryPolicy(max_retries=0),  # the poll loop is the retry
             keep_alive=self.poke_interval <= KEEP_ALIVE_MAX_IDLE,
             max_connections=1,

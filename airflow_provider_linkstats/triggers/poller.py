@@ -1,19 +1,13 @@
 """One poller per connection in a triggerer: every waiting ``LinkstatsLinkExpiredTrigger`` shares it.
 
 Each trigger joins the poller of its connection id in its event loop (the triggerer runs all its
-triggers in one loop) and waits for a note addressed to it. The poller owns one HTTP client (one
-pool of at most ``MAX_CONNECTIONS`` connections, one rate limiter) and runs ``client.fleet``
-rounds at the pace of the smallest ``poke_interval`` among its triggers. A round's results go to
-every trigger, and each trigger still yields its own event, logs its own warnings and keeps its
-own deadline and failure budget.
-
-Sharing is only an economy: a trigger alone in its triggerer (or moved to another one) has a
-poller of its own, which sends what the trigger sent before this existed: one filtered request
-per poke for a link with a known alias, one walk of the listing for a list.
-
-A trigger that still has to learn its link's alias or id gets its first poke on its own (the
-sensor's plan, through the shared client), then joins the fleet. A cancelled trigger leaves in
-its ``finally``; the poller closes its client and ends when no trigger is left.
+triggers in one loop) and waits for a note addressed to it. The poller owns one HTTP client (a
+pool of at most ``MAX_CONNECTIONS``, one rate limiter) and runs ``waiting.watch.Poll`` rounds at
+the pace of the smallest ``poke_interval``. A round with nothing due sends nothing: links that end
+by date cost one read when their end comes (shared by every link ending by then), only links
+that can end by clicks are polled. Each trigger still yields its own event, logs its own failed
+polls and keeps its own deadline and failure budget. Sharing is only an economy: a trigger alone
+in its triggerer has a poller to itself.
 """
 
 from __future__ import annotations
@@ -23,24 +17,23 @@ import contextvars
 import logging
 import weakref
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from airflow_provider_linkstats.client.aio import KEEP_ALIVE_MAX_IDLE, AsyncLinkstatsClient
-from airflow_provider_linkstats.client.errors import (
-    LinkstatsApiError,
-    LinkstatsError,
-    LinkstatsInputError,
-    is_transient,
-)
-from airflow_provider_linkstats.client.expiry import ExpiryWatch, LinkGoneError, adrive
-from airflow_provider_linkstats.client.fleet import Fleet, RoundResult, Waiter
-from airflow_provider_linkstats.client.ratelimit import RateLimiter
-from airflow_provider_linkstats.client.retry import RetryPolicy
+from airflow_provider_linkstats.client.errors import LinkstatsError, is_transient
+from airflow_provider_linkstats.outcomes import describe, error_event, retry_wait
+from airflow_provider_linkstats.waiting import plan
+from airflow_provider_linkstats.waiting.plan import adrive
+from airflow_provider_linkstats.waiting.watch import Poll, RoundResult, Watch
+
+if TYPE_CHECKING:
+    from airflow_provider_linkstats.client.aio import AsyncLinkstatsClient
+    from airflow_provider_linkstats.client.protocol import ApiRequest, ApiResponse
+    from airflow_provider_linkstats.client.ratelimit import RateLimiter
 
 log = logging.getLogger(__name__)
 
-MAX_CONNECTIONS = 2  # the pool of a poller: enough for first pokes beside a round, never one per link
-MAX_RETRY_AFTER = 600.0  # seconds: the longest server-requested pause honoured before polling again
+MAX_CONNECTIONS = 2  # the pool of a poller: never one connection per link
+CHECK_BUDGET = 2  # the most that reads other than end confirmations add to one round
 
 
 @dataclass
@@ -56,18 +49,15 @@ class Note:
 class Subscription:
     """One trigger's membership: its watch, its pace, and the notes addressed to it."""
 
-    def __init__(self, watch: ExpiryWatch, *, interval: float) -> None:
+    def __init__(self, watch: Watch, *, interval: float) -> None:
         self.watch = watch
         self.interval = interval
-        self.waiter: Waiter | None = None  # set once the watch knows its ids and alias
         self.failures = 0
         self.notes: asyncio.Queue[Note] = asyncio.Queue()
-        if not watch.single or (watch.link_ids and watch.alias):
-            self.waiter = _waiter(watch)
 
     @property
     def pending(self) -> list[int]:
-        return self.waiter.pending if self.waiter is not None else list(self.watch.link_ids)
+        return list(self.watch.pending)
 
 
 # Pollers of each running event loop, by connection id. A loop that ends takes its pollers along.
@@ -84,11 +74,10 @@ class SharedPoller:
 
     def __init__(self, conn_id: str) -> None:
         self.conn_id = conn_id
-        self.fleet = Fleet()
+        self.poll = Poll(check_budget=CHECK_BUDGET)
         self.subscriptions: dict[Subscription, None] = {}  # an ordered set
-        self._by_waiter: dict[Waiter, Subscription] = {}
+        self._by_watch: dict[Watch, Subscription] = {}
         self._changed = asyncio.Event()
-        self._first_pokes = asyncio.Semaphore(MAX_CONNECTIONS)  # no more at once than the pool holds
         self._closing = False
         # What it cost so far (for logs and benchmarks): rounds, requests, the most requests one
         # round sent, and link-polls (links waited on, summed over rounds).
@@ -107,22 +96,20 @@ class SharedPoller:
 
     @classmethod
     def join(cls, conn_id: str, subscription: Subscription) -> SharedPoller:
-        loop = asyncio.get_running_loop()
-        by_conn = _POLLERS.setdefault(loop, {})
+        by_conn = _POLLERS.setdefault(asyncio.get_running_loop(), {})
         poller = by_conn.get(conn_id)
         if poller is None or poller._closing:
             poller = by_conn[conn_id] = cls(conn_id)
         poller.subscriptions[subscription] = None
-        if subscription.waiter is not None:
-            poller._enrol(subscription)
+        poller.poll.add(subscription.watch)
+        poller._by_watch[subscription.watch] = subscription
         poller._changed.set()
         return poller
 
     def leave(self, subscription: Subscription) -> None:
         self.subscriptions.pop(subscription, None)
-        if subscription.waiter is not None:
-            self.fleet.remove(subscription.waiter)
-            self._by_waiter.pop(subscription.waiter, None)
+        self.poll.remove(subscription.watch)
+        self._by_watch.pop(subscription.watch, None)
         self._changed.set()
 
     def min_interval(self) -> float:
@@ -136,9 +123,10 @@ class SharedPoller:
             client = await self._open_client()
         except Exception as error:  # connection missing or unusable: say which, never its content
             self._close()
-            message = f"connection {self.conn_id!r} is unusable: {describe_error(error)}"
+            message = f"connection {self.conn_id!r} is unusable: {describe(error)}"
+            event = {"status": "error", "reason": "connection", "message": message}
             for subscription in list(self.subscriptions):
-                self._finish(subscription, _error("connection", message))
+                self._finish(subscription, event)
             return
         self.limiter = client.limiter
         async with client:
@@ -147,12 +135,12 @@ class SharedPoller:
             except Exception as error:  # a bug here must not leave every trigger waiting for its deadline
                 log.exception("The shared poller of connection %r failed", self.conn_id)
                 self._close()
-                event = _error("poller", f"the shared poller failed: {type(error).__name__}: {error}")
+                event = {"status": "error", "reason": "poller", "message": f"the shared poller failed: {error!r}"}
                 for subscription in list(self.subscriptions):
                     self._finish(subscription, event)
 
     async def _poll(self, client: AsyncLinkstatsClient) -> None:
-        """Rounds at the pace of the smallest poke_interval, until no trigger is left."""
+        """Rounds at the pace of the smallest poke_interval (or at the next end), until no trigger is left."""
         loop = asyncio.get_running_loop()
         last: float | None = None
         extra_wait = 0.0
@@ -161,21 +149,32 @@ class SharedPoller:
                 self._close()
                 return
             if last is not None:
-                delay = last + max(self.min_interval(), extra_wait) - loop.time()
-                if delay > 0:
+                interval = max(self.min_interval(), extra_wait)
+                wake = last + interval
+                end = self.poll.next_end()
+                if end is not None and not extra_wait:  # nothing to poll: sleep until the next end,
+                    every = [w.existence_check_every for w in self.poll.watches if w.existence_check_every > 0]
+                    cap = last + interval * min(every) if every else float("inf")  # or the next check
+                    wake = max(wake, min(loop.time() + end - plan.now(), cap))
+                if wake > loop.time():
                     self._changed.clear()
                     try:
-                        await asyncio.wait_for(self._changed.wait(), delay)
+                        await asyncio.wait_for(self._changed.wait(), wake - loop.time())
                     except asyncio.TimeoutError:
                         pass
                     continue  # woken early: a trigger came or went, so the pace may have changed
+                if end is not None and self.min_interval() > 0:  # intervals slept through towards the next check
+                    self.poll.rounds_since_check += max(0, int((loop.time() - last) / self.min_interval()) - 1)
             last = loop.time()
             extra_wait = await self._round(client)
 
     async def _open_client(self) -> AsyncLinkstatsClient:
+        from airflow_provider_linkstats.client.aio import KEEP_ALIVE_MAX_IDLE
+        from airflow_provider_linkstats.client.retry import RetryPolicy
         from airflow_provider_linkstats.hooks.linkstats import LinkstatsLinksHook
 
-        return await LinkstatsLinksHook(self.conn_id).get_async_client(
+        self.hook = LinkstatsLinksHook(self.conn_id)  # keeps the version, once asked
+        return await self.hook.get_async_client(
             # One attempt per poll: the poll loop is the retry, paced by poke_interval.
             retry=RetryPolicy(max_retries=0),
             keep_alive=self.min_interval() <= KEEP_ALIVE_MAX_IDLE,
@@ -184,119 +183,74 @@ class SharedPoller:
 
     def _close(self) -> None:
         self._closing = True
-        loop = asyncio.get_running_loop()
-        by_conn = _POLLERS.get(loop, {})
+        by_conn = _POLLERS.get(asyncio.get_running_loop(), {})
         if by_conn.get(self.conn_id) is self:
             del by_conn[self.conn_id]
 
     async def _round(self, client: AsyncLinkstatsClient) -> float:
-        """One round for the fleet, then the first pokes of newcomers; the extra wait asked for."""
+        """One round for every subscription; the extra wait a failure asks for."""
         self.rounds += 1
-        requests_before = self.requests
-        newcomers = [s for s in self.subscriptions if s.waiter is None]
-        members = [s for s in self.subscriptions if s.waiter is not None]
-        self.link_polls += len(self.subscriptions)
-        extra_wait = 0.0
-        if members:
-            try:
-                result = await adrive(self.fleet.round(), client.call)
-            except LinkstatsError as error:
-                extra_wait = self._failed(error, members)
-            else:
-                self.requests += result.requests
-                self._deliver(result, members)
-                log.debug(
-                    "Round %d (%s): %d requests for %d waits", self.rounds, result.mode, result.requests, len(members)
-                )
-        if newcomers:
-            waits = await asyncio.gather(*(self._first_poke(client, s) for s in newcomers))
-            extra_wait = max(extra_wait, *waits)
-        self.max_round_requests = max(self.max_round_requests, self.requests - requests_before)
-        return extra_wait
+        members = list(self.subscriptions)
+        self.link_polls += len(members)
+        before = self.requests
 
-    async def _first_poke(self, client: AsyncLinkstatsClient, subscription: Subscription) -> float:
-        """The sensor's own poke, for a watch that still lacks its link's id or alias."""
+        async def call(request: ApiRequest) -> ApiResponse:
+            self.requests += 1
+            return await client.call(request)
+
         try:
-            async with self._first_pokes:
-                outcome = await adrive(subscription.watch.poke(), client.call)
-        except LinkstatsError as error:
-            return self._failed(error, [subscription])
-        self.requests += outcome.requests
-        if subscription not in self.subscriptions:
-            return 0.0  # it left while the poke was under way
-        subscription.failures = 0
-        if outcome.done:
-            self._finish(subscription, {"status": "success", "links": outcome.expired})
-        else:
-            subscription.waiter = _waiter(subscription.watch)
-            self._enrol(subscription)
-        return 0.0
+            now = plan.now()
+            if self.poll.dates_listed is None and self.poll.many_due(now):  # asked once, when it matters
+                from airflow_provider_linkstats.waiting.version import async_links_dialect
 
-    def _enrol(self, subscription: Subscription) -> None:
-        assert subscription.waiter is not None
-        self.fleet.add(subscription.waiter)
-        self._by_waiter[subscription.waiter] = subscription
+                try:
+                    dialect = await async_links_dialect(self.hook, _Counted(client, self))
+                    self.poll.dates_listed = dialect.lists_date_expiry
+                except LinkstatsError as error:  # not worth failing waits for: confirmed the longer way
+                    log.warning("Could not tell the links service's version (%s)", error)
+            result = await adrive(self.poll.round(now), call)
+        except LinkstatsError as error:
+            return self._failed(error, members)
+        finally:
+            self.max_round_requests = max(self.max_round_requests, self.requests - before)
+        self._deliver(result, members)
+        log.debug("Round %d (%s): %d requests", self.rounds, result.mode, self.requests - before)
+        return 0.0
 
     def _deliver(self, result: RoundResult, members: list[Subscription]) -> None:
         for subscription in members:
             subscription.failures = 0
-        for waiter, records in result.expired.items():
-            if (member := self._by_waiter.get(waiter)) is not None:
+        for watch, records in result.expired.items():
+            if (member := self._by_watch.get(watch)) is not None:
                 self._finish(member, {"status": "success", "links": records})
-        for waiter, (link_id, message) in result.gone.items():
-            if (member := self._by_waiter.get(waiter)) is not None:
-                self._finish(member, _error("gone", message, link_id=link_id))
-        for waiter, message in result.wrong_alias.items():
-            if (member := self._by_waiter.get(waiter)) is not None:
-                self._finish(member, _error("input", message))
+        for watch, error in result.failed.items():
+            if (member := self._by_watch.get(watch)) is not None:
+                self._finish(member, error_event(error))
 
     def _failed(self, error: LinkstatsError, subscriptions: list[Subscription]) -> float:
         """A poll failed for these triggers: end their waits, or tell them and wait longer."""
-        if isinstance(error, LinkGoneError):
-            for subscription in subscriptions:
-                self._finish(subscription, _error("gone", str(error), link_id=error.link_id))
-            return 0.0
-        if isinstance(error, LinkstatsInputError):
-            for subscription in subscriptions:
-                self._finish(subscription, _error("input", str(error)))
-            return 0.0
         if not is_transient(error):
-            event = _error("api", str(error), http_status=getattr(error, "status", None))
             for subscription in subscriptions:
-                self._finish(subscription, event)
+                self._finish(subscription, error_event(error))
             return 0.0
-        wait = self.min_interval()
-        asked = error.retry_after if isinstance(error, LinkstatsApiError) else None
-        if asked is not None:
-            wait = max(wait, min(float(asked), MAX_RETRY_AFTER))
+        wait = retry_wait(error, self.min_interval())
         for subscription in subscriptions:
             subscription.failures += 1
             subscription.notes.put_nowait(Note(error=error, failures=subscription.failures, wait=wait))
         return wait
 
     def _finish(self, subscription: Subscription, event: dict[str, Any]) -> None:
-        """The trigger's wait is over: it leaves the fleet now, and yields ``event``."""
+        """The trigger's wait is over: it leaves now, and yields ``event``."""
         self.leave(subscription)
         subscription.notes.put_nowait(Note(event=event))
 
 
-def _waiter(watch: ExpiryWatch) -> Waiter:
-    aliases = {watch.link_ids[0]: watch.alias} if watch.single and watch.alias and watch.link_ids else {}
-    return Waiter(
-        list(watch.link_ids),
-        aliases,
-        existence_check_every=watch.existence_check_every,
-        verified=watch.verified,
-        alias_given=bool(aliases),
-    )
+class _Counted:
+    """The client, its requests counted with the poller's (the version probe)."""
 
+    def __init__(self, client: AsyncLinkstatsClient, poller: SharedPoller) -> None:
+        self.client, self.poller, self.root = client, poller, client.root
 
-def _error(reason: str, message: str, **extra: Any) -> dict[str, Any]:
-    return {"status": "error", "reason": reason, "message": message, **extra}
-
-
-def describe_error(error: BaseException) -> str:
-    """Our errors and "connection not defined" are safe to show; others may quote the connection."""
-    if isinstance(error, LinkstatsError) or type(error).__name__ == "AirflowNotFoundException":
-        return str(error)
-    return type(error).__name__
+    async def call(self, request: ApiRequest) -> ApiResponse:
+        self.poller.requests += 1
+        return await self.client.call(request)

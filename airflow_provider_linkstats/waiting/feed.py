@@ -1,0 +1,88 @@
+"""Expired links as a feed: each poll, the links that ended and were not reported before.
+
+phpShort 44-45 list them under the Expired filter (``status=2``); 46+ list there only links that
+reached their click limit, so there the walk reads the All listing and decides each record
+(``LinkTiming.ended``): one walk either way, ceil(links walked / 100) requests, narrowed by the
+optional ``search``/``search_by``/``domain_id``/``space_id`` filters. A link whose window has not
+started yet is not reported: it has not ended, and deleting it would cancel a scheduled campaign.
+
+The memory of what was reported holds only links still ended, plus those missing from the last
+walk alone: a cleanup deleting links while a walk is under way shifts the later pages, so one walk
+may miss a link that is still there; it is forgotten only once two walks in a row did not list it.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Mapping
+from typing import Any
+
+from airflow_provider_linkstats.client.contract import LINKS, MAX_PER_PAGE, LinkStatus
+from airflow_provider_linkstats.client.dialect import Dialect
+from airflow_provider_linkstats.client.protocol import build_list
+from airflow_provider_linkstats.client.records import link_timing
+from airflow_provider_linkstats.waiting import plan
+from airflow_provider_linkstats.waiting.plan import JsonDict, Plan, listing, record_id
+
+FILTERS = ("search", "search_by", "domain_id", "space_id")
+
+
+class ExpiredFeed:
+    """Ended links, minus what was already reported. Filters are validated on creation."""
+
+    def __init__(self, filters: Mapping[str, Any] | None = None) -> None:
+        given = {name: value for name, value in (filters or {}).items() if value is not None and value != ""}
+        # Oldest first: new expiries append at the end, so pages shift less while walking.
+        order = {"sort_by": "id", "sort": "asc"}
+        self.filters = {**given, "status": int(LinkStatus.EXPIRED), "per_page": MAX_PER_PAGE, **order}
+        build_list(LINKS, self.filters)  # raises LinkstatsInputError naming a bad filter, before any request
+        self.reported: dict[int, int] = {}  # link id -> walks in a row that did not list it (0 or 1)
+        self.changed = False  # the memory changed in the last news(): worth saving
+
+    def walk(self, dialect: Dialect | None = None) -> Plan[list[JsonDict]]:
+        """Every ended link the (filtered) listing holds."""
+        decide = dialect is not None and not dialect.lists_date_expiry
+        filters = {**self.filters, "status": int(LinkStatus.ALL)} if decide else self.filters
+        moment = dt.datetime.fromtimestamp(plan.now(), dt.timezone.utc)
+        records: list[JsonDict] = []
+
+        def take(items: list[JsonDict]) -> bool:
+            records.extend(r for r in items if not decide or link_timing(r).ended(moment))
+            return False
+
+        yield from listing(filters, take)
+        return records
+
+    def news(self, records: list[JsonDict]) -> list[JsonDict]:
+        """The records of a complete walk not reported before; they count as reported from now on."""
+        current: dict[int, JsonDict] = {}
+        for record in records:
+            if (link_id := record_id(record)) is not None:
+                current.setdefault(link_id, record)
+        before = dict(self.reported)
+        fresh = [record for link_id, record in current.items() if link_id not in self.reported]
+        remembered = {i: 0 for i in current if i in self.reported}
+        remembered.update({i: 1 for i, misses in self.reported.items() if i not in current and misses == 0})
+        remembered.update({record_id(r): 0 for r in fresh})  # type: ignore[misc]
+        self.reported = remembered
+        self.changed = remembered != before
+        return fresh
+
+    # -- persistence (asset_state_store on Airflow >= 3.3) -----------------------------------
+
+    def dump(self) -> JsonDict:
+        return {
+            "listed": sorted(i for i, misses in self.reported.items() if misses == 0),
+            "missed_once": sorted(i for i, misses in self.reported.items() if misses),
+        }
+
+    def load(self, value: Any) -> None:
+        """Restore a ``dump()``; anything else (nothing stored yet, another shape) starts afresh."""
+        if not isinstance(value, Mapping):
+            return
+        reported: dict[int, int] = {}
+        for key, misses in (("listed", 0), ("missed_once", 1)):
+            ids = value.get(key)
+            if isinstance(ids, list):
+                reported.update({i: misses for i in ids if isinstance(i, int) and not isinstance(i, bool)})
+        self.reported = reported

@@ -1,0 +1,243 @@
+"""The steps every wait is made of, without I/O, and the one stepper that runs them.
+
+A plan is a generator: it yields each ``ApiRequest``, receives its ``ApiResponse`` (or has the
+transport's ``LinkstatsApiError`` thrown in) and returns what it learnt. ``drive`` runs one with a
+synchronous ``call`` (the sensor's worker), ``adrive`` with an async one (the triggerer), so every
+mode sends the same requests and reads the answers the same way. Plans are tested with canned
+answers (tests/test_waiting_plans.py).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Awaitable, Callable, Generator, Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
+
+from airflow_provider_linkstats.client.contract import LINKS, MAX_PER_PAGE, LinkStatus
+from airflow_provider_linkstats.client.errors import LinkstatsApiError, LinkstatsNotFoundError
+from airflow_provider_linkstats.client.protocol import (
+    ApiRequest,
+    ApiResponse,
+    build_get,
+    build_list,
+    parse_page,
+    parse_record,
+    raise_for_status,
+)
+
+JsonDict = dict[str, Any]
+T = TypeVar("T")
+Plan = Generator[ApiRequest, ApiResponse, T]
+
+GETS_MAX = 3  # more links than this are read from the All listing (per page), not one GET each
+# The All listing oldest first: links created meanwhile append at the end, so pages shift less.
+# Newest first suits links just created (what waits usually watch); there new links shift pages.
+ALL_OLDEST_FIRST = {"status": int(LinkStatus.ALL), "per_page": MAX_PER_PAGE, "sort_by": "id", "sort": "asc"}
+ALL_NEWEST_FIRST = {**ALL_OLDEST_FIRST, "sort": "desc"}
+
+
+def now() -> float:
+    """The waits' clock (epoch seconds): every decision about an end time reads it here, so a test
+    can follow the emulator's clock instead of the wall clock."""
+    return time.time()
+
+
+class LinkGoneError(LinkstatsNotFoundError):
+    """A watched link does not exist (any more): waiting for it to expire would never end."""
+
+    def __init__(self, link_id: int | None, message: str | None = None) -> None:
+        self.link_id = link_id
+        super().__init__(message or gone_message(link_id), status=404)
+        self.args = (self.message,)  # the message says it all (the 404 included)
+
+
+def gone_message(link_id: int | None) -> str:
+    return f"link {link_id} does not exist (GET /links/{link_id} answered 404): deleted, or a wrong id"
+
+
+# -- the stepper ---------------------------------------------------------------------------------
+
+
+def drive(plan: Plan[T], call: Callable[[ApiRequest], ApiResponse]) -> T:
+    """Run ``plan``; ``call`` sends a request (with retries) and returns its answer, or raises."""
+    try:
+        request = next(plan)
+        while True:
+            try:
+                response = call(request)
+            except LinkstatsApiError as error:  # an error answer: the plan decides what it means
+                request = plan.throw(error)
+            else:
+                request = plan.send(response)
+    except StopIteration as stop:
+        return stop.value
+
+
+async def adrive(plan: Plan[T], call: Callable[[ApiRequest], Awaitable[ApiResponse]]) -> T:
+    """``drive`` with an async ``call``: the same requests, the same reading."""
+    try:
+        request = next(plan)
+        while True:
+            try:
+                response = await call(request)
+            except LinkstatsApiError as error:
+                request = plan.throw(error)
+            else:
+                request = plan.send(response)
+    except StopIteration as stop:
+        return stop.value
+
+
+class Budgeted:
+    """A plan run a few requests at a time across rounds (a fleet-wide check must not make one
+    round dear): ``result = yield from budgeted.step(2)`` is None until the plan has finished."""
+
+    def __init__(self, plan: Plan[T]) -> None:
+        self.plan = plan
+        self.request: ApiRequest | None = next(plan, None)  # type: ignore[arg-type]
+        self.spent = 0
+
+    def step(self, budget: int) -> Plan[Any]:
+        for _ in range(budget):
+            self.spent += 1
+            try:
+                try:
+                    response = yield self.request  # type: ignore[misc]
+                except LinkstatsApiError as error:
+                    self.request = self.plan.throw(error)
+                else:
+                    self.request = self.plan.send(response)
+            except StopIteration as stop:
+                return stop.value
+        return None
+
+
+# -- the page walker and the reads ---------------------------------------------------------------------
+
+
+def walk_pages(request_for_page: Callable[[int], ApiRequest], take: Callable[[list[JsonDict]], bool]) -> Plan[int]:
+    """Yield a listing's pages until ``take(items)`` has seen enough or the pages run out; returns
+    the requests made. Page requests are built from our own filters, never from ``links.next``
+    (real installs drop the status filter from it)."""
+    page_number = 1
+    while True:
+        request = request_for_page(page_number)
+        response = yield request
+        raise_for_status(request, response)
+        page = parse_page(request, response, MAX_PER_PAGE)
+        if take(page.items) or not page.has_next:
+            return page_number
+        page_number += 1
+
+
+def listing(filters: Mapping[str, Any], take: Callable[[list[JsonDict]], bool]) -> Plan[int]:
+    return walk_pages(lambda page: build_list(LINKS, filters, page), take)
+
+
+def read_link(link_id: int) -> Plan[JsonDict]:
+    """``GET /links/{id}``; a 404 is ``LinkGoneError``."""
+    request = build_get(LINKS, link_id)
+    try:
+        response = yield request
+        raise_for_status(request, response)
+    except LinkstatsNotFoundError:
+        raise LinkGoneError(link_id) from None
+    return parse_record(request, response)
+
+
+@dataclass
+class Pages:
+    """What earlier walks of the All listing showed, so the next one starts close to what it wants:
+    the first id of each page oldest first, and the newest id seen."""
+
+    first_ids: dict[int, int] = field(default_factory=dict)
+    newest: int | None = None
+
+    def plan(self, wanted: list[int]) -> tuple[dict[str, Any], int]:
+        """Filters and first page: newest first for links among the newest (a wait's usual case, and
+        all that is known before a first walk), else oldest first from one page before the lowest
+        id's page (links deleted meanwhile shift pages towards the start)."""
+        low, high = min(wanted), max(wanted)
+        if self.newest is None or self.newest - high < low:
+            return ALL_NEWEST_FIRST, 1
+        return ALL_OLDEST_FIRST, max(1, max((p for p, i in self.first_ids.items() if i <= low), default=1) - 1)
+
+
+def read_links(
+    link_ids: Iterable[int], *, gets_max: int = GETS_MAX, pages: Pages | None = None
+) -> Plan[dict[int, JsonDict | None]]:
+    """Each link's record, or None for one that does not exist: the one existence check.
+
+    More than ``gets_max`` links are looked for in the All listing first (stopping once all are
+    seen; ``Pages`` picks the end to start from), so the cost is pages, not links; only those it
+    missed are read one by one, so nothing but a real 404 says a link is gone.
+    """
+    wanted = list(dict.fromkeys(link_ids))
+    records: dict[int, JsonDict | None] = {}
+    hints = pages if pages is not None else Pages()
+    if wanted and hints.newest is not None and hints.newest - min(wanted) < MAX_PER_PAGE:
+        gets_max = 1  # all on the first page newest first (unless links were created since): one request
+    if len(wanted) > gets_max:
+        remaining = set(wanted)
+        filters, start = hints.plan(wanted)
+        page = start - 1
+
+        def take(items: list[JsonDict]) -> bool:
+            nonlocal page
+            page += 1
+            ids = [i for item in items if (i := record_id(item)) is not None]
+            if ids:
+                hints.newest = max(hints.newest or 0, *ids)
+                if filters is ALL_OLDEST_FIRST:
+                    hints.first_ids[page] = ids[0]
+            for item in items:
+                if (i := record_id(item)) in remaining:
+                    records[i] = item  # type: ignore[index]
+                    remaining.discard(i)  # type: ignore[arg-type]
+            return not remaining
+
+        yield from walk_pages(lambda n: build_list(LINKS, filters, n + start - 1), take)
+        if remaining and filters is ALL_OLDEST_FIRST:
+            hints.first_ids.clear()  # pages moved (or links are gone): the next walk starts at page 1 again
+    for link_id in wanted:
+        if link_id not in records:
+            try:
+                records[link_id] = yield from read_link(link_id)
+            except LinkGoneError:
+                records[link_id] = None
+            else:
+                hints.newest = max(hints.newest or 0, link_id)
+    return records
+
+
+def expired_listed(link_ids: Iterable[int], alias: str | None = None) -> Plan[tuple[dict[int, JsonDict], int]]:
+    """The watched links the Expired listing (status=2) holds, narrowed to ``alias`` when given,
+    stopping once every one was seen. It lists links that reached their click limit on every
+    version (and, up to phpShort 45, links whose date passed). Returns them and the pages read."""
+    wanted = set(link_ids)
+    found: dict[int, JsonDict] = {}
+    if not wanted:
+        return found, 0
+    filters: JsonDict = {"status": int(LinkStatus.EXPIRED), "per_page": MAX_PER_PAGE}
+    if alias:
+        filters.update(search=alias, search_by="alias")
+
+    def take(items: list[JsonDict]) -> bool:
+        found.update((i, item) for item in items if (i := record_id(item)) in wanted)  # type: ignore[misc]
+        return len(found) == len(wanted)
+
+    pages = yield from listing(filters, take)
+    return found, pages
+
+
+def record_id(record: Mapping[str, Any]) -> int | None:
+    """A record's id as an int (the service may send it as a string)."""
+    value = record.get("id")
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value
+    if isinstance(value, str) and value.strip().isdigit():
+        return int(value.strip())
+    return None

@@ -1,0 +1,303 @@
+"""Waits that know when a link ends, next to polling.
+
+    python -m benchmarks.end_times [--waits 20] [--poke-interval 5] [--polling-root /work/main] [--json FILE]
+
+(a) **20 deferred waits** for links that end by date 1 to 2 minutes ahead, ``poke_interval`` 5 s,
+    in one event loop as a triggerer runs them, against the emulator in its own process (phpShort
+    44 and 49). Each trigger gets what the sensor hands over when it defers from a created link's
+    record (id, alias, end time). Counted: the API requests the emulator got during the whole wait,
+    and how long after its end time each wait fired. "polling" is the same run with the provider
+    found at ``--polling-root`` (the shared poller before waits knew end times): it walks the
+    Expired listing every interval, which on phpShort 49 never lists a link whose window ended.
+(b) **1,000 waits ending over an hour** (``poke_interval`` 60 s, one existence check every 10
+    intervals): ``waiting.watch.Poll`` rounds driven by a simulated clock against canned answers of
+    a phpShort 49 account, paced as the shared poller paces them; next to polling's cost on a
+    44-45 install, where one walk of the Expired listing answers every wait (ceil(expired / 100)
+    requests a round, plus the existence checks), from the same clock.
+
+Not a timed test: figures printed side by side; ``--json`` writes the rows for ``benchmarks.run``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import datetime as dt
+import json
+import math
+import os
+import random
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+CONN = "linkstats_end_times"
+
+
+# -- (a) the child: the waits in one event loop --------------------------------------------------------
+
+
+def child(links_file: str, result_file: str, poke_interval: float, limit: float) -> None:
+    import inspect
+
+    from airflow.providers.common.compat.sdk import BaseHook
+
+    from airflow_provider_linkstats.triggers.links import LinkstatsLinkExpiredTrigger
+
+    links = json.loads(Path(links_file).read_text())
+    knows_ends = "known" in inspect.signature(LinkstatsLinkExpiredTrigger).parameters
+    triggers = [
+        LinkstatsLinkExpiredTrigger(
+            linkstats_conn_id=CONN,
+            link_id=link["id"],
+            alias=link["alias"],
+            poke_interval=poke_interval,
+            verified=True,  # as the sensor defers from a create task's record
+            **({"known": {str(link["id"]): [link["ends"], False]}} if knows_ends else {}),
+        )
+        for link in links
+    ]
+    BaseHook.get_connection(CONN)  # what a running triggerer has loaded already
+    fired: dict[int, float] = {}
+
+    async def consume(index: int, trigger: Any) -> None:
+        async for event in trigger.run():
+            if event.payload.get("status") == "success":
+                fired[index] = time.time()
+            return
+
+    async def fleet() -> None:
+        tasks = [asyncio.ensure_future(consume(i, t)) for i, t in enumerate(triggers)]
+        Path(result_file + ".started").write_text(str(time.time()))
+        _, pending = await asyncio.wait(tasks, timeout=limit)
+        for task in pending:
+            task.cancel()
+        await asyncio.gather(*pending, return_exceptions=True)
+
+    asyncio.run(fleet())
+    delays = [fired[i] - link["ends"] for i, link in enumerate(links) if i in fired]
+    Path(result_file).write_text(json.dumps({"fired": len(fired), "delays": delays, "knows_ends": knows_ends}))
+
+
+def run_waits(version: str, root: Path, waits: int, poke_interval: float, limit: float) -> dict[str, Any]:
+    from benchmarks.common import API_KEY, EmulatorProcess, airflow_env
+
+    with EmulatorProcess(("--api-version", version)) as emu:
+        now = time.time()
+        ends = [now + 60 + 60 * i / max(1, waits - 1) for i in range(waits)]  # 1 to 2 minutes ahead
+
+        def expiry(i: int) -> dict[str, str]:
+            moment = dt.datetime.fromtimestamp(ends[i], dt.timezone.utc)
+            if version == "44":  # minutes: the service keeps the date and the HH:MM
+                return {"expiration_date": moment.strftime("%Y-%m-%d"), "expiration_time": moment.strftime("%H:%M")}
+            start = moment - dt.timedelta(hours=1)
+            return {
+                "active_period_start_at": start.strftime("%Y-%m-%dT%H:%M:%S"),
+                "active_period_end_at": moment.strftime("%Y-%m-%dT%H:%M:%S"),
+            }
+
+        created = emu.seed_links(waits, expiring=expiry, threads=1)
+        links = []
+        for record in created:
+            from airflow_provider_linkstats.client.records import link_timing
+
+            end = link_timing(record).ends_at
+            links.append({"id": record["id"], "alias": record["alias"], "ends": end.timestamp() if end else None})
+        workdir = Path(tempfile.mkdtemp(prefix="linkstats-end-times-"))
+        links_file, result_file = workdir / "links.json", workdir / "result.json"
+        links_file.write_text(json.dumps(links))
+        env = {
+            **os.environ,
+            **airflow_env(),
+            "PYTHONPATH": f"{root}{os.pathsep}{HERE.parent}",
+            f"AIRFLOW_CONN_{CONN.upper()}": json.dumps(
+                {
+                    "conn_type": "linkstats_links",
+                    "host": emu.url,
+                    "password": API_KEY,
+                    "extra": {"api_version": version},
+                },
+            ),
+        }
+        emu.reset_stats()
+        code = (
+            f"import runpy, sys; sys.argv = sys.argv[1:]; runpy.run_path({str(Path(__file__))!r}, run_name='__main__')"
+        )
+        command = [sys.executable, "-c", code, "end_times", "--child", str(links_file), str(result_file)]
+        command += ["--poke-interval", str(poke_interval), "--limit", str(limit)]
+        with open(workdir / "child.log", "wb") as log:
+            subprocess.run(command, env=env, cwd=root, stdout=log, stderr=subprocess.STDOUT, timeout=limit + 60)
+        requests = emu.count(path_prefix="/public/api/v1")
+    result = json.loads(result_file.read_text()) if result_file.exists() else {"fired": 0, "delays": []}
+    result.update(requests=requests, waits=waits, version=version)
+    return result
+
+
+# -- (b) 1,000 waits over an hour, on a simulated clock ------------------------------------------------
+
+
+class CannedAccount:
+    """A phpShort 49 account answered from memory: reads, and the All listing oldest first."""
+
+    def __init__(self, records: dict[int, dict]) -> None:
+        self.records = records
+        self.requests = 0
+
+    def __call__(self, request: Any) -> Any:
+        from airflow_provider_linkstats.client.protocol import ApiResponse
+
+        self.requests += 1
+        parts = request.path.strip("/").split("/")
+        if len(parts) == 2:
+            return _answer(ApiResponse, {"data": self.records[int(parts[1])]})
+        params = dict(request.params)
+        rows = sorted(self.records.values(), key=lambda r: r["id"], reverse=params.get("sort") != "asc")
+        if params.get("status") == "2":  # v49: only links that reached their click limit (none here)
+            rows = []
+        page, per_page = int(params.get("page", 1)), int(params.get("per_page", 10))
+        last = max(1, math.ceil(len(rows) / per_page))
+        meta = {"current_page": page, "last_page": last}
+        return _answer(ApiResponse, {"data": rows[(page - 1) * per_page : page * per_page], "meta": meta})
+
+
+def _answer(response_class: Any, payload: Any) -> Any:
+    return response_class(200, {"content-type": "application/json"}, json.dumps(payload).encode())
+
+
+def simulate_hour(waits: int = 1000, interval: float = 60.0, every: int = 10, seed: int = 7) -> dict[str, Any]:
+    from airflow_provider_linkstats.triggers.poller import CHECK_BUDGET
+    from airflow_provider_linkstats.waiting.plan import drive
+    from airflow_provider_linkstats.waiting.watch import Poll, Watch
+
+    rng = random.Random(seed)
+    start = 1_800_000_000.0
+    ends = sorted(start + rng.uniform(0, 3600) for _ in range(waits))
+    iso = "%Y-%m-%dT%H:%M:%S.000000Z"
+    records = {
+        i + 1: {
+            "id": i + 1,
+            "alias": f"w{i + 1}",
+            "clicks": 0,
+            "clicks_limit": None,
+            "active_period_start_at": dt.datetime.fromtimestamp(start - 3600, dt.timezone.utc).strftime(iso),
+            "active_period_end_at": dt.datetime.fromtimestamp(end, dt.timezone.utc).strftime(iso),
+        }
+        for i, end in enumerate(ends)
+    }
+    account = CannedAccount(records)
+    watches = [Watch.from_inputs(link_id=record, existence_check_every=every) for record in records.values()]
+    poll = Poll(watches, check_budget=CHECK_BUDGET)
+    now, last, rounds, fired, delays = start, None, 0, 0, []
+    while poll.watches and now <= start + 3600 + 2 * interval:
+        if poll.dates_listed is None and poll.many_due(now):  # the poller asks the version once (one GET)
+            account.requests += 1
+            poll.dates_listed = False  # phpShort 49
+        result = drive(poll.round(now), account)
+        rounds += 1
+        for watch, got in result.expired.items():
+            poll.remove(watch)
+            fired += 1
+            delays.append(now - ends[got[0]["id"] - 1])
+        last = now
+        # The shared poller's pace: an interval, or (nothing to poll) the next end, capped by the next check.
+        wake = last + interval
+        end = poll.next_end()
+        if end is not None:
+            wake = max(wake, min(end, last + interval * every))
+            poll.rounds_since_check += max(0, int((wake - last) / interval) - 1)
+        now = wake
+    # Polling on 44-45: a walk of the Expired listing each interval (at least one page), plus the
+    # existence check of the pending links every 10 intervals (the All listing, ceil(pending / 100)).
+    polling, expired, pending = 0, 0, waits
+    for k in range(math.ceil(3600 / interval) + 1):
+        t = start + k * interval
+        expired = sum(1 for e in ends if e <= t)
+        pending = waits - expired
+        polling += max(1, math.ceil(expired / 100))
+        if k % every == 0 and pending:
+            polling += math.ceil(pending / 100)
+    return {
+        "waits": waits,
+        "interval": interval,
+        "requests": account.requests,
+        "rounds": rounds,
+        "fired": fired,
+        "max_delay": max(delays, default=0.0),
+        "polling": polling,
+        "per_wait_polling": waits * math.ceil(3600 / interval),
+    }
+
+
+# -- the table ----------------------------------------------------------------------------------------------
+
+
+def rows(results: dict[str, dict], hour: dict[str, Any], poke_interval: float) -> list[dict[str, str]]:
+    out = []
+    for version in ("44", "49"):
+        ours, theirs = results.get(f"sleep-{version}"), results.get(f"polling-{version}")
+        if not ours:
+            continue
+
+        def describe(r: dict | None) -> str:
+            if not r:
+                return "not run"
+            delay = f"max delay {max(r['delays']):.1f} s" if r["delays"] else "no wait fired"
+            return f"{r['requests']} requests, {r['fired']}/{r['waits']} fired, {delay}"
+
+        met = ours["fired"] == ours["waits"] and ours["requests"] <= 8 and max(ours["delays"] or [99]) <= 10
+        out.append(
+            {
+                "what": f"{ours['waits']} deferred waits ending by date 1-2 min ahead, poke {poke_interval:g} s, "
+                f"phpShort {version}",
+                "figure": describe(ours),
+                "ratio": f"polling: {describe(theirs)}",
+                "target": "<= 8 requests, <= 10 s after the end",
+                "met": "met" if met else "MISSED",
+            }
+        )
+    out.append(
+        {
+            "what": f"{hour['waits']:,} waits ending over an hour, poke {hour['interval']:g} s (simulated clock)",
+            "figure": f"{hour['requests']} requests in {hour['rounds']} rounds, max delay {hour['max_delay']:.0f} s",
+            "ratio": f"polling (shared walk, 44-45): {hour['polling']}; per wait: {hour['per_wait_polling']:,}",
+            "target": "",
+            "met": "",
+        }
+    )
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--waits", type=int, default=20)
+    parser.add_argument("--poke-interval", type=float, default=5.0)
+    parser.add_argument("--limit", type=float, default=170.0, help="seconds a run of waits may take")
+    parser.add_argument("--polling-root", default=None, help="a checkout with the polling provider (e.g. main)")
+    parser.add_argument("--versions", default="44,49")
+    parser.add_argument("--json", default=None)
+    parser.add_argument("--child", nargs=2, default=None, help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.child:
+        child(*args.child, args.poke_interval, args.limit)
+        return 0
+    results: dict[str, dict] = {}
+    for version in args.versions.split(","):
+        results[f"sleep-{version}"] = run_waits(version, HERE.parent, args.waits, args.poke_interval, args.limit)
+        if args.polling_root:
+            root = Path(args.polling_root)
+            results[f"polling-{version}"] = run_waits(version, root, args.waits, args.poke_interval, args.limit)
+    hour = simulate_hour()
+    table = rows(results, hour, args.poke_interval)
+    for row in table:
+        print(f"- {row['what']}: {row['figure']} | {row['ratio']} | target {row['target'] or '-'} {row['met']}")
+    if args.json:
+        Path(args.json).write_text(json.dumps(table))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -196,6 +196,27 @@ def test_answers_arriving_out_of_order_are_not_a_refill():
     assert limiter.learned_from == "assumed" and limiter.windows_seen == 0
 
 
+def test_a_late_answer_of_the_old_window_after_a_refill_teaches_nothing():
+    """Seen under load: the old window's late, low answers after a refill made the next answer of
+    the new window look like another refill, and the window was learnt as 1.3 s instead of 10."""
+    clock = Clock()
+    limiter = RateLimiter(clock=clock)
+    for remaining in (19, 18, 17):  # our requests opened the window at 100
+        limiter.reserve()
+        answer(limiter, remaining)
+    for _ in range(4):
+        limiter.reserve()  # four out at once, across the window's end
+    clock.now = 110.5
+    answer(limiter, 19)  # one of them opened a new window: a refill after 10.5 s
+    assert limiter.learned_from == "refill" and limiter.window == pytest.approx(10.5, abs=0.5)
+    window = limiter.window
+    answer(limiter, 16)  # two late answers, counted in the old window
+    answer(limiter, 15)
+    clock.now = 111.5
+    answer(limiter, 18)  # the new window's: not a refill one second after the last
+    assert limiter.window == window and limiter.windows_seen == 1
+
+
 def test_a_pinned_window_is_never_relearned():
     clock = Clock()
     limiter = RateLimiter(window=60.0, clock=clock)

@@ -75,6 +75,9 @@ class RateLimiter:
         self._sent_in_window = 0  # requests reserved since our count of this window began
         self._floor: int | None = None  # lowest Remaining the server gave in this window
         self._floor_slack = 0  # our requests in flight when it did (they may answer higher)
+        # Answers still due from requests sent before the last refill: they may carry the old
+        # window's low Remaining, which must neither lower the new floor nor look like a refill.
+        self._stale = 0
         self._next_send = 0.0  # earliest start of the next request while spreading
         self._in_flight = 0
         self.waited = 0.0  # total seconds callers were held back (for progress lines and benchmarks)
@@ -145,6 +148,10 @@ class RateLimiter:
             if limit is None or remaining is None:
                 return  # this server (or proxy) does not advertise a budget
             self.limit = limit
+            if self._stale:
+                self._stale -= 1
+                if self._floor is not None and remaining < self._floor:
+                    return  # an old window's answer, late
             if self._floor is not None and remaining > self._floor + self._floor_slack:
                 # Remaining went up: the server opened a new window before we thought it would.
                 if self._opened_at is not None:
@@ -155,6 +162,7 @@ class RateLimiter:
                 self._remaining = remaining - others
                 self._opened_here(now, remaining, limit)
                 self._floor, self._floor_slack = remaining, others
+                self._stale = others
                 return
             if self._floor is None:  # the first answer of a window by our count
                 self._opened_here(now, remaining, limit)

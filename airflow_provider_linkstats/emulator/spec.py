@@ -2,8 +2,9 @@
 
 phpShort "44" (v44-45, the seed's API) and "49" (v46-49); phpAnalytics "3" (3.0-3.6) and "31"
 (3.7 and later). Written from the products' public server code and the example bodies in
-tests/fixtures/real_service_examples.json, never from the client package: two independent readings are what lets one check the
-other. Where the generations differ, their tables stand side by side here, keyed by generation.
+tests/fixtures/real_service_examples.json, never from the client package: two independent
+readings are what lets one check the other. Where the generations differ, their tables stand
+side by side here, keyed by generation.
 """
 
 from __future__ import annotations

@@ -124,8 +124,16 @@ class Clock:
         return self.now
 
 
-def answer(limiter: RateLimiter, remaining: int, limit: int = 20, status: int = 200, **extra: str) -> None:
-    limiter.observe({"X-RateLimit-Limit": str(limit), "X-RateLimit-Remaining": str(remaining), **extra}, status)
+def answer(
+    limiter: RateLimiter,
+    remaining: int,
+    limit: int = 20,
+    status: int = 200,
+    sent_at: float | None = None,
+    **extra: str,
+) -> None:
+    headers = {"X-RateLimit-Limit": str(limit), "X-RateLimit-Remaining": str(remaining), **extra}
+    limiter.observe(headers, status, sent_at)
 
 
 def test_until_the_server_says_otherwise_a_window_is_a_minute():
@@ -204,16 +212,18 @@ def test_a_late_answer_of_the_old_window_after_a_refill_teaches_nothing():
     for remaining in (19, 18, 17):  # our requests opened the window at 100
         limiter.reserve()
         answer(limiter, remaining)
+    clock.now = 109.0
     for _ in range(4):
         limiter.reserve()  # four out at once, across the window's end
     clock.now = 110.5
-    answer(limiter, 19)  # one of them opened a new window: a refill after 10.5 s
+    answer(limiter, 19, sent_at=109.0)  # one of them opened a new window: a refill after 10.5 s
     assert limiter.learned_from == "refill" and limiter.window == pytest.approx(10.5, abs=0.5)
     window = limiter.window
-    answer(limiter, 16)  # two late answers, counted in the old window
-    answer(limiter, 15)
+    answer(limiter, 16, sent_at=109.0)  # two late answers, counted in the old window
+    answer(limiter, 15, sent_at=109.0)
+    limiter.reserve()
     clock.now = 111.5
-    answer(limiter, 18)  # the new window's: not a refill one second after the last
+    answer(limiter, 18, sent_at=111.0)  # the new window's: not a refill one second after the last
     assert limiter.window == window and limiter.windows_seen == 1
 
 

@@ -173,6 +173,7 @@ class AsyncLinkstatsClient:
             content = urlencode(list(request.form)).encode()
             headers["Content-Type"] = "application/x-www-form-urlencoded"
         await self.limiter.await_slot(self.settings.max_rate_limit_wait)
+        sent_at = self.limiter.now()
         httpx = _httpx()
         url = request_url(self.root, request)
         settings = self.settings
@@ -191,7 +192,7 @@ class AsyncLinkstatsClient:
         except httpx.HTTPError as error:  # read/write timeout, reset, truncated answer...
             self.limiter.release()
             raise transport_error(request.method, url, error, sent=True, **where) from None
-        self.limiter.observe(response.headers, response.status_code)
+        self.limiter.observe(response.headers, response.status_code, sent_at)
         return ApiResponse(
             response.status_code, response.headers, response.content, url, settings.conn_id, self._auth.redact
         )

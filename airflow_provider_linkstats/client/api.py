@@ -91,12 +91,13 @@ class LinkstatsClient:
     def _send_paced(self, request: ApiRequest) -> ApiResponse:
         """One attempt, after the rate limiter allows it; the answer's headers update the limiter."""
         self.limiter.wait(self.settings.max_rate_limit_wait)
+        sent_at = self.limiter.now()
         try:
             response = self._transport.send(request)
         except BaseException:
             self.limiter.release()
             raise
-        self.limiter.observe(response.headers, response.status)
+        self.limiter.observe(response.headers, response.status, sent_at)
         return response
 
     # -- records -----------------------------------------------------------------------------

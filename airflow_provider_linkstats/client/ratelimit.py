@@ -75,9 +75,9 @@ class RateLimiter:
         self._sent_in_window = 0  # requests reserved since our count of this window began
         self._floor: int | None = None  # lowest Remaining the server gave in this window
         self._floor_slack = 0  # our requests in flight when it did (they may answer higher)
-        # Answers still due from requests sent before the last refill: they may carry the old
+        # When the last refill was seen: an answer to a request sent before it may carry the old
         # window's low Remaining, which must neither lower the new floor nor look like a refill.
-        self._stale = 0
+        self._refilled_at: float | None = None
         self._next_send = 0.0  # earliest start of the next request while spreading
         self._in_flight = 0
         self.waited = 0.0  # total seconds callers were held back (for progress lines and benchmarks)
@@ -123,8 +123,15 @@ class RateLimiter:
             self._sent_in_window += 1
             return 0.0
 
-    def observe(self, headers: Mapping[str, str], status: int) -> None:
-        """Learn from an answer's rate-limit headers (names lower-case or not)."""
+    def now(self) -> float:
+        """The limiter's clock: a client stamps a request with it to pass as ``observe(sent_at=)``."""
+        return self._clock()
+
+    def observe(self, headers: Mapping[str, str], status: int, sent_at: float | None = None) -> None:
+        """Learn from an answer's rate-limit headers (names lower-case or not).
+
+        ``sent_at`` (``now()`` when the request left) tells a late answer of an older window.
+        """
         lower = {key.lower(): value for key, value in headers.items()}
         limit = _int(lower.get("x-ratelimit-limit"))
         remaining = _int(lower.get("x-ratelimit-remaining"))
@@ -148,10 +155,8 @@ class RateLimiter:
             if limit is None or remaining is None:
                 return  # this server (or proxy) does not advertise a budget
             self.limit = limit
-            if self._stale:
-                self._stale -= 1
-                if self._floor is not None and remaining < self._floor:
-                    return  # an old window's answer, late
+            if sent_at is not None and self._refilled_at is not None and sent_at < self._refilled_at:
+                return  # sent before the last refill: it may have been counted in the old window
             if self._floor is not None and remaining > self._floor + self._floor_slack:
                 # Remaining went up: the server opened a new window before we thought it would.
                 if self._opened_at is not None:
@@ -162,7 +167,7 @@ class RateLimiter:
                 self._remaining = remaining - others
                 self._opened_here(now, remaining, limit)
                 self._floor, self._floor_slack = remaining, others
-                self._stale = others
+                self._refilled_at = now
                 return
             if self._floor is None:  # the first answer of a window by our count
                 self._opened_here(now, remaining, limit)

@@ -47,6 +47,10 @@ _LEARN_PAD = 0.02
 _LEARN_PAD_MIN = 0.05
 _SHORTEST_WINDOW = 0.2  # seconds: a shorter measurement is noise (answers reordered), not a window
 _GROWTH = 1.25  # an assumed window that proved too short grows by this factor
+# Seconds: under load, concurrent answers reordered by the machine have mimicked a refill 1.0-1.5 s
+# after a window opened; a sooner "refill" is taken for that. A shorter window is still learnt
+# from a 429's Retry-After or X-RateLimit-Reset.
+_SHORTEST_REFILL = 3.0
 
 
 class RateLimiter:
@@ -157,7 +161,8 @@ class RateLimiter:
             self.limit = limit
             if sent_at is not None and self._refilled_at is not None and sent_at < self._refilled_at:
                 return  # sent before the last refill: it may have been counted in the old window
-            if self._floor is not None and remaining > self._floor + self._floor_slack:
+            too_soon = self._opened_at is not None and now - self._opened_at < _SHORTEST_REFILL
+            if self._floor is not None and remaining > self._floor + self._floor_slack and not too_soon:
                 # Remaining went up: the server opened a new window before we thought it would.
                 if self._opened_at is not None:
                     self._learn(now - self._opened_at, "refill")

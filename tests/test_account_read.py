@@ -34,6 +34,11 @@ def test_failed_account_read_lets_the_creates_422_speak_with_what_to_set(scripte
     text = str(caught.value)
     assert re.match(r"POST \S+/links HTTP 422", text), text
     assert "domain_id" in text and "default_domain_id extra" in text and re.search(r"GET \S+/account HTTP 40[34]", text)
+    assert text.count("The Domain field is required.") == 1, text  # the field's message said once
+    error = caught.value
+    assert error.errors == {"domain_id": ["The Domain field is required."]}
+    assert (error.status, error.method, error.path, error.conn_id) == (422, "POST", "/links", "linkstats_links_default")
+    assert error.url.startswith(scripted.url) and error.url.endswith("/links")
     assert [r["method"] for r in scripted.requests] == ["GET", "POST"]
     assert "domain_id" not in dict(scripted.requests[1]["form"])
 

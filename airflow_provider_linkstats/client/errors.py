@@ -71,6 +71,26 @@ class LinkstatsApiError(LinkstatsError):
             text += f". {hint}"
         super().__init__(text)
 
+    def reworded(self, message: str, kind: type[LinkstatsApiError] | None = None, **changes: Any) -> LinkstatsApiError:
+        """This error saying ``message`` instead, as ``kind`` (default: its own class), keeping where it
+        happened (method, URL, connection), its status and ``Retry-After`` unless ``changes`` sets them.
+        For a hook that knows the likely fix better than the client did, so the client's generic
+        ``hint`` is dropped (the message says the fix); raise it ``from`` this one. A 422's field
+        errors are kept, and described once: ``message`` usually starts with this one's."""
+        where = {
+            "status": self.status,
+            "method": self.method,
+            "path": self.path,
+            "retry_after": self.retry_after,
+            "url": self.url,
+            "conn_id": self.conn_id,
+        }
+        cls = kind or type(self)
+        error = cls.__new__(cls)
+        error.__dict__.update(self.__dict__)  # a 422's ``errors`` among them
+        LinkstatsApiError.__init__(error, message, **{**where, **changes})
+        return error
+
 
 class LinkstatsAuthError(LinkstatsApiError):
     """401 or 403: the API key is missing, wrong or lacks permission."""

@@ -62,15 +62,9 @@ class RetryPolicy:
         """The error to raise when a Retry-After was too long: it says what to change."""
         if not (isinstance(error, LinkstatsRateLimitError) and self.asks_too_long(error)):
             return error
-        return LinkstatsRateLimitError(
+        return error.reworded(
             f"{error.message}; the service asked to wait {error.retry_after:.0f} s, more than "
-            f"max_rate_limit_wait ({self.max_rate_limit_wait:.0f} s, a connection extra)",
-            status=error.status,
-            method=error.method,
-            path=error.path,
-            retry_after=error.retry_after,
-            url=error.url,
-            conn_id=error.conn_id,
+            f"max_rate_limit_wait ({self.max_rate_limit_wait:.0f} s, a connection extra)"
         )
 
     def retrying(self, request: ApiRequest, log: logging.Logger) -> tenacity.Retrying:

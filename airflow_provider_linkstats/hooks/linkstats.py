@@ -547,15 +547,9 @@ class LinkstatsLinksHook(LinkstatsBaseHook):
             return super().create_record(fields)
         except LinkstatsValidationError as error:
             if "domain_id" in error.errors and self._account_error is not None:
-                raise LinkstatsValidationError(
+                raise error.reworded(
                     f"{error.message}: give domain_id, or set the connection's default_domain_id extra "
-                    f"(reading the account's default domain failed: {self._account_error})",
-                    errors=error.errors,
-                    status=error.status,
-                    method=error.method,
-                    path=error.path,
-                    url=error.url,
-                    conn_id=error.conn_id,
+                    f"(reading the account's default domain failed: {self._account_error})"
                 ) from error
             raise
 
@@ -654,14 +648,9 @@ class LinkstatsLinksHook(LinkstatsBaseHook):
         try:
             account = self.account
         except LinkstatsApiError as error:  # a proxy's 404, a key without account access: say what to set
-            raise type(error)(
+            raise error.reworded(
                 f"{error.message}; phpShort 44-45 reads expires_at in the account's time zone and reading it "
-                f"failed: set the timezone extra of connection {self.linkstats_conn_id!r} (e.g. Europe/Paris)",
-                status=error.status,
-                method=error.method,
-                path=error.path,
-                url=error.url,
-                conn_id=error.conn_id,
+                f"failed: set the timezone extra of connection {self.linkstats_conn_id!r} (e.g. Europe/Paris)"
             ) from error
         return str(account.get("timezone") or "UTC")
 
@@ -790,15 +779,9 @@ class LinkstatsAnalyticsHook(LinkstatsBaseHook):
             return super().create_record(fields, resource)
         except LinkstatsValidationError as error:
             if any("too many websites" in m.lower() for m in error.errors.get("domain", [])):
-                raise LinkstatsValidationError(
+                raise error.reworded(
                     f"{error.message}: the account's plan allows no more websites; delete unused websites or "
-                    f"upgrade the plan of the account behind connection {self.linkstats_conn_id!r}",
-                    errors=error.errors,
-                    status=error.status,
-                    method=error.method,
-                    path=error.path,
-                    url=error.url,
-                    conn_id=error.conn_id,
+                    f"upgrade the plan of the account behind connection {self.linkstats_conn_id!r}"
                 ) from error
             raise
         except LinkstatsAuthError as error:
@@ -816,13 +799,11 @@ class LinkstatsAnalyticsHook(LinkstatsBaseHook):
             try:
                 self.client.get(WEBSITES, record_id)
             except LinkstatsNotFoundError as missing:
-                raise LinkstatsNotFoundError(
+                raise error.reworded(
                     f"no website {record_id} (the update answered HTTP 500, a GET confirmed it is missing)",
+                    LinkstatsNotFoundError,
                     status=404,
-                    method=error.method,
-                    path=error.path,
-                    url=error.url,
-                    conn_id=error.conn_id,
+                    retry_after=None,
                 ) from missing
             raise
         except LinkstatsAuthError as error:
@@ -830,16 +811,11 @@ class LinkstatsAnalyticsHook(LinkstatsBaseHook):
                 raise
             raise self._plan_refused(error) from error
 
-    def _plan_refused(self, error: LinkstatsAuthError) -> LinkstatsAuthError:
-        return LinkstatsAuthError(
+    def _plan_refused(self, error: LinkstatsAuthError) -> LinkstatsApiError:
+        return error.reworded(
             f"{error.message}: the account's plan has no API access (phpAnalytics 3.5+ checks the plan's api "
             f"feature); upgrade the plan, or use the key of an account whose plan includes the API "
-            f"(connection {self.linkstats_conn_id!r})",
-            status=error.status,
-            method=error.method,
-            path=error.path,
-            url=error.url,
-            conn_id=error.conn_id,
+            f"(connection {self.linkstats_conn_id!r})"
         )
 
     def find(

@@ -42,14 +42,10 @@ RULES = {
 
 @pytest.fixture(scope="module")
 def emulator_49():
-    """The emulator serving phpShort 49 and phpAnalytics 31 (once it can: skipped before)."""
+    """The emulator serving phpShort 49 and phpAnalytics 31."""
     from airflow_provider_linkstats.emulator import Emulator
 
-    try:
-        running = Emulator(api_keys=(API_KEY,), links_version="49", analytics_version="31")
-    except TypeError:
-        pytest.skip("the emulator does not serve phpShort 49 yet")
-    with running:
+    with Emulator(api_keys=(API_KEY,), links_version="49", analytics_version="31") as running:
         yield running
 
 

@@ -272,11 +272,7 @@ def test_every_argument_reaches_the_emulators_phpshort_49_or_is_refused(monkeypa
     from airflow_provider_linkstats.emulator import Emulator
     from tests.conftest import API_KEY
 
-    try:
-        running = Emulator(api_keys=(API_KEY,), links_version="49", analytics_version="31")
-    except TypeError:
-        pytest.skip("the emulator does not serve phpShort 49 yet")
-    with running as emu:
+    with Emulator(api_keys=(API_KEY,), links_version="49", analytics_version="31") as emu:
         monkeypatch.setenv("AIRFLOW_CONN_LINKSTATS_LINKS_DEFAULT", connection_json(emu.url, api_version="auto"))
         hook = LinkstatsLinksHook()
         space, pixel = hook.create_space("every-arg"), hook.create_pixel("every-arg", "x", "abc123")

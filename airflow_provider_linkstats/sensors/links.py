@@ -174,15 +174,9 @@ class LinkstatsLinkExpiredSensor(BaseSensorOperator):
 
     def _poke_once(self, check: bool | None = None) -> RoundResult:
         """One round of the wait's plan; a failed watch raises its error, as fail-fast as an operator's."""
-        from airflow_provider_linkstats.waiting import plan
-        from airflow_provider_linkstats.waiting.plan import GETS_MAX, drive
+        from airflow_provider_linkstats.waiting.plan import drive
 
         watch = self._current_watch()
-        due = [i for i in watch.pending if watch.ends_by(i, plan.now())]
-        if len(due) > GETS_MAX and self._poll.dates_listed is None:  # many ends to confirm: where is cheaper
-            from airflow_provider_linkstats.waiting.version import links_dialect
-
-            self._poll.dates_listed = self._failing_fast(lambda: links_dialect(self.hook)).lists_date_expiry
         result = self._failing_fast(lambda: drive(self._poll.round(check=check), self.hook.client.call))
         if watch in result.failed:
             self._failing_fast(lambda: _raise(result.failed[watch]))

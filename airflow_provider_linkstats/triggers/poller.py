@@ -33,7 +33,7 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 MAX_CONNECTIONS = 2  # the pool of a poller: never one connection per link
-CHECK_BUDGET = 2  # the most that reads other than end confirmations add to one round
+BATCH = 7.0  # seconds an end may wait for the next ones, so one read confirms them all (Poll.confirm_at)
 
 
 @dataclass
@@ -74,7 +74,7 @@ class SharedPoller:
 
     def __init__(self, conn_id: str) -> None:
         self.conn_id = conn_id
-        self.poll = Poll(check_budget=CHECK_BUDGET)
+        self.poll = Poll(batch=BATCH)
         self.subscriptions: dict[Subscription, None] = {}  # an ordered set
         self._by_watch: dict[Watch, Subscription] = {}
         self._changed = asyncio.Event()
@@ -140,22 +140,15 @@ class SharedPoller:
                     self._finish(subscription, event)
 
     async def _poll(self, client: AsyncLinkstatsClient) -> None:
-        """Rounds at the pace of the smallest poke_interval (or at the next end), until no trigger is left."""
+        """Rounds when ``Poll.next_round`` says (the smallest poke_interval, or the next ends to
+        confirm), or later after a failure, until no trigger is left."""
         loop = asyncio.get_running_loop()
-        last: float | None = None
+        started, last = 0.0, None  # the last round, on the loop's clock and on the waits' clock
         extra_wait = 0.0
-        while True:
-            if not self.subscriptions:
-                self._close()
-                return
-            if last is not None:
-                interval = max(self.min_interval(), extra_wait)
-                wake = last + interval
-                end = self.poll.next_end()
-                if end is not None and not extra_wait:  # nothing to poll: sleep until the next end,
-                    every = [w.existence_check_every for w in self.poll.watches if w.existence_check_every > 0]
-                    cap = last + interval * min(every) if every else float("inf")  # or the next check
-                    wake = max(wake, min(loop.time() + end - plan.now(), cap))
+        while self.subscriptions:
+            self.poll.interval = self.min_interval()
+            if last is not None:  # the time to the next round, counted on the loop's clock from the last one
+                wake = started + max(self.poll.next_round(last) - last, extra_wait)
                 if wake > loop.time():
                     self._changed.clear()
                     try:
@@ -163,10 +156,9 @@ class SharedPoller:
                     except asyncio.TimeoutError:
                         pass
                     continue  # woken early: a trigger came or went, so the pace may have changed
-                if end is not None and self.min_interval() > 0:  # intervals slept through towards the next check
-                    self.poll.rounds_since_check += max(0, int((loop.time() - last) / self.min_interval()) - 1)
-            last = loop.time()
-            extra_wait = await self._round(client)
+            started, last = loop.time(), plan.now()
+            extra_wait = await self._round(client, last)
+        self._close()
 
     async def _open_client(self) -> AsyncLinkstatsClient:
         from airflow_provider_linkstats.client.aio import KEEP_ALIVE_MAX_IDLE
@@ -187,7 +179,7 @@ class SharedPoller:
         if by_conn.get(self.conn_id) is self:
             del by_conn[self.conn_id]
 
-    async def _round(self, client: AsyncLinkstatsClient) -> float:
+    async def _round(self, client: AsyncLinkstatsClient, now: float) -> float:
         """One round for every subscription; the extra wait a failure asks for."""
         self.rounds += 1
         members = list(self.subscriptions)
@@ -199,15 +191,6 @@ class SharedPoller:
             return await client.call(request)
 
         try:
-            now = plan.now()
-            if self.poll.dates_listed is None and self.poll.many_due(now):  # asked once, when it matters
-                from airflow_provider_linkstats.waiting.version import async_links_dialect
-
-                try:
-                    dialect = await async_links_dialect(self.hook, _Counted(client, self))
-                    self.poll.dates_listed = dialect.lists_date_expiry
-                except LinkstatsError as error:  # not worth failing waits for: confirmed the longer way
-                    log.warning("Could not tell the links service's version (%s)", error)
             result = await adrive(self.poll.round(now), call)
         except LinkstatsError as error:
             return self._failed(error, members)
@@ -243,14 +226,3 @@ class SharedPoller:
         """The trigger's wait is over: it leaves now, and yields ``event``."""
         self.leave(subscription)
         subscription.notes.put_nowait(Note(event=event))
-
-
-class _Counted:
-    """The client, its requests counted with the poller's (the version probe)."""
-
-    def __init__(self, client: AsyncLinkstatsClient, poller: SharedPoller) -> None:
-        self.client, self.poller, self.root = client, poller, client.root
-
-    async def call(self, request: ApiRequest) -> ApiResponse:
-        self.poller.requests += 1
-        return await self.client.call(request)

@@ -89,30 +89,6 @@ async def adrive(plan: Plan[T], call: Callable[[ApiRequest], Awaitable[ApiRespon
         return stop.value
 
 
-class Budgeted:
-    """A plan run a few requests at a time across rounds (a fleet-wide check must not make one
-    round dear): ``result = yield from budgeted.step(2)`` is None until the plan has finished."""
-
-    def __init__(self, plan: Plan[T]) -> None:
-        self.plan = plan
-        self.request: ApiRequest | None = next(plan, None)  # type: ignore[arg-type]
-        self.spent = 0
-
-    def step(self, budget: int) -> Plan[Any]:
-        for _ in range(budget):
-            self.spent += 1
-            try:
-                try:
-                    response = yield self.request  # type: ignore[misc]
-                except LinkstatsApiError as error:
-                    self.request = self.plan.throw(error)
-                else:
-                    self.request = self.plan.send(response)
-            except StopIteration as stop:
-                return stop.value
-        return None
-
-
 # -- the page walker and the reads ---------------------------------------------------------------------
 
 

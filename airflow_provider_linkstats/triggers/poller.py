@@ -161,17 +161,10 @@ class SharedPoller:
         self._close()
 
     async def _open_client(self) -> AsyncLinkstatsClient:
-        from airflow_provider_linkstats.client.aio import KEEP_ALIVE_MAX_IDLE
-        from airflow_provider_linkstats.client.retry import RetryPolicy
         from airflow_provider_linkstats.hooks.linkstats import LinkstatsLinksHook
 
-        self.hook = LinkstatsLinksHook(self.conn_id)  # keeps the version, once asked
-        return await self.hook.get_async_client(
-            # One attempt per poll: the poll loop is the retry, paced by poke_interval.
-            retry=RetryPolicy(max_retries=0),
-            keep_alive=self.min_interval() <= KEEP_ALIVE_MAX_IDLE,
-            max_connections=MAX_CONNECTIONS,
-        )
+        self.hook = LinkstatsLinksHook(self.conn_id)
+        return await self.hook.get_polling_client(self.min_interval(), MAX_CONNECTIONS)
 
     def _close(self) -> None:
         self._closing = True

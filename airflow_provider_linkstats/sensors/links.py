@@ -105,7 +105,8 @@ class LinkstatsLinkExpiredSensor(BaseSensorOperator):
 
     def execute(self, context: Any) -> Any:
         started = time.time()
-        self._watch = self._failing_fast(self._watch_from_inputs)  # rendered by now; before any request
+        self._watch = None
+        self._current_watch()  # rendered by now: validated before any request
         try:
             if self.deferrable:
                 result = self._first_poke()
@@ -169,34 +170,23 @@ class LinkstatsLinkExpiredSensor(BaseSensorOperator):
 
     def _current_watch(self) -> Watch:
         if getattr(self, "_watch", None) is None:
-            self._watch = self._failing_fast(self._watch_from_inputs)
+            from airflow_provider_linkstats.outcomes import failing_fast
+
+            with failing_fast():
+                self._watch = self._watch_from_inputs()
         return self._watch
 
     def _poke_once(self, check: bool | None = None) -> RoundResult:
         """One round of the wait's plan; a failed watch raises its error, as fail-fast as an operator's."""
+        from airflow_provider_linkstats.outcomes import failing_fast
         from airflow_provider_linkstats.waiting.plan import drive
 
         watch = self._current_watch()
-
-        def poke() -> RoundResult:
+        with failing_fast():
             result = drive(self._poll.round(check=check), self.hook.client.call)
             if watch in result.failed:
                 raise result.failed[watch]
-            return result
-
-        return self._failing_fast(poke)
-
-    @staticmethod
-    def _failing_fast(step: Callable[[], Any]) -> Any:
-        """Run ``step``; an error no retry can mend fails the task (``outcomes.fail_fast``)."""
-        from airflow_provider_linkstats.client.errors import LinkstatsError
-        from airflow_provider_linkstats.outcomes import fail_fast
-
-        try:
-            return step()
-        except LinkstatsError as error:
-            fail_fast(error)
-            raise
+        return result
 
     def _first_poke(self) -> RoundResult:
         """The worker's one poke before deferring, failing as a poke in BaseSensorOperator would."""

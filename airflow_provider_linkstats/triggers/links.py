@@ -143,7 +143,7 @@ class LinkstatsLinkExpiredTrigger(BaseTrigger):
                     note = await asyncio.wait_for(subscription.notes.get(), remaining)
                 except asyncio.TimeoutError:
                     message = f"{watch.describe()} did not expire before the sensor's timeout ({self.deadline})"
-                    yield TriggerEvent({"status": "timeout", "message": message, "pending": subscription.pending})
+                    yield TriggerEvent({"status": "timeout", "message": message, "pending": list(watch.pending)})
                     return
                 if note.event is not None:
                     if note.event["status"] == "success":

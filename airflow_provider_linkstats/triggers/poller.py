@@ -55,10 +55,6 @@ class Subscription:
         self.failures = 0
         self.notes: asyncio.Queue[Note] = asyncio.Queue()
 
-    @property
-    def pending(self) -> list[int]:
-        return list(self.watch.pending)
-
 
 # Pollers of each running event loop, by connection id. A loop that ends takes its pollers along.
 _POLLERS: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[str, SharedPoller]] = weakref.WeakKeyDictionary()
@@ -75,8 +71,7 @@ class SharedPoller:
     def __init__(self, conn_id: str) -> None:
         self.conn_id = conn_id
         self.poll = Poll(batch=BATCH)
-        self.subscriptions: dict[Subscription, None] = {}  # an ordered set
-        self._by_watch: dict[Watch, Subscription] = {}
+        self.subscriptions: dict[Watch, Subscription] = {}  # by watch, in the order they joined
         self._changed = asyncio.Event()
         self._closing = False
         # What it cost so far (for logs and benchmarks): rounds, requests, the most requests one
@@ -100,20 +95,18 @@ class SharedPoller:
         poller = by_conn.get(conn_id)
         if poller is None or poller._closing:
             poller = by_conn[conn_id] = cls(conn_id)
-        poller.subscriptions[subscription] = None
+        poller.subscriptions[subscription.watch] = subscription
         poller.poll.add(subscription.watch)
-        poller._by_watch[subscription.watch] = subscription
         poller._changed.set()
         return poller
 
     def leave(self, subscription: Subscription) -> None:
-        self.subscriptions.pop(subscription, None)
+        self.subscriptions.pop(subscription.watch, None)
         self.poll.remove(subscription.watch)
-        self._by_watch.pop(subscription.watch, None)
         self._changed.set()
 
     def min_interval(self) -> float:
-        return min((s.interval for s in self.subscriptions), default=0.0)
+        return min((s.interval for s in self.subscriptions.values()), default=0.0)
 
     # -- the loop ------------------------------------------------------------------------------
 
@@ -125,7 +118,7 @@ class SharedPoller:
             self._close()
             message = f"connection {self.conn_id!r} is unusable: {describe(error)}"
             event = {"status": "error", "reason": "connection", "message": message}
-            for subscription in list(self.subscriptions):
+            for subscription in list(self.subscriptions.values()):
                 self._finish(subscription, event)
             return
         self.limiter = client.limiter
@@ -136,7 +129,7 @@ class SharedPoller:
                 log.exception("The shared poller of connection %r failed", self.conn_id)
                 self._close()
                 event = {"status": "error", "reason": "poller", "message": f"the shared poller failed: {error!r}"}
-                for subscription in list(self.subscriptions):
+                for subscription in list(self.subscriptions.values()):
                     self._finish(subscription, event)
 
     async def _poll(self, client: AsyncLinkstatsClient) -> None:
@@ -175,7 +168,7 @@ class SharedPoller:
     async def _round(self, client: AsyncLinkstatsClient, now: float) -> float:
         """One round for every subscription; the extra wait a failure asks for."""
         self.rounds += 1
-        members = list(self.subscriptions)
+        members = list(self.subscriptions.values())
         self.link_polls += len(members)
         before = self.requests
 
@@ -190,17 +183,17 @@ class SharedPoller:
         finally:
             self.max_round_requests = max(self.max_round_requests, self.requests - before)
         self._deliver(result, members)
-        log.debug("Round %d (%s): %d requests", self.rounds, result.mode, self.requests - before)
+        log.debug("Round %d: %d requests", self.rounds, self.requests - before)
         return 0.0
 
     def _deliver(self, result: RoundResult, members: list[Subscription]) -> None:
         for subscription in members:
             subscription.failures = 0
         for watch, records in result.expired.items():
-            if (member := self._by_watch.get(watch)) is not None:
+            if (member := self.subscriptions.get(watch)) is not None:
                 self._finish(member, {"status": "success", "links": records})
         for watch, error in result.failed.items():
-            if (member := self._by_watch.get(watch)) is not None:
+            if (member := self.subscriptions.get(watch)) is not None:
                 self._finish(member, error_event(error))
 
     def _failed(self, error: LinkstatsError, subscriptions: list[Subscription]) -> float:

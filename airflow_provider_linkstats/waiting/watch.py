@@ -1,26 +1,18 @@
 """One wait (``Watch``) and the rounds that answer many of them at once (``Poll``), without I/O.
 
 A link ends in one of two ways. Its **end time** is in its record (phpShort 44-45 ``ends_at``,
-46+ ``active_period_end_at``), so nothing needs polling for it: the wait sleeps until then and
-confirms with one read of the record (which also shows an end moved later or earlier). Its
-**click limit** is only seen by asking: the Expired listing (``status=2``) lists links that
-reached it, on every version, so only those links are polled, one walk per round for every wait
-of a connection (or one request per alias when a few aliases cost less than the walk).
+46+ ``active_period_end_at``): nothing needs polling for it, the wait sleeps until then and
+confirms with a read of the record (``Poll.confirm_at``: the shared poller lets an end wait a few
+seconds for the next ones, so one read confirms several). Its **click limit** is only seen by
+asking: the Expired listing (``status=2``) lists links that reached it on every version.
 
-A round, for every watch at once:
-
-1. finds the link of a watch that knows only an alias;
-2. reads the records that are due (``read_links``: a GET each for a few, else the All listing per
-   page): links whose known end has passed (at once), and, within ``check_budget`` requests a
-   round, links never read, watches not yet checked, and every ``existence_check_every`` rounds
-   all pending links (a deleted link never shows as Expired, so this is how a wait learns it);
-3. asks the Expired listing about the links that can end by clicks (a limit, or no end time) and
-   that no read answered this round.
-
-A record read decides by itself (``LinkTiming.ended``): end passed or click limit reached. A
-window that has not started yet (46+) is not an end: the wait goes on until the window closes.
-A watch is over when all its links are ended in the same round; a 404 or an alias that belongs
-to another link ends it with that error.
+A round, for every watch at once: finds the link of a watch that knows only an alias; asks the
+Expired listing about the links only clicks can end (one walk, or one request per alias when that
+is cheaper); reads (``read_links``) the ends due, links never read, and every
+``existence_check_every`` rounds the pending links (a deleted link never shows as Expired). A
+record decides by itself (``LinkTiming.ended``); a window not started yet (46+) is not an end. A
+watch is over when all its links are ended in the same round; a 404 or an alias that belongs to
+another link ends it with that error.
 """
 
 from __future__ import annotations
@@ -206,7 +198,6 @@ class RoundResult:
 
     expired: dict[Watch, list[JsonDict]] = field(default_factory=dict)
     failed: dict[Watch, LinkstatsError] = field(default_factory=dict)
-    mode: str = "idle"  # how the Expired listing was asked: "walk", "filtered" or "idle"
 
 
 class Poll:
@@ -305,7 +296,7 @@ class Poll:
         asked = [i for i in linked if not (few and i in to_read) and any(w.by_clicks(i) for w in live if i in w.link_ids)]
         found: dict[int, JsonDict] = {}
         if asked:
-            found = yield from self._listing(asked, live, result, [i for i in pending if i not in asked])
+            found = yield from self._listing(asked, live, [i for i in pending if i not in asked])
         # 4. one read for the rest: a record decides by itself (end passed, clicks at the limit)
         records: dict[int, JsonDict | None] = {}
         if rest := [i for i in to_read if i not in found]:
@@ -329,17 +320,15 @@ class Poll:
                 watch.verified = True
         return result
 
-    def _listing(self, asked: list[int], live: list[Watch], result: RoundResult, riders: list[int]) -> Plan[dict[int, JsonDict]]:
+    def _listing(self, asked: list[int], live: list[Watch], riders: list[int]) -> Plan[dict[int, JsonDict]]:
         """The asked links the Expired listing holds: one request per alias when a few aliases cost
         less than the walk (what the last walk cost), else one walk for them and the riders."""
         aliases = {w.link_ids[0]: w.alias for w in live if w.single and w.alias}
         found: dict[int, JsonDict] = {}
         if all(i in aliases for i in asked) and len(asked) <= (self.expired_pages or 1):
-            result.mode = "filtered"
             for link_id in asked:
                 found.update((yield from expired_listed([link_id], aliases[link_id]))[0])
             return found
-        result.mode = "walk"
         found, pages = yield from expired_listed([*asked, *riders])
         # A walk that did not find everything went to the last page: its cost is the listing's size.
         self.expired_pages = pages if len(found) < len(asked) + len(riders) else max(self.expired_pages or 0, pages)

@@ -98,25 +98,10 @@ T = TypeVar("T")
 Plan = Generator["ApiRequest", "ApiResponse", T]
 
 
-def drive(plan: Plan[T], call: Callable[[ApiRequest], ApiResponse]) -> T:
+async def adrive(plan: Plan[T], call: Callable[[ApiRequest], Awaitable[ApiResponse]]) -> T:
     """Run ``plan``: it yields each ``ApiRequest``, receives its ``ApiResponse`` (or has the
     transport's ``LinkstatsApiError`` thrown in, for it to decide what the error means) and returns
     what it learnt. ``call`` sends a request (with retries) and returns its answer, or raises."""
-    try:
-        request = next(plan)
-        while True:
-            try:
-                response = call(request)
-            except LinkstatsApiError as error:
-                request = plan.throw(error)
-            else:
-                request = plan.send(response)
-    except StopIteration as stop:
-        return stop.value
-
-
-async def adrive(plan: Plan[T], call: Callable[[ApiRequest], Awaitable[ApiResponse]]) -> T:
-    """``drive`` with an async ``call`` (the triggerer): the same requests, the same reading."""
     try:
         request = next(plan)
         while True:
@@ -128,6 +113,22 @@ async def adrive(plan: Plan[T], call: Callable[[ApiRequest], Awaitable[ApiRespon
                 request = plan.send(response)
     except StopIteration as stop:
         return stop.value
+
+
+def drive(plan: Plan[T], call: Callable[[ApiRequest], ApiResponse]) -> T:
+    """``adrive`` with a synchronous ``call`` (a worker): the same requests, the same reading. The
+    coroutine never suspends, so one step runs it to the end without an event loop."""
+
+    async def acall(request: ApiRequest) -> ApiResponse:
+        return call(request)
+
+    running = adrive(plan, acall)
+    try:
+        running.send(None)
+    except StopIteration as stop:
+        return stop.value
+    running.close()
+    raise RuntimeError("drive: the call suspended; use adrive in an event loop")
 
 
 def api_root(base_url: str) -> str:

@@ -183,8 +183,10 @@ def test_a_record_read_refreshes_an_end_moved_later_or_earlier(moved):
 @pytest.mark.parametrize("generation", ["44", "49"])
 def test_ends_close_together_are_confirmed_by_one_read_for_all(generation):
     ends = NOW + dt.timedelta(minutes=1)
-    make = (lambda i: v44(i, ends=ends + dt.timedelta(seconds=i))) if generation == "44" else (
-        lambda i: v49(i, end=ends + dt.timedelta(seconds=i))
+    make = (
+        (lambda i: v44(i, ends=ends + dt.timedelta(seconds=i)))
+        if generation == "44"
+        else (lambda i: v49(i, end=ends + dt.timedelta(seconds=i)))
     )
     records = [make(i) for i in range(1, 21)]
     service = Service(records, generation=generation)

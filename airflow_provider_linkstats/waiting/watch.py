@@ -241,7 +241,10 @@ class Poll:
         """Whether a round at ``now`` confirms the ends that passed: their batch is complete, or the
         next round (an interval on) would come after the earliest one's ``batch`` seconds."""
         batch = self.confirm_at()
-        return batch is not None and batch[0] <= now and (batch[1] <= now or now + self.interval > batch[0] + self.batch)
+        if batch is None or batch[0] > now:
+            return False
+        first, complete = batch
+        return complete <= now or now + self.interval > first + self.batch
 
     def next_end(self) -> float | None:
         """When to confirm the next ends, if nothing needs polling meanwhile (None: poll at the interval)."""
@@ -292,8 +295,9 @@ class Poll:
         # it needs no read (a few links about to be read anyway are not asked). A walk happening
         # anyway asks about every pending link (on 44-45 it sees a date end early too).
         few = len(to_read) <= GETS_MAX
-        linked = dict.fromkeys(i for w in live for i in w.link_ids)  # ended ones too: a watch ends when all are, at once
-        asked = [i for i in linked if not (few and i in to_read) and any(w.by_clicks(i) for w in live if i in w.link_ids)]
+        linked = dict.fromkeys(i for w in live for i in w.link_ids)  # ended ones too: a watch ends when all do at once
+        clicks = {i for w in live for i in w.link_ids if w.by_clicks(i)}
+        asked = [i for i in linked if i in clicks and not (few and i in to_read)]
         found: dict[int, JsonDict] = {}
         if asked:
             found = yield from self._listing(asked, live, [i for i in pending if i not in asked])

@@ -14,7 +14,8 @@ Cheap to import (operators import it on every parse): Airflow's exceptions are i
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import contextlib
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 from airflow_provider_linkstats.client.errors import (
@@ -38,6 +39,16 @@ def fail_fast(error: LinkstatsError) -> None:
 
     suffix = STOPPED if _is_gone(error) else ""
     raise AirflowFailException(f"{type(error).__name__}: {error}{suffix}") from error
+
+
+@contextlib.contextmanager
+def failing_fast() -> Iterator[None]:
+    """Within it, an error no retry can mend fails the task (``fail_fast``); others pass as they are."""
+    try:
+        yield
+    except LinkstatsError as error:
+        fail_fast(error)
+        raise
 
 
 def error_event(error: BaseException) -> dict[str, Any]:

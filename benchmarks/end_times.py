@@ -169,7 +169,7 @@ def _answer(response_class: Any, payload: Any) -> Any:
 
 
 def simulate_hour(waits: int = 1000, interval: float = 60.0, every: int = 10, seed: int = 7) -> dict[str, Any]:
-    from airflow_provider_linkstats.triggers.poller import CHECK_BUDGET
+    from airflow_provider_linkstats.triggers.poller import BATCH
     from airflow_provider_linkstats.waiting.plan import drive
     from airflow_provider_linkstats.waiting.watch import Poll, Watch
 
@@ -190,26 +190,16 @@ def simulate_hour(waits: int = 1000, interval: float = 60.0, every: int = 10, se
     }
     account = CannedAccount(records)
     watches = [Watch.from_inputs(link_id=record, existence_check_every=every) for record in records.values()]
-    poll = Poll(watches, check_budget=CHECK_BUDGET)
-    now, last, rounds, fired, delays = start, None, 0, 0, []
+    poll = Poll(watches, interval=interval, batch=BATCH)
+    now, rounds, fired, delays = start, 0, 0, []
     while poll.watches and now <= start + 3600 + 2 * interval:
-        if poll.dates_listed is None and poll.many_due(now):  # the poller asks the version once (one GET)
-            account.requests += 1
-            poll.dates_listed = False  # phpShort 49
         result = drive(poll.round(now), account)
         rounds += 1
         for watch, got in result.expired.items():
             poll.remove(watch)
             fired += 1
             delays.append(now - ends[got[0]["id"] - 1])
-        last = now
-        # The shared poller's pace: an interval, or (nothing to poll) the next end, capped by the next check.
-        wake = last + interval
-        end = poll.next_end()
-        if end is not None:
-            wake = max(wake, min(end, last + interval * every))
-            poll.rounds_since_check += max(0, int((wake - last) / interval) - 1)
-        now = wake
+        now = poll.next_round(now)  # the shared poller's pace
     # Polling on 44-45: a walk of the Expired listing each interval (at least one page), plus the
     # existence check of the pending links every 10 intervals (the All listing, ceil(pending / 100)).
     polling, expired, pending = 0, 0, waits

@@ -319,7 +319,7 @@ def test_a_failed_poll_counts_against_each_triggers_own_failure_budget(links_con
     assert [r["path"] for r in emu.stats.requests()][2:] == [f"{LISTING}/{link['id']}" for link in links[2:]]
 
 
-def test_a_fleet_wide_existence_check_spreads_over_rounds_at_two_requests_each(links_conn):
+def test_a_fleet_wide_existence_check_costs_pages_not_links(links_conn):
     emu = links_conn
     links = create_links(250, "spread", expiration_clicks=5)
     deleted = links[-1]
@@ -327,7 +327,7 @@ def test_a_fleet_wide_existence_check_spreads_over_rounds_at_two_requests_each(l
     emu.stats.reset()
 
     async def scenario():
-        # Not verified: the fleet checks all 250 links exist, 2 requests a round at most.
+        # Not verified: the fleet checks that all 250 links exist, in one read.
         tasks = [asyncio.create_task(consume(waiting(link, 0.1, verified=False))) for link in links]
         gone = await asyncio.wait_for(tasks[-1], 10)
         poller = pollers()["linkstats_links_default"]
@@ -344,6 +344,4 @@ def test_a_fleet_wide_existence_check_spreads_over_rounds_at_two_requests_each(l
     gets = [r["path"] for r in requests if r["path"] != LISTING]
     assert all_pages == ["1", "2", "3"]  # 249 links: 3 pages of the All listing, once
     assert gets == [f"{LISTING}/{deleted['id']}"]  # only the link the listing did not show
-    assert rounds == 2  # pages 1-2 in the first round, page 3 and the GET in the second
-    # Each round: one page of the (empty) Expired listing, plus at most 2 for the check.
-    assert poller.max_round_requests <= 1 + 2
+    assert rounds == 1  # the first round read them all (the records answer it: no Expired listing)

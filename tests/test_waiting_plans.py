@@ -180,19 +180,66 @@ def test_a_record_read_refreshes_an_end_moved_later_or_earlier(moved):
         assert run_round(poll, service, ends + moved + dt.timedelta(seconds=1)).expired
 
 
-def test_ends_close_together_are_confirmed_by_one_read_for_all():
+@pytest.mark.parametrize("generation", ["44", "49"])
+def test_ends_close_together_are_confirmed_by_one_read_for_all(generation):
     ends = NOW + dt.timedelta(minutes=1)
-    records = [v44(i, ends=ends + dt.timedelta(seconds=i)) for i in range(1, 21)]
-    service = Service(records)
-    poll = Poll([Watch.from_inputs(link_id=r) for r in records], check_budget=2)
+    make = (
+        (lambda i: v44(i, ends=ends + dt.timedelta(seconds=i)))
+        if generation == "44"
+        else (lambda i: v49(i, end=ends + dt.timedelta(seconds=i)))
+    )
+    records = [make(i) for i in range(1, 21)]
+    service = Service(records, generation=generation)
+    poll = Poll([Watch.from_inputs(link_id=r) for r in records])
     assert not run_round(poll, service).expired and service.sent == []
     result = run_round(poll, service, ends + dt.timedelta(seconds=25))
     assert len(result.expired) == 20
-    assert service.paths() == ["/links?status=2&per_page=100"]  # where only expired links are (44-45)
-    v49_poll = Poll([Watch.from_inputs(link_id=r) for r in records], dates_listed=False)  # 46+: not there
-    service.sent.clear()
-    assert len(run_round(v49_poll, service, ends + dt.timedelta(seconds=25)).expired) == 20
+    # One page of the All listing, newest first: where the watched links are, on every version
+    # (phpShort 46+ never lists an ended window under Expired).
     assert service.paths() == ["/links?status=0&per_page=100&sort_by=id&sort=desc"]
+
+
+def fire_all(poll: Poll, service: Service, ends: dict[int, dt.datetime], start: float) -> tuple[list[int], list[float]]:
+    """Run rounds when ``poll.next_round`` says, as the shared poller does, until every watch fired:
+    the requests each round sent, and how long after its end each wait fired."""
+    now, costs, delays = start, [], []
+    while poll.watches:
+        before = len(service.sent)
+        result = run_round(poll, service, dt.datetime.fromtimestamp(now, dt.timezone.utc))
+        for watch, records in result.expired.items():
+            poll.remove(watch)
+            delays.append(now - ends[records[0]["id"]].timestamp())
+        costs.append(len(service.sent) - before)
+        now = poll.next_round(now)
+    return costs, delays
+
+
+def test_the_shared_poller_batches_end_confirmations_and_each_waits_at_most_the_batch():
+    # 20 links ending one every 3 s (phpShort 49 keeps seconds), rounds every 5 s at most.
+    ends = {i: NOW + dt.timedelta(seconds=60 + 3 * i) for i in range(1, 21)}
+    records = [v49(i, start=NOW - dt.timedelta(hours=1), end=end) for i, end in ends.items()]
+    service = Service(records, generation="49")
+
+    def poll(batch: float) -> Poll:
+        return Poll([Watch.from_inputs(link_id=r, existence_check_every=0) for r in records], interval=5, batch=batch)
+
+    alone, alone_delays = fire_all(poll(0), service, ends, T0)
+    service.sent.clear()
+    batched, delays = fire_all(poll(7), service, ends, T0)
+    # Each end confirmed at once: a read per poke interval in which something ended.
+    assert sum(alone) >= 12 and max(alone_delays) <= 5
+    # Batched: an end waits (7 s at most) for the ends after it, then one page confirms them all.
+    assert sum(batched) <= 7 and max(delays) <= 7
+    assert all(path.startswith("/links?status=0") for path in service.paths()[1:])
+
+
+def test_a_lone_end_is_confirmed_at_once_even_when_batching():
+    ends = NOW + dt.timedelta(minutes=1)
+    service = Service([v49(1, end=ends)], generation="49")
+    poll = Poll([Watch.from_inputs(link_id=v49(1, end=ends), existence_check_every=0)], interval=5, batch=7)
+    assert poll.next_end() == poll.next_round(T0) == ends.timestamp()  # no other end to wait for
+    costs, delays = fire_all(poll, service, {1: ends}, T0)
+    assert sum(costs) == 1 and delays == [0.0]
 
 
 def test_only_click_limits_are_polled_and_by_the_expired_listing():

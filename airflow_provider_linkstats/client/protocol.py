@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Generator, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 from urllib.parse import urlencode
 
 from airflow_provider_linkstats.client.contract import (
@@ -90,6 +90,45 @@ class ApiResponse:
 class Page:
     items: list[dict[str, Any]]
     has_next: bool
+
+
+# -- plans: request/answer exchanges as generators, and the one stepper that runs them ------------
+
+T = TypeVar("T")
+Plan = Generator["ApiRequest", "ApiResponse", T]
+
+
+async def adrive(plan: Plan[T], call: Callable[[ApiRequest], Awaitable[ApiResponse]]) -> T:
+    """Run ``plan``: it yields each ``ApiRequest``, receives its ``ApiResponse`` (or has the
+    transport's ``LinkstatsApiError`` thrown in, for it to decide what the error means) and returns
+    what it learnt. ``call`` sends a request (with retries) and returns its answer, or raises."""
+    try:
+        request = next(plan)
+        while True:
+            try:
+                response = await call(request)
+            except LinkstatsApiError as error:
+                request = plan.throw(error)
+            else:
+                request = plan.send(response)
+    except StopIteration as stop:
+        return stop.value
+
+
+def drive(plan: Plan[T], call: Callable[[ApiRequest], ApiResponse]) -> T:
+    """``adrive`` with a synchronous ``call`` (a worker): the same requests, the same reading. The
+    coroutine never suspends, so one step runs it to the end without an event loop."""
+
+    async def acall(request: ApiRequest) -> ApiResponse:
+        return call(request)
+
+    running = adrive(plan, acall)
+    try:
+        running.send(None)
+    except StopIteration as stop:
+        return stop.value
+    running.close()
+    raise RuntimeError("drive: the call suspended; use adrive in an event loop")
 
 
 def api_root(base_url: str) -> str:

@@ -252,7 +252,7 @@ class LinkstatsBaseHook(BaseHook):
         """``dialect`` for the triggerer: the extra, the cached answer, or one probe through ``client``."""
         if self._dialect is None:
             from airflow_provider_linkstats.client.detection import detect
-            from airflow_provider_linkstats.waiting.plan import adrive
+            from airflow_provider_linkstats.client.protocol import adrive
 
             try:
                 dialect = await adrive(detect(self.resource.service), client.call)
@@ -368,6 +368,17 @@ class LinkstatsBaseHook(BaseHook):
         if len(self._roots) > 1:
             client = await self._alocate(client, options)
         return client
+
+    async def get_polling_client(self, interval: float, max_connections: int) -> AsyncLinkstatsClient:
+        """``get_async_client`` for a poll loop in the triggerer: one attempt per request (the loop,
+        paced by ``interval``, is the retry), connections kept alive only if polls come that often."""
+        from airflow_provider_linkstats.client.retry import RetryPolicy
+        from airflow_provider_linkstats.client.settings import KEEP_ALIVE_MAX_IDLE
+
+        keep_alive = interval <= KEEP_ALIVE_MAX_IDLE
+        return await self.get_async_client(
+            retry=RetryPolicy(max_retries=0), keep_alive=keep_alive, max_connections=max_connections
+        )
 
     async def _alocate(self, client: AsyncLinkstatsClient, options: dict[str, Any]) -> AsyncLinkstatsClient:
         """``_locate`` for the async client: the same plan, driven with ``await``."""
@@ -680,9 +691,8 @@ class LinkstatsLinksHook(LinkstatsBaseHook):
 
         from airflow_provider_linkstats.client.records import status_listing
         from airflow_provider_linkstats.client.validation import validate_list_params
-        from airflow_provider_linkstats.waiting.version import links_dialect
 
-        sent, keep = status_listing(validate_list_params(LINKS, filters), links_dialect(self))
+        sent, keep = status_listing(validate_list_params(LINKS, filters), self.dialect)
         if keep is None:
             return super().iter_records(sent, max_items, resource)
         kept = filter(keep, super().iter_records(sent, None, resource))

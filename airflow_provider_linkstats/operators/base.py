@@ -42,14 +42,10 @@ def fails_fast(execute: Execute) -> Execute:
 
     @functools.wraps(execute)
     def run(self: BaseOperator, context: Any, *args: Any, **kwargs: Any) -> Any:
-        from airflow_provider_linkstats.client.errors import LinkstatsError
-        from airflow_provider_linkstats.outcomes import fail_fast
+        from airflow_provider_linkstats.outcomes import failing_fast
 
-        try:
+        with failing_fast():
             return execute(self, context, *args, **kwargs)
-        except LinkstatsError as error:
-            fail_fast(error)
-            raise
 
     return run  # type: ignore[return-value]
 

@@ -105,7 +105,8 @@ class LinkstatsLinkExpiredSensor(BaseSensorOperator):
 
     def execute(self, context: Any) -> Any:
         started = time.time()
-        self._watch = self._failing_fast(self._watch_from_inputs)  # rendered by now; before any request
+        self._watch = None
+        self._current_watch()  # rendered by now: validated before any request
         try:
             if self.deferrable:
                 result = self._first_poke()
@@ -169,36 +170,23 @@ class LinkstatsLinkExpiredSensor(BaseSensorOperator):
 
     def _current_watch(self) -> Watch:
         if getattr(self, "_watch", None) is None:
-            self._watch = self._failing_fast(self._watch_from_inputs)
+            from airflow_provider_linkstats.outcomes import failing_fast
+
+            with failing_fast():
+                self._watch = self._watch_from_inputs()
         return self._watch
 
     def _poke_once(self, check: bool | None = None) -> RoundResult:
         """One round of the wait's plan; a failed watch raises its error, as fail-fast as an operator's."""
-        from airflow_provider_linkstats.waiting import plan
-        from airflow_provider_linkstats.waiting.plan import GETS_MAX, drive
+        from airflow_provider_linkstats.outcomes import failing_fast
+        from airflow_provider_linkstats.waiting.plan import drive
 
         watch = self._current_watch()
-        due = [i for i in watch.pending if watch.ends_by(i, plan.now())]
-        if len(due) > GETS_MAX and self._poll.dates_listed is None:  # many ends to confirm: where is cheaper
-            from airflow_provider_linkstats.waiting.version import links_dialect
-
-            self._poll.dates_listed = self._failing_fast(lambda: links_dialect(self.hook)).lists_date_expiry
-        result = self._failing_fast(lambda: drive(self._poll.round(check=check), self.hook.client.call))
-        if watch in result.failed:
-            self._failing_fast(lambda: _raise(result.failed[watch]))
+        with failing_fast():
+            result = drive(self._poll.round(check=check), self.hook.client.call)
+            if watch in result.failed:
+                raise result.failed[watch]
         return result
-
-    @staticmethod
-    def _failing_fast(step: Callable[[], Any]) -> Any:
-        """Run ``step``; an error no retry can mend fails the task (``outcomes.fail_fast``)."""
-        from airflow_provider_linkstats.client.errors import LinkstatsError
-        from airflow_provider_linkstats.outcomes import fail_fast
-
-        try:
-            return step()
-        except LinkstatsError as error:
-            fail_fast(error)
-            raise
 
     def _first_poke(self) -> RoundResult:
         """The worker's one poke before deferring, failing as a poke in BaseSensorOperator would."""
@@ -224,21 +212,29 @@ class LinkstatsLinkExpiredSensor(BaseSensorOperator):
 
         watch = self._watch
         trigger = LinkstatsLinkExpiredTrigger(
-            linkstats_conn_id=self.linkstats_conn_id,
-            link_id=watch.link_ids[0] if watch.single else None,
-            alias=watch.alias if watch.single else None,
-            link_ids=None if watch.single else list(watch.link_ids),
-            known=watch.to_known() or None,
-            poke_interval=float(self.poke_interval),
-            deadline=dt.datetime.fromtimestamp(deadline, dt.timezone.utc).isoformat(),
-            max_transport_failures=self.max_transport_failures,
-            existence_check_every=self.existence_check_every,
-            verified=watch.verified,
+            **self._trigger_kwargs(
+                link_id=watch.link_ids[0] if watch.single else None,
+                alias=watch.alias if watch.single else None,
+                link_ids=None if watch.single else list(watch.link_ids),
+                known=watch.to_known() or None,
+                deadline=dt.datetime.fromtimestamp(deadline, dt.timezone.utc).isoformat(),
+                verified=watch.verified,
+            )
         )
         self.log.info("Deferring: the triggerer waits for %s to expire", watch.describe())
         # Airflow's own trigger timeout is only a backstop: the trigger reports the deadline itself.
         backstop = dt.timedelta(seconds=self.timeout + max(60.0, 2 * float(self.poke_interval)))
         self.defer(trigger=trigger, method_name="execute_complete", timeout=backstop)
+
+    def _trigger_kwargs(self, **inputs: Any) -> dict[str, Any]:
+        """The trigger's kwargs: what the wait is about (``inputs``), and the sensor's settings."""
+        return {
+            "linkstats_conn_id": self.linkstats_conn_id,
+            **inputs,
+            "poke_interval": float(self.poke_interval),
+            "max_transport_failures": self.max_transport_failures,
+            "existence_check_every": self.existence_check_every,
+        }
 
     def _prepare_start_from_trigger(self) -> None:
         """Hand the raw inputs to the triggerer, when it can make sense of them before run()."""
@@ -270,14 +266,8 @@ class LinkstatsLinkExpiredSensor(BaseSensorOperator):
             return
         self.start_trigger_args = StartTriggerArgs(
             trigger_cls=TRIGGER_CLASSPATH,
-            trigger_kwargs={
-                **inputs,
-                "poke_interval": float(self.poke_interval),
-                "deadline": None,  # unknown until the task starts: Airflow's trigger timeout applies
-                "max_transport_failures": self.max_transport_failures,
-                "existence_check_every": self.existence_check_every,
-                "verified": False,
-            },
+            # The deadline is unknown until the task starts: Airflow's trigger timeout applies.
+            trigger_kwargs=self._trigger_kwargs(**inputs, deadline=None, verified=False),
             next_method="execute_complete",
             next_kwargs=None,
             timeout=dt.timedelta(seconds=self.timeout),
@@ -333,7 +323,3 @@ def _static(value: Any) -> bool:
     if isinstance(value, Mapping):
         return all(_static(v) for v in value.values())
     return _plain(value)
-
-
-def _raise(error: BaseException) -> None:
-    raise error

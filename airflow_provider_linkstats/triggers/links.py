@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import datetime as dt
+import inspect
 import json
 import logging
 import time
@@ -42,7 +43,6 @@ from airflow_provider_linkstats.hooks.linkstats import LinkstatsLinksHook
 from airflow_provider_linkstats.outcomes import MAX_RETRY_AFTER, describe, error_event, retry_wait
 
 if TYPE_CHECKING:  # the async HTTP stack is loaded in run(), in the triggerer, never at a DAG parse
-    from airflow_provider_linkstats.client.aio import AsyncLinkstatsClient
     from airflow_provider_linkstats.waiting.feed import ExpiredFeed
 
 JsonDict = dict[str, Any]
@@ -102,21 +102,7 @@ class LinkstatsLinkExpiredTrigger(BaseTrigger):
         self.known = known
 
     def serialize(self) -> tuple[str, dict[str, Any]]:
-        return (
-            f"{type(self).__module__}.{type(self).__qualname__}",
-            {
-                "linkstats_conn_id": self.linkstats_conn_id,
-                "link_id": self.link_id,
-                "alias": self.alias,
-                "link_ids": self.link_ids,
-                "poke_interval": self.poke_interval,
-                "deadline": self.deadline,
-                "max_transport_failures": self.max_transport_failures,
-                "existence_check_every": self.existence_check_every,
-                "verified": self.verified,
-                "known": self.known,
-            },
-        )
+        return _serialized(self)
 
     def __repr__(self) -> str:
         return (
@@ -157,7 +143,7 @@ class LinkstatsLinkExpiredTrigger(BaseTrigger):
                     note = await asyncio.wait_for(subscription.notes.get(), remaining)
                 except asyncio.TimeoutError:
                     message = f"{watch.describe()} did not expire before the sensor's timeout ({self.deadline})"
-                    yield TriggerEvent({"status": "timeout", "message": message, "pending": subscription.pending})
+                    yield TriggerEvent({"status": "timeout", "message": message, "pending": list(watch.pending)})
                     return
                 if note.event is not None:
                     if note.event["status"] == "success":
@@ -179,6 +165,12 @@ class LinkstatsLinkExpiredTrigger(BaseTrigger):
                 )
         finally:
             poller.leave(subscription)
+
+
+def _serialized(trigger: BaseTrigger) -> tuple[str, dict[str, Any]]:
+    """The classpath and kwargs: exactly the arguments of ``__init__``, as the instance holds them."""
+    names = [n for n in inspect.signature(type(trigger).__init__).parameters if n != "self"]
+    return f"{type(trigger).__module__}.{type(trigger).__qualname__}", {n: getattr(trigger, n) for n in names}
 
 
 def _deadline(value: Any) -> float | None:
@@ -243,17 +235,7 @@ class LinkstatsLinksExpiredEventTrigger(BaseEventTrigger):
         self.space_id = space_id
 
     def serialize(self) -> tuple[str, dict[str, Any]]:
-        return (
-            f"{type(self).__module__}.{type(self).__qualname__}",
-            {
-                "linkstats_conn_id": self.linkstats_conn_id,
-                "poke_interval": self.poke_interval,
-                "search": self.search,
-                "search_by": self.search_by,
-                "domain_id": self.domain_id,
-                "space_id": self.space_id,
-            },
-        )
+        return _serialized(self)
 
     def __repr__(self) -> str:
         filters = ", ".join(f"{name}={getattr(self, name)!r}" for name in _FILTERS if getattr(self, name) is not None)
@@ -266,7 +248,6 @@ class LinkstatsLinksExpiredEventTrigger(BaseEventTrigger):
     async def run(self) -> AsyncIterator[TriggerEvent]:
         from airflow_provider_linkstats.waiting.feed import ExpiredFeed
         from airflow_provider_linkstats.waiting.plan import adrive
-        from airflow_provider_linkstats.waiting.version import async_links_dialect
 
         interval = max(self.poke_interval, 0.0)
         try:
@@ -278,15 +259,15 @@ class LinkstatsLinksExpiredEventTrigger(BaseEventTrigger):
                 await asyncio.sleep(max(interval, 60.0))
         await self._load(feed)
         self.log.info("Watching the Expired listing for new links (poll every %.1f s)", interval)
-        client = dialect = None
+        hook, client, dialect = LinkstatsLinksHook(self.linkstats_conn_id), None, None
         try:
             while True:
                 wait = interval
                 try:
                     if client is None:
-                        client = await self._open_client()
-                    if dialect is None:
-                        dialect = await async_links_dialect(self._hook, client)
+                        client = await hook.get_polling_client(interval, max_connections=1)
+                    if dialect is None:  # the api_version extra, or one probe (kept by the hook)
+                        dialect = await hook.aget_dialect(client)
                     records = await adrive(feed.walk(dialect), client.call)
                 except LinkstatsError as error:
                     wait = retry_wait(error, interval)
@@ -308,39 +289,23 @@ class LinkstatsLinksExpiredEventTrigger(BaseEventTrigger):
             if client is not None:
                 await client.aclose()
 
-    async def _open_client(self) -> AsyncLinkstatsClient:
-        from airflow_provider_linkstats.client.aio import KEEP_ALIVE_MAX_IDLE
-        from airflow_provider_linkstats.client.retry import RetryPolicy
-
-        self._hook = LinkstatsLinksHook(self.linkstats_conn_id)  # keeps the version, once asked
-        return await self._hook.get_async_client(
-            retry=RetryPolicy(max_retries=0),  # the poll loop is the retry
-            keep_alive=self.poke_interval <= KEEP_ALIVE_MAX_IDLE,
-            max_connections=1,
-        )
-
-    def _store(self) -> Any:
-        """The asset_state_store Airflow (>= 3.3) gave this watcher, or None."""
-        return getattr(self, "asset_state_store", None)
-
     async def _load(self, feed: ExpiredFeed) -> None:
-        store = self._store()
+        feed.load(await self._state("aget", self._state_key))
+
+    async def _save(self, feed: ExpiredFeed) -> None:
+        await self._state("aset", self._state_key, feed.dump())
+
+    async def _state(self, method: str, *args: Any) -> Any:
+        """Read or write the memory in the asset_state_store Airflow (>= 3.3) gave this watcher,
+        else (or once it failed) in this process's memory."""
+        store = getattr(self, "asset_state_store", None)
         if store is not None:
             try:
-                feed.load(await store.aget(self._state_key))
-                return
+                return await getattr(store, method)(*args)
             except Exception as error:  # e.g. one trigger watching several assets: no single store
                 self.log.warning("asset_state_store unusable (%s): remembering reported links in memory", error)
                 self.asset_state_store = None
-        feed.load(_REPORTED_IN_MEMORY.get(self._state_key))
-
-    async def _save(self, feed: ExpiredFeed) -> None:
-        store = self._store()
-        if store is not None:
-            try:
-                await store.aset(self._state_key, feed.dump())
-                return
-            except Exception as error:
-                self.log.warning("asset_state_store unusable (%s): remembering reported links in memory", error)
-                self.asset_state_store = None
-        _REPORTED_IN_MEMORY[self._state_key] = feed.dump()
+        if method == "aget":
+            return _REPORTED_IN_MEMORY.get(args[0])
+        _REPORTED_IN_MEMORY[args[0]] = args[1]
+        return None

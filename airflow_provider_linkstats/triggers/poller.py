@@ -33,7 +33,7 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 MAX_CONNECTIONS = 2  # the pool of a poller: never one connection per link
-CHECK_BUDGET = 2  # the most that reads other than end confirmations add to one round
+BATCH = 7.0  # seconds an end may wait for the next ones, so one read confirms them all (Poll.confirm_at)
 
 
 @dataclass
@@ -55,10 +55,6 @@ class Subscription:
         self.failures = 0
         self.notes: asyncio.Queue[Note] = asyncio.Queue()
 
-    @property
-    def pending(self) -> list[int]:
-        return list(self.watch.pending)
-
 
 # Pollers of each running event loop, by connection id. A loop that ends takes its pollers along.
 _POLLERS: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[str, SharedPoller]] = weakref.WeakKeyDictionary()
@@ -74,9 +70,8 @@ class SharedPoller:
 
     def __init__(self, conn_id: str) -> None:
         self.conn_id = conn_id
-        self.poll = Poll(check_budget=CHECK_BUDGET)
-        self.subscriptions: dict[Subscription, None] = {}  # an ordered set
-        self._by_watch: dict[Watch, Subscription] = {}
+        self.poll = Poll(batch=BATCH)
+        self.subscriptions: dict[Watch, Subscription] = {}  # by watch, in the order they joined
         self._changed = asyncio.Event()
         self._closing = False
         # What it cost so far (for logs and benchmarks): rounds, requests, the most requests one
@@ -100,20 +95,18 @@ class SharedPoller:
         poller = by_conn.get(conn_id)
         if poller is None or poller._closing:
             poller = by_conn[conn_id] = cls(conn_id)
-        poller.subscriptions[subscription] = None
+        poller.subscriptions[subscription.watch] = subscription
         poller.poll.add(subscription.watch)
-        poller._by_watch[subscription.watch] = subscription
         poller._changed.set()
         return poller
 
     def leave(self, subscription: Subscription) -> None:
-        self.subscriptions.pop(subscription, None)
+        self.subscriptions.pop(subscription.watch, None)
         self.poll.remove(subscription.watch)
-        self._by_watch.pop(subscription.watch, None)
         self._changed.set()
 
     def min_interval(self) -> float:
-        return min((s.interval for s in self.subscriptions), default=0.0)
+        return min((s.interval for s in self.subscriptions.values()), default=0.0)
 
     # -- the loop ------------------------------------------------------------------------------
 
@@ -125,7 +118,7 @@ class SharedPoller:
             self._close()
             message = f"connection {self.conn_id!r} is unusable: {describe(error)}"
             event = {"status": "error", "reason": "connection", "message": message}
-            for subscription in list(self.subscriptions):
+            for subscription in list(self.subscriptions.values()):
                 self._finish(subscription, event)
             return
         self.limiter = client.limiter
@@ -136,26 +129,19 @@ class SharedPoller:
                 log.exception("The shared poller of connection %r failed", self.conn_id)
                 self._close()
                 event = {"status": "error", "reason": "poller", "message": f"the shared poller failed: {error!r}"}
-                for subscription in list(self.subscriptions):
+                for subscription in list(self.subscriptions.values()):
                     self._finish(subscription, event)
 
     async def _poll(self, client: AsyncLinkstatsClient) -> None:
-        """Rounds at the pace of the smallest poke_interval (or at the next end), until no trigger is left."""
+        """Rounds when ``Poll.next_round`` says (the smallest poke_interval, or the next ends to
+        confirm), or later after a failure, until no trigger is left."""
         loop = asyncio.get_running_loop()
-        last: float | None = None
+        started, last = 0.0, None  # the last round, on the loop's clock and on the waits' clock
         extra_wait = 0.0
-        while True:
-            if not self.subscriptions:
-                self._close()
-                return
-            if last is not None:
-                interval = max(self.min_interval(), extra_wait)
-                wake = last + interval
-                end = self.poll.next_end()
-                if end is not None and not extra_wait:  # nothing to poll: sleep until the next end,
-                    every = [w.existence_check_every for w in self.poll.watches if w.existence_check_every > 0]
-                    cap = last + interval * min(every) if every else float("inf")  # or the next check
-                    wake = max(wake, min(loop.time() + end - plan.now(), cap))
+        while self.subscriptions:
+            self.poll.interval = self.min_interval()
+            if last is not None:  # the time to the next round, counted on the loop's clock from the last one
+                wake = started + max(self.poll.next_round(last) - last, extra_wait)
                 if wake > loop.time():
                     self._changed.clear()
                     try:
@@ -163,23 +149,15 @@ class SharedPoller:
                     except asyncio.TimeoutError:
                         pass
                     continue  # woken early: a trigger came or went, so the pace may have changed
-                if end is not None and self.min_interval() > 0:  # intervals slept through towards the next check
-                    self.poll.rounds_since_check += max(0, int((loop.time() - last) / self.min_interval()) - 1)
-            last = loop.time()
-            extra_wait = await self._round(client)
+            started, last = loop.time(), plan.now()
+            extra_wait = await self._round(client, last)
+        self._close()
 
     async def _open_client(self) -> AsyncLinkstatsClient:
-        from airflow_provider_linkstats.client.aio import KEEP_ALIVE_MAX_IDLE
-        from airflow_provider_linkstats.client.retry import RetryPolicy
         from airflow_provider_linkstats.hooks.linkstats import LinkstatsLinksHook
 
-        self.hook = LinkstatsLinksHook(self.conn_id)  # keeps the version, once asked
-        return await self.hook.get_async_client(
-            # One attempt per poll: the poll loop is the retry, paced by poke_interval.
-            retry=RetryPolicy(max_retries=0),
-            keep_alive=self.min_interval() <= KEEP_ALIVE_MAX_IDLE,
-            max_connections=MAX_CONNECTIONS,
-        )
+        self.hook = LinkstatsLinksHook(self.conn_id)
+        return await self.hook.get_polling_client(self.min_interval(), MAX_CONNECTIONS)
 
     def _close(self) -> None:
         self._closing = True
@@ -187,10 +165,10 @@ class SharedPoller:
         if by_conn.get(self.conn_id) is self:
             del by_conn[self.conn_id]
 
-    async def _round(self, client: AsyncLinkstatsClient) -> float:
+    async def _round(self, client: AsyncLinkstatsClient, now: float) -> float:
         """One round for every subscription; the extra wait a failure asks for."""
         self.rounds += 1
-        members = list(self.subscriptions)
+        members = list(self.subscriptions.values())
         self.link_polls += len(members)
         before = self.requests
 
@@ -199,32 +177,23 @@ class SharedPoller:
             return await client.call(request)
 
         try:
-            now = plan.now()
-            if self.poll.dates_listed is None and self.poll.many_due(now):  # asked once, when it matters
-                from airflow_provider_linkstats.waiting.version import async_links_dialect
-
-                try:
-                    dialect = await async_links_dialect(self.hook, _Counted(client, self))
-                    self.poll.dates_listed = dialect.lists_date_expiry
-                except LinkstatsError as error:  # not worth failing waits for: confirmed the longer way
-                    log.warning("Could not tell the links service's version (%s)", error)
             result = await adrive(self.poll.round(now), call)
         except LinkstatsError as error:
             return self._failed(error, members)
         finally:
             self.max_round_requests = max(self.max_round_requests, self.requests - before)
         self._deliver(result, members)
-        log.debug("Round %d (%s): %d requests", self.rounds, result.mode, self.requests - before)
+        log.debug("Round %d: %d requests", self.rounds, self.requests - before)
         return 0.0
 
     def _deliver(self, result: RoundResult, members: list[Subscription]) -> None:
         for subscription in members:
             subscription.failures = 0
         for watch, records in result.expired.items():
-            if (member := self._by_watch.get(watch)) is not None:
+            if (member := self.subscriptions.get(watch)) is not None:
                 self._finish(member, {"status": "success", "links": records})
         for watch, error in result.failed.items():
-            if (member := self._by_watch.get(watch)) is not None:
+            if (member := self.subscriptions.get(watch)) is not None:
                 self._finish(member, error_event(error))
 
     def _failed(self, error: LinkstatsError, subscriptions: list[Subscription]) -> float:
@@ -243,14 +212,3 @@ class SharedPoller:
         """The trigger's wait is over: it leaves now, and yields ``event``."""
         self.leave(subscription)
         subscription.notes.put_nowait(Note(event=event))
-
-
-class _Counted:
-    """The client, its requests counted with the poller's (the version probe)."""
-
-    def __init__(self, client: AsyncLinkstatsClient, poller: SharedPoller) -> None:
-        self.client, self.poller, self.root = client, poller, client.root
-
-    async def call(self, request: ApiRequest) -> ApiResponse:
-        self.poller.requests += 1
-        return await self.client.call(request)

@@ -24,8 +24,6 @@ from airflow_provider_linkstats.client.records import link_timing
 from airflow_provider_linkstats.waiting import plan
 from airflow_provider_linkstats.waiting.plan import JsonDict, Plan, listing, record_id
 
-FILTERS = ("search", "search_by", "domain_id", "space_id")
-
 
 class ExpiredFeed:
     """Ended links, minus what was already reported. Filters are validated on creation."""

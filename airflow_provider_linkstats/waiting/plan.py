@@ -1,34 +1,33 @@
-"""The steps every wait is made of, without I/O, and the one stepper that runs them.
+"""The steps every wait is made of, without I/O: the page walker, reads, the Expired listing.
 
-A plan is a generator: it yields each ``ApiRequest``, receives its ``ApiResponse`` (or has the
-transport's ``LinkstatsApiError`` thrown in) and returns what it learnt. ``drive`` runs one with a
-synchronous ``call`` (the sensor's worker), ``adrive`` with an async one (the triggerer), so every
-mode sends the same requests and reads the answers the same way. Plans are tested with canned
-answers (tests/test_waiting_plans.py).
+Each is a plan (``client.protocol.Plan``): a generator that yields requests and returns what it
+learnt. ``drive`` runs one with a synchronous ``call`` (the sensor's worker), ``adrive`` with an
+async one (the triggerer), so every mode sends the same requests and reads the answers the same
+way. Plans are tested with canned answers (tests/test_waiting_plans.py).
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Awaitable, Callable, Generator, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import Any
 
 from airflow_provider_linkstats.client.contract import LINKS, MAX_PER_PAGE, LinkStatus
-from airflow_provider_linkstats.client.errors import LinkstatsApiError, LinkstatsNotFoundError
+from airflow_provider_linkstats.client.errors import LinkstatsNotFoundError
 from airflow_provider_linkstats.client.protocol import (
     ApiRequest,
-    ApiResponse,
+    Plan,
+    adrive,  # noqa: F401 - the stepper, re-exported: waits import it from here
     build_get,
     build_list,
+    drive,  # noqa: F401
     parse_page,
     parse_record,
     raise_for_status,
 )
 
 JsonDict = dict[str, Any]
-T = TypeVar("T")
-Plan = Generator[ApiRequest, ApiResponse, T]
 
 GETS_MAX = 3  # more links than this are read from the All listing (per page), not one GET each
 # The All listing oldest first: links created meanwhile append at the end, so pages shift less.
@@ -48,69 +47,9 @@ class LinkGoneError(LinkstatsNotFoundError):
 
     def __init__(self, link_id: int | None, message: str | None = None) -> None:
         self.link_id = link_id
-        super().__init__(message or gone_message(link_id), status=404)
+        gone = f"link {link_id} does not exist (GET /links/{link_id} answered 404): deleted, or a wrong id"
+        super().__init__(message or gone, status=404)
         self.args = (self.message,)  # the message says it all (the 404 included)
-
-
-def gone_message(link_id: int | None) -> str:
-    return f"link {link_id} does not exist (GET /links/{link_id} answered 404): deleted, or a wrong id"
-
-
-# -- the stepper ---------------------------------------------------------------------------------
-
-
-def drive(plan: Plan[T], call: Callable[[ApiRequest], ApiResponse]) -> T:
-    """Run ``plan``; ``call`` sends a request (with retries) and returns its answer, or raises."""
-    try:
-        request = next(plan)
-        while True:
-            try:
-                response = call(request)
-            except LinkstatsApiError as error:  # an error answer: the plan decides what it means
-                request = plan.throw(error)
-            else:
-                request = plan.send(response)
-    except StopIteration as stop:
-        return stop.value
-
-
-async def adrive(plan: Plan[T], call: Callable[[ApiRequest], Awaitable[ApiResponse]]) -> T:
-    """``drive`` with an async ``call``: the same requests, the same reading."""
-    try:
-        request = next(plan)
-        while True:
-            try:
-                response = await call(request)
-            except LinkstatsApiError as error:
-                request = plan.throw(error)
-            else:
-                request = plan.send(response)
-    except StopIteration as stop:
-        return stop.value
-
-
-class Budgeted:
-    """A plan run a few requests at a time across rounds (a fleet-wide check must not make one
-    round dear): ``result = yield from budgeted.step(2)`` is None until the plan has finished."""
-
-    def __init__(self, plan: Plan[T]) -> None:
-        self.plan = plan
-        self.request: ApiRequest | None = next(plan, None)  # type: ignore[arg-type]
-        self.spent = 0
-
-    def step(self, budget: int) -> Plan[Any]:
-        for _ in range(budget):
-            self.spent += 1
-            try:
-                try:
-                    response = yield self.request  # type: ignore[misc]
-                except LinkstatsApiError as error:
-                    self.request = self.plan.throw(error)
-                else:
-                    self.request = self.plan.send(response)
-            except StopIteration as stop:
-                return stop.value
-        return None
 
 
 # -- the page walker and the reads ---------------------------------------------------------------------

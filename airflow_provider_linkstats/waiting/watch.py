@@ -1,26 +1,18 @@
 """One wait (``Watch``) and the rounds that answer many of them at once (``Poll``), without I/O.
 
 A link ends in one of two ways. Its **end time** is in its record (phpShort 44-45 ``ends_at``,
-46+ ``active_period_end_at``), so nothing needs polling for it: the wait sleeps until then and
-confirms with one read of the record (which also shows an end moved later or earlier). Its
-**click limit** is only seen by asking: the Expired listing (``status=2``) lists links that
-reached it, on every version, so only those links are polled, one walk per round for every wait
-of a connection (or one request per alias when a few aliases cost less than the walk).
+46+ ``active_period_end_at``): nothing needs polling for it, the wait sleeps until then and
+confirms with a read of the record (``Poll.confirm_at``: the shared poller lets an end wait a few
+seconds for the next ones, so one read confirms several). Its **click limit** is only seen by
+asking: the Expired listing (``status=2``) lists links that reached it on every version.
 
-A round, for every watch at once:
-
-1. finds the link of a watch that knows only an alias;
-2. reads the records that are due (``read_links``: a GET each for a few, else the All listing per
-   page): links whose known end has passed (at once), and, within ``check_budget`` requests a
-   round, links never read, watches not yet checked, and every ``existence_check_every`` rounds
-   all pending links (a deleted link never shows as Expired, so this is how a wait learns it);
-3. asks the Expired listing about the links that can end by clicks (a limit, or no end time) and
-   that no read answered this round.
-
-A record read decides by itself (``LinkTiming.ended``): end passed or click limit reached. A
-window that has not started yet (46+) is not an end: the wait goes on until the window closes.
-A watch is over when all its links are ended in the same round; a 404 or an alias that belongs
-to another link ends it with that error.
+A round, for every watch at once: finds the link of a watch that knows only an alias; asks the
+Expired listing about the links only clicks can end (one walk, or one request per alias when that
+is cheaper); reads (``read_links``) the ends due, links never read, and every
+``existence_check_every`` rounds the pending links (a deleted link never shows as Expired). A
+record decides by itself (``LinkTiming.ended``); a window not started yet (46+) is not an end. A
+watch is over when all its links are ended in the same round; a 404 or an alias that belongs to
+another link ends it with that error.
 """
 
 from __future__ import annotations
@@ -44,7 +36,6 @@ from airflow_provider_linkstats.client.validation import (
 from airflow_provider_linkstats.waiting import plan
 from airflow_provider_linkstats.waiting.plan import (
     GETS_MAX,
-    Budgeted,
     JsonDict,
     LinkGoneError,
     Pages,
@@ -161,12 +152,6 @@ class Watch:
         end, limit = self.known.get(link_id, (None, True))
         return limit or end is None
 
-    def next_end(self) -> float | None:
-        """When the earliest pending end comes, if every pending link has one and none needs polling."""
-        if not self.verified or any(self.by_clicks(i) for i in self.pending):
-            return None
-        return min(self.known[i][0] for i in self.pending)  # type: ignore[type-var]
-
     def learn(self, link_id: int, record: Mapping[str, Any]) -> LinkstatsError | None:
         """Take in a fresh record of a watched link; an alias that belongs to another link is an error."""
         actual = record.get("alias")
@@ -213,31 +198,25 @@ class RoundResult:
 
     expired: dict[Watch, list[JsonDict]] = field(default_factory=dict)
     failed: dict[Watch, LinkstatsError] = field(default_factory=dict)
-    mode: str = "idle"  # how the Expired listing was asked: "walk", "filtered" or "idle"
 
 
 class Poll:
-    """Every watch of one connection (the sensor's alone, or a triggerer's shared poller), and
-    what earlier rounds learnt about the cost of the listings.
+    """Every watch of one connection (the sensor's alone, or a triggerer's shared poller), what
+    earlier rounds learnt, and when the next round is due.
 
-    ``check_budget`` caps the requests that reads other than end confirmations add to one round
-    (None: no cap, as a sensor's poke, which has one watch, wants).
+    ``interval``: seconds between rounds while something needs polling (the smallest poke_interval).
+    ``batch``: seconds an end that passed may wait for the next ends to pass too, so that one read
+    confirms them all (one page of the All listing confirms up to 100). The shared poller batches;
+    0 (a sensor's one watch) confirms every end at once. The rule is ``confirm_at``.
     """
 
-    def __init__(
-        self, watches: Iterable[Watch] = (), *, check_budget: int | None = None, dates_listed: bool | None = None
-    ) -> None:
+    def __init__(self, watches: Iterable[Watch] = (), *, interval: float = 0.0, batch: float = 0.0) -> None:
         self.watches: list[Watch] = list(watches)
-        self.check_budget = check_budget
-        # Whether the Expired listing lists links whose end passed (phpShort 44-45: True, 46+: False;
-        # None: not known). Unless it is known not to, many ends are confirmed there first: it holds
-        # only expired links, where the All listing holds every link of the account.
-        self.dates_listed = dates_listed
+        self.interval = interval
+        self.batch = batch
         self.expired_pages: int | None = None  # what the last full walk of the Expired listing cost
-        self.rounds_since_check = 0
-        self._check: Budgeted | None = None  # a read under way (spans rounds under a budget)
-        self._check_covers: set[int] = set()
-        self._check_full = False
+        self.rounds_since_check = 0  # intervals, slept ones included, since the last periodic check
+        self.last: float | None = None  # when the last round ran
         self.pages = Pages()  # where earlier walks of the All listing found which ids
 
     def add(self, watch: Watch) -> None:
@@ -247,19 +226,49 @@ class Poll:
         if watch in self.watches:
             self.watches.remove(watch)
 
-    def many_due(self, now: float) -> bool:
-        """More ends to confirm than a few reads: then where they are listed matters (``dates_listed``)."""
-        return sum(w.ends_by(i, now) for w in self.watches for i in w.pending) > GETS_MAX
+    def polling(self) -> bool:
+        """Whether some link must be asked about every interval: never checked, or only clicks can end it."""
+        return any(not w.verified or any(w.by_clicks(i) for i in w.pending) for w in self.watches)
+
+    def confirm_at(self) -> tuple[float, float] | None:
+        """The earliest pending end, and when to confirm it: once the last pending end within
+        ``batch`` seconds of it has passed too (at once for an end alone, or with ``batch`` 0).
+        Each end waits at most ``batch`` seconds, and only when another end will share the read."""
+        ends = sorted(end for w in self.watches for i in w.pending if (end := w.known.get(i, (None,))[0]) is not None)
+        return (ends[0], max(e for e in ends if e <= ends[0] + self.batch)) if ends else None
+
+    def confirming(self, now: float) -> bool:
+        """Whether a round at ``now`` confirms the ends that passed: their batch is complete, or the
+        next round (an interval on) would come after the earliest one's ``batch`` seconds."""
+        batch = self.confirm_at()
+        if batch is None or batch[0] > now:
+            return False
+        first, complete = batch
+        return complete <= now or now + self.interval > first + self.batch
 
     def next_end(self) -> float | None:
-        """The time to sleep until when no watch needs polling (None: poll at the interval)."""
-        ends = [w.next_end() for w in self.watches]
-        return None if not ends or None in ends else min(ends)  # type: ignore[type-var]
+        """When to confirm the next ends, if nothing needs polling meanwhile (None: poll at the interval)."""
+        batch = self.confirm_at()
+        return None if batch is None or self.polling() else batch[1]
+
+    def next_round(self, last: float) -> float:
+        """When the round after one at ``last`` is due: an interval later while something needs
+        polling, else at ``next_end`` (no sooner than an interval). A periodic existence check due
+        before then rides on that read if it comes within one more check period, else wakes alone."""
+        wake, end = last + self.interval, self.next_end()
+        every = [w.existence_check_every for w in self.watches if w.existence_check_every > 0]
+        if end is None or not every:
+            return wake if end is None else max(wake, end)
+        period = self.interval * min(every)
+        return max(wake, end if end <= last + 2 * period else last + period)
 
     def round(self, now: float | None = None, *, check: bool | None = None) -> Plan[RoundResult]:
         """One round at ``now`` (epoch seconds). ``check`` forces or skips the periodic existence
         check (reschedule mode counts its pokes itself)."""
         now = plan.now() if now is None else now
+        if self.last is not None:  # intervals slept through count towards the periodic check
+            self.rounds_since_check += max(1, int((now - self.last) / self.interval)) if self.interval > 0 else 1
+        self.last = now
         result = RoundResult()
         for watch in [w for w in self.watches if not w.link_ids]:
             try:
@@ -267,42 +276,41 @@ class Poll:
             except (LinkGoneError, LinkstatsInputError) as error:
                 result.failed[watch] = error
         live = [w for w in self.watches if w.link_ids and w not in result.failed]
-        records: dict[int, JsonDict | None] = {}
-        found: dict[int, JsonDict] = {}
-        # 2. ends that passed, confirmed at once (many: in the Expired listing's walk below, where only
-        # expired links are, unless the version does not list dates there)
-        due = [i for w in live for i in w.pending if w.ends_by(i, now)]
-        listed = len(due) > GETS_MAX and self.dates_listed is not False  # asked with the clicks below
-        if due and not listed:
-            records.update((yield from read_links(due, pages=self.pages)))
-        # 3. the Expired listing, for what only clicks can end and no read answers: a listed link
-        # exists and is over, so it needs no read (a few links about to be read anyway are skipped)
-        to_read, periodic = self._to_read(live, set(records) | set(found), check)
-        few = to_read is not None and len(to_read) <= GETS_MAX
-        asked = [
+        pending = list(dict.fromkeys(i for w in live for i in w.pending))
+        # 2. what needs a record: the ends to confirm, links never read, the periodic check (which
+        # leaves out links whose end comes before the next one: that read checks them)
+        every = [w.existence_check_every for w in live if w.existence_check_every > 0]
+        periodic = check if check is not None else bool(every) and self.rounds_since_check >= min(every)
+        confirm = self.confirming(now)
+        horizon = now + self.interval * min(every, default=0)
+        to_read = [
             i
-            for i in dict.fromkeys(i for w in live for i in w.link_ids)
-            if i not in records and i not in found and not (few and i in to_read)  # type: ignore[operator]
-            and any(w.by_clicks(i) for w in live if i in w.link_ids)
+            for w in live
+            for i in w.pending
+            if w.must_read(i) or (confirm and w.ends_by(i, now)) or (periodic and not w.ends_by(i, horizon))
         ]
-        if listed:
-            asked = list(dict.fromkeys([*asked, *due]))
+        if periodic:
+            self.rounds_since_check = 0
+        # 3. the Expired listing, for what only clicks can end: a listed link exists and is over, so
+        # it needs no read (a few links about to be read anyway are not asked). A walk happening
+        # anyway asks about every pending link (on 44-45 it sees a date end early too).
+        few = len(to_read) <= GETS_MAX
+        linked = dict.fromkeys(i for w in live for i in w.link_ids)  # ended ones too: a watch ends when all do at once
+        clicks = {i for w in live for i in w.link_ids if w.by_clicks(i)}
+        asked = [i for i in linked if i in clicks and not (few and i in to_read)]
+        found: dict[int, JsonDict] = {}
         if asked:
-            # A walk of the listing happening anyway asks about every pending link: no extra request,
-            # and on 44-45 it sees an end the server reached before this clock did.
-            riders = [i for w in live for i in w.pending if i not in records and i not in found and i not in asked]
-            found.update((yield from self._listing(asked, live, result, riders)))
-        if listed and (rest := [i for i in due if i not in found]):  # not listed: moved, or 46+ after all
-            records.update((yield from read_links(rest, pages=self.pages)))
-        # 4. the other reads, within the budget: links never read or checked, the periodic check
-        checked = yield from self._checks([i for i in to_read or () if i not in found], periodic)
-        records.update(checked or {})
+            found = yield from self._listing(asked, live, [i for i in pending if i not in asked])
+        # 4. one read for the rest: a record decides by itself (end passed, clicks at the limit)
+        records: dict[int, JsonDict | None] = {}
+        if rest := [i for i in to_read if i not in found]:
+            if confirm:  # the watched links exist, so the newest id is at least theirs: ends just
+                self.pages.newest = max(self.pages.newest or 0, *pending)  # passed are often one page
+            records = yield from read_links(rest, pages=self.pages)
         moment = dt.datetime.fromtimestamp(now, dt.timezone.utc)
         for watch in live:
-            for link_id in watch.link_ids:
-                record = records.get(link_id, found.get(link_id))
-                if link_id not in records and link_id not in found:
-                    continue
+            for link_id in [i for i in watch.link_ids if i in records or i in found]:
+                record = records[link_id] if link_id in records else found[link_id]
                 error = LinkGoneError(link_id) if record is None else watch.learn(link_id, record)
                 if error is not None:
                     result.failed.setdefault(watch, error)
@@ -312,48 +320,19 @@ class Poll:
             watch.pending = [i for i in watch.link_ids if i not in found]
             if not watch.pending:
                 result.expired[watch] = [found[i] for i in watch.link_ids]
-            elif checked is not None and self._check_covers.issuperset(watch.pending):
+            elif set(watch.pending) <= set(records):  # every pending link was read: they exist
                 watch.verified = True
-        self.rounds_since_check += 1
         return result
 
-    def _to_read(self, live: list[Watch], read: set[int], check: bool | None) -> tuple[list[int] | None, bool]:
-        """The links a new check would read (None: a check is under way), and whether it is the periodic one."""
-        if self._check is not None:
-            return None, self._check_full
-        every = [w.existence_check_every for w in live if w.existence_check_every > 0]
-        periodic = check if check is not None else bool(every) and self.rounds_since_check >= min(every)
-        return [i for w in live for i in w.pending if (periodic or w.must_read(i)) and i not in read], periodic
-
-    def _checks(self, ids: list[int], periodic: bool) -> Plan[dict[int, JsonDict | None] | None]:
-        """Run (or go on with) a check; its records once it finished, else None (it carries on)."""
-        if self._check is None:
-            if not ids:
-                return None
-            self._check = Budgeted(read_links(ids, pages=self.pages))
-            self._check_covers, self._check_full = set(ids), periodic
-        try:
-            records = yield from self._check.step(self.check_budget or 10**9)
-        except BaseException:
-            self._check = None  # started afresh next round
-            raise
-        if records is not None:
-            self._check = None
-            if self._check_full:
-                self.rounds_since_check = 0
-        return records
-
-    def _listing(
-        self, asked: list[int], live: list[Watch], result: RoundResult, riders: list[int] = ()  # type: ignore[assignment]
-    ) -> Plan[dict[int, JsonDict]]:
+    def _listing(self, asked: list[int], live: list[Watch], riders: list[int]) -> Plan[dict[int, JsonDict]]:
+        """The asked links the Expired listing holds: one request per alias when a few aliases cost
+        less than the walk (what the last walk cost), else one walk for them and the riders."""
         aliases = {w.link_ids[0]: w.alias for w in live if w.single and w.alias}
         found: dict[int, JsonDict] = {}
         if all(i in aliases for i in asked) and len(asked) <= (self.expired_pages or 1):
-            result.mode = "filtered"
             for link_id in asked:
                 found.update((yield from expired_listed([link_id], aliases[link_id]))[0])
             return found
-        result.mode = "walk"
         found, pages = yield from expired_listed([*asked, *riders])
         # A walk that did not find everything went to the last page: its cost is the listing's size.
         self.expired_pages = pages if len(found) < len(asked) + len(riders) else max(self.expired_pages or 0, pages)

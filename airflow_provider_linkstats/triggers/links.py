@@ -1,10 +1,8 @@
 """The deferrable half of ``LinkstatsLinkExpiredSensor``: the same pokes, sent from the triggerer.
 
 Its arguments are plain JSON and never hold the API key: the connection is read (with
-common-compat's async helper) when polling starts. The polling itself is shared: every trigger of
-one connection in one triggerer joins one ``SharedPoller`` (``triggers/poller.py``), which runs
-``waiting.watch.Poll`` rounds for all of them over one httpx client, with nothing that blocks the
-event loop: a link with an end time is read once when it ends, only click limits are polled.
+common-compat's async helper) when polling starts. The polling itself is shared (what it sends
+is in ``triggers/poller.py``): every trigger of one connection in one triggerer joins one poller.
 Each trigger still yields its own event. This module imports no HTTP library (DAG files import
 it for the expiry watcher): the async client is loaded when a trigger runs.
 
@@ -24,7 +22,7 @@ import json
 import logging
 import time
 from collections.abc import AsyncIterator
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from airflow.triggers.base import BaseTrigger, TriggerEvent
 
@@ -42,9 +40,6 @@ from airflow_provider_linkstats.client.validation import check_max_transport_fai
 from airflow_provider_linkstats.hooks.linkstats import LinkstatsLinksHook
 from airflow_provider_linkstats.outcomes import MAX_RETRY_AFTER, describe, error_event, retry_wait
 
-if TYPE_CHECKING:  # the async HTTP stack is loaded in run(), in the triggerer, never at a DAG parse
-    from airflow_provider_linkstats.waiting.feed import ExpiredFeed
-
 JsonDict = dict[str, Any]
 _FILTERS = ("search", "search_by", "domain_id", "space_id")  # the watcher's listing filters
 
@@ -52,19 +47,30 @@ DEFAULT_CONN_ID = LinkstatsLinksHook.default_conn_name
 __all__ = ["MAX_RETRY_AFTER", "LinkstatsLinkExpiredTrigger", "LinkstatsLinksExpiredEventTrigger"]
 
 
-class LinkstatsLinkExpiredTrigger(BaseTrigger):
+class _Arguments:
+    """For both triggers: the kwargs are exactly the arguments of ``__init__``, as the instance holds
+    them; the repr names the connection and what is watched (``_shown``), never the key."""
+
+    _shown: tuple[str, ...] = ()
+
+    def serialize(self) -> tuple[str, dict[str, Any]]:
+        names = [n for n in inspect.signature(type(self).__init__).parameters if n != "self"]
+        return f"{type(self).__module__}.{type(self).__qualname__}", {n: getattr(self, n) for n in names}
+
+    def __repr__(self) -> str:
+        shown = (f"{n}={v!r}" for n in ("linkstats_conn_id", *self._shown) if (v := getattr(self, n)) is not None)
+        return f"{type(self).__name__}({', '.join(shown)})"
+
+
+class LinkstatsLinkExpiredTrigger(_Arguments, BaseTrigger):
     """Fires when the watched link (or every link of ``link_ids``) is in the Expired listing.
 
-    :param linkstats_conn_id: connection of type ``linkstats_links``.
-    :param link_id: the link's id (or its record); with ``alias`` too, a poke is one request.
-    :param alias: the link's alias, when known.
-    :param link_ids: a list of link ids that must all be expired.
-    :param poke_interval: seconds between pokes, failed ones included.
+    ``linkstats_conn_id``, ``link_id``, ``alias``, ``link_ids``, ``poke_interval``,
+    ``max_transport_failures`` and ``existence_check_every`` are the sensor's
+    (``LinkstatsLinkExpiredSensor``), as it hands them over. Besides:
+
     :param deadline: ISO-8601 time (with offset) at which to give up with a ``timeout`` event;
         None leaves the limit to Airflow's trigger timeout.
-    :param max_transport_failures: transient failures in a row after which the wait fails.
-    :param existence_check_every: also check that the link still exists every this many pokes
-        (0: only when the alias is learnt).
     :param verified: the sensor already checked that the link exists (skips the first check).
     :param known: what the sensor learnt from the links' records, ``{"<id>": [end epoch or None,
         click limit set]}``, so the trigger sleeps until an end without reading it first.
@@ -72,6 +78,8 @@ class LinkstatsLinkExpiredTrigger(BaseTrigger):
     Events: ``{"status": "success", "links": [...]}``, ``{"status": "timeout", "message", "pending"}``
     or ``{"status": "error", "reason": "gone"|"input"|"api"|"transport"|"connection"|"poller", "message", ...}``.
     """
+
+    _shown = ("link_id", "alias", "link_ids")
 
     def __init__(
         self,
@@ -101,28 +109,13 @@ class LinkstatsLinkExpiredTrigger(BaseTrigger):
         self.verified = bool(verified)
         self.known = known
 
-    def serialize(self) -> tuple[str, dict[str, Any]]:
-        return _serialized(self)
-
-    def __repr__(self) -> str:
-        return (
-            f"{type(self).__name__}(linkstats_conn_id={self.linkstats_conn_id!r}, link_id={self.link_id!r}, "
-            f"alias={self.alias!r}, link_ids={self.link_ids!r})"
-        )
-
     async def run(self) -> AsyncIterator[TriggerEvent]:
         try:
             from airflow_provider_linkstats.triggers.poller import SharedPoller, Subscription
             from airflow_provider_linkstats.waiting.watch import Watch
 
-            watch = Watch.from_inputs(
-                link_id=self.link_id,
-                alias=self.alias,
-                link_ids=self.link_ids,
-                existence_check_every=self.existence_check_every,
-                verified=self.verified,
-                known=self.known,
-            )
+            inputs = ("link_id", "alias", "link_ids", "existence_check_every", "verified", "known")
+            watch = Watch.from_inputs(**{name: getattr(self, name) for name in inputs})
             deadline = _deadline(self.deadline)
             check_number("poke_interval", self.poke_interval)
             check_max_transport_failures(self.max_transport_failures)
@@ -143,34 +136,22 @@ class LinkstatsLinkExpiredTrigger(BaseTrigger):
                     note = await asyncio.wait_for(subscription.notes.get(), remaining)
                 except asyncio.TimeoutError:
                     message = f"{watch.describe()} did not expire before the sensor's timeout ({self.deadline})"
-                    yield TriggerEvent({"status": "timeout", "message": message, "pending": list(watch.pending)})
-                    return
+                    event = {"status": "timeout", "message": message, "pending": list(watch.pending)}
+                    break
                 if note.event is not None:
-                    if note.event["status"] == "success":
-                        self.log.info("%s expired", watch.describe())
-                    yield TriggerEvent(note.event)
-                    return
-                failure = note.error
-                if note.failures >= self.max_transport_failures:
-                    event = error_event(failure)
-                    event["message"] = f"{note.failures} polls in a row failed, the last with: {failure}"
-                    yield TriggerEvent(event)
-                    return
-                self.log.warning(
-                    "Poll %d of %d failed (%s); next try in %.1f s",
-                    note.failures,
-                    self.max_transport_failures,
-                    failure,
-                    note.wait,
-                )
+                    event = note.event
+                    break
+                failure, failures, budget = note.error, note.failures, self.max_transport_failures
+                if failures >= budget:
+                    message = f"{failures} polls in a row failed, the last with: {failure}"
+                    event = {**error_event(failure), "message": message}
+                    break
+                self.log.warning("Poll %d of %d failed (%s); next try in %.1f s", failures, budget, failure, note.wait)
         finally:
             poller.leave(subscription)
-
-
-def _serialized(trigger: BaseTrigger) -> tuple[str, dict[str, Any]]:
-    """The classpath and kwargs: exactly the arguments of ``__init__``, as the instance holds them."""
-    names = [n for n in inspect.signature(type(trigger).__init__).parameters if n != "self"]
-    return f"{type(trigger).__module__}.{type(trigger).__qualname__}", {n: getattr(trigger, n) for n in names}
+        if event["status"] == "success":
+            self.log.info("%s expired", watch.describe())
+        yield TriggerEvent(event)
 
 
 def _deadline(value: Any) -> float | None:
@@ -195,7 +176,7 @@ def _deadline(value: Any) -> float | None:
 _REPORTED_IN_MEMORY: dict[str, JsonDict] = {}
 
 
-class LinkstatsLinksExpiredEventTrigger(BaseEventTrigger):
+class LinkstatsLinksExpiredEventTrigger(_Arguments, BaseEventTrigger):
     """Reports links as they expire, for an ``AssetWatcher`` (event-driven scheduling, Airflow 3).
 
     It never ends on its own. Each poll walks the Expired listing (ceil(expired / 100) requests)
@@ -216,6 +197,8 @@ class LinkstatsLinksExpiredEventTrigger(BaseEventTrigger):
     across DAG parses by them.
     """
 
+    _shown = _FILTERS
+
     def __init__(
         self,
         *,
@@ -234,13 +217,6 @@ class LinkstatsLinksExpiredEventTrigger(BaseEventTrigger):
         self.domain_id = domain_id
         self.space_id = space_id
 
-    def serialize(self) -> tuple[str, dict[str, Any]]:
-        return _serialized(self)
-
-    def __repr__(self) -> str:
-        filters = ", ".join(f"{name}={getattr(self, name)!r}" for name in _FILTERS if getattr(self, name) is not None)
-        return f"{type(self).__name__}(linkstats_conn_id={self.linkstats_conn_id!r}{', ' if filters else ''}{filters})"
-
     @property
     def _state_key(self) -> str:
         return "linkstats_reported_expired_links:" + json.dumps(self.serialize()[1], sort_keys=True)
@@ -257,7 +233,7 @@ class LinkstatsLinksExpiredEventTrigger(BaseEventTrigger):
             while True:
                 self.log.error("Not watching for expired links: %s", error)
                 await asyncio.sleep(max(interval, 60.0))
-        await self._load(feed)
+        feed.load(await self._state("aget", self._state_key))
         self.log.info("Watching the Expired listing for new links (poll every %.1f s)", interval)
         hook, client, dialect = LinkstatsLinksHook(self.linkstats_conn_id), None, None
         try:
@@ -283,17 +259,11 @@ class LinkstatsLinksExpiredEventTrigger(BaseEventTrigger):
                         # Yielded before the memory is saved: a crash in between repeats, never loses.
                         yield TriggerEvent({"links": fresh})
                     if feed.changed:
-                        await self._save(feed)
+                        await self._state("aset", self._state_key, feed.dump())
                 await asyncio.sleep(wait)
         finally:
             if client is not None:
                 await client.aclose()
-
-    async def _load(self, feed: ExpiredFeed) -> None:
-        feed.load(await self._state("aget", self._state_key))
-
-    async def _save(self, feed: ExpiredFeed) -> None:
-        await self._state("aset", self._state_key, feed.dump())
 
     async def _state(self, method: str, *args: Any) -> Any:
         """Read or write the memory in the asset_state_store Airflow (>= 3.3) gave this watcher,

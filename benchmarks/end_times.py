@@ -196,7 +196,7 @@ def simulate_hour(waits: int = 1000, interval: float = 60.0, every: int = 10, se
         result = drive(poll.round(now), account)
         rounds += 1
         for watch, got in result.expired.items():
-            poll.remove(watch)
+            poll.watches.remove(watch)
             fired += 1
             delays.append(now - ends[got[0]["id"] - 1])
         now = poll.next_round(now)  # the shared poller's pace

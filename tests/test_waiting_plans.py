@@ -207,7 +207,7 @@ def fire_all(poll: Poll, service: Service, ends: dict[int, dt.datetime], start: 
         before = len(service.sent)
         result = run_round(poll, service, dt.datetime.fromtimestamp(now, dt.timezone.utc))
         for watch, records in result.expired.items():
-            poll.remove(watch)
+            poll.watches.remove(watch)
             delays.append(now - ends[records[0]["id"]].timestamp())
         costs.append(len(service.sent) - before)
         now = poll.next_round(now)

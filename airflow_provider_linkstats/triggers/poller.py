@@ -96,13 +96,13 @@ class SharedPoller:
         if poller is None or poller._closing:
             poller = by_conn[conn_id] = cls(conn_id)
         poller.subscriptions[subscription.watch] = subscription
-        poller.poll.add(subscription.watch)
+        poller.poll.watches = list(poller.subscriptions)
         poller._changed.set()
         return poller
 
     def leave(self, subscription: Subscription) -> None:
         self.subscriptions.pop(subscription.watch, None)
-        self.poll.remove(subscription.watch)
+        self.poll.watches = list(self.subscriptions)
         self._changed.set()
 
     def min_interval(self) -> float:
@@ -111,26 +111,25 @@ class SharedPoller:
     # -- the loop ------------------------------------------------------------------------------
 
     async def _run(self) -> None:
+        from airflow_provider_linkstats.hooks.linkstats import LinkstatsLinksHook
+
         await asyncio.sleep(0)  # triggers started together join before the first round
         try:
-            client = await self._open_client()
+            client = await LinkstatsLinksHook(self.conn_id).get_polling_client(self.min_interval(), MAX_CONNECTIONS)
         except Exception as error:  # connection missing or unusable: say which, never its content
-            self._close()
-            message = f"connection {self.conn_id!r} is unusable: {describe(error)}"
-            event = {"status": "error", "reason": "connection", "message": message}
-            for subscription in list(self.subscriptions.values()):
-                self._finish(subscription, event)
-            return
+            return self._end_all("connection", f"connection {self.conn_id!r} is unusable: {describe(error)}")
         self.limiter = client.limiter
         async with client:
             try:
                 await self._poll(client)
             except Exception as error:  # a bug here must not leave every trigger waiting for its deadline
                 log.exception("The shared poller of connection %r failed", self.conn_id)
-                self._close()
-                event = {"status": "error", "reason": "poller", "message": f"the shared poller failed: {error!r}"}
-                for subscription in list(self.subscriptions.values()):
-                    self._finish(subscription, event)
+                self._end_all("poller", f"the shared poller failed: {error!r}")
+
+    def _end_all(self, reason: str, message: str) -> None:
+        self._close()
+        for subscription in list(self.subscriptions.values()):
+            self._finish(subscription, {"status": "error", "reason": reason, "message": message})
 
     async def _poll(self, client: AsyncLinkstatsClient) -> None:
         """Rounds when ``Poll.next_round`` says (the smallest poke_interval, or the next ends to
@@ -152,12 +151,6 @@ class SharedPoller:
             started, last = loop.time(), plan.now()
             extra_wait = await self._round(client, last)
         self._close()
-
-    async def _open_client(self) -> AsyncLinkstatsClient:
-        from airflow_provider_linkstats.hooks.linkstats import LinkstatsLinksHook
-
-        self.hook = LinkstatsLinksHook(self.conn_id)
-        return await self.hook.get_polling_client(self.min_interval(), MAX_CONNECTIONS)
 
     def _close(self) -> None:
         self._closing = True

@@ -101,10 +101,8 @@ class Watch:
         ``known`` is what a sensor learnt before deferring: ``{"<id>": [end epoch or None, limit set]}``.
         """
         every = check_existence_check_every(existence_check_every)
-        learnt = {int(k): (v[0], bool(v[1])) for k, v in (known or {}).items()} if isinstance(known, Mapping) else {}
-        if is_blank(link_ids):
-            link_ids = None
-        if link_ids is not None:
+        learnt = {int(k): (v[0], bool(v[1])) for k, v in known.items()} if isinstance(known, Mapping) else {}
+        if not is_blank(link_ids):
             if not is_blank(link_id) or not is_blank(alias):
                 given, value = ("link_id", link_id) if not is_blank(link_id) else ("alias", alias)
                 raise LinkstatsInputError(given, value, "unset when link_ids is given")
@@ -114,8 +112,7 @@ class Watch:
             verified = verified or set(ids) <= set(records)  # records read by an upstream task
             return cls(ids, None, single=False, existence_check_every=every, verified=verified, known=learnt)
         if isinstance(link_id, Mapping):
-            record = link_id
-            link_id = record.get("id")
+            record, link_id = link_id, link_id.get("id")
             if is_blank(alias) and isinstance(record.get("alias"), str):
                 alias = record["alias"]
             records = _known_records([record])
@@ -218,13 +215,6 @@ class Poll:
         self.rounds_since_check = 0  # intervals, slept ones included, since the last periodic check
         self.last: float | None = None  # when the last round ran
         self.pages = Pages()  # where earlier walks of the All listing found which ids
-
-    def add(self, watch: Watch) -> None:
-        self.watches.append(watch)
-
-    def remove(self, watch: Watch) -> None:
-        if watch in self.watches:
-            self.watches.remove(watch)
 
     def polling(self) -> bool:
         """Whether some link must be asked about every interval: never checked, or only clicks can end it."""

@@ -88,7 +88,7 @@ class LinkstatsLinkExpiredSensor(BaseSensorOperator):
             from airflow_provider_linkstats.client.errors import LinkstatsInputError
 
             raise LinkstatsInputError("link_id", None, "a link id, a link record, or an alias (or link_ids, a list)")
-        if _static(link_id) and _static(alias) and _static(link_ids):
+        if all(_plain(value, static=True) for value in (link_id, alias, link_ids)):
             self._watch_from_inputs()  # a literal mistake shows at DAG parse time
         self.deferrable = deferrable or start_from_trigger
         self.start_from_trigger = start_from_trigger
@@ -159,12 +159,8 @@ class LinkstatsLinkExpiredSensor(BaseSensorOperator):
     def _watch_from_inputs(self) -> Watch:
         from airflow_provider_linkstats.waiting.watch import Poll, Watch
 
-        watch = Watch.from_inputs(
-            link_id=self.link_id,
-            alias=self.alias,
-            link_ids=self.link_ids,
-            existence_check_every=self.existence_check_every,
-        )
+        inputs = ("link_id", "alias", "link_ids", "existence_check_every")
+        watch = Watch.from_inputs(**{name: getattr(self, name) for name in inputs})
         self._poll: Poll = Poll([watch])
         return watch
 
@@ -241,14 +237,9 @@ class LinkstatsLinkExpiredSensor(BaseSensorOperator):
         from airflow.providers.common.compat.version_compat import AIRFLOW_V_3_3_PLUS
         from airflow.triggers.base import StartTriggerArgs
 
-        inputs = {
-            "linkstats_conn_id": self.linkstats_conn_id,
-            "link_id": self.link_id,
-            "alias": self.alias,
-            "link_ids": self.link_ids,
-        }
+        inputs = {name: getattr(self, name) for name in ("linkstats_conn_id", "link_id", "alias", "link_ids")}
         unknown = [name for name, value in inputs.items() if not _plain(value)]
-        templated = [name for name, value in inputs.items() if not _static(value)]
+        templated = [name for name, value in inputs.items() if not _plain(value, static=True)]
         if unknown or (templated and not AIRFLOW_V_3_3_PLUS):
             names = ", ".join(unknown or templated)
             why = (
@@ -288,38 +279,20 @@ def _reschedule_count(context: Any) -> int | None:
         from sqlalchemy import func, select
 
         with create_session() as session:
-            return session.scalar(
-                select(func.count())
-                .select_from(TaskReschedule)
-                .where(
-                    TaskReschedule.dag_id == ti.dag_id,
-                    TaskReschedule.task_id == ti.task_id,
-                    TaskReschedule.run_id == ti.run_id,
-                    TaskReschedule.map_index == ti.map_index,
-                    TaskReschedule.try_number == ti.try_number,
-                )
-            )
+            keys = ("dag_id", "task_id", "run_id", "map_index", "try_number")
+            query = select(func.count()).select_from(TaskReschedule).filter_by(**{k: getattr(ti, k) for k in keys})
+            return session.scalar(query)
     except Exception:  # no metadata database at hand: every poke counts as the first
         return None
 
 
-def _plain(value: Any) -> bool:
-    """JSON-like data (no XComArg or other object that only a worker can resolve)."""
-    if value is None or isinstance(value, (str, int, float, bool)):
-        return True
-    if isinstance(value, (list, tuple)):
-        return all(_plain(v) for v in value)
-    if isinstance(value, Mapping):
-        return all(isinstance(k, str) and _plain(v) for k, v in value.items())
-    return False
-
-
-def _static(value: Any) -> bool:
-    """Known at DAG parse time: plain data without Jinja."""
+def _plain(value: Any, *, static: bool = False) -> bool:
+    """JSON-like data (no XComArg or other object that only a worker can resolve); ``static``: and
+    no Jinja either, so known at DAG parse time."""
     if isinstance(value, str):
-        return not any(marker in value for marker in _JINJA_MARKERS)
+        return not static or not any(marker in value for marker in _JINJA_MARKERS)
     if isinstance(value, (list, tuple)):
-        return all(_static(v) for v in value)
+        return all(_plain(v, static=static) for v in value)
     if isinstance(value, Mapping):
-        return all(_static(v) for v in value.values())
-    return _plain(value)
+        return all(isinstance(k, str) and _plain(v, static=static) for k, v in value.items())
+    return value is None or isinstance(value, (int, float, bool))

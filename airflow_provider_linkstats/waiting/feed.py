@@ -57,13 +57,10 @@ class ExpiredFeed:
         for record in records:
             if (link_id := record_id(record)) is not None:
                 current.setdefault(link_id, record)
-        before = dict(self.reported)
         fresh = [record for link_id, record in current.items() if link_id not in self.reported]
-        remembered = {i: 0 for i in current if i in self.reported}
+        remembered = {i: 0 for i in current}
         remembered.update({i: 1 for i, misses in self.reported.items() if i not in current and misses == 0})
-        remembered.update({record_id(r): 0 for r in fresh})  # type: ignore[misc]
-        self.reported = remembered
-        self.changed = remembered != before
+        self.changed, self.reported = remembered != self.reported, remembered
         return fresh
 
     # -- persistence (asset_state_store on Airflow >= 3.3) -----------------------------------

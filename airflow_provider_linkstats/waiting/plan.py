@@ -74,17 +74,6 @@ def listing(filters: Mapping[str, Any], take: Callable[[list[JsonDict]], bool]) 
     return walk_pages(lambda page: build_list(LINKS, filters, page), take)
 
 
-def read_link(link_id: int) -> Plan[JsonDict]:
-    """``GET /links/{id}``; a 404 is ``LinkGoneError``."""
-    request = build_get(LINKS, link_id)
-    try:
-        response = yield request
-        raise_for_status(request, response)
-    except LinkstatsNotFoundError:
-        raise LinkGoneError(link_id) from None
-    return parse_record(request, response)
-
-
 @dataclass
 class Pages:
     """What earlier walks of the All listing showed, so the next one starts close to what it wants:
@@ -139,14 +128,16 @@ def read_links(
         yield from walk_pages(lambda n: build_list(LINKS, filters, n + start - 1), take)
         if remaining and filters is ALL_OLDEST_FIRST:
             hints.first_ids.clear()  # pages moved (or links are gone): the next walk starts at page 1 again
-    for link_id in wanted:
-        if link_id not in records:
-            try:
-                records[link_id] = yield from read_link(link_id)
-            except LinkGoneError:
-                records[link_id] = None
-            else:
-                hints.newest = max(hints.newest or 0, link_id)
+    for link_id in [i for i in wanted if i not in records]:
+        request = build_get(LINKS, link_id)  # GET /links/{id}: a 404 says the link is gone
+        try:
+            response = yield request
+            raise_for_status(request, response)
+        except LinkstatsNotFoundError:
+            records[link_id] = None
+            continue
+        records[link_id] = parse_record(request, response)
+        hints.newest = max(hints.newest or 0, link_id)
     return records
 
 

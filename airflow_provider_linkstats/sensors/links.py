@@ -84,12 +84,8 @@ class LinkstatsLinkExpiredSensor(BaseSensorOperator):
         self.linkstats_conn_id = linkstats_conn_id
         self.existence_check_every = check_existence_check_every(existence_check_every)
         self.max_transport_failures = check_max_transport_failures(max_transport_failures)
-        if link_ids is None and link_id is None and alias is None:
-            from airflow_provider_linkstats.client.errors import LinkstatsInputError
-
-            raise LinkstatsInputError("link_id", None, "a link id, a link record, or an alias (or link_ids, a list)")
         if all(_plain(value, static=True) for value in (link_id, alias, link_ids)):
-            self._watch_from_inputs()  # a literal mistake shows at DAG parse time
+            self._watch_from_inputs()  # a literal mistake (no link at all, too) shows at DAG parse time
         self.deferrable = deferrable or start_from_trigger
         self.start_from_trigger = start_from_trigger
         if start_from_trigger:
@@ -125,8 +121,7 @@ class LinkstatsLinkExpiredSensor(BaseSensorOperator):
             # Each reschedule is a new process: the poke number comes from Airflow's records.
             count = _reschedule_count(context) or 0
             watch.verified = watch.verified or bool(count)
-            every = watch.existence_check_every
-            check = bool(count) and bool(every) and count % every == 0
+            check = bool(count) and watch.existence_check_every > 0 and count % watch.existence_check_every == 0
         result = self._poke_once(check)
         if watch in result.expired:
             return PokeReturnValue(is_done=True, xcom_value=self._result(result.expired[watch]))
@@ -186,16 +181,12 @@ class LinkstatsLinkExpiredSensor(BaseSensorOperator):
 
     def _first_poke(self) -> RoundResult:
         """The worker's one poke before deferring, failing as a poke in BaseSensorOperator would."""
-        never_fail = getattr(self, "never_fail", False)  # Airflow >= 3.1
         try:
             return self._poke_once()
-        except AirflowFailException as error:
-            if self.soft_fail or never_fail:
-                raise AirflowSkipException(f"{error} ({'soft_fail' if self.soft_fail else 'never_fail'})") from error
-            raise
         except Exception as error:
-            if never_fail:
-                raise AirflowSkipException(f"{error} (never_fail)") from error
+            soft_fail = self.soft_fail and isinstance(error, AirflowFailException)
+            if soft_fail or getattr(self, "never_fail", False):  # never_fail: Airflow >= 3.1
+                raise AirflowSkipException(f"{error} ({'soft_fail' if soft_fail else 'never_fail'})") from error
             raise
 
     def _result(self, records: list[dict[str, Any]]) -> Any:

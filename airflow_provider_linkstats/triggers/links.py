@@ -1,9 +1,9 @@
 """The deferrable half of ``LinkstatsLinkExpiredSensor``: the same pokes, sent from the triggerer.
 
 Its arguments are plain JSON and never hold the API key: the connection is read (with
-common-compat's async helper) when polling starts. The polling itself is shared (what it sends
-is in ``triggers/poller.py``): every trigger of one connection in one triggerer joins one poller.
-Each trigger still yields its own event. This module imports no HTTP library (DAG files import
+common-compat's async helper) when polling starts. The polling is shared (``triggers/poller.py``;
+what it sends: docs/waiting.md) by every trigger of one connection in one triggerer; each trigger
+still yields its own event. This module imports no HTTP library (DAG files import
 it for the expiry watcher): the async client is loaded when a trigger runs.
 
 Failures are bounded: a transient one (no answer, 429, 502/503/504) makes the trigger sleep the

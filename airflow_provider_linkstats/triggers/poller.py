@@ -3,11 +3,8 @@
 Each trigger joins the poller of its connection id in its event loop (the triggerer runs all its
 triggers in one loop) and waits for a note addressed to it. The poller owns one HTTP client (a
 pool of at most ``MAX_CONNECTIONS``, one rate limiter) and runs ``waiting.watch.Poll`` rounds at
-the pace of the smallest ``poke_interval``. A round with nothing due sends nothing: links that end
-by date cost one read when their end comes (shared by every link ending by then), only links
-that can end by clicks are polled. Each trigger still yields its own event, logs its own failed
-polls and keeps its own deadline and failure budget. Sharing is only an economy: a trigger alone
-in its triggerer has a poller to itself.
+the pace of the smallest ``poke_interval`` (what they send: docs/waiting.md). Each trigger still
+yields its own event, logs its own failed polls and keeps its own deadline and failure budget.
 """
 
 from __future__ import annotations
@@ -23,7 +20,7 @@ from airflow_provider_linkstats.client.errors import LinkstatsError, is_transien
 from airflow_provider_linkstats.outcomes import describe, error_event, retry_wait
 from airflow_provider_linkstats.waiting import plan
 from airflow_provider_linkstats.waiting.plan import adrive
-from airflow_provider_linkstats.waiting.watch import Poll, RoundResult, Watch
+from airflow_provider_linkstats.waiting.watch import Poll, Watch
 
 if TYPE_CHECKING:
     from airflow_provider_linkstats.client.aio import AsyncLinkstatsClient
@@ -175,19 +172,15 @@ class SharedPoller:
             return self._failed(error, members)
         finally:
             self.max_round_requests = max(self.max_round_requests, self.requests - before)
-        self._deliver(result, members)
         log.debug("Round %d: %d requests", self.rounds, self.requests - before)
-        return 0.0
-
-    def _deliver(self, result: RoundResult, members: list[Subscription]) -> None:
         for subscription in members:
             subscription.failures = 0
-        for watch, records in result.expired.items():
+        events = {watch: {"status": "success", "links": records} for watch, records in result.expired.items()}
+        events.update((watch, error_event(error)) for watch, error in result.failed.items())  # never both
+        for watch, event in events.items():
             if (member := self.subscriptions.get(watch)) is not None:
-                self._finish(member, {"status": "success", "links": records})
-        for watch, error in result.failed.items():
-            if (member := self.subscriptions.get(watch)) is not None:
-                self._finish(member, error_event(error))
+                self._finish(member, event)
+        return 0.0
 
     def _failed(self, error: LinkstatsError, subscriptions: list[Subscription]) -> float:
         """A poll failed for these triggers: end their waits, or tell them and wait longer."""

@@ -147,8 +147,6 @@ def expired_listed(link_ids: Iterable[int], alias: str | None = None) -> Plan[tu
     version (and, up to phpShort 45, links whose date passed). Returns them and the pages read."""
     wanted = set(link_ids)
     found: dict[int, JsonDict] = {}
-    if not wanted:
-        return found, 0
     filters: JsonDict = {"status": int(LinkStatus.EXPIRED), "per_page": MAX_PER_PAGE}
     if alias:
         filters.update(search=alias, search_by="alias")
@@ -164,10 +162,6 @@ def expired_listed(link_ids: Iterable[int], alias: str | None = None) -> Plan[tu
 def record_id(record: Mapping[str, Any]) -> int | None:
     """A record's id as an int (the service may send it as a string)."""
     value = record.get("id")
-    if isinstance(value, bool):
-        return None
-    if isinstance(value, int):
-        return value
     if isinstance(value, str) and value.strip().isdigit():
         return int(value.strip())
-    return None
+    return value if isinstance(value, int) and not isinstance(value, bool) else None

@@ -1,18 +1,10 @@
 """One wait (``Watch``) and the rounds that answer many of them at once (``Poll``), without I/O.
 
-A link ends in one of two ways. Its **end time** is in its record (phpShort 44-45 ``ends_at``,
-46+ ``active_period_end_at``): nothing needs polling for it, the wait sleeps until then and
-confirms with a read of the record (``Poll.confirm_at``: the shared poller lets an end wait a few
-seconds for the next ones, so one read confirms several). Its **click limit** is only seen by
-asking: the Expired listing (``status=2``) lists links that reached it on every version.
-
-A round, for every watch at once: finds the link of a watch that knows only an alias; asks the
-Expired listing about the links only clicks can end (one walk, or one request per alias when that
-is cheaper); reads (``read_links``) the ends due, links never read, and every
-``existence_check_every`` rounds the pending links (a deleted link never shows as Expired). A
-record decides by itself (``LinkTiming.ended``); a window not started yet (46+) is not an end. A
-watch is over when all its links are ended in the same round; a 404 or an alias that belongs to
-another link ends it with that error.
+How a link ends (an end time in its record, confirmed by one read when it comes; a click limit,
+seen only in the Expired listing) and when existence is checked: docs/waiting.md. A round's steps
+are in ``Poll.round``. A record decides by itself (``LinkTiming.ended``); a window not started yet
+(46+) is not an end. A watch is over when all its links are ended in the same round; a 404 or an
+alias that belongs to another link ends it with that error.
 """
 
 from __future__ import annotations
@@ -253,13 +245,14 @@ class Poll:
         return max(wake, end if end <= last + 2 * period else last + period)
 
     def round(self, now: float | None = None, *, check: bool | None = None) -> Plan[RoundResult]:
-        """One round at ``now`` (epoch seconds). ``check`` forces or skips the periodic existence
-        check (reschedule mode counts its pokes itself)."""
+        """One round at ``now`` (epoch seconds), for every watch at once. ``check`` forces or skips
+        the periodic existence check (reschedule mode counts its pokes itself)."""
         now = plan.now() if now is None else now
         if self.last is not None:  # intervals slept through count towards the periodic check
             self.rounds_since_check += max(1, int((now - self.last) / self.interval)) if self.interval > 0 else 1
         self.last = now
         result = RoundResult()
+        # 1. the link of a watch that knows only an alias
         for watch in [w for w in self.watches if not w.link_ids]:
             try:
                 yield from watch.resolve()
@@ -273,21 +266,19 @@ class Poll:
         periodic = check if check is not None else bool(every) and self.rounds_since_check >= min(every)
         confirm = self.confirming(now)
         horizon = now + self.interval * min(every, default=0)
-        to_read = [
-            i
-            for w in live
-            for i in w.pending
-            if w.must_read(i) or (confirm and w.ends_by(i, now)) or (periodic and not w.ends_by(i, horizon))
-        ]
+
+        def due(w: Watch, i: int) -> bool:
+            return w.must_read(i) or (confirm and w.ends_by(i, now)) or (periodic and not w.ends_by(i, horizon))
+
+        to_read = [i for w in live for i in w.pending if due(w, i)]
         if periodic:
             self.rounds_since_check = 0
         # 3. the Expired listing, for what only clicks can end: a listed link exists and is over, so
         # it needs no read (a few links about to be read anyway are not asked). A walk happening
-        # anyway asks about every pending link (on 44-45 it sees a date end early too).
-        few = len(to_read) <= GETS_MAX
-        linked = dict.fromkeys(i for w in live for i in w.link_ids)  # ended ones too: a watch ends when all do at once
-        clicks = {i for w in live for i in w.link_ids if w.by_clicks(i)}
-        asked = [i for i in linked if i in clicks and not (few and i in to_read)]
+        # anyway asks about every pending link (on 44-45 it sees a date end early too). Ended links
+        # are asked about too: a watch ends when all its links do in the same round.
+        read_anyway = set(to_read) if len(to_read) <= GETS_MAX else set()
+        asked = list(dict.fromkeys(i for w in live for i in w.link_ids if w.by_clicks(i) and i not in read_anyway))
         found: dict[int, JsonDict] = {}
         if asked:
             found = yield from self._listing(asked, live, [i for i in pending if i not in asked])

@@ -132,8 +132,7 @@ class LinkstatsLinkExpiredSensor(BaseSensorOperator):
         """Airflow's next poke (a sleep in poke mode, a reschedule in reschedule mode), moved to the
         watched link's end when nothing else needs polling, and never past the sensor's timeout."""
         interval = super()._get_next_poke_interval(started_at, run_duration, poke_count)
-        poll = getattr(self, "_poll", None)
-        end = poll.next_end() if poll is not None else None
+        end = self._poll.next_end()  # a poke came first: _poll is set
         if end is None:
             return interval
         from airflow_provider_linkstats.waiting import plan

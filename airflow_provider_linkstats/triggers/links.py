@@ -6,11 +6,9 @@ what it sends: docs/waiting.md) by every trigger of one connection in one trigge
 still yields its own event. This module imports no HTTP library (DAG files import
 it for the expiry watcher): the async client is loaded when a trigger runs.
 
-Failures are bounded: a transient one (no answer, 429, 502/503/504) makes the trigger sleep the
-poke interval (or the server's longer ``Retry-After``) and try again, never in a tight loop, and
-``max_transport_failures`` of them in a row end the wait with an error event; anything else (a
-deleted link, a rejected key, a malformed answer) ends it at once. At the deadline it yields a
-timeout event.
+Failures are bounded (docs/waiting.md): a transient one waits the poke interval or a longer
+``Retry-After``, ``max_transport_failures`` in a row end the wait with an error event, anything
+else ends it at once. At the deadline it yields a timeout event.
 """
 
 from __future__ import annotations
@@ -124,7 +122,6 @@ class LinkstatsLinkExpiredTrigger(_Arguments, BaseTrigger):
             return
 
         self.log.info("Waiting for %s to expire (poke every %.1f s)", watch.describe(), self.poke_interval)
-        # Every trigger of this connection in this triggerer polls through one shared poller.
         subscription = Subscription(watch, interval=self.poke_interval)
         poller = SharedPoller.join(self.linkstats_conn_id, subscription)
         try:

@@ -73,10 +73,7 @@ class SharedPoller:
         self._closing = False
         # What it cost so far (for logs and benchmarks): rounds, requests, the most requests one
         # round sent, and link-polls (links waited on, summed over rounds).
-        self.rounds = 0
-        self.requests = 0
-        self.max_round_requests = 0
-        self.link_polls = 0
+        self.rounds = self.requests = self.max_round_requests = self.link_polls = 0
         self.limiter: RateLimiter | None = None  # the client's: one budget for all the triggers
         # An empty context: the poller's task must not inherit the first trigger's log context
         # (Airflow binds a trigger's ids to it), or its lines would land in that task's log.

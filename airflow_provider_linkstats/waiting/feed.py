@@ -22,7 +22,7 @@ from airflow_provider_linkstats.client.dialect import Dialect
 from airflow_provider_linkstats.client.protocol import build_list
 from airflow_provider_linkstats.client.records import link_timing
 from airflow_provider_linkstats.waiting import plan
-from airflow_provider_linkstats.waiting.plan import JsonDict, Plan, listing, record_id
+from airflow_provider_linkstats.waiting.plan import JsonDict, Plan, record_id, walk_pages
 
 
 class ExpiredFeed:
@@ -48,7 +48,7 @@ class ExpiredFeed:
             records.extend(r for r in items if not decide or link_timing(r).ended(moment))
             return False
 
-        yield from listing(filters, take)
+        yield from walk_pages(lambda page: build_list(LINKS, filters, page), take)
         return records
 
     def news(self, records: list[JsonDict]) -> list[JsonDict]:

@@ -1,9 +1,8 @@
 """The steps every wait is made of, without I/O: the page walker, reads, the Expired listing.
 
-Each is a plan (``client.protocol.Plan``): a generator that yields requests and returns what it
-learnt. ``drive`` runs one with a synchronous ``call`` (the sensor's worker), ``adrive`` with an
-async one (the triggerer), so every mode sends the same requests and reads the answers the same
-way. Plans are tested with canned answers (tests/test_waiting_plans.py).
+Each is a plan (``client.protocol.Plan``: a generator that yields requests and returns what it
+learnt), run by ``drive`` in a worker and ``adrive`` in the triggerer, so every mode sends the
+same requests and reads the answers the same way; tests feed them canned answers.
 """
 
 from __future__ import annotations
@@ -68,10 +67,6 @@ def walk_pages(request_for_page: Callable[[int], ApiRequest], take: Callable[[li
         if take(page.items) or not page.has_next:
             return page_number
         page_number += 1
-
-
-def listing(filters: Mapping[str, Any], take: Callable[[list[JsonDict]], bool]) -> Plan[int]:
-    return walk_pages(lambda page: build_list(LINKS, filters, page), take)
 
 
 @dataclass
@@ -155,7 +150,7 @@ def expired_listed(link_ids: Iterable[int], alias: str | None = None) -> Plan[tu
         found.update((i, item) for item in items if (i := record_id(item)) in wanted)  # type: ignore[misc]
         return len(found) == len(wanted)
 
-    pages = yield from listing(filters, take)
+    pages = yield from walk_pages(lambda page: build_list(LINKS, filters, page), take)
     return found, pages
 
 

@@ -219,15 +219,6 @@ class Poll:
         ends = sorted(end for w in self.watches for i in w.pending if (end := w.known.get(i, (None,))[0]) is not None)
         return (ends[0], max(e for e in ends if e <= ends[0] + self.batch)) if ends else None
 
-    def confirming(self, now: float) -> bool:
-        """Whether a round at ``now`` confirms the ends that passed: their batch is complete, or the
-        next round (an interval on) would come after the earliest one's ``batch`` seconds."""
-        batch = self.confirm_at()
-        if batch is None or batch[0] > now:
-            return False
-        first, complete = batch
-        return complete <= now or now + self.interval > first + self.batch
-
     def next_end(self) -> float | None:
         """When to confirm the next ends, if nothing needs polling meanwhile (None: poll at the interval)."""
         batch = self.confirm_at()
@@ -264,7 +255,10 @@ class Poll:
         # leaves out links whose end comes before the next one: that read checks them)
         every = [w.existence_check_every for w in live if w.existence_check_every > 0]
         periodic = check if check is not None else bool(every) and self.rounds_since_check >= min(every)
-        confirm = self.confirming(now)
+        # the ends that passed are confirmed once their batch is complete, or if the next round (an
+        # interval on) would come after the earliest one's ``batch`` seconds
+        first, complete = self.confirm_at() or (float("inf"), float("inf"))  # inf: no end pending
+        confirm = first <= now and (complete <= now or now + self.interval > first + self.batch)
         horizon = now + self.interval * min(every, default=0)
 
         def due(w: Watch, i: int) -> bool:

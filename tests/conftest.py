@@ -69,6 +69,17 @@ GENERATIONS = {"44": "3", "49": "31"}  # phpShort generation -> the phpAnalytics
 
 
 @pytest.fixture(scope="session")
+def shared_deployment(request, airflow_db):
+    """One real Airflow deployment for the tests marked ``deployment_scenario(name)``, every
+    selected scenario under way in it side by side (tests/deployment.py)."""
+    from tests.deployment import shared_deployment as deployment
+
+    wanted = [m.args[0] for item in request.session.items if (m := item.get_closest_marker("deployment_scenario"))]
+    with deployment(list(dict.fromkeys(wanted))) as shared:
+        yield shared
+
+
+@pytest.fixture(scope="session")
 def emulators():
     """Emulators by phpShort generation ("44" with phpAnalytics 3.x, "49" with 31), started on first use."""
     from airflow_provider_linkstats.emulator import Emulator

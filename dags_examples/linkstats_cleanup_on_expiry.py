@@ -20,7 +20,9 @@ from airflow.providers.common.compat.version_compat import AIRFLOW_V_3_0_PLUS
 # Read once per parse and constant per deployment: the trigger's kwargs must not change between
 # parses, or Airflow would see a new watcher each time.
 POKE_INTERVAL = float(os.environ.get("LINKSTATS_EXPIRY_POKE_INTERVAL", "60"))
-CONN_ID = "linkstats_links_default"
+# The connection of the account to clean up (the tests' shared deployment gives this DAG an
+# account of its own, so that it does not delete the campaign DAG's links).
+CONN_ID = os.environ.get("LINKSTATS_EXPIRY_CONN_ID", "linkstats_links_default")
 
 if not AIRFLOW_V_3_0_PLUS:
     logging.getLogger(__name__).warning(

@@ -69,6 +69,17 @@ GENERATIONS = {"44": "3", "49": "31"}  # phpShort generation -> the phpAnalytics
 
 
 @pytest.fixture(scope="session")
+def shared_deployment(request, airflow_db):
+    """One real Airflow deployment for the tests marked ``deployment_scenario(name)``, every
+    selected scenario under way in it side by side (tests/deployment.py)."""
+    from tests.deployment import shared_deployment as deployment
+
+    wanted = [m.args[0] for item in request.session.items if (m := item.get_closest_marker("deployment_scenario"))]
+    with deployment(list(dict.fromkeys(wanted))) as shared:
+        yield shared
+
+
+@pytest.fixture(scope="session")
 def emulators():
     """Emulators by phpShort generation ("44" with phpAnalytics 3.x, "49" with 31), started on first use."""
     from airflow_provider_linkstats.emulator import Emulator
@@ -198,8 +209,32 @@ def run_operator(operator, **params):
 # Each worker is its own process: it imports this file, so it has its own Airflow home, metadata
 # database, emulator and ports (all made here or bound to port 0); new tests need no special care.
 # Tests marked ``slow`` are handed out first, so the longest ones start at once on different
-# workers instead of ending the run on one.
+# workers instead of ending the run on one. Tests that share an expensive setup carry
+# ``@pytest.mark.xdist_group(name)``: --dist loadgroup sends a group to one worker.
 
 
+@pytest.hookimpl(trylast=True)  # after pytest-xdist's own hook, which marks the groups
 def pytest_collection_modifyitems(config, items):
     items.sort(key=lambda item: item.get_closest_marker("slow") is None)  # stable: slow ones first
+    if getattr(config.option, "loadgroup", False):  # an xdist worker under --dist loadgroup
+        for item in items:
+            _keep_xdist_group(item)
+
+
+def _keep_xdist_group(item) -> None:
+    """Give the item's node id its ``@group`` suffix if pytest-xdist could not.
+
+    xdist 3.8 tells the scheduler an item's group by appending it to ``item._nodeid``; pytest 9.2
+    builds the node id from ``item._id`` instead, so the suffix is lost and every group is spread
+    over the workers as if it were not there (pytest-dev/pytest-xdist#1386, open). This does what
+    the proposed fix does (pytest-dev/pytest-xdist#1388), and nothing once xdist does it itself.
+    """
+    names = {str(m.args[0] if m.args else m.kwargs.get("name", "default")) for m in item.iter_markers("xdist_group")}
+    if not names:
+        return
+    suffix = "@" + "_".join(sorted(names))
+    if item.nodeid.endswith(suffix) or not hasattr(item, "_id"):
+        return
+    from _pytest.nodeid import NodeId
+
+    item._id = NodeId.parse(item.nodeid + suffix)  # parse() keeps the string as given, brackets and all

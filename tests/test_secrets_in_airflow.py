@@ -20,7 +20,9 @@ from tests.airflow_scan import REPO, DagRun, ScanReport, find_secrets, run_dags_
 from tests.conftest import API_KEY, connection_json
 from tests.leakcheck import LINK_PASSWORD, PRIVACY_PASSWORD, WEBSITE_PASSWORD
 
-pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]
+# One group: the module's DAG runs (its `scan` fixture) happen once, on one worker, not on each
+# worker that gets one of its tests.
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(600), pytest.mark.xdist_group("secrets_scan")]
 
 SECRETS = {
     "API key": API_KEY,

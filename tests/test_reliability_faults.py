@@ -464,7 +464,10 @@ def test_server_that_never_answers_ends_within_the_bound(method, every_method_at
         assert sent == [method.http] * (retries + 1)
         bound = TIMEOUT * (retries + 1)
     backoff = retries * 3 * RETRY_WAIT
-    assert bound * 0.9 <= outcome.elapsed <= bound + backoff + SLACK
+    # Every method runs at once, in threads: on a loaded 2-core machine they finish up to ~0.5 s
+    # late. 2 s of slack still tells the bound from waiting out the 5 s hang even once; the number
+    # of tries is asserted above.
+    assert bound * 0.9 <= outcome.elapsed <= bound + backoff + 2.0
 
 
 @pytest.mark.parametrize("method", METHODS, ids=METHOD_IDS)

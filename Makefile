@@ -19,11 +19,9 @@ PYTEST_PARALLEL ?= -n auto --dist loadgroup
 venv: $(STAMP)
 
 # Rebuilt when pyproject.toml or the constraints change; the venv itself is kept and updated.
+# tools/venv_install.sh: uv where it can (seconds), else pip.
 $(STAMP): pyproject.toml $(CONSTRAINTS)
-	test -x $(VENV)/bin/python || $(PYTHON) -m venv $(VENV)
-	$(VENV)/bin/python -m pip install -q --upgrade "pip>=24"
-	$(VENV)/bin/python -m pip install -q -c $(CONSTRAINTS) "apache-airflow==$(AIRFLOW_VERSION)" -e ".[test]" \
-		2>&1 | { grep -v "is ignored: it is neither a file nor a directory" || true; }
+	PYTHON=$(PYTHON) bash tools/venv_install.sh $(VENV) $(CONSTRAINTS) "apache-airflow==$(AIRFLOW_VERSION)" -e ".[test]"
 	rm -f $(VENV)/.installed-*
 	touch $@
 
@@ -85,8 +83,7 @@ dist:
 #             The `docs` extra is installed into $(VENV) once (autodoc imports the provider and Airflow).
 DOCS_STAMP := $(VENV)/.installed-docs-$(AIRFLOW_VERSION)
 $(DOCS_STAMP): $(STAMP)
-	$(VENV)/bin/python -m pip install -q -c $(CONSTRAINTS) -e ".[test,docs]" \
-		2>&1 | { grep -v "is ignored: it is neither a file nor a directory" || true; }
+	PYTHON=$(PYTHON) bash tools/venv_install.sh $(VENV) $(CONSTRAINTS) "apache-airflow==$(AIRFLOW_VERSION)" -e ".[test,docs]"
 	touch $@
 docs: $(DOCS_STAMP)
 	rm -rf docs/_build/html

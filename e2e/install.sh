@@ -23,14 +23,11 @@ if [[ ! -x /usr/lib/postgresql/15/bin/initdb ]]; then
     exit 1
 fi
 
-# The venv is reused; pip is asked again only when pyproject.toml or the constraints changed.
+# The venv is reused; the installer is asked again only when pyproject.toml or the constraints changed.
 STAMP="$VENV/.installed-e2e-$AIRFLOW_VERSION"
 if [[ ! -f $STAMP || pyproject.toml -nt $STAMP || $CONSTRAINTS -nt $STAMP ]]; then
-    echo "[e2e] pip install into $VENV (constraints: $CONSTRAINTS)"
-    test -x "$VENV/bin/python" || "$PYTHON" -m venv "$VENV"
-    "$VENV/bin/python" -m pip install -q --upgrade "pip>=24" 2>&1 | { grep -v "is ignored: it is neither" || true; }
-    "$VENV/bin/python" -m pip install -q -c "$CONSTRAINTS" "apache-airflow==$AIRFLOW_VERSION" -e ".[e2e]" \
-        2>&1 | { grep -v "is ignored: it is neither a file nor a directory" || true; }
+    echo "[e2e] installing into $VENV (constraints: $CONSTRAINTS)"
+    PYTHON=$PYTHON bash tools/venv_install.sh "$VENV" "$CONSTRAINTS" "apache-airflow==$AIRFLOW_VERSION" -e ".[e2e]"
     rm -f "$VENV"/.installed-e2e-*
     touch "$STAMP"
 fi

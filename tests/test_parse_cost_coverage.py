@@ -3,6 +3,7 @@ the example DAGs import at parse time (issue 19 item 6)."""
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 
@@ -37,3 +38,62 @@ def test_async_client_module_loads_no_http_stack():
     )
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True, cwd=REPO)
     assert out.stdout.strip() == "[]", out.stdout
+
+
+# What a DAG parse loads: the modules the parse row measures (the operator, sensor and trigger
+# modules and every provider module an example DAG imports), imported after the base a scheduler's
+# parser already holds. Only these provider modules may come with them: the hooks, the dialect
+# tables, the clients, the retry and rate-limit machinery and the waiting plans stay for the worker
+# and the triggerer.
+PARSE_TIME_MODULES = {"airflow_provider_linkstats"} | {
+    f"airflow_provider_linkstats.{name}"
+    for name in (
+        "client",
+        "client.contract",
+        "client.errors",
+        "client.records",
+        "client.settings",
+        "client.validation",
+        "connection",
+        "lineage",
+        "operators",
+        "operators.base",
+        "operators.links",
+        "operators.stats",
+        "operators.websites",
+        "outcomes",
+        "sensors",
+        "sensors.links",
+        "triggers",
+        "triggers.links",
+    )
+}
+# Loaded by none of them (on Airflow 3 ``airflow.sdk`` has httpx and tenacity already: what counts
+# is what the provider's modules add).
+RUN_TIME_LIBRARIES = {"requests", "urllib3", "httpx", "httpcore", "h11", "anyio", "sniffio", "aiohttp", "tenacity"}
+
+_PARSE_PROBE = r"""
+import importlib, json, sys
+try:
+    import airflow.sdk
+except ImportError:  # Airflow 2: the DAG, BaseOperator and BaseSensorOperator modules, as in the benchmark
+    import airflow.models.baseoperator, airflow.models.dag, airflow.sensors.base
+before = set(sys.modules)
+for name in json.loads(sys.argv[1]):
+    importlib.import_module(name)
+print(json.dumps(sorted(set(sys.modules) - before)))
+"""
+
+
+def test_a_parse_loads_no_hook_client_or_http_library():
+    modules = parse_cost.available(parse_cost.OURS)
+    assert set(parse_cost.CORE) <= set(modules)
+    out = subprocess.run(
+        [sys.executable, "-c", _PARSE_PROBE, json.dumps(modules)], capture_output=True, text=True, check=True, cwd=REPO
+    )
+    added = json.loads(out.stdout.strip().splitlines()[-1])
+    ours = {m for m in added if m.split(".")[0] == "airflow_provider_linkstats"}
+    assert ours <= PARSE_TIME_MODULES, sorted(ours - PARSE_TIME_MODULES)
+    assert not {m.split(".")[0] for m in added} & RUN_TIME_LIBRARIES, sorted(added)
+    # Not vacuous: the sensor and trigger modules are new on every Airflow version (nothing preloads them).
+    assert {"airflow_provider_linkstats.sensors.links", "airflow_provider_linkstats.triggers.links"} <= ours

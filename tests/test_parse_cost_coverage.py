@@ -3,7 +3,6 @@ the example DAGs import at parse time (issue 19 item 6)."""
 
 from __future__ import annotations
 
-import json
 import subprocess
 import sys
 
@@ -16,6 +15,8 @@ def test_parse_row_covers_the_trigger_and_every_example_dag_import():
     assert "airflow_provider_linkstats.triggers.links" in dag_imports  # the cleanup-on-expiry DAG's watcher
     assert "airflow_provider_linkstats.operators.stats" in dag_imports  # the weekly report's
     assert set(dag_imports) | {"airflow_provider_linkstats.triggers.links"} <= set(parse_cost.OURS)
+    assert "LinkstatsLinksExpiredEventTrigger" in parse_cost.NAMES["airflow_provider_linkstats.triggers.links"]
+    assert parse_cost.NAMES["airflow_provider_linkstats.client"] == ("LinkStatus",)
 
 
 def test_imports_inside_task_functions_are_not_counted(tmp_path):
@@ -28,6 +29,10 @@ def test_imports_inside_task_functions_are_not_counted(tmp_path):
         "airflow_provider_linkstats.operators.links",
         "airflow_provider_linkstats.triggers.links",
     )
+    assert parse_cost.example_dag_names(tmp_path) == {  # the probe takes these names, as the DAG file does
+        "airflow_provider_linkstats.operators.links": ("X",),
+        "airflow_provider_linkstats.triggers.links": ("Y",),
+    }
 
 
 def test_async_client_module_loads_no_http_stack():
@@ -72,26 +77,13 @@ PARSE_TIME_MODULES = {"airflow_provider_linkstats"} | {
 # is what the provider's modules add).
 RUN_TIME_LIBRARIES = {"requests", "urllib3", "httpx", "httpcore", "h11", "anyio", "sniffio", "aiohttp", "tenacity"}
 
-_PARSE_PROBE = r"""
-import importlib, json, sys
-try:
-    import airflow.sdk
-except ImportError:  # Airflow 2: the DAG, BaseOperator and BaseSensorOperator modules, as in the benchmark
-    import airflow.models.baseoperator, airflow.models.dag, airflow.sensors.base
-before = set(sys.modules)
-for name in json.loads(sys.argv[1]):
-    importlib.import_module(name)
-print(json.dumps(sorted(set(sys.modules) - before)))
-"""
-
 
 def test_a_parse_loads_no_hook_client_or_http_library():
     modules = parse_cost.available(parse_cost.OURS)
     assert set(parse_cost.CORE) <= set(modules)
-    out = subprocess.run(
-        [sys.executable, "-c", _PARSE_PROBE, json.dumps(modules)], capture_output=True, text=True, check=True, cwd=REPO
-    )
-    added = json.loads(out.stdout.strip().splitlines()[-1])
+    # The benchmark's own probe: airflow.sdk (Airflow 2: the modules it holds in 3), then each module
+    # and the names the example DAGs take from it, in a fresh interpreter.
+    added = parse_cost.sample([("ours", modules)], parse_cost.probe_env({}))["ours"]["new"]
     ours = {m for m in added if m.split(".")[0] == "airflow_provider_linkstats"}
     assert ours <= PARSE_TIME_MODULES, sorted(ours - PARSE_TIME_MODULES)
     assert not {m.split(".")[0] for m in added} & RUN_TIME_LIBRARIES, sorted(added)

@@ -89,3 +89,19 @@ def test_a_parse_loads_no_hook_client_or_http_library():
     assert not {m.split(".")[0] for m in added} & RUN_TIME_LIBRARIES, sorted(added)
     # Not vacuous: the sensor and trigger modules are new on every Airflow version (nothing preloads them).
     assert {"airflow_provider_linkstats.sensors.links", "airflow_provider_linkstats.triggers.links"} <= ours
+
+
+def test_trigger_module_loads_nothing_its_run_needs():
+    """A DAG with an asset watcher imports the trigger module at every parse; the checks, the hook, the
+    poller and the waiting plans are loaded by run(), in the triggerer."""
+    module = "airflow_provider_linkstats.triggers.links"
+    added = set(parse_cost.sample([("ours", (module,))], parse_cost.probe_env({}))["ours"]["new"])
+    assert module in added
+    run_time = {
+        "airflow_provider_linkstats.client.validation",
+        "airflow_provider_linkstats.hooks.linkstats",
+        "airflow_provider_linkstats.triggers.poller",
+        "airflow_provider_linkstats.waiting.watch",
+        "airflow_provider_linkstats.client.aio",
+    }
+    assert not added & run_time, sorted(added & run_time)

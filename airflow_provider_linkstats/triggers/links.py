@@ -35,7 +35,6 @@ except ImportError:  # a common-compat without that module: the same fallback, b
 
 from airflow_provider_linkstats.client.errors import LinkstatsError, LinkstatsInputError, is_transient
 from airflow_provider_linkstats.client.settings import DEFAULT_EXISTENCE_CHECK_EVERY, DEFAULT_MAX_TRANSPORT_FAILURES
-from airflow_provider_linkstats.client.validation import check_max_transport_failures, check_number
 from airflow_provider_linkstats.connection import CONNECTION_TYPES
 from airflow_provider_linkstats.outcomes import MAX_RETRY_AFTER, describe, error_event, retry_wait
 
@@ -110,6 +109,7 @@ class LinkstatsLinkExpiredTrigger(_Arguments, BaseTrigger):
 
     async def run(self) -> AsyncIterator[TriggerEvent]:
         try:
+            from airflow_provider_linkstats.client.validation import check_max_transport_failures, check_number
             from airflow_provider_linkstats.triggers.poller import SharedPoller, Subscription
             from airflow_provider_linkstats.waiting.watch import Watch
 

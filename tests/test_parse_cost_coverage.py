@@ -48,17 +48,17 @@ def test_async_client_module_loads_no_http_stack():
 # What a DAG parse loads: the modules the parse row measures (the operator, sensor and trigger
 # modules and every provider module an example DAG imports), imported after the base a scheduler's
 # parser already holds. Only these provider modules may come with them: the hooks, the dialect
-# tables, the clients, the retry and rate-limit machinery and the waiting plans stay for the worker
-# and the triggerer.
+# tables, the contract validation, the clients, the retry and rate-limit machinery and the waiting
+# plans stay for the worker and the triggerer.
 PARSE_TIME_MODULES = {"airflow_provider_linkstats"} | {
     f"airflow_provider_linkstats.{name}"
     for name in (
         "client",
+        "client.checks",
         "client.contract",
         "client.errors",
         "client.records",
         "client.settings",
-        "client.validation",
         "connection",
         "lineage",
         "operators",
@@ -98,6 +98,7 @@ def test_trigger_module_loads_nothing_its_run_needs():
     added = set(parse_cost.sample([("ours", (module,))], parse_cost.probe_env({}))["ours"]["new"])
     assert module in added
     run_time = {
+        "airflow_provider_linkstats.client.checks",
         "airflow_provider_linkstats.client.validation",
         "airflow_provider_linkstats.hooks.linkstats",
         "airflow_provider_linkstats.triggers.poller",

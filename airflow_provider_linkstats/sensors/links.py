@@ -23,12 +23,8 @@ from airflow.providers.common.compat.sdk import (
     conf,
 )
 
+from airflow_provider_linkstats.client.checks import check_existence_check_every, check_max_transport_failures, is_blank
 from airflow_provider_linkstats.client.settings import DEFAULT_EXISTENCE_CHECK_EVERY, DEFAULT_MAX_TRANSPORT_FAILURES
-from airflow_provider_linkstats.client.validation import (
-    check_existence_check_every,
-    check_max_transport_failures,
-    is_blank,
-)
 from airflow_provider_linkstats.connection import CONNECTION_TYPES
 
 if TYPE_CHECKING:

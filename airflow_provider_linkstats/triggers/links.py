@@ -109,7 +109,7 @@ class LinkstatsLinkExpiredTrigger(_Arguments, BaseTrigger):
 
     async def run(self) -> AsyncIterator[TriggerEvent]:
         try:
-            from airflow_provider_linkstats.client.validation import check_max_transport_failures, check_number
+            from airflow_provider_linkstats.client.checks import check_max_transport_failures, check_number
             from airflow_provider_linkstats.triggers.poller import SharedPoller, Subscription
             from airflow_provider_linkstats.waiting.watch import Watch
 

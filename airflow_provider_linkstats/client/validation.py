@@ -33,13 +33,11 @@ from airflow_provider_linkstats.client.contract import (
 )
 from airflow_provider_linkstats.client.errors import LinkstatsInputError
 
-# Patterns, not compiled ones: the sensor and trigger modules import this one at every DAG parse,
-# and ``re.match`` compiles each on first use (then keeps it in re's cache).
-_DATE = r"^\d{4}-\d{2}-\d{2}$"
-_TIME = r"^\d{2}:\d{2}$"
+_DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
+_TIME = re.compile(r"^\d{2}:\d{2}$")
 # A host name: dot-separated labels of letters (any script) and digits, inner hyphens allowed; a port may follow.
-_HOST = r"^(?=.{1,253}(:|$))[^\W_](?:[\w-]{0,61}[^\W_])?(?:\.[^\W_](?:[\w-]{0,61}[^\W_])?)*(:\d{1,5})?$"
-_SLUG = r"^[\w-]+$"  # as the service's alpha_dash rule: letters of any script
+_HOST = re.compile(r"^(?=.{1,253}(:|$))[^\W_](?:[\w-]{0,61}[^\W_])?(?:\.[^\W_](?:[\w-]{0,61}[^\W_])?)*(:\d{1,5})?$")
+_SLUG = re.compile(r"^[\w-]+$")  # as the service's alpha_dash rule: letters of any script
 MAX_SLUG = 255  # the service's max:255 on alias
 
 
@@ -98,7 +96,7 @@ def validate_value(spec: FieldSpec | ListParamSpec, value: Any) -> Any:
             raise bad(allowed=spec.allowed() + " without leading or trailing spaces (the service trims them)")
         return value
     if kind is Kind.SLUG:
-        if not isinstance(value, str) or not re.match(_SLUG, value):
+        if not isinstance(value, str) or not _SLUG.match(value):
             raise bad()
         if len(value) > MAX_SLUG:  # right characters, too many: say the limit, not the alphabet
             raise bad(allowed=f"at most {MAX_SLUG} characters ({len(value)} given)")
@@ -109,7 +107,7 @@ def validate_value(spec: FieldSpec | ListParamSpec, value: Any) -> Any:
         return value
     if kind is Kind.HOST:
         host = normalize_domain(value) if isinstance(value, str) else None
-        if not host or not re.match(_HOST, host):
+        if not host or not _HOST.match(host):
             raise bad()
         return host
     if kind in (Kind.ID, Kind.POSITIVE_INT):
@@ -186,7 +184,7 @@ def stats_date(field: str, value: Any) -> str:
         return value.date().isoformat()
     if isinstance(value, dt.date):
         return value.isoformat()
-    if isinstance(value, str) and re.match(_DATE, value.strip()):
+    if isinstance(value, str) and _DATE.match(value.strip()):
         try:
             return dt.date.fromisoformat(value.strip()).isoformat()
         except ValueError:
@@ -291,7 +289,7 @@ def _date(value: Any, bad: Any) -> str:
         raise bad(value, "a date formatted YYYY-MM-DD (pass a datetime as expires_at instead)")
     if isinstance(value, dt.date):
         return value.isoformat()
-    if isinstance(value, str) and re.match(_DATE, value):
+    if isinstance(value, str) and _DATE.match(value):
         try:
             dt.date.fromisoformat(value)
             return value
@@ -318,7 +316,7 @@ def aware_moment(field: str, value: Any) -> dt.datetime:
 def _time(value: Any, bad: Any) -> str:
     if isinstance(value, dt.time):
         return value.strftime("%H:%M")
-    if isinstance(value, str) and re.match(_TIME, value):
+    if isinstance(value, str) and _TIME.match(value):
         hours, minutes = int(value[:2]), int(value[3:])
         if hours < 24 and minutes < 60:
             return value

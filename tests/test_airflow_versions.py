@@ -173,9 +173,11 @@ def test_asset_watchers_by_version():
     import airflow.triggers.base as trigger_base
     from airflow.providers.common.compat.triggers import BaseEventTrigger
 
-    from airflow_provider_linkstats.triggers.links import LinkstatsLinkExpiredTrigger
+    from airflow_provider_linkstats.triggers.links import LinkstatsLinkExpiredTrigger, LinkstatsLinksExpiredEventTrigger
 
     has_watcher, real_event_trigger = row(ASSET_WATCHERS)
+    # The watcher's base is common-compat's, though the module picks it without importing common-compat.
+    assert BaseEventTrigger in LinkstatsLinksExpiredEventTrigger.__bases__
     assert hasattr(trigger_base, "BaseEventTrigger") is real_event_trigger
     if real_event_trigger:
         assert BaseEventTrigger is trigger_base.BaseEventTrigger

@@ -72,6 +72,23 @@ def test_every_operator_takes_its_default_connection_from_the_hook():
         assert f"``{hook_class.default_conn_name}``" in cls.__doc__  # and the docs say which
 
 
+def test_sensor_and_triggers_default_to_the_hooks_connection():
+    """They read the id from connection.py (so a DAG parse needs no hooks module); it is the hook's."""
+    from airflow_provider_linkstats.hooks.linkstats import LinkstatsLinksHook
+    from airflow_provider_linkstats.sensors import links as sensor_module
+    from airflow_provider_linkstats.sensors.links import LinkstatsLinkExpiredSensor
+    from airflow_provider_linkstats.triggers import links as trigger_module
+
+    assert sensor_module.DEFAULT_CONN_ID == trigger_module.DEFAULT_CONN_ID == LinkstatsLinksHook.default_conn_name
+    sensor = LinkstatsLinkExpiredSensor(task_id="wait", link_id=1)
+    assert sensor.linkstats_conn_id == LinkstatsLinksHook.default_conn_name
+    assert sensor.hook.linkstats_conn_id == LinkstatsLinksHook.default_conn_name
+    trigger = trigger_module.LinkstatsLinkExpiredTrigger(link_id=1)
+    assert trigger.serialize()[1]["linkstats_conn_id"] == LinkstatsLinksHook.default_conn_name
+    event_trigger = trigger_module.LinkstatsLinksExpiredEventTrigger()
+    assert event_trigger.serialize()[1]["linkstats_conn_id"] == LinkstatsLinksHook.default_conn_name
+
+
 def test_delete_operators_default_workers_from_settings():
     from airflow_provider_linkstats.operators.base import LinkstatsDeleteOperatorBase
 

@@ -393,6 +393,57 @@ RESOURCES = {r.name: r for r in (LINKS, WEBSITES, SPACES, PIXELS, DOMAINS)}
 # -- statistics ------------------------------------------------------------------------------------
 
 
+# Statistics: vocabulary name -> (older generation's name, newer generation's name); None: no
+# counterpart there (refused naming the version). Both generations' names are accepted. A dialect
+# table (``Dialect.stat_name`` reads it), kept here so that the stats operators' docstrings, built
+# at every DAG parse, list the names without importing ``dialect.py``.
+LINK_STATS_NAMES: dict[str, tuple[str | None, str | None]] = {
+    "browser": ("browser", "browser"),
+    "cities": ("cities", "city"),  # v44's cities returns no rows (its data is stored as city)
+    "city": ("cities", "city"),
+    "clicks": ("clicks", "click"),  # v49 buckets by the span of from/to, in the account's zone
+    "click": ("clicks", "click"),
+    "clicks_hour": ("clicks_hour", None),
+    "country": ("country", "country"),
+    "device": ("device", "device"),
+    "language": ("language", "language"),
+    "platform": ("platform", "operating_system"),
+    "operating_system": ("platform", "operating_system"),
+    "referrer": ("referrer", "referrer"),
+}
+WEBSITE_STATS_NAMES: dict[str, tuple[str | None, str | None]] = {
+    **{
+        name: (name, name)
+        for name in (
+            "browser",
+            "campaign",
+            "city",
+            "continent",
+            "country",
+            "device",
+            "event",
+            "landing_page",
+            "language",
+            "os",
+            "page",
+            "pageviews",
+            "referrer",
+            "resolution",
+            "visitors",
+        )
+    },
+    "pageviews_hours": ("pageviews_hours", "pageviews_hour"),
+    "pageviews_hour": ("pageviews_hours", "pageviews_hour"),
+    "visitors_hours": ("visitors_hours", "visitors_hour"),
+    "visitors_hour": ("visitors_hours", "visitors_hour"),
+}
+
+
+def stats_names(service: str) -> tuple[str, ...]:
+    """The statistic names accepted for ``service``: both generations' names."""
+    return tuple(LINK_STATS_NAMES if service == "links" else WEBSITE_STATS_NAMES)
+
+
 @dataclass(frozen=True)
 class StatsSpec:
     """The statistics of one service: ``GET /stats/{id}?name=&from=&to=``, rows of value and count."""
@@ -403,9 +454,7 @@ class StatsSpec:
 
     @property
     def names(self) -> tuple[str, ...]:
-        """Every statistic name accepted (both generations' names; ``dialect.py`` holds the table)."""
-        from airflow_provider_linkstats.client.dialect import stats_names
-
+        """Every statistic name accepted (both generations' names)."""
         return stats_names(self.service)
 
 

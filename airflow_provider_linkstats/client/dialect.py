@@ -3,8 +3,10 @@
 phpShort 44-45 (the documented API) and 46-49 (current installs) take different form fields for
 the same ideas, and phpShort 46+ silently ignores the old names; phpAnalytics 3.0-3.6 and 3.7+
 (31) name two statistics differently. The provider's users write one vocabulary (the contract's
-field names); the tables below say how each generation spells it, and a field a generation lacks
-is refused before any request, naming the field and the version. Records of both generations are
+field names); the tables below say how each generation spells it (the statistics' names are in
+``contract.py``, as ``LINK_STATS_NAMES`` and ``WEBSITE_STATS_NAMES``, so that the stats operators'
+docs list them without importing this module), and a field a generation lacks is refused before
+any request, naming the field and the version. Records of both generations are
 read back into the vocabulary by ``records.normalize``, with ``RECORD_KEYS`` below.
 
 Nothing here does I/O. ``detection.detect`` tells the generations apart with one request.
@@ -17,7 +19,15 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from airflow_provider_linkstats.client.contract import LINKS, TARGETING_FIELDS, WEBSITES, Resource, TargetType
+from airflow_provider_linkstats.client.contract import (  # the statistics' names table lives there
+    LINK_STATS_NAMES,
+    LINKS,
+    TARGETING_FIELDS,
+    WEBSITE_STATS_NAMES,
+    WEBSITES,
+    Resource,
+    TargetType,
+)
 from airflow_provider_linkstats.client.errors import LinkstatsInputError
 
 # -- the tables --------------------------------------------------------------------------------
@@ -79,56 +89,6 @@ RECORD_KEYS: dict[str, tuple[str | None, str | None]] = {
     "rotation": ("rotation_target", "targets"),
 }
 NEW_LINK_RECORD_KEYS = ("targets_type", "active_period_end_at", "clicks_limit", "redirect_password")
-
-# Statistics: vocabulary name -> (older generation's name, newer generation's name); None: no
-# counterpart there (refused naming the version). Both generations' names are accepted.
-LINK_STATS_NAMES: dict[str, tuple[str | None, str | None]] = {
-    "browser": ("browser", "browser"),
-    "cities": ("cities", "city"),  # v44's cities returns no rows (its data is stored as city)
-    "city": ("cities", "city"),
-    "clicks": ("clicks", "click"),  # v49 buckets by the span of from/to, in the account's zone
-    "click": ("clicks", "click"),
-    "clicks_hour": ("clicks_hour", None),
-    "country": ("country", "country"),
-    "device": ("device", "device"),
-    "language": ("language", "language"),
-    "platform": ("platform", "operating_system"),
-    "operating_system": ("platform", "operating_system"),
-    "referrer": ("referrer", "referrer"),
-}
-WEBSITE_STATS_NAMES: dict[str, tuple[str | None, str | None]] = {
-    **{
-        name: (name, name)
-        for name in (
-            "browser",
-            "campaign",
-            "city",
-            "continent",
-            "country",
-            "device",
-            "event",
-            "landing_page",
-            "language",
-            "os",
-            "page",
-            "pageviews",
-            "referrer",
-            "resolution",
-            "visitors",
-        )
-    },
-    "pageviews_hours": ("pageviews_hours", "pageviews_hour"),
-    "pageviews_hour": ("pageviews_hours", "pageviews_hour"),
-    "visitors_hours": ("visitors_hours", "visitors_hour"),
-    "visitors_hour": ("visitors_hours", "visitors_hour"),
-}
-
-
-
-def stats_names(service: str) -> tuple[str, ...]:
-    """The statistic names accepted for ``service``: both generations' names."""
-    return tuple(LINK_STATS_NAMES if service == "links" else WEBSITE_STATS_NAMES)
-
 
 # Website fields and listing filters only phpAnalytics 31 has.
 WEBSITE_NEW_ONLY = ("favorite",)

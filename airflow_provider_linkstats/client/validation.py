@@ -14,6 +14,16 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 from urllib.parse import urlsplit
 
+from airflow_provider_linkstats.client.checks import (  # noqa: F401 - the scalar checks, importable from here too
+    check_bool,
+    check_choice,
+    check_existence_check_every,
+    check_future,
+    check_max_transport_failures,
+    check_number,
+    check_whole_number,
+    is_blank,
+)
 from airflow_provider_linkstats.client.contract import (
     FieldSpec,
     Kind,
@@ -195,78 +205,6 @@ def validate_id(value: Any, field: str = "id") -> int:
     return number
 
 
-# -- the checks shared by operators, sensor, trigger and hook settings ----------------------------
-
-_TRUE = ("true", "1", "yes", "on")
-_FALSE = ("false", "0", "no", "off")
-
-
-def is_blank(value: Any) -> bool:
-    """None or an empty/whitespace string: "not given" (templates render a missing value as "")."""
-    return value is None or (isinstance(value, str) and not value.strip())
-
-
-def check_whole_number(
-    field: str, value: Any, *, minimum: int = 0, maximum: int | None = None, allowed: str = ""
-) -> int:
-    """An int (or its digits as a string) within bounds; booleans are not numbers here."""
-    number: Any = value
-    if isinstance(value, str) and value.strip().lstrip("-").isdigit():
-        number = int(value.strip())
-    if isinstance(number, bool) or not isinstance(number, int) or number < minimum or (
-        maximum is not None and number > maximum
-    ):
-        bounds = f"from {minimum} to {maximum}" if maximum is not None else f">= {minimum}"
-        raise LinkstatsInputError(field, value, allowed or f"a whole number {bounds}")
-    return number
-
-
-def check_number(field: str, value: Any, *, positive: bool = False, allowed: str = "") -> float:
-    """A real number (or its text), >= 0, or > 0 when ``positive``."""
-    try:
-        number = float(value) if not isinstance(value, bool) else -1.0
-    except (TypeError, ValueError):
-        number = -1.0
-    if number < 0 or (positive and number == 0) or number != number:  # NaN
-        raise LinkstatsInputError(field, value, allowed or f"a {'positive' if positive else 'non-negative'} number")
-    return number
-
-
-def check_bool(field: str, value: Any) -> bool:
-    """A bool, or its text as a template or a connection extra gives it (true/false, 1/0, yes/no, on/off)."""
-    if isinstance(value, bool):
-        return value
-    text = str(value).strip().lower() if isinstance(value, (str, int)) else None
-    if text in _TRUE or text in _FALSE:
-        return text in _TRUE
-    raise LinkstatsInputError(field, value, "true or false")
-
-
-def check_future(moment: dt.datetime, field: str = "expires_at", *, now: dt.datetime | None = None) -> dt.datetime:
-    """An aware moment that is still ahead; a past expiry would make a link that is dead from the start.
-
-    The error names the moment in the zone it was read in (its own offset or zone) and the time now.
-    """
-    current = now or dt.datetime.now(dt.timezone.utc)
-    if moment <= current:
-        # An IANA name where the moment carries one (pendulum, zoneinfo), else its offset name ("UTC+02:00").
-        zone = getattr(moment.tzinfo, "name", None) or getattr(moment.tzinfo, "key", None) or moment.tzname()
-        raise LinkstatsInputError(
-            field,
-            moment.isoformat(),
-            f"a moment in the future; this one is {moment:%Y-%m-%d %H:%M:%S} in {zone} (the zone it was read "
-            f"in), which has passed: it is now {current.astimezone(moment.tzinfo):%Y-%m-%d %H:%M:%S} there",
-        )
-    return moment
-
-
-def check_choice(field: str, value: Any, choices: Iterable[Any]) -> Any:
-    choices = tuple(choices)
-    if value not in choices:
-        raise LinkstatsInputError(field, value, "one of " + ", ".join(repr(c) for c in choices))
-    return value
-
-
 _LINK_IDS = ListParamSpec("link_ids", Kind.ID_LIST, "Links that must all be expired.")
 
 
@@ -281,16 +219,6 @@ def validate_link_ids(value: Any) -> list[int]:
     if not ids:
         raise LinkstatsInputError("link_ids", value, "a non-empty list of positive integers")
     return list(dict.fromkeys(ids))
-
-
-def check_existence_check_every(value: Any) -> int:
-    return check_whole_number(
-        "existence_check_every", value, allowed="a whole number of pokes >= 0 (0 checks only when the alias is learnt)"
-    )
-
-
-def check_max_transport_failures(value: Any) -> int:
-    return check_whole_number("max_transport_failures", value, minimum=1, allowed="a whole number >= 1")
 
 
 def normalize_domain(value: str) -> str:

@@ -1,7 +1,9 @@
 """Wait until a short link (or every link of a list) has expired.
 
 The scheduler imports this module on every DAG parse, so it imports no HTTP library and not the
-hooks module: the hook and the trigger are imported inside the methods that use them.
+hooks module (nor the dialect tables behind it): the hook and the trigger are imported inside the
+methods that use them, and the default connection id is read from ``connection.py``, where the
+hook reads it too.
 """
 
 from __future__ import annotations
@@ -21,21 +23,18 @@ from airflow.providers.common.compat.sdk import (
     conf,
 )
 
+from airflow_provider_linkstats.client.checks import check_existence_check_every, check_max_transport_failures, is_blank
 from airflow_provider_linkstats.client.settings import DEFAULT_EXISTENCE_CHECK_EVERY, DEFAULT_MAX_TRANSPORT_FAILURES
-from airflow_provider_linkstats.client.validation import (
-    check_existence_check_every,
-    check_max_transport_failures,
-    is_blank,
-)
-from airflow_provider_linkstats.hooks.linkstats import LinkstatsLinksHook
+from airflow_provider_linkstats.connection import CONNECTION_TYPES
 
 if TYPE_CHECKING:
+    from airflow_provider_linkstats.hooks.linkstats import LinkstatsLinksHook
     from airflow_provider_linkstats.waiting.watch import Poll, RoundResult, Watch
 
 __all__ = ["LinkstatsLinkExpiredSensor"]
 
 TRIGGER_CLASSPATH = "airflow_provider_linkstats.triggers.links.LinkstatsLinkExpiredTrigger"
-DEFAULT_CONN_ID = LinkstatsLinksHook.default_conn_name
+DEFAULT_CONN_ID = CONNECTION_TYPES["linkstats_links"][2]  # LinkstatsLinksHook.default_conn_name
 _JINJA_MARKERS = ("{{", "{%", "{#")
 
 
@@ -95,6 +94,8 @@ class LinkstatsLinkExpiredSensor(BaseSensorOperator):
 
     @cached_property
     def hook(self) -> LinkstatsLinksHook:
+        from airflow_provider_linkstats.hooks.linkstats import LinkstatsLinksHook
+
         return LinkstatsLinksHook(self.linkstats_conn_id)
 
     # -- execution -------------------------------------------------------------------------------

@@ -3,8 +3,9 @@
 Its arguments are plain JSON and never hold the API key: the connection is read (with
 common-compat's async helper) when polling starts. The polling is shared (``triggers/poller.py``;
 what it sends: docs/waiting.md) by every trigger of one connection in one triggerer; each trigger
-still yields its own event. This module imports no HTTP library (DAG files import
-it for the expiry watcher): the async client is loaded when a trigger runs.
+still yields its own event. This module imports no HTTP library and not the hooks module (DAG
+files import it for the expiry watcher): the hook and the async client are loaded when a trigger
+runs.
 
 Failures are bounded (docs/waiting.md): a transient one waits the poke interval or a longer
 ``Retry-After``, ``max_transport_failures`` in a row end the wait with an error event, anything
@@ -24,24 +25,20 @@ from typing import Any
 
 from airflow.triggers.base import BaseTrigger, TriggerEvent
 
-try:  # common-compat: BaseEventTrigger on Airflow 3, BaseTrigger on Airflow 2 (no asset watchers there)
-    from airflow.providers.common.compat.triggers import BaseEventTrigger
-except ImportError:  # a common-compat without that module: the same fallback, by hand
-    try:
-        from airflow.triggers.base import BaseEventTrigger  # type: ignore[no-redef]
-    except ImportError:
-        BaseEventTrigger = BaseTrigger  # type: ignore[misc,assignment]
+try:  # Airflow 3; on Airflow 2 (no asset watchers) BaseTrigger, as common-compat's BaseEventTrigger is there.
+    from airflow.triggers.base import BaseEventTrigger
+except ImportError:  # By hand rather than through common-compat: one module less at every DAG parse.
+    BaseEventTrigger = BaseTrigger  # type: ignore[misc,assignment]
 
 from airflow_provider_linkstats.client.errors import LinkstatsError, LinkstatsInputError, is_transient
 from airflow_provider_linkstats.client.settings import DEFAULT_EXISTENCE_CHECK_EVERY, DEFAULT_MAX_TRANSPORT_FAILURES
-from airflow_provider_linkstats.client.validation import check_max_transport_failures, check_number
-from airflow_provider_linkstats.hooks.linkstats import LinkstatsLinksHook
+from airflow_provider_linkstats.connection import CONNECTION_TYPES
 from airflow_provider_linkstats.outcomes import MAX_RETRY_AFTER, describe, error_event, retry_wait
 
 JsonDict = dict[str, Any]
 _FILTERS = ("search", "search_by", "domain_id", "space_id")  # the watcher's listing filters
 
-DEFAULT_CONN_ID = LinkstatsLinksHook.default_conn_name
+DEFAULT_CONN_ID = CONNECTION_TYPES["linkstats_links"][2]  # LinkstatsLinksHook.default_conn_name
 __all__ = ["MAX_RETRY_AFTER", "LinkstatsLinkExpiredTrigger", "LinkstatsLinksExpiredEventTrigger"]
 
 
@@ -109,6 +106,7 @@ class LinkstatsLinkExpiredTrigger(_Arguments, BaseTrigger):
 
     async def run(self) -> AsyncIterator[TriggerEvent]:
         try:
+            from airflow_provider_linkstats.client.checks import check_max_transport_failures, check_number
             from airflow_provider_linkstats.triggers.poller import SharedPoller, Subscription
             from airflow_provider_linkstats.waiting.watch import Watch
 
@@ -219,6 +217,7 @@ class LinkstatsLinksExpiredEventTrigger(_Arguments, BaseEventTrigger):
         return "linkstats_reported_expired_links:" + json.dumps(self.serialize()[1], sort_keys=True)
 
     async def run(self) -> AsyncIterator[TriggerEvent]:
+        from airflow_provider_linkstats.hooks.linkstats import LinkstatsLinksHook
         from airflow_provider_linkstats.waiting.feed import ExpiredFeed
         from airflow_provider_linkstats.waiting.plan import adrive
 

@@ -25,10 +25,13 @@ from typing import Any
 
 from airflow.triggers.base import BaseTrigger, TriggerEvent
 
-try:  # Airflow 3; on Airflow 2 (no asset watchers) BaseTrigger, as common-compat's BaseEventTrigger is there.
-    from airflow.triggers.base import BaseEventTrigger
-except ImportError:  # By hand rather than through common-compat: one module less at every DAG parse.
-    BaseEventTrigger = BaseTrigger  # type: ignore[misc,assignment]
+try:  # common-compat: BaseEventTrigger on Airflow 3, BaseTrigger on Airflow 2 (no asset watchers there)
+    from airflow.providers.common.compat.triggers import BaseEventTrigger
+except ImportError:  # a common-compat without that module: the same fallback, by hand
+    try:
+        from airflow.triggers.base import BaseEventTrigger  # type: ignore[no-redef]
+    except ImportError:
+        BaseEventTrigger = BaseTrigger  # type: ignore[misc,assignment]
 
 from airflow_provider_linkstats.client.errors import LinkstatsError, LinkstatsInputError, is_transient
 from airflow_provider_linkstats.client.settings import DEFAULT_EXISTENCE_CHECK_EVERY, DEFAULT_MAX_TRANSPORT_FAILURES

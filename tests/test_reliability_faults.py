@@ -327,12 +327,16 @@ def test_fault_that_makes_the_client_wait_ends_in_success(method, fault, every_m
     fake = outcome.fake
     retried_at = fake.times(method.http)[1] if fake.count(method.http) > 1 else None
     if fault == "429 Retry-After in seconds":
-        assert retried_at - fake.answered[0][1] >= 0.95, "Retry-After (seconds) was not honoured"
+        waited = retried_at - fake.answered[0][1]  # on the server's side: the client's pause alone
+        assert waited >= 0.95, "Retry-After (seconds) was not honoured"
+        assert waited < 1.9, f"waited {waited:.2f} s for a Retry-After of 1 s (the 2 s cap, or a backoff added)"
     elif fault == "429 Retry-After as an HTTP date":
         assert retried_at >= fake.not_before[0] - 0.01, "retried before the Retry-After date"
     else:
         assert outcome.elapsed >= TIMEOUT * 0.9  # it did wait for the timeout, once
-    assert outcome.elapsed < TIMEOUT + 1.0 + SLACK
+    # All methods run at once in threads: on a loaded machine the whole call (not the pause above)
+    # ends up to a second late; it must still not hang.
+    assert outcome.elapsed < TIMEOUT + 1.0 + 2.0
 
 
 # -- faults that end in one typed error -------------------------------------------------------------

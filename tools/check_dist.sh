@@ -73,9 +73,8 @@ PY
 # 3. a clean venv with Airflow under the constraints and the built wheel
 say "clean venv $DIST_VENV: apache-airflow==$AIRFLOW_VERSION (constraints $CONSTRAINTS) + $(basename "$WHEEL")[emulator]"
 rm -rf "$DIST_VENV"
-"$PYTHON" -m venv "$DIST_VENV"
-quiet "$DIST_VENV/bin/python" -m pip install -q --upgrade "pip>=24"
-quiet "$DIST_VENV/bin/python" -m pip install -q -c "$CONSTRAINTS" "apache-airflow==$AIRFLOW_VERSION" "$WHEEL[emulator]"
+# uv where it can, else pip (tools/venv_install.sh): what is checked is the wheel, not the installer.
+PYTHON=$PYTHON bash tools/venv_install.sh "$DIST_VENV" "$CONSTRAINTS" "apache-airflow==$AIRFLOW_VERSION" "$WHEEL[emulator]"
 VENV_BIN=$(cd "$DIST_VENV/bin" && pwd)
 
 # 4. run it from outside the checkout: only the dags are copied, as a user copies them

@@ -218,6 +218,10 @@ def _fernet_key() -> str:
 def _run(dags_folder: str, plan: list[list]) -> int:
     import importlib.util
 
+    from tests.airflow_backports import reuse_in_process_execution_api
+
+    reuse_in_process_execution_api()
+
     dags = {}
     for path in sorted(Path(dags_folder).glob("*.py")):
         spec = importlib.util.spec_from_file_location(f"scan_dag_{path.stem}", path)

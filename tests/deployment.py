@@ -35,6 +35,7 @@ from pathlib import Path
 
 import airflow
 import pytest
+import requests
 from cryptography.fernet import Fernet
 
 from tests.conftest import API_KEY, GENERATIONS, MIGRATED_DB, REPO, connection_json
@@ -71,6 +72,19 @@ class Deployment:
             stderr=subprocess.STDOUT,
             start_new_session=True,  # its own process group: executor workers die with it
         )
+
+    def wait_until_answering(self, url: str, name: str, timeout: float = 120) -> None:
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                if requests.get(url, timeout=5).status_code == 200:
+                    return
+            except requests.RequestException:
+                pass
+            process = self.processes[name]
+            assert process.poll() is None, f"{name} exited ({process.returncode}):\n{self.log(name)[-3000:]}"
+            assert time.monotonic() < deadline, f"{name} not answering {url} after {timeout:.0f} s:\n{self.log(name)[-3000:]}"
+            time.sleep(0.5)
 
     def log(self, name: str) -> str:
         return (self.home / f"{name}.log").read_text(errors="replace")
@@ -109,6 +123,20 @@ class Deployment:
         """States of the DAG's runs, newest first (read from the metadata database: an
         ``airflow dags list-runs`` costs 2 s of CPU each time, and the scenarios ask often)."""
         return [state for (state,) in self.query("SELECT state FROM dag_run WHERE dag_id = ? ORDER BY id DESC", dag_id)]
+
+    def failed_task_logs(self, dag_id: str, tail: int = 4000) -> str:
+        """The log tails of the DAG's failed (or retried) task instances: what a failed run's
+        assertion shows first, since the scheduler's log rarely says why a task failed."""
+        tasks = {t for (t,) in self.query(
+            "SELECT task_id FROM task_instance WHERE dag_id = ? AND (state IN ('failed', 'up_for_retry') OR try_number > 1)",
+            dag_id,
+        )}
+        parts = []
+        for task_id in sorted(tasks):
+            for path in sorted((self.home / "logs").rglob(f"dag_id={dag_id}/**/task_id={task_id}/*")):
+                if path.is_file():
+                    parts.append(f"--- {path.relative_to(self.home)}\n{path.read_text(errors='replace')[-tail:]}")
+        return "\n".join(parts) or f"(no task log of {dag_id} names a failed task)"
 
     def try_numbers(self, dag_id: str) -> list[int]:
         """The try number of each of the DAG's task instances."""
@@ -256,6 +284,11 @@ def shared_deployment(wanted: list[str]):
             if AIRFLOW_3:
                 deployment.start("api-server", "api-server", "--port", str(api_port), "--host", "127.0.0.1")
                 deployment.start("dag-processor", "dag-processor")
+                # The scheduled examples are queued as soon as the scheduler sees them; a worker
+                # started before the api-server answers fails its task ("Connection refused"),
+                # which on a loaded machine cascaded into a failed run (seen on 3.0.6). Airflow's
+                # docker-compose waits on the same health check.
+                deployment.wait_until_answering(f"http://127.0.0.1:{api_port}/api/v2/version", "api-server")
             deployment.start("scheduler", "scheduler")
             deployment.start("triggerer", "triggerer")
             for name in names:

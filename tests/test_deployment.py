@@ -63,7 +63,8 @@ def campaign(shared: SharedDeployment) -> None:
             time.sleep(1)
         logs = {name: deployment.log(name) for name in deployment.processes}
         assert state == "success", (
-            f"DagRun {state}; triggerer log tail:\n{logs['triggerer'][-3000:]}\nscheduler:\n{logs['scheduler'][-3000:]}"
+            f"DagRun {state}; failed tasks:\n{deployment.failed_task_logs(DAG_ID)}\n"
+            f"triggerer log tail:\n{logs['triggerer'][-3000:]}\nscheduler:\n{logs['scheduler'][-3000:]}"
         )
         # The sensor deferred, the wait ran in the triggerer (its log is the task's ".trigger."
         # file), and the task resumed from it: the run could not have succeeded otherwise.
@@ -79,7 +80,7 @@ def campaign(shared: SharedDeployment) -> None:
         deadline = time.monotonic() + 180
         for dag_id in SCHEDULED_EXAMPLES:
             while not (states := deployment.run_states(dag_id)) or set(states) != {"success"}:
-                assert "failed" not in states, f"{dag_id}: {states}\n{deployment.log('scheduler')[-3000:]}"
+                assert "failed" not in states, f"{dag_id}: {states}\n{deployment.failed_task_logs(dag_id)}"
                 assert time.monotonic() < deadline, f"{dag_id} never finished: {states}"
                 time.sleep(1)
         assert list((home / "linkstats-reports").glob("top_links_*.csv"))

@@ -21,6 +21,8 @@ from tests.conftest import API_KEY, DAGS_FOLDER, REPO
 RUN_DAG = textwrap.dedent(
     """
     import importlib.util, sys
+    from tests.airflow_backports import reuse_in_process_execution_api
+    reuse_in_process_execution_api()
     spec = importlib.util.spec_from_file_location("linkstats_test_dag_lineage", sys.argv[1])
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)

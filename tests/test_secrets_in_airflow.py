@@ -17,7 +17,7 @@ import pytest
 import requests
 
 from tests.airflow_scan import REPO, DagRun, ScanReport, find_secrets, run_dags_and_scan, secret_forms
-from tests.conftest import API_KEY, connection_json
+from tests.conftest import API_KEY, MIGRATED_DB, connection_json
 from tests.leakcheck import LINK_PASSWORD, PRIVACY_PASSWORD, WEBSITE_PASSWORD
 
 # One group: the module's DAG runs (its `scan` fixture) happen once, on one worker, not on each
@@ -71,7 +71,7 @@ def visitors(emu, passwords: dict[str, str]):
 
 
 @pytest.fixture(scope="module")
-def scan(emulator, tmp_path_factory) -> ScanReport:
+def scan(emulator, tmp_path_factory, airflow_db) -> ScanReport:
     """Runs every DAG once for the module's tests (one Airflow home, one runner process)."""
     emu = emulator
     emu.reset()
@@ -115,6 +115,7 @@ def scan(emulator, tmp_path_factory) -> ScanReport:
         home,
         env,
         during=visitors(emu, {SECRET_ALIAS: LINK_PASSWORD}),
+        migrated_db=MIGRATED_DB,
     )
     report.store_links = emu.store.links()  # type: ignore[attr-defined]
     report.store_websites = emu.store.websites()  # type: ignore[attr-defined]

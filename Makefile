@@ -10,9 +10,13 @@ VENV ?= .venv
 CONSTRAINTS := constraints/airflow-$(AIRFLOW_VERSION).txt
 STAMP := $(VENV)/.installed-$(AIRFLOW_VERSION)
 PYTEST_ARGS ?=
-# One pytest worker per core (pytest-xdist); tests sharing one setup (xdist_group) stay together.
-# `make test PYTEST_PARALLEL=` runs the suite in one process.
-PYTEST_PARALLEL ?= -n auto --dist loadgroup
+# pytest-xdist: one worker per core plus one, because many tests spend their time waiting on a
+# clock (rate-limit windows, sensor timeouts, a deployment's one-minute expiry) while the cores
+# are free: on 2 cores, 3 workers ran the 3.3.2 suite in 157 s, 2 in 182 s (4: 153 s).
+# Tests sharing one setup (xdist_group) stay together. `make test PYTEST_PARALLEL=` runs the
+# suite in one process; `make test PYTEST_WORKERS=2` sets the count.
+PYTEST_WORKERS ?= $(shell $(PYTHON) -c "import os; print((os.cpu_count() or 1) + 1)")
+PYTEST_PARALLEL ?= -n $(PYTEST_WORKERS) --dist loadgroup
 
 .PHONY: venv test demo bench lint constraints clean e2e dist docs
 

@@ -208,7 +208,7 @@ def run_operator(operator, **params):
     return operator.execute(context), context["ti"]
 
 
-# -- running in parallel (pytest-xdist, `make test`: -n auto --dist loadgroup) ----------------------
+# -- running in parallel (pytest-xdist, `make test`: -n <cores + 1> --dist loadgroup) ---------------
 # Each worker is its own process: it imports this file, so it has its own Airflow home, metadata
 # database, emulator and ports (all made here or bound to port 0); new tests need no special care.
 # Tests marked ``slow`` are handed out first, so the longest ones start at once on different

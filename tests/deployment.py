@@ -138,9 +138,25 @@ class Deployment:
                     parts.append(f"--- {path.relative_to(self.home)}\n{path.read_text(errors='replace')[-tail:]}")
         return "\n".join(parts) or f"(no task log of {dag_id} names a failed task)"
 
-    def try_numbers(self, dag_id: str) -> list[int]:
-        """The try number of each of the DAG's task instances."""
-        return [n for (n,) in self.query("SELECT try_number FROM task_instance WHERE dag_id = ?", dag_id)]
+    def unexplained_retries(self, dag_id: str) -> list[str]:
+        """The DAG's task tries that failed for a reason other than Airflow's own races.
+
+        The deployment gives every task one retry for Airflow's deferred-task race (see
+        ``deployment_env``); a first try of any other task should succeed. One more race is
+        Airflow's: on 3.0 a task's first heartbeat can read its row from before the worker's
+        start was committed (state queued, no hostname; SQLite here), and the server answers
+        "running_elsewhere" (related: apache/airflow#48719). Such a try is killed before it runs
+        any of our code, so it is not counted; every other failed try is.
+        """
+        failed = []
+        rows = self.query("SELECT task_id, run_id, try_number FROM task_instance WHERE dag_id = ?", dag_id)
+        for task_id, run_id, tries in rows:
+            for attempt in range(1, tries):
+                path = self.home / "logs" / f"dag_id={dag_id}" / f"run_id={run_id}" / f"task_id={task_id}" / f"attempt={attempt}.log"
+                text = path.read_text(errors="replace") if path.exists() else ""
+                if not ('"reason":"running_elsewhere"' in text and '"current_hostname":""' in text):
+                    failed.append(f"{task_id} ({run_id}) try {attempt}:\n{text[-3000:] or '(no log)'}")
+        return failed
 
 
 @dataclass

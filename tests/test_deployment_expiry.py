@@ -107,9 +107,9 @@ def expiry(shared: SharedDeployment) -> None:
         triggerer_log = deployment.log("triggerer")
         assert "asset_state_store unusable" not in triggerer_log
         assert API_KEY not in triggerer_log
-        # The deployment gives every task one retry (for the campaign's sake): this DAG's tasks
-        # must have succeeded at their first try all the same.
-        assert set(deployment.try_numbers(DAG_ID)) == {1}, deployment.try_numbers(DAG_ID)
+        # The deployment gives every task one retry (for Airflow's races): this DAG's tasks must
+        # have succeeded at their first try all the same.
+        assert deployment.unexplained_retries(DAG_ID) == []
     finally:
         hook.close()
 

@@ -1,8 +1,8 @@
 """Run DAGs in real Airflow, then scan everything Airflow kept for secrets.
 
 ``run_dags_and_scan`` makes a fresh Airflow home (SQLite), copies the DAG files into its dags
-folder, runs ``airflow db migrate`` (or copies a migrated database), then runs each DAG with ``dag.test()`` in one subprocess
-(the function behind ``airflow dags test``) and scans:
+folder, runs ``airflow db migrate`` (or copies a migrated database), then runs each DAG with
+``dag.test()`` in one subprocess (the function behind ``airflow dags test``) and scans:
 
 - every file under ``AIRFLOW_HOME/logs``. ``dag.test()`` runs tasks in-process on both Airflow
   2.11 and 3.x and writes no per-task log file (its task logs go to the process's output), so

@@ -83,7 +83,7 @@ class Deployment:
                 pass
             process = self.processes[name]
             assert process.poll() is None, f"{name} exited ({process.returncode}):\n{self.log(name)[-3000:]}"
-            assert time.monotonic() < deadline, f"{name} not answering {url} after {timeout:.0f} s:\n{self.log(name)[-3000:]}"
+            assert time.monotonic() < deadline, f"{name} not answering {url}:\n{self.log(name)[-3000:]}"
             time.sleep(0.5)
 
     def log(self, name: str) -> str:
@@ -127,10 +127,8 @@ class Deployment:
     def failed_task_logs(self, dag_id: str, tail: int = 4000) -> str:
         """The log tails of the DAG's failed (or retried) task instances: what a failed run's
         assertion shows first, since the scheduler's log rarely says why a task failed."""
-        tasks = {t for (t,) in self.query(
-            "SELECT task_id FROM task_instance WHERE dag_id = ? AND (state IN ('failed', 'up_for_retry') OR try_number > 1)",
-            dag_id,
-        )}
+        failed = "state IN ('failed', 'up_for_retry') OR try_number > 1"
+        tasks = {t for (t,) in self.query(f"SELECT task_id FROM task_instance WHERE dag_id = ? AND ({failed})", dag_id)}
         parts = []
         for task_id in sorted(tasks):
             for path in sorted((self.home / "logs").rglob(f"dag_id={dag_id}/**/task_id={task_id}/*")):
@@ -152,7 +150,8 @@ class Deployment:
         rows = self.query("SELECT task_id, run_id, try_number FROM task_instance WHERE dag_id = ?", dag_id)
         for task_id, run_id, tries in rows:
             for attempt in range(1, tries):
-                path = self.home / "logs" / f"dag_id={dag_id}" / f"run_id={run_id}" / f"task_id={task_id}" / f"attempt={attempt}.log"
+                task_dir = self.home / "logs" / f"dag_id={dag_id}" / f"run_id={run_id}" / f"task_id={task_id}"
+                path = task_dir / f"attempt={attempt}.log"
                 text = path.read_text(errors="replace") if path.exists() else ""
                 if not ('"reason":"running_elsewhere"' in text and '"current_hostname":""' in text):
                     failed.append(f"{task_id} ({run_id}) try {attempt}:\n{text[-3000:] or '(no log)'}")

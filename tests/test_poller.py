@@ -247,8 +247,9 @@ def test_existence_is_checked_for_the_whole_fleet_and_only_the_deleted_links_wai
         {
             "status": "error",
             "reason": "gone",
-            "message": f"link {deleted['id']} does not exist (GET /links/{deleted['id']} answered 404): "
-            "deleted, or a wrong id",
+            "message": f"Check link_id {deleted['id']}, or whether the link was deleted: link {deleted['id']} "
+            f"does not exist on connection 'linkstats_links_default' "
+            f"(GET {emu.url}/public/api/v1/links/{deleted['id']} answered 404)",
             "link_id": deleted["id"],
         }
     ]

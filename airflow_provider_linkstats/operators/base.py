@@ -394,27 +394,9 @@ class LinkstatsCreateOperatorBase(LinkstatsLineageMixin, LinkstatsBaseOperator):
 
         if_exists = check_choice("if_exists", self.if_exists, IF_EXISTS_CHOICES)
         fields = self.prepare_fields()
-        noun, key_name = self.resource.singular, self.resource.natural_key
-        key = fields.get(key_name)
-        existing = self.hook.find(str(key), fields.get("domain_id"), self.resource) if key is not None else None
-        if existing is None:
-            record = self.hook.create_record(fields, self.resource)
-            self.log.info("created %s id=%s", noun, record.get("id"))
-        elif if_exists == "fail":
-            from airflow.providers.common.compat.sdk import AirflowFailException
-
-            raise AirflowFailException(
-                f"a {noun} with {key_name} {key!r} already exists (id={existing.get('id')}); "
-                f"set if_exists='skip' to reuse it or if_exists='update' to overwrite its fields"
-            )
-        elif if_exists == "skip":
-            self.log.info("%s with %s %r exists (id=%s); skipped", noun, key_name, key, existing.get("id"))
-            record = existing
-        else:
-            updatable = {spec.name for spec in self.resource.fields_for("update")}
-            changes = {name: value for name, value in fields.items() if name in updatable}
-            record = self.hook.update_record(existing["id"], changes, self.resource)
-            self.log.info("%s with %s %r exists (id=%s); updated", noun, key_name, key, existing.get("id"))
+        # Create first; the look-up and if_exists only when the service says the key is taken.
+        record, outcome = self.hook.create_or_reconcile(fields, if_exists, self.resource)
+        self.log.info("%s %s id=%s", self.resource.singular, outcome, record.get("id"))
         self.touched_ids = (record["id"],)
         self.after_write(record, context)
         return record

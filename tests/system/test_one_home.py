@@ -26,6 +26,8 @@ def imported_modules(path: Path) -> list[str]:
     for node in ast.walk(ast.parse(path.read_text())):
         if isinstance(node, ast.ImportFrom) and node.module:
             names.append(node.module)
+            if node.module == "airflow_provider_linkstats.operators":  # from ...operators import base
+                names.extend(f"{node.module}.{alias.name}" for alias in node.names)
         elif isinstance(node, ast.Import):
             names.extend(alias.name for alias in node.names)
     return names

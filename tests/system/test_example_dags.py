@@ -104,13 +104,16 @@ def test_cleanup_dag_deletes_only_old_expired_links(emu_any, airflow_db):
         seed_link(emu, url=f"https://example.com/f{i}", alias=f"fresh{i}", clicks_limit=1, clicks=1)
         for i in range(3)
     ]
-    run = load("linkstats_cleanup_expired").test(run_conf={"older_than_days": 30})
+    # The default ceiling is half of all links: 125 of 129 takes a person's approval (Airflow 3.1+).
+    run = load("linkstats_cleanup_expired").test(run_conf={"older_than_days": 30, "max_share": 1})
     assert run.state == "success"
     remaining = {link["alias"] for link in emu.store.links()}
     assert remaining == {"old-active"} | {link["alias"] for link in fresh}
     assert emu.stats.count(method="DELETE") == len(old)
     summary = run.get_task_instance("summary").xcom_pull(task_ids="summary")
-    assert summary == {"expired": 128, "deleted": 125, "kept": 3}
+    # kept: listed but not matching; phpShort 49's walk lists every link (its Expired filter misses dates).
+    kept = 3 if emu.links_version == "44" else 4
+    assert summary == {"matched": 125, "deleted": 125, "already_gone": 0, "kept": kept}
 
 
 BROWSER = "Mozilla/5.0 (X11; Linux x86_64) Firefox/120.0"  # websites leave bots (python-requests) out

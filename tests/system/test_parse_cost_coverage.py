@@ -16,7 +16,8 @@ def test_parse_row_covers_the_trigger_and_every_example_dag_import():
     assert "airflow_provider_linkstats.operators.stats" in dag_imports  # the weekly report's
     assert set(dag_imports) | {"airflow_provider_linkstats.triggers.links"} <= set(parse_cost.OURS)
     assert "LinkstatsLinksExpiredEventTrigger" in parse_cost.NAMES["airflow_provider_linkstats.triggers.links"]
-    assert parse_cost.NAMES["airflow_provider_linkstats.client"] == ("LinkStatus",)
+    assert "airflow_provider_linkstats.operators.cleanup" in dag_imports  # the daily cleanup's
+    assert parse_cost.NAMES["airflow_provider_linkstats.operators.cleanup"] == ("LinkstatsCleanupLinksOperator",)
 
 
 def test_imports_inside_task_functions_are_not_counted(tmp_path):
@@ -63,6 +64,7 @@ PARSE_TIME_MODULES = {"airflow_provider_linkstats"} | {
         "lineage",
         "operators",
         "operators.base",
+        "operators.cleanup",
         "operators.links",
         "operators.stats",
         "operators.websites",

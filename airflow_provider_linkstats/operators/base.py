@@ -12,7 +12,7 @@ bases and the shared doc text.
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from functools import cached_property
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -115,10 +115,43 @@ class LinkstatsBaseOperator(BaseOperator):
         return validate_list_params(self.resource, filters)
 
     def record_id(self, argument: str) -> int:
-        """The id argument named ``argument``, checked."""
-        from airflow_provider_linkstats.client.validation import validate_id
+        """The id argument named ``argument`` (an id or a record), checked."""
+        return id_of(getattr(self, argument), argument)
 
-        return validate_id(getattr(self, argument), argument)
+
+RECORD_ALLOWED = "a positive integer id, or a record with one (the dict a create operator returns)"
+
+
+def id_of(value: Any, argument: str) -> int:
+    """A record's id from an id (int or digits) or from the record itself (``create.output``).
+
+    A record rendered by a plain (non-native) template arrives as its text, ``"{'id': 1, ...}"``,
+    and is read back. A record without a usable ``id`` is refused naming the argument and showing it.
+    """
+    from airflow_provider_linkstats.client.errors import LinkstatsInputError
+    from airflow_provider_linkstats.client.validation import validate_id
+
+    record = _literal(value) if isinstance(value, str) and value.strip().startswith("{") else value
+    if not isinstance(record, Mapping):
+        try:
+            return validate_id(value, argument)
+        except LinkstatsInputError:
+            raise LinkstatsInputError(argument, value, RECORD_ALLOWED) from None
+    try:
+        return validate_id(record.get("id"), argument)
+    except LinkstatsInputError:
+        why = f"this record's 'id' is {record['id']!r}" if "id" in record else "this record has no 'id'"
+        raise LinkstatsInputError(argument, value, f"{RECORD_ALLOWED}; {why}") from None
+
+
+def _literal(text: str) -> Any:
+    """The Python literal a plain template rendered (a list or a record), or None if it is not one."""
+    import ast
+
+    try:
+        return ast.literal_eval(text.strip())
+    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+        return None
 
 
 # -- which service: the hook and the resource, for every operator of it --------------------------------
@@ -256,27 +289,9 @@ class LinkstatsCreateOperatorBase(LinkstatsLineageMixin, LinkstatsBaseOperator):
 
         if_exists = check_choice("if_exists", self.if_exists, IF_EXISTS_CHOICES)
         fields = self.prepare_fields()
-        noun, key_name = self.resource.singular, self.resource.natural_key
-        key = fields.get(key_name)
-        existing = self.hook.find(str(key), fields.get("domain_id"), self.resource) if key is not None else None
-        if existing is None:
-            record = self.hook.create_record(fields, self.resource)
-            self.log.info("created %s id=%s", noun, record.get("id"))
-        elif if_exists == "fail":
-            from airflow.providers.common.compat.sdk import AirflowFailException
-
-            raise AirflowFailException(
-                f"a {noun} with {key_name} {key!r} already exists (id={existing.get('id')}); "
-                f"set if_exists='skip' to reuse it or if_exists='update' to overwrite its fields"
-            )
-        elif if_exists == "skip":
-            self.log.info("%s with %s %r exists (id=%s); skipped", noun, key_name, key, existing.get("id"))
-            record = existing
-        else:
-            updatable = {spec.name for spec in self.resource.fields_for("update")}
-            changes = {name: value for name, value in fields.items() if name in updatable}
-            record = self.hook.update_record(existing["id"], changes, self.resource)
-            self.log.info("%s with %s %r exists (id=%s); updated", noun, key_name, key, existing.get("id"))
+        # Create first; the look-up and if_exists only when the service says the key is taken.
+        record, outcome = self.hook.create_or_reconcile(fields, if_exists, self.resource)
+        self.log.info("%s %s id=%s", self.resource.singular, outcome, record.get("id"))
         self.touched_ids = (record["id"],)
         self.after_write(record, context)
         return record
@@ -364,15 +379,16 @@ class LinkstatsDeleteOperatorBase(LinkstatsLineageMixin, LinkstatsBaseOperator):
 
     def _delete_many(self, many: Any, missing_ok: bool) -> list[int]:
         from airflow_provider_linkstats.client.errors import LinkstatsInputError, is_permanent
-        from airflow_provider_linkstats.client.validation import check_whole_number, split_list, validate_id
+        from airflow_provider_linkstats.client.validation import check_whole_number, split_list
         from airflow_provider_linkstats.operators.bulk import delete_many
 
-        if isinstance(many, str):  # a template rendered without native types: "[1, 2]" or "1,2"
-            many = split_list(many)
+        if isinstance(many, str):  # a template rendered without native types: "[1, 2]", "1,2" or records
+            listed = _literal(many) if many.strip().startswith("[") else None
+            many = listed if isinstance(listed, list) else split_list(many)
         if isinstance(many, (bytes, dict)) or not hasattr(many, "__iter__"):
-            raise LinkstatsInputError(self.ids_argument, many, "a list of positive integer ids")
+            raise LinkstatsInputError(self.ids_argument, many, "a list of positive integer ids, or of records")
         workers = check_whole_number("max_workers", self.max_workers, minimum=1, maximum=POOL_SIZE)
-        ids = list(dict.fromkeys(validate_id(value, self.ids_argument) for value in many))
+        ids = list(dict.fromkeys(id_of(value, self.ids_argument) for value in many))
         result = delete_many(
             lambda record_id: self.hook.delete_record(record_id, missing_ok=missing_ok, resource=self.resource),
             ids,

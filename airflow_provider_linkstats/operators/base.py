@@ -182,8 +182,12 @@ class LinkstatsBaseOperator(BaseOperator):
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
         summary = cls.__dict__.get("__doc__")
-        if not summary or getattr(cls, "resource", None) is None or "__init__" in cls.__dict__:
-            return  # a base, or a user's subclass with an __init__ of its own
+        if not summary or getattr(cls, "resource", None) is None:
+            return  # a base
+        if "__init__" in cls.__dict__:  # a signature of its own: only the connection's line, if missing
+            if ":param linkstats_conn_id:" not in summary:
+                cls.__doc__ = summary.rstrip() + "\n" + cls.all_arguments()[0].param_line() + "\n"
+            return
         arguments = cls.all_arguments()
         cls.__init__ = _build_init(cls, arguments)  # type: ignore[method-assign]
         if "template_fields" not in cls.__dict__:

@@ -35,6 +35,9 @@ os.environ.update(
         "AIRFLOW__CORE__DAGS_FOLDER": str(DAGS_FOLDER),
         "AIRFLOW__CORE__LOAD_EXAMPLES": "False",
         "AIRFLOW__DATABASE__SQL_ALCHEMY_CONN": f"sqlite:///{_home}/airflow.db",
+        # Tests reuse one emulator address with changing accounts and versions: nothing learned is
+        # kept across hooks unless a test turns the learned-service cache on (tests/unit/client/test_learned.py).
+        "AIRFLOW__LINKSTATS__CACHE_DIR": "off",
     }
 )
 

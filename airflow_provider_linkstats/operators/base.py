@@ -12,7 +12,7 @@ bases and the shared doc text.
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from functools import cached_property
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -115,10 +115,43 @@ class LinkstatsBaseOperator(BaseOperator):
         return validate_list_params(self.resource, filters)
 
     def record_id(self, argument: str) -> int:
-        """The id argument named ``argument``, checked."""
-        from airflow_provider_linkstats.client.validation import validate_id
+        """The id argument named ``argument`` (an id or a record), checked."""
+        return id_of(getattr(self, argument), argument)
 
-        return validate_id(getattr(self, argument), argument)
+
+RECORD_ALLOWED = "a positive integer id, or a record with one (the dict a create operator returns)"
+
+
+def id_of(value: Any, argument: str) -> int:
+    """A record's id from an id (int or digits) or from the record itself (``create.output``).
+
+    A record rendered by a plain (non-native) template arrives as its text, ``"{'id': 1, ...}"``,
+    and is read back. A record without a usable ``id`` is refused naming the argument and showing it.
+    """
+    from airflow_provider_linkstats.client.errors import LinkstatsInputError
+    from airflow_provider_linkstats.client.validation import validate_id
+
+    record = _literal(value) if isinstance(value, str) and value.strip().startswith("{") else value
+    if not isinstance(record, Mapping):
+        try:
+            return validate_id(value, argument)
+        except LinkstatsInputError:
+            raise LinkstatsInputError(argument, value, RECORD_ALLOWED) from None
+    try:
+        return validate_id(record.get("id"), argument)
+    except LinkstatsInputError:
+        why = f"this record's 'id' is {record['id']!r}" if "id" in record else "this record has no 'id'"
+        raise LinkstatsInputError(argument, value, f"{RECORD_ALLOWED}; {why}") from None
+
+
+def _literal(text: str) -> Any:
+    """The Python literal a plain template rendered (a list or a record), or None if it is not one."""
+    import ast
+
+    try:
+        return ast.literal_eval(text.strip())
+    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+        return None
 
 
 # -- which service: the hook and the resource, for every operator of it --------------------------------
@@ -346,15 +379,16 @@ class LinkstatsDeleteOperatorBase(LinkstatsLineageMixin, LinkstatsBaseOperator):
 
     def _delete_many(self, many: Any, missing_ok: bool) -> list[int]:
         from airflow_provider_linkstats.client.errors import LinkstatsInputError, is_permanent
-        from airflow_provider_linkstats.client.validation import check_whole_number, split_list, validate_id
+        from airflow_provider_linkstats.client.validation import check_whole_number, split_list
         from airflow_provider_linkstats.operators.bulk import delete_many
 
-        if isinstance(many, str):  # a template rendered without native types: "[1, 2]" or "1,2"
-            many = split_list(many)
+        if isinstance(many, str):  # a template rendered without native types: "[1, 2]", "1,2" or records
+            listed = _literal(many) if many.strip().startswith("[") else None
+            many = listed if isinstance(listed, list) else split_list(many)
         if isinstance(many, (bytes, dict)) or not hasattr(many, "__iter__"):
-            raise LinkstatsInputError(self.ids_argument, many, "a list of positive integer ids")
+            raise LinkstatsInputError(self.ids_argument, many, "a list of positive integer ids, or of records")
         workers = check_whole_number("max_workers", self.max_workers, minimum=1, maximum=POOL_SIZE)
-        ids = list(dict.fromkeys(validate_id(value, self.ids_argument) for value in many))
+        ids = list(dict.fromkeys(id_of(value, self.ids_argument) for value in many))
         result = delete_many(
             lambda record_id: self.hook.delete_record(record_id, missing_ok=missing_ok, resource=self.resource),
             ids,

@@ -154,7 +154,7 @@ class LinkstatsCreateLinkOperator(_LinkWriteMixin, LinkstatsCreateOperatorBase):
 class LinkstatsUpdateLinkOperator(_LinkWriteMixin, LinkstatsUpdateOperatorBase):
     """Change a link; only the fields given are sent, the others stay as they are.
 
-    :param link_id: the link to change. Templated.
+    :param link_id: the link to change: its id, or its record (``create.output``). Templated.
     :param expires_at: as for create (on 46+ the window restarts at ``starts_at``, default now);
         rounded up to the minute on 44-45; a moment already past is refused. Templated.
     """
@@ -226,7 +226,7 @@ class LinkstatsUpdateLinkOperator(_LinkWriteMixin, LinkstatsUpdateOperatorBase):
 class LinkstatsGetLinkOperator(LinksServiceMixin, LinkstatsGetOperatorBase):
     """Read one link and return its record.
 
-    :param link_id: the link's id. Templated.
+    :param link_id: the link's id, or its record (``create.output``). Templated.
     """
 
     template_fields: Sequence[str] = ("linkstats_conn_id", "link_id")
@@ -242,8 +242,8 @@ class LinkstatsGetLinkOperator(LinksServiceMixin, LinkstatsGetOperatorBase):
 class LinkstatsDeleteLinkOperator(LinksServiceMixin, LinkstatsDeleteOperatorBase):
     """Delete one link (``link_id``) or many (``link_ids``) and return the id(s).
 
-    :param link_id: one link's id. Templated.
-    :param link_ids: many ids, e.g. the XCom of a list task; deleted on ``max_workers`` threads
+    :param link_id: one link's id, or its record (``create.output``). Templated.
+    :param link_ids: many ids or records, e.g. the XCom of a list task; deleted on ``max_workers`` threads
         with progress lines in the log. Templated.
     :param missing_ok: a link that is already gone counts as deleted instead of failing.
     """

@@ -62,7 +62,7 @@ class LinkstatsCreatePixelOperator(_PixelOperator, LinkstatsCreateOperatorBase):
 
 @document_fields(PIXELS, "update")
 class LinkstatsUpdatePixelOperator(_PixelOperator, LinkstatsUpdateOperatorBase):
-    __doc__ = "Change a pixel; only the fields given are sent.\n\n    :param pixel_id: the pixel.\n"
+    __doc__ = "Change a pixel; only the fields given are sent.\n\n    :param pixel_id: the pixel (id or record).\n"
 
     template_fields: Sequence[str] = ("linkstats_conn_id", "pixel_id", "name", "type", "value")
     id_argument = "pixel_id"
@@ -84,7 +84,7 @@ class LinkstatsUpdatePixelOperator(_PixelOperator, LinkstatsUpdateOperatorBase):
 
 
 class LinkstatsGetPixelOperator(_PixelOperator, LinkstatsGetOperatorBase):
-    __doc__ = "Read one pixel and return its record.\n\n    :param pixel_id: the pixel. Templated.\n"
+    __doc__ = "Read one pixel and return its record.\n\n    :param pixel_id: the pixel (id or record). Templated.\n"
 
     template_fields: Sequence[str] = ("linkstats_conn_id", "pixel_id")
     id_argument = "pixel_id"

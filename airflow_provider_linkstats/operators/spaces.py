@@ -62,7 +62,7 @@ class LinkstatsCreateSpaceOperator(_SpaceOperator, LinkstatsCreateOperatorBase):
 @document_fields(SPACES, "update")
 class LinkstatsUpdateSpaceOperator(_SpaceOperator, LinkstatsUpdateOperatorBase):
     __doc__ = (
-        "Rename or recolour a space; only the fields given are sent.\n\n    :param space_id: the space.\n"
+        "Rename or recolour a space; only given fields are sent.\n\n    :param space_id: the space (id or record).\n"
     )
 
     template_fields: Sequence[str] = ("linkstats_conn_id", "space_id", "name", "color")
@@ -83,7 +83,7 @@ class LinkstatsUpdateSpaceOperator(_SpaceOperator, LinkstatsUpdateOperatorBase):
 
 
 class LinkstatsGetSpaceOperator(_SpaceOperator, LinkstatsGetOperatorBase):
-    __doc__ = "Read one space and return its record.\n\n    :param space_id: the space. Templated.\n"
+    __doc__ = "Read one space and return its record.\n\n    :param space_id: the space (id or record). Templated.\n"
 
     template_fields: Sequence[str] = ("linkstats_conn_id", "space_id")
     id_argument = "space_id"

@@ -108,7 +108,7 @@ def _doc(summary: str, id_argument: str, spec: StatsSpec) -> str:
     """The operator's docstring; the statistic names come from the contract."""
     return f"""{summary}
 
-    :param {id_argument}: the {spec.subject}. Templated.
+    :param {id_argument}: the {spec.subject}: its id, or its record. Templated.
     :param name: one of {", ".join(spec.names)}. Templated.
     :param date_from: first day (a date, datetime or ISO string such as ``{{{{ ds }}}}``). Templated.
     :param date_to: last day, included. Templated.

@@ -77,7 +77,7 @@ class LinkstatsCreateWebsiteOperator(AnalyticsServiceMixin, LinkstatsCreateOpera
 class LinkstatsUpdateWebsiteOperator(AnalyticsServiceMixin, LinkstatsUpdateOperatorBase):
     """Change a website; only the fields given are sent.
 
-    :param website_id: the website to change. Templated.
+    :param website_id: the website to change: its id, or its record. Templated.
     """
 
     template_fields: Sequence[str] = ("linkstats_conn_id", "website_id", *UPDATE_ARGUMENTS)
@@ -111,7 +111,7 @@ class LinkstatsUpdateWebsiteOperator(AnalyticsServiceMixin, LinkstatsUpdateOpera
 class LinkstatsGetWebsiteOperator(AnalyticsServiceMixin, LinkstatsGetOperatorBase):
     """Read one website and return its record.
 
-    :param website_id: the website's id. Templated.
+    :param website_id: the website's id, or its record. Templated.
     """
 
     template_fields: Sequence[str] = ("linkstats_conn_id", "website_id")

@@ -14,7 +14,6 @@ import datetime as dt
 import re
 import threading
 from typing import Any
-from urllib.parse import parse_qsl
 
 import pytest
 
@@ -55,9 +54,11 @@ class LinksService:
             form = self.read(request["form"])
             if any(link["alias"] == form.get("alias") for link in self.links.values()):
                 return ("respond", 422, {"message": {"alias": ["The alias has already been taken."]}, "status": 422})
-            link = {"id": len(self.links) + 1, "alias": form["alias"], "url": form["url"], "domain": 1, "space": None,
-                    "pixels": [], "privacy": 0, "visitor_password": False, "stats_password": False,
-                    "clicks_limit": None, "end": None, "kind": 0, "rules": {}}
+            link = {
+                "id": len(self.links) + 1, "alias": form["alias"], "url": form["url"], "domain": 1, "space": None,
+                "pixels": [], "privacy": 0, "visitor_password": False, "stats_password": False,
+                "clicks_limit": None, "end": None, "kind": 0, "rules": {},
+            }
             link.update(form.get("stored", {}))
             self.links[link["id"]] = link
             return ("respond", 201, {"data": self.render(link), "status": 200})
@@ -125,7 +126,8 @@ class LinksService:
         """A record as the generation sends it (REAL_SERVICE.md's keys)."""
         end = link["end"].astimezone(dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.000000Z") if link["end"] else None
         common = {
-            "id": link["id"], "alias": link["alias"], "url": link["url"], "short_url": f"https://sho.rt/{link['alias']}",
+            "id": link["id"], "alias": link["alias"], "url": link["url"],
+            "short_url": f"https://sho.rt/{link['alias']}",
             "privacy": link["privacy"], "space": {"id": link["space"], "name": "S"} if link["space"] else None,
             "domain": {"id": link["domain"], "name": "sho.rt"}, "pixels": [{"id": p} for p in link["pixels"]],
         }
@@ -165,8 +167,15 @@ ASKED = {
     "space": ({"space_id": 3}, lambda link: link["space"] == 3),
     "pixels": ({"pixel_ids": [5, 6]}, lambda link: link["pixels"] == [5, 6]),
 }
-NAMED = {"expiry": "expiration_date/expiration_time", "click_limit": "expiration_clicks", "targeting": "country", "privacy": "privacy",
-         "password": "password", "space": "space_id", "pixels": "pixel_ids"}
+NAMED = {
+    "expiry": "expiration_date/expiration_time",
+    "click_limit": "expiration_clicks",
+    "targeting": "country",
+    "privacy": "privacy",
+    "password": "password",
+    "space": "space_id",
+    "pixels": "pixel_ids",
+}
 
 
 def create(**fields):
@@ -183,7 +192,7 @@ def test_a_field_the_service_ignores_fails_the_write_and_the_retry_repairs_it(se
         run_operator(create(**fields))
     error = caught.value
     text = str(error)
-    assert text.startswith("POST ") and f"Retry the task: connection 'linkstats_links_default'" in text
+    assert text.startswith("POST ") and "Retry the task: connection 'linkstats_links_default'" in text
     assert f"link id=1 does not hold what was sent ({NAMED[kind]}: asked" in text
     assert "phpShort 44-45" in text and "open-sesame" not in text
     assert error.field == NAMED[kind] and error.record_id == 1 and not holds(service.links[1])
@@ -218,7 +227,8 @@ def test_an_upgrade_to_46_between_detection_and_write(service, scripted, make_ho
         hook.create_link("https://example.com/spring", alias="spring", **fields)
     assert [d.field for d in caught.value.differences] == ["expiration_clicks", "country"]
     assert hook._dialect is None  # forgotten: the next use asks the service again
-    record, outcome = hook.create_or_reconcile({"url": "https://example.com/spring", "alias": "spring", **fields}, "skip")
+    asked = {"url": "https://example.com/spring", "alias": "spring", **fields}
+    record, outcome = hook.create_or_reconcile(asked, "skip")
     assert hook.dialect.name == "46" and outcome == "updated"
     assert record["expiration_clicks"] == 5 and record["country"][0]["key"] == "US"
     assert list(service.links) == [1] and service.links[1]["clicks_limit"] == 5

@@ -403,7 +403,7 @@ class LinkstatsCreateOperatorBase(LinkstatsLineageMixin, LinkstatsBaseOperator):
         fields = self.prepare_fields()
         # Create first; the look-up and if_exists only when the service says the key is taken.
         record, outcome = self.hook.create_or_reconcile(fields, if_exists, self.resource)
-        self.log.info("%s %s id=%s", self.resource.singular, outcome, record.get("id"))
+        self.log.info("%s %s id=%s", outcome, self.resource.singular, record.get("id"))
         self.touched_ids = (record["id"],)
         self.after_write(record, context)
         return record

@@ -106,18 +106,26 @@ class LinkstatsClient:
         """One paced attempt and its raw answer, whatever the status (base-URL and version probes)."""
         return self._send_paced(request)
 
-    def create(self, resource: Resource, fields: Mapping[str, Any], dialect: Dialect | None = None) -> dict[str, Any]:
+    def create(
+        self, resource: Resource, fields: Mapping[str, Any], dialect: Dialect | None = None, *, zone: str | None = None
+    ) -> dict[str, Any]:
         """Create a record; a create whose answer was lost is reconciled, never blindly re-sent.
 
         After a lost answer the record is looked up by its natural key (alias or domain): found,
         it is returned; not found, the create certainly did not happen and is sent again.
+
+        The record the service answers with must hold what was sent (``verify.differences``; ``zone``:
+        the time zone phpShort 44-45's expiration_date and expiration_time were written in):
+        otherwise ``LinkstatsWriteMismatchError`` names the field, the record and the version assumed.
         """
         request = build_create(resource, fields, dialect)
         # As sent, so normalised (a website's domain is lower-cased, without scheme or slash).
         key_value = dict(request.form).get(resource.natural_key)
         for _ in range(self.retry.max_retries + 1):
             try:
-                return parse_record(request, self.call(request))
+                response = self.call(request)
+                record = parse_record(request, response)
+                return self.verified(resource, "create", fields, record, dialect, zone, request, response.status)
             except LinkstatsTransportError as error:
                 if not error.sent:
                     raise
@@ -143,7 +151,7 @@ class LinkstatsClient:
                         resource.singular,
                         existing.get("id"),
                     )
-                    return existing
+                    return self.verified(resource, "create", fields, existing, dialect, zone, request, None)
                 log.warning(
                     "Linkstats %s: the answer was lost and no %s with that %s exists; sending again",
                     request.describe(),
@@ -160,21 +168,69 @@ class LinkstatsClient:
         return parse_record(request, self.call(request))
 
     def update(
-        self, resource: Resource, record_id: Any, fields: Mapping[str, Any], dialect: Dialect | None = None
+        self,
+        resource: Resource,
+        record_id: Any,
+        fields: Mapping[str, Any],
+        dialect: Dialect | None = None,
+        *,
+        zone: str | None = None,
     ) -> dict[str, Any]:
+        """Change the given fields; the answer (or, for a 204, a GET) must hold them (see ``create``)."""
         request = build_update(resource, record_id, fields, dialect)
-        record = parse_record(request, self.call(request))
-        return record or self.get(resource, record_id)  # a 204 answer carries no record
+        response = self.call(request)
+        record = parse_record(request, response) or self.get(resource, record_id)  # a 204 carries no record
+        return self.verified(resource, "update", fields, record, dialect, zone, request, response.status)
+
+    def verified(
+        self,
+        resource: Resource,
+        operation: str,
+        fields: Mapping[str, Any],
+        record: dict[str, Any],
+        dialect: Dialect | None,
+        zone: str | None,
+        request: ApiRequest,
+        status: int | None,
+    ) -> dict[str, Any]:
+        """``record``, if it holds the checked fields of ``fields`` as sent; else ``LinkstatsWriteMismatchError``."""
+        from airflow_provider_linkstats.client.dialect import DIALECTS
+        from airflow_provider_linkstats.client.validation import validate_fields
+        from airflow_provider_linkstats.client.verify import checked, differences, mismatch_error
+
+        if not checked(resource):
+            return record
+        asked = validate_fields(resource, operation, fields)
+        found = differences(resource, asked, record, zone=zone or self.settings.timezone)
+        if not found:
+            return record
+        believed = (dialect or DIALECTS[resource.service][0]).label
+        raise mismatch_error(
+            resource,
+            found,
+            record,
+            believed=believed,
+            fix=f"Tell the client the install's version (the request was written for {believed})",
+            method=request.method,
+            url=f"{self.root}{request.path}",
+            status=status,
+            conn_id=self.settings.conn_id,
+        )
 
     def delete(self, resource: Resource, record_id: Any, *, missing_ok: bool = False) -> bool:
         """Delete a record; True when it was deleted, False when it was already gone (missing_ok)."""
         request = build_delete(resource, record_id)
         try:
             self.call(request)
-        except LinkstatsNotFoundError:
+        except LinkstatsNotFoundError as error:
             if missing_ok:
                 return False
-            raise
+            # The likely case is a record deleted earlier (a retried task, a second cleanup).
+            raise error.reworded(
+                f"{resource.singular} {request.path.rsplit('/', 1)[-1]} does not exist (deleted already?); "
+                f"pass missing_ok=True to count a missing {resource.singular} as deleted "
+                f"(the service said: {error.message})"
+            ) from error
         return True
 
     # -- listings ----------------------------------------------------------------------------

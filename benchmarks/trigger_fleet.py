@@ -367,7 +367,7 @@ def run_arm(
     process = subprocess.Popen(command, env=env, cwd=HERE.parent, stdout=log, stderr=subprocess.STDOUT)
     try:
         started_marker = Path(str(result_file) + ".started")
-        deadline = time.time() + 60
+        deadline = time.time() + 600  # minutes on a loaded machine: the figures count from the start
         while not started_marker.exists():
             if process.poll() is not None or time.time() > deadline:
                 raise RuntimeError(f"the {arm} fleet did not start: see {workdir / 'child.log'}")

@@ -92,7 +92,7 @@ def for_generation(
         values = values.changed(starts_at=(now or dt.datetime.now(dt.timezone.utc)).replace(microsecond=0))
     if values.operation == "create" and values.get("domain_id") is None and default_domain_id is not None:
         values = values.changed(domain_id=default_domain_id)
-    return values
+    return values.changed(ready_for=generation.name)
 
 
 def local_minute(moment: dt.datetime, timezone: str) -> tuple[str, str]:

@@ -38,15 +38,23 @@ class Fields(dict):
     ``given`` holds the values as the caller wrote them, for messages.
     """
 
-    def __init__(self, resource: Resource, operation: str, values: Mapping[str, Any], given: Mapping[str, Any]):
+    def __init__(
+        self,
+        resource: Resource,
+        operation: str,
+        values: Mapping[str, Any],
+        given: Mapping[str, Any],
+        ready_for: str = "",
+    ) -> None:
         super().__init__(values)
         self.resource = resource
         self.operation = operation
         self.given = dict(given)
+        self.ready_for = ready_for  # the generation (name) they were made ready for; "": not yet
 
-    def changed(self, drop: tuple[str, ...] = (), **values: Any) -> Fields:
+    def changed(self, drop: tuple[str, ...] = (), ready_for: str = "", **values: Any) -> Fields:
         kept = {name: value for name, value in self.items() if name not in drop}
-        return Fields(self.resource, self.operation, {**kept, **values}, self.given)
+        return Fields(self.resource, self.operation, {**kept, **values}, self.given, ready_for)
 
 
 def validate_fields(resource: Resource, operation: str, values: Mapping[str, Any]) -> Fields:

@@ -92,5 +92,5 @@ $(DOCS_STAMP): $(STAMP)
 docs: $(DOCS_STAMP)
 	rm -rf docs/_build/html
 	$(VENV)/bin/python -m sphinx -W --keep-going -q -b html docs docs/_build/html
-	$(VENV)/bin/python -m pytest -q -p no:cacheprovider tests/test_docs_markdown.py
+	$(VENV)/bin/python -m pytest -q -p no:cacheprovider tests/system/test_docs_markdown.py
 	@echo "docs: docs/_build/html/index.html"

@@ -44,6 +44,7 @@ def get_provider_info() -> dict[str, Any]:
                     f"{PACKAGE}.operators.spaces",
                     f"{PACKAGE}.operators.pixels",
                     f"{PACKAGE}.operators.stats",
+                    f"{PACKAGE}.operators.cleanup",
                 ],
             },
             {"integration-name": "Linkstats Analytics", "python-modules": [f"{PACKAGE}.operators.websites"]},

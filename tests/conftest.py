@@ -35,6 +35,9 @@ os.environ.update(
         "AIRFLOW__CORE__DAGS_FOLDER": str(DAGS_FOLDER),
         "AIRFLOW__CORE__LOAD_EXAMPLES": "False",
         "AIRFLOW__DATABASE__SQL_ALCHEMY_CONN": f"sqlite:///{_home}/airflow.db",
+        # Tests reuse one emulator address with changing accounts and versions: nothing learned is
+        # kept across hooks unless a test turns the learned-service cache on (tests/unit/client/test_learned.py).
+        "AIRFLOW__LINKSTATS__CACHE_DIR": "off",
     }
 )
 
@@ -60,7 +63,7 @@ MIGRATED_DB = Path(_home) / "airflow-migrated.db"
 @pytest.fixture(scope="session")
 def airflow_db() -> str:
     """An initialised metadata database (SQLite), for tests that run DAGs."""
-    from tests.airflow_backports import reuse_in_process_execution_api
+    from tests.support.airflow_backports import reuse_in_process_execution_api
 
     reuse_in_process_execution_api()  # dag.test() as fast on 3.0-3.2 as on 3.3
     subprocess.run([sys.executable, "-m", "airflow", "db", "migrate"], check=True, capture_output=True)
@@ -74,8 +77,8 @@ GENERATIONS = {"44": "3", "49": "31"}  # phpShort generation -> the phpAnalytics
 @pytest.fixture(scope="session")
 def shared_deployment(request, airflow_db):
     """One real Airflow deployment for the tests marked ``deployment_scenario(name)``, every
-    selected scenario under way in it side by side (tests/deployment.py)."""
-    from tests.deployment import shared_deployment as deployment
+    selected scenario under way in it side by side (tests/support/deployment.py)."""
+    from tests.support.deployment import shared_deployment as deployment
 
     wanted = [m.args[0] for item in request.session.items if (m := item.get_closest_marker("deployment_scenario"))]
     with deployment(list(dict.fromkeys(wanted))) as shared:
@@ -140,7 +143,7 @@ def emu_any(request, emulators, monkeypatch):
 @pytest.fixture
 def scripted():
     """A scripted HTTP server on 127.0.0.1 for faults the emulator does not model."""
-    from tests.scripted_server import ScriptedServer
+    from tests.support.scripted_server import ScriptedServer
 
     with ScriptedServer() as server:
         yield server

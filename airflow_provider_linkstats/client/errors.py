@@ -109,6 +109,31 @@ class LinkstatsValidationError(LinkstatsApiError):
         super().__init__(f"{message} ({details})" if details else message, **kwargs)
 
 
+class LinkstatsExistsError(LinkstatsValidationError):
+    """A create with ``if_exists="fail"`` met a record with the same natural key (``record_id``)."""
+
+    record_id: object = None
+
+
+class LinkstatsWriteMismatchError(LinkstatsApiError):
+    """A create or update was answered 2xx, but the record does not hold what was sent.
+
+    The install ignored a field: it is not the version the request was written for (an upgrade,
+    a wrong ``api_version``). ``differences`` lists the fields (``verify.Difference``),
+    ``record_id`` the record, ``believed`` the version assumed. Not permanent unless the version
+    was pinned: the retry learns the version again and brings the record to what was asked.
+    """
+
+    differences: tuple = ()
+    record_id: object = None
+    believed: str = ""
+    permanent: bool = False
+
+    @property
+    def field(self) -> str:
+        return self.differences[0].field if self.differences else ""
+
+
 class LinkstatsRateLimitError(LinkstatsApiError):
     """429: too many requests; ``retry_after`` says how long the server wants us to wait."""
 
@@ -164,7 +189,8 @@ def is_permanent(error: BaseException) -> bool:
     """Whether no retry of the task can mend it: bad input, a 4xx other than 429, or a create whose
     outcome is unknown (sending it again could make a twin), a connection that is missing or of the
     wrong type, a TLS handshake that failed. Operators fail such tasks at once."""
-    if isinstance(error, (LinkstatsInputError, LinkstatsOutcomeUnknownError, LinkstatsConfigError)):
+    never_mended = (LinkstatsInputError, LinkstatsOutcomeUnknownError, LinkstatsConfigError, LinkstatsExistsError)
+    if isinstance(error, never_mended) or getattr(error, "permanent", False):
         return True
     if isinstance(error, LinkstatsTransportError):
         return not error.transient

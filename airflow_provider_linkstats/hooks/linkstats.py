@@ -412,6 +412,84 @@ class LinkstatsBaseHook(BaseHook):
         """The record whose alias (links), domain (websites) or name (spaces, pixels) is exactly ``natural_key``."""
         return self.client.find_by_natural_key(resource or self.resource, natural_key, domain_id)
 
+    def create_or_reconcile(
+        self, fields: JsonDict, if_exists: str = "fail", resource: Resource | None = None
+    ) -> tuple[JsonDict, str]:
+        """Create a record, or meet the one with the same natural key: (record, "created" | "skipped" | "updated").
+
+        Links (``alias``) and websites (``domain``): the create is sent first, so a first launch
+        costs one request per record. Only the service's "already taken" answer (a 422 naming that
+        field, in whatever language the install speaks) leads to a look-up by the key; then
+        ``if_exists`` decides: "fail" raises ``LinkstatsExistsError``, "skip" returns the record as
+        it is, "update" writes the given fields to it. A create whose answer was lost is looked up
+        by the client and the record returned if it exists, so a retry never makes a twin.
+        Spaces, pixels and domains, whose names the service does not keep unique, are looked up first.
+        """
+        from airflow_provider_linkstats.client.checks import check_choice
+        from airflow_provider_linkstats.client.reconcile import (
+            CREATED,
+            IF_EXISTS_CHOICES,
+            creates_first,
+            is_taken,
+        )
+
+        if_exists = check_choice("if_exists", if_exists, IF_EXISTS_CHOICES)
+        resource = resource or self.resource
+        key = fields.get(resource.natural_key)
+        if is_blank(key):
+            return self.create_record(fields, resource), CREATED
+        if not creates_first(resource):
+            existing = self.find(str(key), fields.get("domain_id"), resource)
+            if existing is None:
+                return self.create_record(fields, resource), CREATED
+            return self._meet_existing(existing, fields, if_exists, resource, None)
+        try:
+            return self.create_record(fields, resource), CREATED
+        except LinkstatsValidationError as error:
+            if not is_taken(error, resource):
+                raise
+            taken = error
+        existing = self.find(str(key), fields.get("domain_id"), resource)
+        if existing is None:
+            where = " (another account's, or one on another domain)" if resource is LINKS else " (another account's)"
+            raise taken.reworded(
+                f"{taken.message}: choose another {resource.natural_key}; {key!r} is taken, but by no "
+                f"{resource.singular} the API key of connection {self.linkstats_conn_id!r} can see{where}"
+            ) from taken
+        return self._meet_existing(existing, fields, if_exists, resource, taken)
+
+    def _meet_existing(
+        self,
+        existing: JsonDict,
+        fields: JsonDict,
+        if_exists: str,
+        resource: Resource,
+        taken: LinkstatsValidationError | None,
+    ) -> tuple[JsonDict, str]:
+        """``if_exists`` applied to the record found under the create's natural key."""
+        from airflow_provider_linkstats.client.errors import LinkstatsExistsError
+        from airflow_provider_linkstats.client.reconcile import SKIPPED, UPDATED, updatable
+
+        noun, key_name = resource.singular, resource.natural_key
+        key, record_id = fields.get(key_name), existing.get("id")
+        if if_exists == "fail":
+            message = (
+                f"set if_exists='skip' to reuse it or if_exists='update' to overwrite its fields: a {noun} with "
+                f"{key_name} {key!r} already exists (id={record_id})"
+            )
+            if taken is not None:
+                error = taken.reworded(message, LinkstatsExistsError)
+            else:
+                error = LinkstatsExistsError(message, status=None, conn_id=self.linkstats_conn_id)
+            error.record_id = record_id
+            raise error
+        if if_exists == "skip":
+            self.log.info("%s with %s %r exists (id=%s); skipped", noun, key_name, key, record_id)
+            return existing, SKIPPED
+        record = self.update_record(record_id, updatable(resource, fields), resource)
+        self.log.info("%s with %s %r exists (id=%s); updated", noun, key_name, key, record_id)
+        return record, UPDATED
+
     # -- the account and statistics --------------------------------------------------------------
 
     def get_account(self) -> JsonDict:

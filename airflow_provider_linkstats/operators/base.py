@@ -1,24 +1,30 @@
-"""What every Linkstats operator shares: the hook, failing fast, secret masking, field docs.
+"""What every Linkstats operator shares: the hook, failing fast, secret masking, and the arguments.
 
 Operator modules are imported by the scheduler at every DAG parse, so nothing here imports an
 HTTP library, the hooks module or the validation rules at module level: the contract's tables
 (cheap, no imports) are all a DAG parse needs.
 
 The path from operator to hook is straight: each operator module imports from this one only
-(never a sibling), which holds the service mixins (which hook, which resource), the operation
-bases and the shared doc text.
+(never a sibling), which holds the service mixins (which hook, which resource) and the operation
+bases. An operator's keyword arguments are declared once: the contract's fields of its resource
+(``client/contract.py``) and the arguments of its operation (``declared_arguments``). From that
+one list each operator class gets its ``__init__`` (an explicit keyword-only signature: unknown
+and missing arguments are TypeErrors, ``inspect.signature`` and ``help()`` show every argument),
+its ``template_fields`` and the ``:param`` lines of its docstring.
 """
 
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Iterable
+import inspect
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
 from functools import cached_property
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from airflow.providers.common.compat.sdk import BaseOperator
 
-from airflow_provider_linkstats.client.contract import LINKS, WEBSITES, Resource
+from airflow_provider_linkstats.client.contract import LINKS, WEBSITES, Kind, Resource, StatsSpec
 from airflow_provider_linkstats.client.settings import DEFAULT_MAX_WORKERS, POOL_SIZE
 from airflow_provider_linkstats.connection import CONNECTION_TYPES
 from airflow_provider_linkstats.lineage import LinkstatsLineageMixin
@@ -50,24 +56,161 @@ def fails_fast(execute: Execute) -> Execute:
     return run  # type: ignore[return-value]
 
 
+# -- the arguments, declared once -------------------------------------------------------------------
+
+REQUIRED = inspect.Parameter.empty
+
+
+@dataclass(frozen=True)
+class Argument:
+    """One keyword argument of an operator: its name, default, annotation and ``:param`` text."""
+
+    name: str
+    doc: str
+    default: Any = None  # REQUIRED: no default
+    annotation: str = "Any"
+    templated: bool = True
+    renderer: str | None = None  # how the UI shows the rendered value ("json"), if not as text
+
+    def param_line(self, note: str = "") -> str:
+        text = " ".join(part for part in (self.doc, note, "Templated." if self.templated else "") if part)
+        return f"    :param {self.name}: {text}"
+
+    def parameter(self) -> inspect.Parameter:
+        optional = "" if self.default is REQUIRED or self.default is not None else " | None"
+        return inspect.Parameter(
+            self.name, inspect.Parameter.KEYWORD_ONLY, default=self.default, annotation=self.annotation + optional
+        )
+
+
+def _annotation(kind: Kind, choices: tuple = ()) -> str:
+    """The type a user passes for a field of ``kind`` (before rendering a template may give text)."""
+    if kind is Kind.CHOICE:
+        if choices and all(isinstance(choice, int) for choice in choices):
+            return "int | bool" if set(choices) == {0, 1} else "int"
+        return "str"
+    return _ANNOTATIONS.get(kind, "str")
+
+
+_ANNOTATIONS = {
+    Kind.ID: "int | str",
+    Kind.ID_LIST: "Sequence[int]",
+    Kind.POSITIVE_INT: "int | str",
+    Kind.DATETIME: "datetime | str",
+    Kind.TARGETING: "Sequence[dict[str, str]]",
+    Kind.LINES: "Sequence[str]",
+    Kind.IP_LINES: "Sequence[str]",
+}
+RECORD_ANNOTATION = "int | str | dict[str, Any]"
+
+
+def field_arguments(resource: Resource, operation: str, renamed: Mapping[str, str]) -> tuple[Argument, ...]:
+    """The contract's fields of ``resource`` for ``operation``, as arguments (``renamed``: argument -> field)."""
+    reverse = {api: arg for arg, api in renamed.items()}
+    arguments = []
+    for spec in resource.fields_for(operation):
+        name = reverse.get(spec.name, spec.name)
+        required = operation == "create" and spec.required_on_create
+        alias_note = f" (API field ``{spec.name}``)" if name != spec.name else ""
+        doc = f"{spec.doc}{alias_note} Allowed: {spec.allowed()}.{' Required.' if required else ''}"
+        renderer = "json" if spec.kind is Kind.TARGETING else None
+        default = REQUIRED if required else None
+        arguments.append(Argument(name, doc, default, _annotation(spec.kind, spec.choices), renderer=renderer))
+    return tuple(arguments)
+
+
+def filter_arguments(resource: Resource | StatsSpec) -> tuple[Argument, ...]:
+    """A listing's query parameters (the contract's), as arguments."""
+    arguments = []
+    for spec in resource.list_params:
+        default = f" Service default: {spec.default!r}." if spec.default is not None else ""
+        doc = f"{spec.doc} Allowed: {spec.allowed()}.{default}"
+        arguments.append(Argument(spec.name, doc, annotation=_annotation(spec.kind, spec.choices)))
+    return tuple(arguments)
+
+
+def conn_doc(conn_type: str) -> str:
+    """The ``linkstats_conn_id`` text; the default is the hook's, from one table."""
+    return f"connection id (default: the hook's, ``{CONNECTION_TYPES[conn_type][2]}``)."
+
+
+def _build_init(cls: type, arguments: tuple[Argument, ...]) -> Callable[..., None]:
+    """An ``__init__`` taking exactly ``arguments`` (keyword-only) plus BaseOperator's ``**kwargs``.
+
+    Like a dataclass's: a missing required argument is a TypeError here, an unknown one reaches
+    BaseOperator, which refuses it; Airflow reads the signature for ``default_args`` and mapping.
+    """
+    own = tuple(argument for argument in arguments if argument.name != "linkstats_conn_id")
+    required = [argument.name for argument in arguments if argument.default is REQUIRED]
+
+    def __init__(self: Any, **kwargs: Any) -> None:
+        missing = [name for name in required if name not in kwargs]
+        if missing:
+            listed = ", ".join(map(repr, missing))
+            raise TypeError(f"{cls.__name__}() missing required keyword argument{'s' * (len(missing) > 1)}: {listed}")
+        values = {argument.name: kwargs.pop(argument.name, argument.default) for argument in own}
+        super(cls, self).__init__(**kwargs)
+        for name, value in values.items():
+            setattr(self, name, value)
+        self.mask_secrets()
+
+    self_parameter = inspect.Parameter("self", inspect.Parameter.POSITIONAL_OR_KEYWORD)
+    rest = inspect.Parameter("kwargs", inspect.Parameter.VAR_KEYWORD, annotation="Any")
+    parameters = [self_parameter, *(argument.parameter() for argument in arguments), rest]
+    __init__.__signature__ = inspect.Signature(parameters, return_annotation="None")  # type: ignore[attr-defined]
+    __init__.__qualname__ = f"{cls.__qualname__}.__init__"
+    __init__.__module__ = cls.__module__
+    return __init__
+
+
 class LinkstatsBaseOperator(BaseOperator):
     """Base of the Linkstats operators.
 
-    :param linkstats_conn_id: the Airflow connection (templated); None (the default) lets the hook
-        use its ``default_conn_name``.
+    A concrete operator class (one with a resource, from its service mixin, and a docstring of its
+    own) gets from ``declared_arguments()``: its ``__init__``, ``template_fields``,
+    ``template_fields_renderers`` and the ``:param`` lines appended to its docstring
+    (``argument_notes`` adds a class's own words to an argument's line).
     """
 
     resource: Resource
     service_conn_type: str  # set by the service mixin: whose hook, and so whose default connection
     # Operator argument -> API field, where the two differ (BaseOperator owns ``email``).
     field_arguments: dict[str, str] = {}
+    argument_notes: dict[str, str] = {}
     ui_color = "#e8f4fd"
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
-        conn_type = getattr(cls, "service_conn_type", None)
-        if conn_type and cls.__doc__ and ":param linkstats_conn_id:" not in cls.__doc__:
-            cls.__doc__ = cls.__doc__.rstrip() + "\n" + conn_doc(conn_type)
+        summary = cls.__dict__.get("__doc__")
+        if not summary or getattr(cls, "resource", None) is None or "__init__" in cls.__dict__:
+            return  # a base, or a user's subclass with an __init__ of its own
+        arguments = cls.all_arguments()
+        cls.__init__ = _build_init(cls, arguments)  # type: ignore[method-assign]
+        if "template_fields" not in cls.__dict__:
+            cls.template_fields = tuple(argument.name for argument in arguments if argument.templated)
+        if "template_fields_renderers" not in cls.__dict__:
+            cls.template_fields_renderers = {a.name: a.renderer for a in arguments if a.renderer}
+        lines = [argument.param_line(cls.argument_notes.get(argument.name, "")) for argument in arguments]
+        cls.__doc__ = summary.rstrip() + "\n\n" + "\n".join(lines) + "\n"
+
+    @classmethod
+    def all_arguments(cls) -> tuple[Argument, ...]:
+        """The connection id, then the operation's arguments (``declared_arguments``)."""
+        conn = Argument("linkstats_conn_id", conn_doc(cls.service_conn_type), annotation="str")
+        return (conn, *cls.declared_arguments())
+
+    @classmethod
+    def declared_arguments(cls) -> tuple[Argument, ...]:
+        """The operation's keyword arguments, from the contract; each operation base says which."""
+        return ()
+
+    @classmethod
+    def record_argument(cls, what: str, *, many: bool = False, default: Any = REQUIRED) -> Argument:
+        """``<noun>_id`` (an id or a record), or with ``many`` ``<noun>_ids`` (ids or records)."""
+        noun = cls.resource.singular
+        if many:
+            return Argument(f"{noun}_ids", what, annotation="Sequence[int | str | dict[str, Any]]")
+        return Argument(f"{noun}_id", f"{what}: its id, or its record (``create.output``).", default, RECORD_ANNOTATION)
 
     def __init__(self, *, linkstats_conn_id: str | None = None, **kwargs: Any) -> None:
         super().__init__(**kwargs)
@@ -84,12 +227,13 @@ class LinkstatsBaseOperator(BaseOperator):
         self.mask_secrets()
 
     def mask_secrets(self) -> None:
-        from airflow.providers.common.compat.sdk import mask_secret
+        values = [getattr(self, self._argument_for(name), None) for name in self.resource.secret_fields]
+        if any(isinstance(value, str) and value for value in values):
+            from airflow.providers.common.compat.sdk import mask_secret
 
-        for name in self.resource.secret_fields:
-            value = getattr(self, self._argument_for(name), None)
-            if isinstance(value, str) and value:
-                mask_secret(value)
+            for value in values:
+                if isinstance(value, str) and value:
+                    mask_secret(value)
 
     # -- gathering and checking arguments -----------------------------------------------------
 
@@ -115,10 +259,51 @@ class LinkstatsBaseOperator(BaseOperator):
         return validate_list_params(self.resource, filters)
 
     def record_id(self, argument: str) -> int:
-        """The id argument named ``argument``, checked."""
-        from airflow_provider_linkstats.client.validation import validate_id
+        """The id argument named ``argument`` (an id or a record), checked."""
+        return id_of(getattr(self, argument), argument)
 
-        return validate_id(getattr(self, argument), argument)
+    @property
+    def id_argument(self) -> str:
+        return f"{self.resource.singular}_id"
+
+    @property
+    def ids_argument(self) -> str:
+        return f"{self.resource.singular}_ids"
+
+
+RECORD_ALLOWED = "a positive integer id, or a record with one (the dict a create operator returns)"
+
+
+def id_of(value: Any, argument: str) -> int:
+    """A record's id from an id (int or digits) or from the record itself (``create.output``).
+
+    A record rendered by a plain (non-native) template arrives as its text, ``"{'id': 1, ...}"``,
+    and is read back. A record without a usable ``id`` is refused naming the argument and showing it.
+    """
+    from airflow_provider_linkstats.client.errors import LinkstatsInputError
+    from airflow_provider_linkstats.client.validation import validate_id
+
+    record = _literal(value) if isinstance(value, str) and value.strip().startswith("{") else value
+    if not isinstance(record, Mapping):
+        try:
+            return validate_id(value, argument)
+        except LinkstatsInputError:
+            raise LinkstatsInputError(argument, value, RECORD_ALLOWED) from None
+    try:
+        return validate_id(record.get("id"), argument)
+    except LinkstatsInputError:
+        why = f"this record's 'id' is {record['id']!r}" if "id" in record else "this record has no 'id'"
+        raise LinkstatsInputError(argument, value, f"{RECORD_ALLOWED}; {why}") from None
+
+
+def _literal(text: str) -> Any:
+    """The Python literal a plain template rendered (a list or a record), or None if it is not one."""
+    import ast
+
+    try:
+        return ast.literal_eval(text.strip())
+    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+        return None
 
 
 # -- which service: the hook and the resource, for every operator of it --------------------------------
@@ -178,74 +363,27 @@ def _reject_email_switch(value: Any) -> None:
         )
 
 
-# -- shared doc text ------------------------------------------------------------------------------------
-
-
-def conn_doc(conn_type: str) -> str:
-    """The ``linkstats_conn_id`` line of an operator's docstring; the default is the hook's, from one table."""
-    return (
-        f"    :param linkstats_conn_id: connection id (default: the hook's, ``{CONNECTION_TYPES[conn_type][2]}``). "
-        "Templated.\n"
-    )
-
-
-IF_EXISTS_DOC = (
-    '    :param if_exists: what an existing record with the same ``name`` means: "fail" (default),\n'
-    '        "skip" (return it unchanged) or "update" (write the given fields to it). Templated.\n'
-)
-MAX_WORKERS_DOC = (
-    f"    :param max_workers: concurrent deletes of a bulk delete (1-{POOL_SIZE}, default {DEFAULT_MAX_WORKERS}). "
-    "Templated.\n"
-)
-
-
-def document_fields(resource: Resource, operation: str, *, renamed: dict[str, str] | None = None):
-    """Class decorator: append a ``:param`` line per contract field to the operator's docstring.
-
-    The field descriptions and allowed values come from the contract module, never retyped.
-    """
-    renamed = renamed or {}
-    reverse = {api: arg for arg, api in renamed.items()}
-
-    def decorate(cls: type) -> type:
-        lines = []
-        for spec in resource.fields_for(operation):
-            name = reverse.get(spec.name, spec.name)
-            alias_note = f" (API field ``{spec.name}``)" if name != spec.name else ""
-            required = " Required." if operation == "create" and spec.required_on_create else ""
-            lines.append(f"    :param {name}: {spec.doc}{alias_note} Allowed: {spec.allowed()}.{required} Templated.")
-        cls.__doc__ = (cls.__doc__ or "").rstrip() + "\n\n" + "\n".join(lines) + "\n"
-        return cls
-
-    return decorate
-
-
-def document_filters(resource: Resource):
-    def decorate(cls: type) -> type:
-        lines = []
-        for spec in resource.list_params:
-            default = f" Service default: {spec.default!r}." if spec.default is not None else ""
-            lines.append(f"    :param {spec.name}: {spec.doc} Allowed: {spec.allowed()}.{default} Templated.")
-        cls.__doc__ = (cls.__doc__ or "").rstrip() + "\n\n" + "\n".join(lines) + "\n"
-        return cls
-
-    return decorate
-
-
 # -- the five operations, written once for both resources ----------------------------------------
 
 
 class LinkstatsCreateOperatorBase(LinkstatsLineageMixin, LinkstatsBaseOperator):
     """Create a record; ``if_exists`` decides what a record with the same natural key means.
 
-    The natural key is the alias (links) or domain (websites): with "fail" an existing one fails
-    the task, with "skip" it is returned as is, with "update" the given fields are written to it.
-    So a retried task never creates a twin.
+    The natural key is the alias (links), domain (websites) or name (spaces, pixels): with "fail"
+    an existing one fails the task, with "skip" it is returned as is, with "update" the given
+    fields are written to it. So a retried task never creates a twin.
     """
 
-    def __init__(self, *, if_exists: str = "fail", **kwargs: Any) -> None:
-        super().__init__(**kwargs)
-        self.if_exists = if_exists
+    @classmethod
+    def declared_arguments(cls) -> tuple[Argument, ...]:
+        if_exists = Argument(
+            "if_exists",
+            f'what an existing {cls.resource.singular} with the same ``{cls.resource.natural_key}`` means: "fail" '
+            '(default), "skip" (return it unchanged) or "update" (write the given fields to it).',
+            "fail",
+            "str",
+        )
+        return (*field_arguments(cls.resource, "create", cls.field_arguments), if_exists)
 
     def prepare_fields(self) -> dict[str, Any]:
         return self.given_fields("create")
@@ -256,27 +394,9 @@ class LinkstatsCreateOperatorBase(LinkstatsLineageMixin, LinkstatsBaseOperator):
 
         if_exists = check_choice("if_exists", self.if_exists, IF_EXISTS_CHOICES)
         fields = self.prepare_fields()
-        noun, key_name = self.resource.singular, self.resource.natural_key
-        key = fields.get(key_name)
-        existing = self.hook.find(str(key), fields.get("domain_id"), self.resource) if key is not None else None
-        if existing is None:
-            record = self.hook.create_record(fields, self.resource)
-            self.log.info("created %s id=%s", noun, record.get("id"))
-        elif if_exists == "fail":
-            from airflow.providers.common.compat.sdk import AirflowFailException
-
-            raise AirflowFailException(
-                f"a {noun} with {key_name} {key!r} already exists (id={existing.get('id')}); "
-                f"set if_exists='skip' to reuse it or if_exists='update' to overwrite its fields"
-            )
-        elif if_exists == "skip":
-            self.log.info("%s with %s %r exists (id=%s); skipped", noun, key_name, key, existing.get("id"))
-            record = existing
-        else:
-            updatable = {spec.name for spec in self.resource.fields_for("update")}
-            changes = {name: value for name, value in fields.items() if name in updatable}
-            record = self.hook.update_record(existing["id"], changes, self.resource)
-            self.log.info("%s with %s %r exists (id=%s); updated", noun, key_name, key, existing.get("id"))
+        # Create first; the look-up and if_exists only when the service says the key is taken.
+        record, outcome = self.hook.create_or_reconcile(fields, if_exists, self.resource)
+        self.log.info("%s %s id=%s", self.resource.singular, outcome, record.get("id"))
         self.touched_ids = (record["id"],)
         self.after_write(record, context)
         return record
@@ -286,7 +406,9 @@ class LinkstatsCreateOperatorBase(LinkstatsLineageMixin, LinkstatsBaseOperator):
 
 
 class LinkstatsGetOperatorBase(LinkstatsBaseOperator):
-    id_argument: str
+    @classmethod
+    def declared_arguments(cls) -> tuple[Argument, ...]:
+        return (cls.record_argument(f"the {cls.resource.singular}"),)
 
     @fails_fast
     def execute(self, context: Any) -> dict[str, Any]:
@@ -296,7 +418,10 @@ class LinkstatsGetOperatorBase(LinkstatsBaseOperator):
 class LinkstatsUpdateOperatorBase(LinkstatsLineageMixin, LinkstatsBaseOperator):
     """Send only the fields given; a field left as None is not sent and stays as it is."""
 
-    id_argument: str
+    @classmethod
+    def declared_arguments(cls) -> tuple[Argument, ...]:
+        record = cls.record_argument(f"the {cls.resource.singular} to change")
+        return (record, *field_arguments(cls.resource, "update", cls.field_arguments))
 
     def prepare_fields(self) -> dict[str, Any]:
         return self.given_fields("update")
@@ -328,18 +453,30 @@ class LinkstatsDeleteOperatorBase(LinkstatsLineageMixin, LinkstatsBaseOperator):
     id of a bulk delete was tried).
     """
 
-    id_argument: str
-    ids_argument: str
-
-    def __init_subclass__(cls, **kwargs: Any) -> None:
-        super().__init_subclass__(**kwargs)
-        if cls.__doc__ and ":param max_workers:" not in cls.__doc__:  # the limits written once, here
-            cls.__doc__ = cls.__doc__.rstrip() + "\n" + MAX_WORKERS_DOC
-
-    def __init__(self, *, missing_ok: bool = False, max_workers: int = DEFAULT_MAX_WORKERS, **kwargs: Any) -> None:
-        super().__init__(**kwargs)
-        self.missing_ok = missing_ok
-        self.max_workers = max_workers
+    @classmethod
+    def declared_arguments(cls) -> tuple[Argument, ...]:
+        noun = cls.resource.singular
+        return (
+            cls.record_argument(f"one {noun}", default=None),
+            cls.record_argument(
+                "many ids or records, e.g. the XCom of a list task; deleted on ``max_workers`` threads "
+                "with progress lines in the log.",
+                many=True,
+            ),
+            Argument(
+                "missing_ok",
+                f"a {noun} that is already gone counts as deleted instead of failing.",
+                False,
+                "bool",
+                templated=False,
+            ),
+            Argument(
+                "max_workers",
+                f"concurrent deletes of a bulk delete (1-{POOL_SIZE}, default {DEFAULT_MAX_WORKERS}).",
+                DEFAULT_MAX_WORKERS,
+                "int",
+            ),
+        )
 
     @fails_fast
     def execute(self, context: Any) -> int | list[int]:
@@ -365,15 +502,16 @@ class LinkstatsDeleteOperatorBase(LinkstatsLineageMixin, LinkstatsBaseOperator):
     def _delete_many(self, many: Any, missing_ok: bool) -> list[int]:
         from airflow_provider_linkstats.client.checks import check_whole_number
         from airflow_provider_linkstats.client.errors import LinkstatsInputError, is_permanent
-        from airflow_provider_linkstats.client.validation import split_list, validate_id
+        from airflow_provider_linkstats.client.validation import split_list
         from airflow_provider_linkstats.operators.bulk import delete_many
 
-        if isinstance(many, str):  # a template rendered without native types: "[1, 2]" or "1,2"
-            many = split_list(many)
+        if isinstance(many, str):  # a template rendered without native types: "[1, 2]", "1,2" or records
+            listed = _literal(many) if many.strip().startswith("[") else None
+            many = listed if isinstance(listed, list) else split_list(many)
         if isinstance(many, (bytes, dict)) or not hasattr(many, "__iter__"):
-            raise LinkstatsInputError(self.ids_argument, many, "a list of positive integer ids")
+            raise LinkstatsInputError(self.ids_argument, many, "a list of positive integer ids, or of records")
         workers = check_whole_number("max_workers", self.max_workers, minimum=1, maximum=POOL_SIZE)
-        ids = list(dict.fromkeys(validate_id(value, self.ids_argument) for value in many))
+        ids = list(dict.fromkeys(id_of(value, self.ids_argument) for value in many))
         result = delete_many(
             lambda record_id: self.hook.delete_record(record_id, missing_ok=missing_ok, resource=self.resource),
             ids,
@@ -404,9 +542,10 @@ class LinkstatsListOperatorBase(LinkstatsBaseOperator):
     The task log gets a count, not the records.
     """
 
-    def __init__(self, *, max_items: int | None = None, **kwargs: Any) -> None:
-        super().__init__(**kwargs)
-        self.max_items = max_items
+    @classmethod
+    def declared_arguments(cls) -> tuple[Argument, ...]:
+        max_items = Argument("max_items", "stop after this many records (default: all).", annotation="int")
+        return (*filter_arguments(cls.resource), max_items)
 
     @fails_fast
     def execute(self, context: Any) -> list[dict[str, Any]]:
@@ -422,25 +561,3 @@ class LinkstatsListOperatorBase(LinkstatsBaseOperator):
         shown = ", ".join(f"{k}={v!r}" for k, v in filters.items()) or "no filters"
         self.log.info("listed %d %s (%s)", len(records), self.resource.name, shown)
         return records
-
-
-class LinkstatsNamedListOperatorBase(LinkstatsListOperatorBase):
-    """Listings of named records (spaces, pixels): search by name, sort by id or name."""
-
-    def __init__(
-        self,
-        *,
-        search: str | None = None,
-        search_by: str | None = None,
-        sort_by: str | None = None,
-        sort: str | None = None,
-        per_page: int | None = None,
-        max_items: int | None = None,
-        **kwargs: Any,
-    ) -> None:
-        super().__init__(max_items=max_items, **kwargs)
-        self.search = search
-        self.search_by = search_by
-        self.sort_by = sort_by
-        self.sort = sort
-        self.per_page = per_page

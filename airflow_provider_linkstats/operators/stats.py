@@ -5,29 +5,20 @@ pageviews, ...), as rows or as a CSV file. Templated and mappable like every ope
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import Any
 
 from airflow_provider_linkstats.client.contract import LINK_STATS, WEBSITE_STATS, StatsSpec
 from airflow_provider_linkstats.operators.base import (
+    REQUIRED,
     AnalyticsServiceMixin,
+    Argument,
     LinksServiceMixin,
     LinkstatsBaseOperator,
     fails_fast,
+    filter_arguments,
 )
 
-__all__ = ["LinkstatsStatsOperatorBase", "LinkstatsLinkStatsOperator", "LinkstatsWebsiteStatsOperator"]
-
-STATS_TEMPLATE_FIELDS = (
-    "linkstats_conn_id",
-    "name",
-    "date_from",
-    "date_to",
-    "search",
-    "sort_by",
-    "sort",
-    "output_path",
-)
+__all__ = ["LinkstatsLinkStatsOperator", "LinkstatsWebsiteStatsOperator"]
 
 
 class LinkstatsStatsOperatorBase(LinkstatsBaseOperator):
@@ -39,30 +30,22 @@ class LinkstatsStatsOperatorBase(LinkstatsBaseOperator):
     """
 
     stats: StatsSpec
-    id_argument: str
 
-    def __init__(
-        self,
-        *,
-        name: str,
-        date_from: Any,
-        date_to: Any,
-        search: str | None = None,
-        sort_by: str | None = None,
-        sort: str | None = None,
-        max_items: int | None = None,
-        output_path: str | None = None,
-        **kwargs: Any,
-    ) -> None:
-        super().__init__(**kwargs)
-        self.name = name
-        self.date_from = date_from
-        self.date_to = date_to
-        self.search = search
-        self.sort_by = sort_by
-        self.sort = sort
-        self.max_items = max_items
-        self.output_path = output_path
+    @classmethod
+    def declared_arguments(cls) -> tuple[Argument, ...]:
+        day = "a date, datetime or ISO string such as ``{{ ds }}``"
+        filters = {argument.name: argument for argument in filter_arguments(cls.stats)}
+        return (
+            cls.record_argument(f"the {cls.stats.subject}"),
+            Argument("name", f"one of {', '.join(cls.stats.names)}.", REQUIRED, "str"),
+            Argument("date_from", f"first day ({day}).", REQUIRED, "date | str"),
+            Argument("date_to", "last day, included.", REQUIRED, "date | str"),
+            Argument("search", "only values containing this text.", annotation="str"),
+            filters["sort_by"],
+            filters["sort"],
+            Argument("max_items", "stop after this many rows (default: all).", annotation="int"),
+            Argument("output_path", "write the rows to this CSV file and return its path.", annotation="str"),
+        )
 
     @fails_fast
     def execute(self, context: Any) -> list[dict[str, Any]] | str:
@@ -105,53 +88,13 @@ def write_csv(path: str, rows: list[dict[str, Any]]) -> str:
     return str(target)
 
 
-def _doc(summary: str, id_argument: str, spec: StatsSpec) -> str:
-    """The operator's docstring; the statistic names come from the contract."""
-    return f"""{summary}
-
-    :param {id_argument}: the {spec.subject}. Templated.
-    :param name: one of {", ".join(spec.names)}. Templated.
-    :param date_from: first day (a date, datetime or ISO string such as ``{{{{ ds }}}}``). Templated.
-    :param date_to: last day, included. Templated.
-    :param search: only values containing this text. Templated.
-    :param sort_by: "count" (default) or "value". Templated.
-    :param sort: "desc" (default) or "asc". Templated.
-    :param max_items: stop after this many rows (default: all).
-    :param output_path: write the rows to this CSV file and return its path. Templated.
-    """
-
-
 class LinkstatsLinkStatsOperator(LinksServiceMixin, LinkstatsStatsOperatorBase):
-    __doc__ = _doc(
-        "Clicks of a short link per country, platform, referrer, ... between two dates.",
-        "link_id",
-        LINK_STATS,
-    )
+    """Clicks of a short link per country, platform, referrer, ... between two dates."""
 
-    template_fields: Sequence[str] = ("link_id", *STATS_TEMPLATE_FIELDS)
     stats = LINK_STATS
-    id_argument = "link_id"
-
-    def __init__(
-        self, *, link_id: int | str, **kwargs: Any
-    ) -> None:
-        super().__init__(**kwargs)
-        self.link_id = link_id
 
 
 class LinkstatsWebsiteStatsOperator(AnalyticsServiceMixin, LinkstatsStatsOperatorBase):
-    __doc__ = _doc(
-        "A tracked website's visitors, pageviews, referrers, countries, ... between two dates.",
-        "website_id",
-        WEBSITE_STATS,
-    )
+    """A tracked website's visitors, pageviews, referrers, countries, ... between two dates."""
 
-    template_fields: Sequence[str] = ("website_id", *STATS_TEMPLATE_FIELDS)
     stats = WEBSITE_STATS
-    id_argument = "website_id"
-
-    def __init__(
-        self, *, website_id: int | str, **kwargs: Any
-    ) -> None:
-        super().__init__(**kwargs)
-        self.website_id = website_id

@@ -1,4 +1,4 @@
-"""Every write operator once, run by tests/test_lineage.py with OpenLineage's file transport."""
+"""Every write operator once, run by tests/system/test_lineage.py with OpenLineage's file transport."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""One DAG per kind of failure, each task with retries=2: run by tests/test_fail_fast.py with dag.test().
+"""One DAG per kind of failure, each task with retries=2: run by tests/system/test_fail_fast.py with dag.test().
 
 A permanent error must fail the task on its first try; a transient one must be retried by Airflow.
 """

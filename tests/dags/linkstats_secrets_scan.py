@@ -1,4 +1,4 @@
-"""Run by tests/test_secrets_in_airflow.py: every kind of task, with link and website passwords.
+"""Run by tests/system/test_secrets_in_airflow.py: every kind of task, with link and website passwords.
 
 The passwords come from Airflow Variables (AIRFLOW_VAR_* in the test), the way a DAG should get
 them; the test then scans the task logs, XComs, rendered fields and trigger rows for them.

@@ -1,4 +1,4 @@
-"""DAGs run by tests/test_sensor.py with dag.test(): the sensor fed from the run's conf.
+"""DAGs run by tests/unit/sensors/test_links.py with dag.test(): the sensor fed from the run's conf.
 
 Airflow 3.3's dag.test() only runs a DAG defined in a file under the dags folder, so the
 variants live here. Each waits for the link(s) named in ``dag_run.conf`` (``link_id``,

@@ -1,4 +1,4 @@
-"""Dynamic task mapping over the link operators, run by tests/test_operator_dags.py with dag.test()."""
+"""Dynamic task mapping over the link operators, run by tests/system/test_operator_dags.py with dag.test()."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""A sensor asked to start from the triggerer with a templated input, run by tests/test_airflow_versions.py.
+"""A sensor asked to start from the triggerer with a templated input, run by tests/system/test_airflow_versions.py.
 
 Airflow 3.3 keeps start_from_trigger (its triggerer renders the template); older versions drop it
 with a warning at parse time and defer from a worker. dag.test() runs it either way.

@@ -1,0 +1,541 @@
+"""What a hook learned about a connection's service, kept for the host's other task processes.
+
+Every task instance of a deployment runs in a process of its own (and the triggerer in another),
+so what one hook finds out (the API root, the service's generation, the account's time zone and
+default domain) would be found out again by each: one to two requests per task before its real
+work. ``LearnedStore`` keeps those findings in small JSON files, one per connection, base URL and
+API key, for an hour (``ttl``), so that a campaign of many tasks pays one discovery.
+
+The rules that keep it from being turned against the key:
+
+- The directory is created 0700; a directory or file owned by another user, or writable by the
+  group or others, is not read (nor written). Every access goes through a descriptor of the
+  checked directory and never follows a symbolic link inside it.
+- An entry is found by a one-way fingerprint of (connection id, base URL, API key): two
+  connections or two keys never share one, and the key is in no file (HMAC-SHA256 of it only).
+- A remembered API root is used only if it is one of the roots the connection's own base URL
+  yields (``allowed_roots``): an entry written by anyone can never send the key to another address.
+- An entry is dropped when an answer contradicts it (``forget``): the hook tells it.
+
+Concurrent tasks: the first to miss takes the entry's lock (``fcntl.flock``) and discovers; the
+others wait on the lock, then read what it saved (``recall_or_learn``). Waiting is bounded: past
+``wait`` seconds a task discovers by itself, as it would without the store.
+
+The location (``resolve``): the ``[linkstats] cache_dir`` setting (environment variable
+``AIRFLOW__LINKSTATS__CACHE_DIR``), empty or ``off`` to disable it; by default the user's cache
+directory, ``$XDG_CACHE_HOME/airflow-provider-linkstats`` (``~/.cache/...``). See, or clear it with
+``python -m airflow_provider_linkstats.client.learned --list`` / ``--clear``.
+
+No Airflow import here: the hook reads Airflow's configuration and hands the values in.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import hashlib
+import hmac
+import json
+import logging
+import os
+import secrets
+import stat
+import sys
+import tempfile
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+log = logging.getLogger(__name__)
+
+SETTING_ENV = "AIRFLOW__LINKSTATS__CACHE_DIR"  # Airflow's name for [linkstats] cache_dir
+TTL_ENV = "AIRFLOW__LINKSTATS__CACHE_TTL"  # [linkstats] cache_ttl, seconds
+DEFAULT_TTL = 3600.0
+DIRECTORY_NAME = "airflow-provider-linkstats"
+OFF = ("", "off", "none", "false", "0", "disabled")  # settings that disable the store
+FORMAT = 1  # of an entry file; another one is ignored
+MAX_ENTRY_BYTES = 64 * 1024
+CLOCK_SKEW = 300.0  # an entry saved further in the future than this is not believed
+_FINGERPRINT_LABEL = b"airflow-provider-linkstats learned-service key fingerprint v1"
+_POLL = 0.05  # seconds between tries of a lock another process holds
+_ENTRY, _LOCK = ".json", ".lock"
+
+
+@dataclass(frozen=True)
+class EntryKey:
+    """Which entry: a connection, its base URL and a fingerprint of its key (never the key)."""
+
+    conn_id: str
+    base_url: str
+    fingerprint: str
+
+    @classmethod
+    def of(cls, conn_id: str, base_url: str, api_key: str) -> EntryKey:
+        return cls(conn_id, base_url, fingerprint(api_key))
+
+    @property
+    def name(self) -> str:
+        """The entry's file name stem: one-way, so listing the directory tells nothing either."""
+        text = json.dumps([self.conn_id, self.base_url, self.fingerprint])
+        return hashlib.sha256(text.encode()).hexdigest()[:40]
+
+
+def fingerprint(api_key: str) -> str:
+    """HMAC-SHA256 of the key: tells two keys apart, and cannot be turned back into one."""
+    return hmac.new(_FINGERPRINT_LABEL, api_key.encode(), hashlib.sha256).hexdigest()
+
+
+class LearnedStore:
+    """Entries of learned facts (a JSON object holding at least ``root``), in one private directory.
+
+    ``directory`` None: a store that keeps nothing (the setting disabled it, or the directory could
+    not be used); every method still works, ``recall`` always misses.
+    """
+
+    def __init__(self, directory: str | os.PathLike[str] | None, *, ttl: float = DEFAULT_TTL) -> None:
+        self.directory = Path(directory) if directory is not None else None
+        self.ttl = float(ttl)
+        self._warned: set[str] = set()
+
+    def __repr__(self) -> str:
+        return f"LearnedStore({str(self.directory) if self.directory else None!r}, ttl={self.ttl:g})"
+
+    @property
+    def enabled(self) -> bool:
+        return self.directory is not None and _flock is not None
+
+    # -- reading and writing ------------------------------------------------------------------
+
+    def recall(self, key: EntryKey, allowed_roots: Iterable[str]) -> dict[str, Any] | None:
+        """The facts saved for ``key`` if they are fresh, whole and point at an allowed root; else None."""
+        with self._dir() as dfd:
+            if dfd is None:
+                return None
+            data = self._read(dfd, key.name + _ENTRY)
+            if data is None:
+                return None
+            problem = self._problem(data, key, tuple(allowed_roots))
+            if problem is None:
+                return dict(data["facts"])
+            log.info("Linkstats connection %r: not using what was learned before (%s)", key.conn_id, problem)
+            if problem.startswith("its API root"):
+                self._unlink(dfd, key.name + _ENTRY)  # ours, but not what this connection may use
+            return None
+
+    def remember(self, key: EntryKey, facts: dict[str, Any]) -> bool:
+        """Save ``facts`` (a JSON object with ``root``) for ``key``; False when the store keeps nothing."""
+        if not isinstance(facts.get("root"), str):
+            raise ValueError("learned facts need the API root ('root')")
+        record = {
+            "format": FORMAT,
+            "conn_id": key.conn_id,
+            "base_url": key.base_url,
+            "key_fingerprint": key.fingerprint,
+            "saved_at": time.time(),
+            "facts": facts,
+        }
+        data = json.dumps(record, sort_keys=True).encode()
+        with self._dir(create=True) as dfd:
+            if dfd is None:
+                return False
+            temp = f".{key.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp"
+            try:
+                fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW, 0o600, dir_fd=dfd)
+                try:
+                    os.write(fd, data)
+                finally:
+                    os.close(fd)
+                os.replace(temp, key.name + _ENTRY, src_dir_fd=dfd, dst_dir_fd=dfd)
+            except OSError as error:
+                self._unlink(dfd, temp)
+                self._warn_once("write", f"could not save what was learned in {self.directory} ({error})")
+                return False
+        return True
+
+    def forget(self, key: EntryKey, reason: str) -> bool:
+        """Drop ``key``'s entry (an answer contradicted it); True when there was one."""
+        with self._dir() as dfd:
+            if dfd is None:
+                return False
+            dropped = self._unlink(dfd, key.name + _ENTRY)
+        if dropped:
+            log.info("Linkstats connection %r: dropped what was learned about its service: %s", key.conn_id, reason)
+        return dropped
+
+    # -- one discovers, the others wait ---------------------------------------------------------
+
+    def recall_or_learn(
+        self,
+        key: EntryKey,
+        allowed_roots: Iterable[str],
+        learn: Callable[[dict[str, Any] | None], dict[str, Any]],
+        *,
+        wait: float,
+        enough: Callable[[dict[str, Any]], bool] = lambda facts: True,
+    ) -> tuple[dict[str, Any], bool]:
+        """(facts, True) from the store, or (facts ``learn`` found, False), saved for the others.
+
+        Saved facts count when ``enough(facts)``; otherwise they are handed to ``learn`` (which may
+        build on them: an entry without the account, when the account is wanted). While one
+        process learns, the others wait for it (at most ``wait`` seconds), then read what it
+        saved. ``learn`` raising saves nothing: the next waiter tries in turn.
+        """
+        roots = tuple(allowed_roots)
+        facts = self.recall(key, roots)
+        if facts is not None and enough(facts):
+            return facts, True
+        with self._locked(key, wait):
+            facts = self.recall(key, roots)
+            if facts is not None and enough(facts):
+                return facts, True
+            facts = learn(facts)
+            self.remember(key, facts)
+            return facts, False
+
+    async def arecall_or_learn(
+        self,
+        key: EntryKey,
+        allowed_roots: Iterable[str],
+        learn: Callable[[dict[str, Any] | None], Awaitable[dict[str, Any]]],
+        *,
+        wait: float,
+        enough: Callable[[dict[str, Any]], bool] = lambda facts: True,
+    ) -> tuple[dict[str, Any], bool]:
+        """``recall_or_learn`` for the triggerer: the lock is waited for without blocking the loop."""
+        roots = tuple(allowed_roots)
+        facts = self.recall(key, roots)
+        if facts is not None and enough(facts):
+            return facts, True
+        async with self._alocked(key, wait):
+            facts = self.recall(key, roots)
+            if facts is not None and enough(facts):
+                return facts, True
+            facts = await learn(facts)
+            self.remember(key, facts)
+            return facts, False
+
+    @contextlib.contextmanager
+    def _locked(self, key: EntryKey, wait: float) -> Iterator[bool]:
+        """Hold ``key``'s lock (True), or go on without it after ``wait`` seconds or when unusable (False)."""
+        fd = self._lock_file(key)
+        if fd is None:
+            yield False
+            return
+        try:
+            deadline = time.monotonic() + wait
+            while not (held := _try_lock(fd)) and time.monotonic() < deadline:
+                time.sleep(_POLL)
+            if not held:
+                log.warning(
+                    "Linkstats connection %r: another task is still discovering after %.0f s; discovering here too",
+                    key.conn_id,
+                    wait,
+                )
+            yield held
+        finally:
+            os.close(fd)  # closing the descriptor releases the lock
+
+    @contextlib.asynccontextmanager
+    async def _alocked(self, key: EntryKey, wait: float) -> AsyncIterator[bool]:
+        fd = self._lock_file(key)
+        if fd is None:
+            yield False
+            return
+        try:
+            deadline = time.monotonic() + wait
+            while not (held := _try_lock(fd)) and time.monotonic() < deadline:
+                await asyncio.sleep(_POLL)
+            yield held
+        finally:
+            os.close(fd)
+
+    def _lock_file(self, key: EntryKey) -> int | None:
+        with self._dir(create=True) as dfd:
+            if dfd is None:
+                return None
+            try:
+                fd = os.open(key.name + _LOCK, os.O_RDWR | os.O_CREAT | _NOFOLLOW | os.O_NONBLOCK, 0o600, dir_fd=dfd)
+            except OSError as error:
+                self._warn_once("lock", f"could not open a lock in {self.directory} ({error})")
+                return None
+            problem = _not_private(os.fstat(fd), "file")
+            if problem:
+                os.close(fd)
+                self._warn_once(f"lock {key.name}", f"ignored lock file {key.name}{_LOCK}: {problem}")
+                return None
+            return fd
+
+    # -- seeing and clearing it ----------------------------------------------------------------
+
+    def entries(self) -> list[dict[str, Any]]:
+        """Every entry file, read as ``recall`` reads it: conn id, base URL, facts, age, and why one is unused."""
+        found: list[dict[str, Any]] = []
+        with self._dir() as dfd:
+            if dfd is None:
+                return found
+            now = time.time()
+            for name in sorted(os.listdir(dfd)):
+                if not name.endswith(_ENTRY):
+                    continue
+                data, problem = self._read_checked(dfd, name)
+                row: dict[str, Any] = {"file": name}
+                if data is not None:
+                    row.update(
+                        conn_id=data.get("conn_id"),
+                        base_url=data.get("base_url"),
+                        facts=data.get("facts"),
+                    )
+                    saved = data.get("saved_at")
+                    row["age"] = now - saved if isinstance(saved, (int, float)) else None
+                    problem = problem or self._freshness(data, now)
+                row["unused_because"] = problem
+                found.append(row)
+        return found
+
+    def clear(self) -> int:
+        """Delete every entry and lock this user owns in the directory; the count of entries deleted."""
+        deleted = 0
+        with self._dir() as dfd:
+            if dfd is None:
+                return 0
+            for name in os.listdir(dfd):
+                if name.endswith((_ENTRY, _LOCK, ".tmp")):
+                    try:
+                        owner = os.stat(name, dir_fd=dfd, follow_symlinks=False).st_uid
+                    except OSError:
+                        continue
+                    if owner == os.geteuid() and self._unlink(dfd, name) and name.endswith(_ENTRY):
+                        deleted += 1
+        return deleted
+
+    # -- the directory and the files -------------------------------------------------------------
+
+    @contextlib.contextmanager
+    def _dir(self, create: bool = False) -> Iterator[int | None]:
+        """A descriptor of the store's directory once checked private, or None (nothing is kept)."""
+        if not self.enabled:
+            yield None
+            return
+        assert self.directory is not None
+        if create:
+            try:
+                self.directory.mkdir(mode=0o700, parents=True, exist_ok=True)
+            except OSError as error:
+                self._warn_once("mkdir", f"cannot create {self.directory} ({error}); nothing is kept")
+                yield None
+                return
+        try:
+            dfd = os.open(self.directory, os.O_RDONLY | os.O_DIRECTORY)
+        except OSError:
+            yield None  # not there yet (nothing saved) or not usable
+            return
+        try:
+            problem = _not_private(os.fstat(dfd), "directory")
+            if problem:
+                self._warn_once("dir", f"not using {self.directory}: {problem}")
+                yield None
+            else:
+                yield dfd
+        finally:
+            os.close(dfd)
+
+    def _read(self, dfd: int, name: str) -> dict[str, Any] | None:
+        data, problem = self._read_checked(dfd, name)
+        if problem:
+            self._warn_once(f"file {name}", f"ignored {self.directory}/{name}: {problem}")
+            return None
+        return data
+
+    def _read_checked(self, dfd: int, name: str) -> tuple[dict[str, Any] | None, str | None]:
+        try:
+            fd = os.open(name, os.O_RDONLY | _NOFOLLOW | os.O_NONBLOCK, dir_fd=dfd)
+        except FileNotFoundError:
+            return None, None
+        except OSError as error:  # a symbolic link (ELOOP), or unreadable
+            return None, f"cannot be opened safely ({error.strerror})"
+        try:
+            problem = _not_private(os.fstat(fd), "file")
+            if problem:
+                return None, problem
+            raw = os.read(fd, MAX_ENTRY_BYTES + 1)
+        finally:
+            os.close(fd)
+        try:
+            data = json.loads(raw) if len(raw) <= MAX_ENTRY_BYTES else None
+        except ValueError:
+            data = None
+        if not isinstance(data, dict):
+            return None, "not an entry (unreadable JSON)"
+        return data, None
+
+    def _problem(self, data: dict[str, Any], key: EntryKey, allowed_roots: tuple[str, ...]) -> str | None:
+        if data.get("format") != FORMAT:
+            return f"an entry of another format ({data.get('format')!r})"
+        if (data.get("conn_id"), data.get("base_url"), data.get("key_fingerprint")) != (
+            key.conn_id,
+            key.base_url,
+            key.fingerprint,
+        ):
+            return "an entry of another connection, base URL or key"
+        facts = data.get("facts")
+        if not isinstance(facts, dict) or not isinstance(facts.get("root"), str):
+            return "an entry without an API root"
+        stale = self._freshness(data, time.time())
+        if stale:
+            return stale
+        if facts["root"] not in allowed_roots:
+            return (
+                f"its API root {facts['root']!r} is not one the base URL {key.base_url!r} yields "
+                f"({' or '.join(allowed_roots)})"
+            )
+        return None
+
+    def _freshness(self, data: dict[str, Any], now: float) -> str | None:
+        saved = data.get("saved_at")
+        if not isinstance(saved, (int, float)) or isinstance(saved, bool):
+            return "no time of saving"
+        if saved > now + CLOCK_SKEW:
+            return "saved in the future"
+        if now - saved >= self.ttl:
+            return f"expired ({now - saved:.0f} s old, ttl {self.ttl:g} s)"
+        return None
+
+    def _unlink(self, dfd: int, name: str) -> bool:
+        try:
+            os.unlink(name, dir_fd=dfd)
+        except OSError:
+            return False
+        return True
+
+    def _warn_once(self, topic: str, message: str) -> None:
+        if topic not in self._warned:
+            self._warned.add(topic)
+            log.warning("Linkstats learned-service cache: %s", message)
+
+
+# -- where it lives ------------------------------------------------------------------------------
+
+
+def default_directory() -> Path:
+    """``$XDG_CACHE_HOME/airflow-provider-linkstats``, else ``~/.cache/airflow-provider-linkstats``.
+
+    Without a usable home (an arbitrary uid with HOME=/), a per-user directory in the system's
+    temporary directory, which the ownership check protects like any other.
+    """
+    xdg = os.environ.get("XDG_CACHE_HOME", "")
+    if os.path.isabs(xdg):
+        return Path(xdg) / DIRECTORY_NAME
+    home = os.path.expanduser("~")
+    if os.path.isabs(home) and home != "/" and os.access(home, os.W_OK):
+        return Path(home) / ".cache" / DIRECTORY_NAME
+    return Path(tempfile.gettempdir()) / f"{DIRECTORY_NAME}-{os.geteuid()}"
+
+
+def resolve(setting: str | None = None, ttl: float | str | None = None) -> LearnedStore:
+    """The store a setting names: a directory, empty or ``off`` (disabled), or None (the environment
+    variable, else the default directory). ``ttl``: seconds, else the environment's, else an hour."""
+    if setting is None:
+        setting = os.environ.get(SETTING_ENV)
+    if ttl is None:
+        ttl = os.environ.get(TTL_ENV) or DEFAULT_TTL
+    try:
+        seconds = float(ttl)
+    except (TypeError, ValueError):
+        raise ValueError(f"cache_ttl {ttl!r}: allowed is a number of seconds, e.g. 3600 (0 disables)") from None
+    if setting is not None and setting.strip().lower() in OFF or seconds <= 0:
+        return LearnedStore(None)
+    directory = Path(os.path.expanduser(setting.strip())) if setting is not None else default_directory()
+    if not directory.is_absolute():
+        raise ValueError(f"cache_dir {setting!r}: allowed is an absolute path, or empty or 'off' to disable it")
+    return LearnedStore(directory, ttl=seconds)
+
+
+# -- helpers ---------------------------------------------------------------------------------------
+
+try:  # POSIX only; elsewhere (Windows, where Airflow does not run either) nothing is kept
+    import fcntl
+
+    _flock: Callable[[int, int], None] | None = fcntl.flock
+except ImportError:  # pragma: no cover
+    _flock = None
+
+_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
+
+
+def _try_lock(fd: int) -> bool:
+    assert _flock is not None
+    try:
+        _flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return False
+    return True
+
+
+def _not_private(st: os.stat_result, what: str) -> str | None:
+    """Why a directory or file may not be trusted: another owner, another kind, others may write it."""
+    if st.st_uid != os.geteuid():
+        return f"the {what} is owned by uid {st.st_uid}, not by this user (uid {os.geteuid()})"
+    kind = stat.S_ISDIR if what == "directory" else stat.S_ISREG
+    if not kind(st.st_mode):
+        return f"not a regular {what}"
+    if st.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
+        return f"the {what} is writable by its group or by others (mode {stat.filemode(st.st_mode)})"
+    return None
+
+
+# -- python -m airflow_provider_linkstats.client.learned --list | --clear ------------------------------
+
+
+def main(argv: list[str] | None = None) -> int:
+    import argparse
+
+    parser = argparse.ArgumentParser(
+        prog="python -m airflow_provider_linkstats.client.learned",
+        description="See or clear what the Linkstats hooks learned about their services (API root, version, "
+        "account time zone and default domain). Holds no secret.",
+    )
+    parser.add_argument(
+        "--dir", help=f"the directory (default: {SETTING_ENV}, else [linkstats] cache_dir, else {default_directory()})"
+    )
+    action = parser.add_mutually_exclusive_group()
+    action.add_argument("--list", action="store_true", help="show every entry (the default)")
+    action.add_argument("--clear", action="store_true", help="delete every entry")
+    args = parser.parse_args(argv)
+    store = resolve(args.dir if args.dir is not None else _airflow_setting())
+    if not store.enabled:
+        print("The learned-service cache is disabled ([linkstats] cache_dir is empty or off).")
+        return 0
+    if args.clear:
+        print(f"Deleted {store.clear()} entries from {store.directory}.")
+        return 0
+    rows = store.entries()
+    print(f"{store.directory}: {len(rows)} entries (kept {store.ttl:g} s)")
+    for row in rows:
+        facts = row.get("facts") or {}
+        if isinstance(facts, dict):  # the root first, then as saved (alphabetical)
+            shown = ", ".join(f"{k}={v}" for k, v in sorted(facts.items(), key=lambda item: item[0] != "root"))
+        else:
+            shown = repr(facts)
+        state = f"unused: {row['unused_because']}" if row["unused_because"] else f"{row['age']:.0f} s old"
+        if row.get("conn_id") is None:
+            state = f"{row['file']}, {state}"
+        print(f"- {row.get('conn_id')!s} {row.get('base_url')!s}: {shown} ({state})")
+    return 0
+
+
+def _airflow_setting() -> str | None:
+    """``[linkstats] cache_dir`` from Airflow's configuration when Airflow is installed and the
+    environment variable is not set (the hooks read it the same way)."""
+    if SETTING_ENV in os.environ:
+        return os.environ[SETTING_ENV]
+    try:
+        from airflow.configuration import conf
+    except Exception:
+        return None
+    return conf.get("linkstats", "cache_dir", fallback=None)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,197 @@
+"""Cleanup of links at any size: walk the listing, decide from each record, delete as it goes.
+
+The operator module stays cheap to import (the scheduler imports it at every parse): the walk
+and the deletes live in ``operators/bulk.py``, imported when the task runs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from airflow_provider_linkstats.client.settings import DEFAULT_MAX_WORKERS, POOL_SIZE
+from airflow_provider_linkstats.operators.base import LinksServiceMixin, LinkstatsBaseOperator, fails_fast
+
+__all__ = ["LinkstatsCleanupLinksOperator"]
+
+SEARCH_BY_CHOICES = ("title", "alias", "url")
+_NONE_TEXTS = ("none", "null")  # a template of a null param renders as "None"
+SAMPLE_MAX = 100
+
+
+class LinkstatsCleanupLinksOperator(LinksServiceMixin, LinkstatsBaseOperator):
+    """Delete the links that match every rule given, walking the listing once and deleting as it goes.
+
+    Each link is decided from its own record before it is deleted, by the provider's reading of the
+    connected phpShort generation; the listing's filters only narrow the walk, so a server whose
+    filter lists live links loses none of them. Memory and XCom stay small whatever the number of
+    links: the task returns counts and at most ``sample_size`` ids. Requests: one per page of 100
+    listed links plus one per delete (and one to count all links, for ``max_share``, when the walk
+    is narrowed by filters). A retry after a lost worker continues where the listing stands: the
+    links already deleted are no longer listed, so no answered delete is sent again.
+
+    Rules (every one given must hold; at least one):
+
+    :param expired: the link is over: its end time passed or its click limit was reached (a phpShort
+        46+ window that has not started yet is not over). Default True. Templated.
+    :param older_than_days: its ``created_at`` is more than this many days ago (a record without
+        ``created_at`` is kept). Templated.
+    :param search: text its ``search_by`` field contains (SQL LIKE, as the service searches:
+        case-insensitive, ``%`` and ``_`` are wildcards). Templated.
+    :param search_by: title (default), alias or url. Templated.
+    :param space_id: the space it is filed in (0: in no space). Templated.
+    :param domain_id: the domain it lives on. Templated.
+
+    Safety:
+
+    :param dry_run: delete nothing; return what would go (count and sample ids) and whether that
+        is over the ceiling. Templated.
+    :param max_deletes: the most links one run may delete (default: no count limit). Templated.
+    :param max_share: the most links one run may delete as a share of all the account's links
+        (0 to 1, default 0.5; None: no share limit). Templated.
+
+        The ceiling is the lower of the two. When more links are listed than the ceiling, the
+        matches are counted first (one more walk, no delete) and a run over the ceiling fails
+        before its first delete; links that come to match during the run stop it before the delete
+        that would pass the ceiling. Either way the error says by how much, and Airflow does not
+        retry it. Each try of the task has the whole ceiling.
+
+    :param max_workers: concurrent deletes (1-16, default 8), paced together by the connection's
+        rate limiter. Templated.
+    :param sample_size: ids kept in the returned sample (0-100, default 20). Templated.
+
+    Returns (XCom) ``{"matched", "deleted", "already_gone", "failed", "kept", "listed_not_matching",
+    "pages", "total_links", "ceiling", "over_ceiling", "sample_ids", "dry_run", ...}``.
+    """
+
+    template_fields: Sequence[str] = (
+        "linkstats_conn_id",
+        "expired",
+        "older_than_days",
+        "search",
+        "search_by",
+        "space_id",
+        "domain_id",
+        "dry_run",
+        "max_deletes",
+        "max_share",
+        "max_workers",
+        "sample_size",
+    )
+    ui_color = "#fde8e8"
+
+    def __init__(
+        self,
+        *,
+        expired: bool | str = True,
+        older_than_days: float | str | None = None,
+        search: str | None = None,
+        search_by: str = "title",
+        space_id: int | str | None = None,
+        domain_id: int | str | None = None,
+        dry_run: bool | str = False,
+        max_deletes: int | str | None = None,
+        max_share: float | str | None = 0.5,
+        max_workers: int | str = DEFAULT_MAX_WORKERS,
+        sample_size: int | str = 20,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(**kwargs)
+        self.expired = expired
+        self.older_than_days = older_than_days
+        self.search = search
+        self.search_by = search_by
+        self.space_id = space_id
+        self.domain_id = domain_id
+        self.dry_run = dry_run
+        self.max_deletes = max_deletes
+        self.max_share = max_share
+        self.max_workers = max_workers
+        self.sample_size = sample_size
+
+    def rules(self, now: Any) -> Any:
+        """The rules, checked (each error names its argument and what is allowed), before any request."""
+        import datetime as dt
+
+        from airflow_provider_linkstats.client.checks import check_bool, check_choice, check_number
+        from airflow_provider_linkstats.client.checks import check_whole_number as whole
+        from airflow_provider_linkstats.client.errors import LinkstatsInputError
+        from airflow_provider_linkstats.operators.bulk import CleanupRules
+
+        created_before = None
+        if not is_blank(self.older_than_days):
+            days = check_number("older_than_days", self.older_than_days, allowed="a number of days >= 0, or None")
+            created_before = now - dt.timedelta(days=days)
+        search = None if is_blank(self.search) else str(self.search)
+        rules = CleanupRules(
+            expired=check_bool("expired", self.expired),
+            created_before=created_before,
+            search=search,
+            search_by=check_choice("search_by", self.search_by, SEARCH_BY_CHOICES),
+            space_id=None
+            if is_blank(self.space_id)
+            else whole("space_id", self.space_id, allowed="a space id, or 0 for no space"),
+            domain_id=None if is_blank(self.domain_id) else whole("domain_id", self.domain_id, minimum=1),
+        )
+        if not rules.any():
+            raise LinkstatsInputError(
+                "expired",
+                self.expired,
+                "True, or at least one other rule (older_than_days, search, space_id, domain_id): a cleanup "
+                "without any rule would delete every link",
+            )
+        return rules
+
+    @fails_fast
+    def execute(self, context: Any) -> dict[str, Any]:
+        import datetime as dt
+
+        from airflow_provider_linkstats.client.checks import check_bool, check_number, check_whole_number
+        from airflow_provider_linkstats.operators.bulk import CeilingError, StreamingCleanup
+
+        now = dt.datetime.now(dt.timezone.utc)
+        rules = self.rules(now)
+        dry_run = check_bool("dry_run", self.dry_run)
+        max_deletes = None
+        if not is_blank(self.max_deletes):
+            max_deletes = check_whole_number("max_deletes", self.max_deletes, allowed="a whole number >= 0, or None")
+        max_share = None
+        if not is_blank(self.max_share):
+            max_share = check_number("max_share", self.max_share, allowed="a share of all links from 0 to 1, or None")
+            if max_share > 1:
+                from airflow_provider_linkstats.client.errors import LinkstatsInputError
+
+                raise LinkstatsInputError("max_share", self.max_share, "a share of all links from 0 to 1, or None")
+        workers = check_whole_number("max_workers", self.max_workers, minimum=1, maximum=POOL_SIZE)
+        sample_size = check_whole_number("sample_size", self.sample_size, maximum=SAMPLE_MAX)
+        cleanup = StreamingCleanup(
+            self.hook,
+            rules,
+            dry_run=dry_run,
+            max_deletes=max_deletes,
+            max_share=max_share,
+            max_workers=workers,
+            sample_size=sample_size,
+            log=self.log,
+            now=now,
+        )
+        try:
+            outcome = cleanup.run()
+        except CeilingError as error:
+            from airflow.providers.common.compat.sdk import AirflowFailException
+
+            raise AirflowFailException(str(error)) from error
+        if outcome.failed:
+            from airflow.providers.common.compat.sdk import AirflowException
+
+            # A retry walks the listing again and deletes only what is left.
+            raise AirflowException(
+                f"{outcome.failed:,} of {outcome.matched:,} matching links could not be deleted "
+                f"({outcome.deleted:,} deleted); first failures: {'; '.join(outcome.first_failures)}"
+            )
+        return outcome.as_xcom()
+
+
+def is_blank(value: Any) -> bool:
+    """Not given: None, an empty string, or a null param rendered by a template ("None")."""
+    return value is None or (isinstance(value, str) and value.strip().lower() in ("", *_NONE_TEXTS))

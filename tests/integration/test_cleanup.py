@@ -1,0 +1,275 @@
+"""The streaming cleanup against the emulator and a server whose filters cannot be trusted.
+
+Each test reads its outcome at the server: what was deleted, how many requests of which kind.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from collections import Counter
+
+import pendulum
+import pytest
+
+from tests.conftest import REPO, connection_json, run_operator
+
+
+def seed_expired(emu, alias: str, **fields):
+    """A link over by its click limit (1 click of 1), in the emulator's generation's fields."""
+    fields["clicks_limit" if emu.links_version == "49" else "expiration_clicks"] = 1
+    return emu.store.add_link(url=f"https://example.com/{alias}", alias=alias, clicks=1, **fields)
+
+
+def seed_dated(emu, alias: str, ends: pendulum.DateTime):
+    """A link whose end time is ``ends`` (past: expired by date; phpShort 49 does not list it as Expired)."""
+    if emu.links_version == "49":
+        fields = {
+            "active_period_start_at": ends.subtract(days=30).isoformat(),
+            "active_period_end_at": ends.isoformat(),
+        }
+    else:
+        fields = {"expiration_date": ends.format("YYYY-MM-DD"), "expiration_time": ends.format("HH:mm")}
+    return emu.store.add_link(url=f"https://example.com/{alias}", alias=alias, **fields)
+
+
+def cleanup(**kwargs):
+    from airflow_provider_linkstats.operators.cleanup import LinkstatsCleanupLinksOperator
+
+    return LinkstatsCleanupLinksOperator(task_id="cleanup", **kwargs)
+
+
+def deletes_by_id(emu) -> Counter:
+    return Counter(
+        (int(r["path"].rsplit("/", 1)[1]), r["status"]) for r in emu.stats.requests() if r["method"] == "DELETE"
+    )
+
+
+def listing_gets(emu) -> list[dict]:
+    return [r for r in emu.stats.requests() if r["method"] == "GET" and r["path"].endswith("/links")]
+
+
+def test_cleanup_deletes_old_expired_links_only_and_returns_counts(emu_any):
+    emu = emu_any
+    emu.clock.set(pendulum.now("UTC").subtract(days=45))
+    old = [seed_expired(emu, f"old{i}")["id"] for i in range(230)]
+    # Ended by date: phpShort 49's Expired filter leaves these out, the records say they are over.
+    old += [seed_dated(emu, f"dated{i}", pendulum.now("UTC").subtract(days=35))["id"] for i in range(7)]
+    live_old = [emu.store.add_link(url=f"https://example.com/live{i}", alias=f"live{i}")["id"] for i in range(40)]
+    emu.clock.reset()
+    fresh = [seed_expired(emu, f"fresh{i}")["id"] for i in range(5)]
+    emu.stats.reset()
+
+    result, _ = run_operator(cleanup(older_than_days=30, max_share=1))
+
+    remaining = {link["id"] for link in emu.store.links()}
+    assert remaining == set(live_old) | set(fresh)
+    assert deletes_by_id(emu) == Counter({(i, 200): 1 for i in old})
+    assert result["deleted"] == result["matched"] == len(old)
+    assert result["kept"] == (5 if emu.links_version == "44" else 45)  # 49 walks every link
+    assert len(result["sample_ids"]) == 20 and set(result["sample_ids"]) <= set(old)
+    assert len(json.dumps(result)) < 2000
+    # Pages: the walk reads each page of the listing once (the Expired listing on 44, all links on 49).
+    listed = len(old) + len(fresh) + (0 if emu.links_version == "44" else len(live_old))
+    walk = [r for r in listing_gets(emu) if r["query"].get("sort_by") == ["id"]]
+    assert len(walk) == math.ceil(listed / 100) == result["pages"]
+    assert sorted(int(r["query"].get("page", ["1"])[0]) for r in walk) == list(range(1, len(walk) + 1))
+
+
+def test_a_dry_run_deletes_nothing_and_says_what_would_go(emu):
+    emu.clock.set(pendulum.now("UTC").subtract(days=45))
+    old = [seed_expired(emu, f"old{i}")["id"] for i in range(12)]
+    emu.clock.reset()
+    seed_expired(emu, "fresh")
+    emu.stats.reset()
+
+    result, _ = run_operator(cleanup(older_than_days=30, dry_run=True, sample_size=5))
+
+    assert emu.stats.count(method="DELETE") == 0 and len(emu.store.links()) == 13
+    assert result["dry_run"] is True and result["matched"] == 12 and result["deleted"] == 0
+    assert result["sample_ids"] == old[:5]
+    assert result["over_ceiling"] is True  # 12 of 13 links is more than half (max_share 0.5 by default)
+
+
+@pytest.mark.parametrize(
+    ("limits", "said"),
+    [
+        ({"max_deletes": 10, "max_share": None}, "more than its ceiling of 10 (max_deletes=10)"),
+        ({"max_share": 0.5}, "more than its ceiling of 20 (max_share=0.5 of 40 links)"),
+    ],
+)
+def test_a_cleanup_over_the_ceiling_fails_before_any_delete(emu, limits, said):
+    from airflow.providers.common.compat.sdk import AirflowFailException
+
+    for i in range(25):
+        seed_expired(emu, f"x{i}")
+    for i in range(15):
+        emu.store.add_link(url=f"https://example.com/live{i}", alias=f"live{i}")
+    emu.stats.reset()
+    with pytest.raises(AirflowFailException, match="Raise max_deletes or max_share") as failure:
+        run_operator(cleanup(**limits))
+    assert said in str(failure.value) and "before any delete: 25 links match" in str(failure.value)
+    assert emu.stats.count(method="DELETE") == 0 and len(emu.store.links()) == 40
+    # Within the ceiling it runs.
+    result, _ = run_operator(cleanup(max_deletes=25, max_share=None))
+    assert result["deleted"] == 25 and len(emu.store.links()) == 15
+
+
+def test_bad_arguments_fail_before_any_request(emu):
+    from airflow_provider_linkstats.client.errors import LinkstatsInputError
+
+    emu.stats.reset()
+    for kwargs, field in [
+        ({"expired": False}, "expired"),
+        ({"max_share": 1.5}, "max_share"),
+        ({"older_than_days": "a month"}, "older_than_days"),
+        ({"search_by": "domain", "search": "x"}, "search_by"),
+        ({"max_workers": 0}, "max_workers"),
+    ]:
+        with pytest.raises(Exception, match=f"'{field}'") as failure:
+            run_operator(cleanup(**kwargs))
+        assert isinstance(failure.value, LinkstatsInputError) or isinstance(
+            failure.value.__cause__, LinkstatsInputError
+        )
+    assert emu.stats.count() == 0
+
+
+def test_rules_search_space_and_domain_are_checked_on_each_record(emu):
+    for i in range(6):
+        seed_expired(emu, f"promo-{i}", space_id=3 if i % 2 else None)
+    seed_expired(emu, "other-1", space_id=3)
+    emu.stats.reset()
+    result, _ = run_operator(cleanup(search="promo", search_by="alias", space_id=3, max_share=None))
+    assert sorted(link["alias"] for link in emu.store.links()) == ["other-1", "promo-0", "promo-2", "promo-4"]
+    assert result["deleted"] == 3
+
+
+# -- a server whose filters cannot be trusted -------------------------------------------------------
+
+
+class FilterBlindShort:
+    """A phpShort that ignores every listing filter (a bug, or a proxy dropping the query string):
+    each listing page holds all links, sorted by id; DELETE removes a link."""
+
+    def __init__(self, shape: str) -> None:
+        self.shape = shape
+        self.records: dict[int, dict] = {}
+
+    def add(self, link_id: int, *, ended: bool) -> None:
+        now = pendulum.now("UTC")
+        end = now.subtract(days=3) if ended else now.add(days=30)
+        created = now.subtract(days=90).format("YYYY-MM-DDTHH:mm:ss.000000Z")
+        record = {"id": link_id, "alias": f"a{link_id}", "url": "https://example.com/", "title": "Example",
+                  "clicks": 0, "created_at": created, "domain": {"id": 1}, "space": None}  # fmt: skip
+        if self.shape == "44":
+            record.update(ends_at=end.format("YYYY-MM-DDTHH:mm:ss.000000Z"), expiration_clicks=None, disabled=0)
+        else:
+            start = now.subtract(days=60).format("YYYY-MM-DDTHH:mm:ss.000000Z")
+            record.update(active_period_start_at=start, active_period_end_at=end.format("YYYY-MM-DDTHH:mm:ss.000000Z"),
+                          clicks_limit=None, targets_type=None, redirect_password=False)  # fmt: skip
+        self.records[link_id] = record
+
+    def __call__(self, request: dict) -> tuple:
+        path, query = request["path"], dict(request["query"])
+        if request["method"] == "DELETE":
+            link_id = int(path.rsplit("/", 1)[1])
+            if self.records.pop(link_id, None) is None:
+                return ("respond", 404, {"message": "Resource not found.", "status": 404})
+            return ("respond", 200, {"id": link_id, "object": "link", "deleted": True, "status": 200})
+        if path.endswith("/links"):
+            per_page, page = int(query.get("per_page", 10)), int(query.get("page", 1))
+            rows = [self.records[i] for i in sorted(self.records)]
+            last = max(1, math.ceil(len(rows) / per_page))
+            data = rows[(page - 1) * per_page : page * per_page]
+            meta = {"current_page": page, "last_page": last, "per_page": per_page, "total": len(rows)}
+            return ("respond", 200, {"data": data, "meta": meta, "status": 200})
+        return ("respond", 404, {"message": "Resource not found.", "status": 404})
+
+
+@pytest.mark.parametrize("shape", ["44", "49"])
+def test_nothing_live_is_deleted_when_the_expired_filter_lists_live_links(scripted, monkeypatch, shape):
+    server = FilterBlindShort(shape)
+    for link_id in range(1, 151):
+        server.add(link_id, ended=link_id % 5 == 0)  # 30 ended, 120 live, all created 90 days ago
+    scripted.set_default(server)
+    monkeypatch.setenv("AIRFLOW_CONN_LINKSTATS_LINKS_DEFAULT", connection_json(scripted.url, api_version=shape))
+
+    result, _ = run_operator(cleanup(older_than_days=30, max_share=1))
+
+    assert sorted(server.records) == [i for i in range(1, 151) if i % 5]  # every live link is still there
+    deleted = [int(r["path"].rsplit("/", 1)[1]) for r in scripted.requests if r["method"] == "DELETE"]
+    assert sorted(deleted) == list(range(5, 151, 5))
+    assert result["deleted"] == 30 and result["kept"] == 120
+    # On 44 the walk asked for status=2: the 120 live links it got were a wrong filter, and it says so.
+    assert result["listed_not_matching"] == (120 if shape == "44" else 0)
+
+
+def test_the_default_share_guards_against_a_filter_that_lists_every_link(scripted, monkeypatch):
+    """Were the records to look expired too (a clock far ahead), the share ceiling still stops it."""
+    from airflow.providers.common.compat.sdk import AirflowFailException
+
+    server = FilterBlindShort("44")
+    for link_id in range(1, 41):
+        server.add(link_id, ended=True)
+    scripted.set_default(server)
+    monkeypatch.setenv("AIRFLOW_CONN_LINKSTATS_LINKS_DEFAULT", connection_json(scripted.url))
+    with pytest.raises(AirflowFailException, match="before any delete: 40 links match"):
+        run_operator(cleanup())
+    assert len(server.records) == 40 and not [r for r in scripted.requests if r["method"] == "DELETE"]
+
+
+# -- a worker killed mid-run, then the retry ----------------------------------------------------------
+
+RUNNER = textwrap.dedent(
+    """
+    import json, sys
+    from airflow_provider_linkstats.operators.cleanup import LinkstatsCleanupLinksOperator
+    from tests.conftest import run_operator
+
+    result, _ = run_operator(LinkstatsCleanupLinksOperator(task_id="cleanup", max_share=1, max_workers=4))
+    print(json.dumps(result))
+    """
+)
+
+
+@pytest.mark.slow
+def test_a_cleanup_killed_mid_run_and_retried_deletes_each_link_once(emu, tmp_path):
+    expired = [seed_expired(emu, f"k{i}")["id"] for i in range(400)]
+    live = [emu.store.add_link(url=f"https://example.com/live{i}", alias=f"live{i}")["id"] for i in range(50)]
+    emu.stats.reset()
+    emu.faults.set_latency(0.02)  # about 200 deletes a second on 4 threads: a kill lands mid-way
+    env = {**os.environ, "PYTHONPATH": str(REPO), "AIRFLOW_CONN_LINKSTATS_LINKS_DEFAULT": connection_json(emu.url)}
+    try:
+        worker = subprocess.Popen(
+            [sys.executable, "-c", RUNNER], cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+            start_new_session=True,
+        )  # fmt: skip
+        deadline = time.monotonic() + 60
+        while emu.stats.count(method="DELETE", status=200) < 100 and time.monotonic() < deadline:
+            assert worker.poll() is None, worker.communicate()
+            time.sleep(0.01)
+        os.killpg(worker.pid, signal.SIGKILL)
+        worker.wait()
+        killed_at = emu.stats.count(method="DELETE", status=200)
+        assert 100 <= killed_at < 400
+        time.sleep(0.2)  # deletes the server still had in hand are answered into the void
+        retry = subprocess.run(
+            [sys.executable, "-c", RUNNER], cwd=REPO, env=env, capture_output=True, text=True, timeout=120
+        )
+    finally:
+        emu.faults.set_latency(0)
+    assert retry.returncode == 0, retry.stderr[-3000:]
+    result = json.loads(retry.stdout.strip().splitlines()[-1])
+    deletes = deletes_by_id(emu)
+    answered = Counter(link_id for (link_id, status), n in deletes.items() if status == 200 for _ in range(n))
+    assert answered == Counter({i: 1 for i in expired})  # each link deleted once
+    assert not [key for key in deletes if key[1] not in (200, None)]  # no 404: nothing answered was re-sent
+    assert {link["id"] for link in emu.store.links()} == set(live)
+    # The retry deleted what was left: all but what the killed try had answered (up to 4 were in flight).
+    assert 400 - killed_at - 4 <= result["deleted"] <= 400 - killed_at

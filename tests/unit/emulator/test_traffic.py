@@ -1,0 +1,187 @@
+"""Statistics are real aggregates of the traffic the emulator saw: clicks through the redirect,
+visits through the tracking beacon (POST /api/event). Plain HTTP only."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+import pytest
+import requests
+
+from airflow_provider_linkstats.emulator import CITY_HEADER, COUNTRY_HEADER, Emulator
+from tests.conftest import API_KEY
+from tests.support.emulator_http import Api
+
+CHROME_WINDOWS = "Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 Chrome/120.0 Safari/537.36"
+SAFARI_IPHONE = "Mozilla/5.0 (iPhone; CPU iPhone OS 17_0 like Mac OS X) AppleWebKit/605.1.15 Mobile Safari/604.1"
+FIREFOX_LINUX = "Mozilla/5.0 (X11; Linux x86_64; rv:120.0) Gecko/20100101 Firefox/120.0"
+COUNTRIES = "US FR DE GB ES IT NL BE CH AT PT SE NO DK FI PL CZ IE GR RO JP CN IN BR CA".split()
+
+
+@pytest.fixture
+def api(emu) -> Api:
+    return Api(emu.url)
+
+
+def click(emu, alias: str, **headers: str) -> None:
+    response = requests.get(f"{emu.url}/{alias}", headers=headers, allow_redirects=False, timeout=10)
+    assert response.status_code == 302
+
+
+def beacon(emu, **data: str) -> requests.Response:
+    headers = {"User-Agent": data.pop("agent", CHROME_WINDOWS), COUNTRY_HEADER: data.pop("country", "US")}
+    return requests.post(f"{emu.analytics_url}/api/event", data=data, headers=headers, timeout=10)
+
+
+def test_link_stats_over_three_pages_with_string_counts(api, emu):
+    link = emu.store.add_link(url="https://e.com", alias="geo")
+    for index, country in enumerate(COUNTRIES):  # 25 countries, US clicked 25 times ... CA once
+        for _ in range(len(COUNTRIES) - index):
+            click(emu, "geo", **{COUNTRY_HEADER: country})
+    seen, url = [], f"{api.root}/stats/{link['id']}?name=country&per_page=10"
+    pages = 0
+    while url:
+        body = api.session.get(url, timeout=10).json()
+        assert body["status"] == 200 and body["total"] == 25 and body["last_page"] == 3
+        assert list(body)[:3] == ["current_page", "data", "first_page_url"]
+        seen += body["data"]
+        url, pages = body["next_page_url"], pages + 1
+    assert pages == 3
+    assert [row["value"] for row in seen] == COUNTRIES  # most clicks first
+    assert all(isinstance(row["count"], str) for row in seen)  # a SUM() arrives as a string
+    assert [int(row["count"]) for row in seen] == list(range(25, 0, -1))
+    assert sum(int(row["count"]) for row in seen) == api.get(f"/links/{link['id']}").json()["data"]["clicks"]
+
+
+def test_each_link_stat_reads_its_header(api, emu):
+    link = emu.store.add_link(url="https://e.com", alias="s")
+    click(emu, "s", **{"User-Agent": CHROME_WINDOWS, "Referer": "https://news.example/a", "Accept-Language": "fr-FR",
+                       COUNTRY_HEADER: "FR", CITY_HEADER: "Paris"})  # fmt: skip
+    click(emu, "s", **{"User-Agent": SAFARI_IPHONE, "Accept-Language": "en-US", COUNTRY_HEADER: "US"})
+    click(emu, "s", **{"User-Agent": SAFARI_IPHONE, "Referer": "https://news.example/b", COUNTRY_HEADER: "US"})
+
+    def rows(name: str) -> dict:
+        body = api.get(f"/stats/{link['id']}", name=name).json()
+        return {row["value"]: int(row["count"]) for row in body["data"]}
+
+    assert rows("browser") == {"Chrome": 1, "Safari": 2}
+    assert rows("platform") == {"Windows": 1, "iOS": 2}
+    assert rows("device") == {"desktop": 1, "mobile": 2}
+    assert rows("language") == {"fr": 1, "en": 1, "Unknown": 1}
+    assert rows("referrer") == {"news.example": 2, "": 1}  # "" is a direct visit
+    assert rows("cities") == {"Paris": 1, "Unknown": 2}
+    assert rows("country") == {"US": 2, "FR": 1}
+
+
+def test_click_series_by_day_and_hour_in_the_accounts_time_zone(api, emu):
+    emu.configure_account(timezone="Asia/Tokyo")  # UTC+9
+    link = emu.store.add_link(url="https://e.com", alias="t")
+    emu.clock.set(dt.datetime(2030, 1, 1, 14, 30, tzinfo=dt.timezone.utc), freeze=True)  # Jan 1, 23:30 Tokyo
+    click(emu, "t")
+    emu.clock.advance(hours=1)  # Jan 2, 00:30 Tokyo
+    click(emu, "t")
+    click(emu, "t")
+    days = api.get(f"/stats/{link['id']}", name="clicks").json()["data"]
+    assert days == [{"value": "2030-01-01", "count": 1}, {"value": "2030-01-02", "count": 2}]  # COUNT(): ints
+    hours = api.get(f"/stats/{link['id']}", name="clicks_hour", sort_by="count", sort="desc").json()["data"]
+    assert hours == [{"value": "00", "count": 2}, {"value": "23", "count": 1}]
+    only = api.get(f"/stats/{link['id']}", name="clicks", **{"from": "2030-01-02", "to": "2030-01-02"}).json()
+    assert only["data"] == [{"value": "2030-01-02", "count": 2}] and "from=2030-01-02" in only["first_page_url"]
+
+
+def test_stats_search_sort_and_silent_fallbacks(api, emu):
+    link = emu.store.add_link(url="https://e.com", alias="q")
+    for country in ("US", "US", "FR", "FI"):
+        click(emu, "q", **{COUNTRY_HEADER: country})
+    by_value = api.get(f"/stats/{link['id']}", name="country", sort_by="value", sort="asc").json()["data"]
+    assert [row["value"] for row in by_value] == ["FI", "FR", "US"]
+    assert [row["value"] for row in api.get(f"/stats/{link['id']}", name="country", search="f").json()["data"]] == [
+        "FI",
+        "FR",
+    ]
+    fallback = api.get(f"/stats/{link['id']}", name="country", sort_by="nope", per_page="7").json()
+    assert fallback["per_page"] == 10 and fallback["data"][0] == {"value": "US", "count": "2"}
+
+
+@pytest.mark.parametrize(
+    ("params", "field", "message"),
+    [
+        ({}, "name", "The name field is required."),
+        ({"name": "visitors"}, "name", "The selected name is invalid."),  # an analytics name
+        ({"name": "country", "from": "01/02/2030"}, "from", "The from field must match the format Y-m-d."),
+        ({"name": "country", "from": "2030-02-02", "to": "2030-01-01"}, "to",
+         "The to field must be a date after or equal to from."),
+    ],
+)  # fmt: skip
+def test_a_bad_stats_query_is_422(api, emu, params, field, message):
+    link = emu.store.add_link(url="https://e.com")
+    response = api.get(f"/stats/{link['id']}", **params)
+    assert response.status_code == 422 and response.json() == {"message": {field: [message]}, "status": 422}
+
+
+def test_stats_of_a_missing_or_foreign_link_is_404():
+    with Emulator(api_keys=(API_KEY, "other-key")) as emu:
+        link = emu.store.add_link(url="https://e.com")
+        assert Api(emu.url, key="other-key").get(f"/stats/{link['id']}", name="country").status_code == 404
+        assert Api(emu.url).get("/stats/999", name="country").json() == {
+            "message": "Resource not found.",
+            "status": 404,
+        }
+
+
+# -- website traffic ------------------------------------------------------------------------------------
+
+
+def test_events_feed_website_stats(emu):
+    site = emu.store.add_website(domain="shop.example.com")
+    analytics = Api(emu.analytics_url)
+    # Two visitors: one lands from a search engine on a campaign page and reads two more pages;
+    # the other comes directly from an iPhone in France and triggers a custom event.
+    assert beacon(emu, page="https://shop.example.com/?utm_campaign=spring", referrer="https://search.example/q",
+                  visitor="a", resolution="1920x1080").json() == {"status": 200}  # fmt: skip
+    beacon(emu, page="https://shop.example.com/shoes", referrer="https://shop.example.com/", visitor="a")
+    beacon(emu, page="https://www.shop.example.com/cart", visitor="a")
+    beacon(emu, page="https://shop.example.com/shoes", visitor="b", agent=SAFARI_IPHONE, country="FR",
+           resolution="390x844")  # fmt: skip
+    beacon(emu, page="https://shop.example.com/shoes", visitor="b", event="add_to_cart", country="FR")
+
+    def rows(name: str) -> dict:
+        body = analytics.get(f"/stats/{site['id']}", name=name).json()
+        assert body["status"] == 200, body
+        return {row["value"]: row["count"] for row in body["data"]}
+
+    today = emu.clock.now().date().isoformat()
+    assert rows("visitors") == {today: 2} and rows("pageviews") == {today: 4}  # ints: COUNT()
+    assert rows("page") == {"/shoes": "2", "/": "1", "/cart": "1"}
+    assert rows("landing_page") == {"/": "1", "/shoes": "1"}
+    assert rows("referrer") == {"search.example": "1", "": "1"}  # the site's own pages are not referrers
+    assert rows("campaign") == {"spring": "1"}
+    assert rows("country") == {"US": "1", "FR": "1"} and rows("continent") == {"North America": "1", "Europe": "1"}
+    assert rows("os") == {"Windows": "1", "iOS": "1"} and rows("device") == {"desktop": "1", "mobile": "1"}
+    assert rows("resolution") == {"1920x1080": "1", "390x844": "1"}
+    assert rows("event") == {"add_to_cart": "1"}
+    assert emu.stats.endpoints()["POST /analytics/api/event"] == {"200": 5}
+
+
+def test_events_honour_the_websites_exclusions_and_need_a_tracked_site(emu):
+    site = emu.store.add_website(domain="e.com", exclude_ips="10.9.9.9\n127.0.0.1")
+    other = emu.store.add_website(domain="f.com", exclude_bots=1)
+    beacon(emu, page="https://e.com/")  # this client's IP is excluded on e.com
+    beacon(emu, page="https://f.com/", agent="Googlebot/2.1 (+http://www.google.com/bot.html)")
+    beacon(emu, page="https://f.com/", agent=FIREFOX_LINUX)
+    analytics = Api(emu.analytics_url)
+    assert analytics.get(f"/stats/{site['id']}", name="pageviews").json()["total"] == 0
+    assert analytics.get(f"/stats/{other['id']}", name="browser").json()["data"] == [{"value": "Firefox", "count": "1"}]
+    assert beacon(emu, page="https://unknown.example/").status_code == 404
+    assert analytics.get(f"/stats/{site['id']}", name="clicks").status_code == 422  # a links-service name
+
+
+def test_the_beacon_is_served_without_a_key_on_the_analytics_port(emu):
+    with Emulator(api_keys=(API_KEY,), analytics_port=0) as split:
+        site = split.store.add_website(domain="e.com")
+        browser = {"User-Agent": FIREFOX_LINUX}
+        posted = requests.post(f"{split.analytics_url}/api/event", json={"page": "https://e.com/a"}, headers=browser)
+        assert posted.status_code == 200
+        body = Api(split.analytics_url).get(f"/stats/{site['id']}", name="page").json()
+        assert body["data"] == [{"value": "/a", "count": "1"}]
+        assert requests.post(f"{split.url}/api/event", json={"page": "https://e.com/a"}, timeout=10).status_code != 200

@@ -1,0 +1,59 @@
+"""Progress lines: the rate of the last seconds, never above the rate limiter's budget (a fake clock)."""
+
+from __future__ import annotations
+
+from airflow_provider_linkstats.operators.bulk import Progress
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def test_a_burst_at_the_start_does_not_show_as_the_rate_under_a_budget():
+    clock = Clock()
+    progress = Progress(pace=1.5, window=10.0, clock=clock)
+    clock.now = 0.005
+    progress.update(1)  # the limiter let the first request go at once: 200/s if read naively
+    assert progress.rate == 1.5  # shown: the budget's pace, not 200/s
+    assert progress.line(1, 3, 0, "links") == "deleted 1/3 links (1.5/s, about 1 s left)"
+
+
+def test_the_rate_follows_the_last_seconds_not_the_whole_run():
+    clock = Clock()
+    progress = Progress(window=10.0, clock=clock)
+    for second in range(1, 31):  # 30 s at 10/s ...
+        clock.now = float(second)
+        progress.update(second * 10)
+    assert progress.rate == 10.0
+    for second in range(31, 61):  # ... then 30 s at 2/s: the line says 2/s, not the run's mean of 6/s
+        clock.now = float(second)
+        progress.update(300 + (second - 30) * 2)
+    assert progress.rate == 2.0
+    assert progress.seconds_left(120) == 60.0
+    assert progress.line(360, 480, 0, "links") == "deleted 360/480 links (2.0/s, about 60 s left)"
+
+
+def test_never_above_the_budget_and_the_budget_stands_in_before_any_rate():
+    clock = Clock()
+    progress = Progress(pace=1.0, window=10.0, clock=clock)
+    assert progress.rate == 0.0 and progress.seconds_left(30) == 30.0  # nothing done yet: the budget's pace
+    for second in range(1, 6):
+        clock.now = float(second)
+        progress.update(second * 50)  # 50/s measured (another client's share freed up, or a burst)
+    assert progress.rate == 1.0 and progress.seconds_left(30) == 30.0
+    slower = Progress(pace=1.0, window=10.0, clock=clock)
+    clock.now += 10
+    slower.update(5)  # 0.5/s: slower than the budget, the measured rate decides
+    assert slower.rate == 0.5 and slower.seconds_left(10) == 20.0
+
+
+def test_failures_are_counted_apart_and_a_finished_run_says_no_time_left():
+    clock = Clock()
+    progress = Progress(clock=clock)
+    clock.now = 2.0
+    progress.update(10)
+    assert progress.line(10, 10, 2, "links") == "deleted 8/10 links (5.0/s, 2 failed)"

@@ -7,8 +7,8 @@ table says how it answers. For the listed generations one request tells them apa
 (``name=click`` on phpShort, ``name=visitors_hour`` on phpAnalytics). Two generations that answer
 every probe alike cannot be told apart: detection says so, and the ``api_version`` extra decides.
 
-The same answer says whether a root is the API at all: the API's 404 and 422 are JSON objects
-whose ``status`` repeats the HTTP status. A web server's HTML page, or the JSON 404 the web app
+The same answer says whether a root is the API at all: the API's 404 is a JSON object whose
+``status`` repeats the HTTP status, and only the API answers a GET with 422. A web server's HTML page, or the JSON 404 the web app
 gives for a path outside the API (a typo in the base URL), means "not here".
 
 ``identify`` is a plan (yielding ``ApiRequest``s, receiving the raw answers) run by ``drive`` or
@@ -57,8 +57,10 @@ def read_probe(request: ApiRequest, response: ApiResponse) -> int | None:
     payload = _json_object(response)
     if payload is None:
         raise NotTheApi(response.status, describe_answer(response), response.conn_id)
-    if response.status in (404, 422):
-        if payload.get("status") != response.status:  # the API repeats its status; the web app does not
+    if response.status == 422:  # the web app outside the API answers a GET with 404, never 422
+        return 422
+    if response.status == 404:
+        if payload.get("status") != 404:  # the API repeats its status; the web app's own 404 does not
             message = payload.get("message")
             said = f" {json.dumps(message)[:120]}" if isinstance(message, str) else ""
             raise NotTheApi(response.status, f"JSON from outside the API{said}", response.conn_id)

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 from airflow.providers.common.compat.sdk import BaseHook
 
-from airflow_provider_linkstats.client.checks import check_bool, check_number, check_whole_number, is_blank
+from airflow_provider_linkstats.client.checks import is_blank
 from airflow_provider_linkstats.client.contract import (
     DOMAINS,
     LINK_STATS,
@@ -57,8 +57,12 @@ from airflow_provider_linkstats.connection import (
     CONNECTION_TYPES,
     HIDDEN_FIELDS,
     RELABELING,
+    api_roots_of,
+    check_timezone,
     extra_fields,
+    extra_value,
     placeholders,
+    scheme_assumed,
 )
 
 if TYPE_CHECKING:
@@ -187,11 +191,11 @@ class LinkstatsBaseHook(BaseHook):
             value = self._overrides.get(name)
             if value is None:
                 value = extras.get(name, extras.get(f"extra__{self.conn_type}__{name}"))
-            values[name] = default if is_blank(value) else _extra(name, kind, value)
+            values[name] = default if is_blank(value) else extra_value(name, kind, value)
         if values["timezone"] is not None:
-            _check_timezone(values["timezone"])
+            check_timezone(values["timezone"])
         self._explicit = generation_for(self.resource.service, values["api_version"])
-        self._roots = _api_roots(conn)
+        self._roots = api_roots_of(conn)
         if not conn.password:
             raise LinkstatsInputError(
                 "password", None, f"the API key, stored in connection {self.linkstats_conn_id!r}'s password field"
@@ -205,7 +209,7 @@ class LinkstatsBaseHook(BaseHook):
             timezone=values["timezone"],
             default_domain_id=values.get("default_domain_id"),
             conn_id=self.linkstats_conn_id,
-            scheme_assumed=_scheme_assumed(conn),
+            scheme_assumed=scheme_assumed(conn),
             **self._tuning,
         )
 
@@ -581,10 +585,10 @@ class LinkstatsLinksHook(LinkstatsBaseHook):
     ) -> JsonDict | None:
         if resource not in (None, LINKS):
             return super().find(natural_key, domain_id, resource)
-        domain = domain_id if not is_blank(domain_id) else self.default_domain()
+        domain = domain_id if not is_blank(domain_id) else self.default_domain_id()
         return super().find(natural_key, domain)
 
-    def default_domain(self) -> int | None:
+    def default_domain_id(self) -> int | None:
         """The ``default_domain_id`` extra, else the account's default domain (read once), else None."""
         if self.settings.default_domain_id is not None:
             return self.settings.default_domain_id
@@ -788,65 +792,6 @@ def _checked(fields: JsonDict, operation: str, resource: Resource) -> JsonDict:
     from airflow_provider_linkstats.client.links import check_link
 
     return check_link(fields, operation)
-
-
-def _api_roots(conn: Any) -> tuple[str, ...]:
-    """Where the API may be for the connection's base URL (one root, or two to probe)."""
-    from airflow_provider_linkstats.client.protocol import api_roots
-
-    return api_roots(_base_url(conn))
-
-
-def _base_url(conn: Any) -> str:
-    """The base URL from the connection: host may be a full URL, or a bare host with port and schema.
-
-    In a URI connection (``linkstats-links://:KEY@host:port/path``) the path arrives as the
-    schema: ``http`` or ``https`` picks the scheme, anything else is the base URL's path.
-    """
-    host = (conn.host or "").strip()
-    if not host:
-        raise LinkstatsInputError("host", conn.host, "the service's base URL, e.g. https://links.example.com/api/v1")
-    if "://" not in host:
-        schema = (conn.schema or "").strip("/")
-        scheme = schema if schema in ("http", "https") else _uri_scheme(conn) or "https"
-        host = f"{scheme}://{host}"
-        if conn.port:
-            host = f"{host}:{conn.port}"
-        if schema and schema not in ("http", "https"):
-            host = f"{host}/{schema}"
-    return host
-
-
-def _uri_scheme(conn: Any) -> str | None:
-    """``http`` or ``https`` when the connection's type is one: the scheme of an ``http://`` URI connection."""
-    return conn.conn_type if conn.conn_type in ("http", "https") else None
-
-
-def _scheme_assumed(conn: Any) -> bool:
-    """Whether ``_base_url`` had to put https in front of a host written without a scheme."""
-    host = (conn.host or "").strip()
-    return "://" not in host and (conn.schema or "").strip("/") not in ("http", "https") and not _uri_scheme(conn)
-
-
-def _extra(name: str, kind: str, value: Any) -> Any:
-    """One connection extra, checked by its form type; the error names the extra."""
-    if kind == "boolean":
-        return check_bool(name, value)
-    if kind == "integer":
-        minimum = 1 if name.endswith("_id") else 0
-        return check_whole_number(name, value, minimum=minimum, allowed=f"a whole number >= {minimum}")
-    if kind == "number":
-        return check_number(name, value, positive=name == "timeout")
-    return str(value)
-
-
-def _check_timezone(name: str) -> None:
-    import pendulum
-
-    try:
-        pendulum.timezone(name)
-    except Exception:
-        raise LinkstatsInputError("timezone", name, "an IANA time zone name such as UTC or Europe/Paris") from None
 
 
 class _Hidden:

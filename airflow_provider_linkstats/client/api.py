@@ -44,7 +44,7 @@ from airflow_provider_linkstats.client.records import record_domain_id
 from airflow_provider_linkstats.client.retry import RetryPolicy
 from airflow_provider_linkstats.client.settings import ClientSettings
 from airflow_provider_linkstats.client.transport import RequestsTransport
-from airflow_provider_linkstats.client.validation import validate_list_params
+from airflow_provider_linkstats.client.validation import Fields, validate_fields, validate_list_params
 
 log = logging.getLogger(__name__)
 
@@ -218,12 +218,21 @@ class LinkstatsClient:
         return for_generation(values, generation, timezone=timezone, default_domain_id=domain)
 
     def create(
-        self, resource: Resource, fields: Mapping[str, Any], generation: Generation | None = None
+        self,
+        resource: Resource,
+        fields: Mapping[str, Any],
+        generation: Generation | None = None,
+        *,
+        zone: str | None = None,
     ) -> dict[str, Any]:
         """Create a record; a create whose answer was lost is reconciled, never blindly re-sent.
 
         After a lost answer the record is looked up by its natural key (alias or domain): found,
         it is returned; not found, the create certainly did not happen and is sent again.
+
+        The record the service answers with must hold what was sent (``verify.differences``; ``zone``:
+        the time zone phpShort 44-45's expiration_date and expiration_time were written in):
+        otherwise ``LinkstatsWriteMismatchError`` names the field, the record and the version assumed.
         """
         fields = self.prepare(resource, fields, "create")
         generation = generation or self._spoken(resource)
@@ -232,7 +241,9 @@ class LinkstatsClient:
         key_value = dict(request.form).get(resource.natural_key)
         for _ in range(self.retry.max_retries + 1):
             try:
-                return parse_record(request, self.call(request), generation)
+                response = self.call(request)
+                record = parse_record(request, response, generation)
+                return self.verified(resource, "create", fields, record, generation, zone, request, response.status)
             except LinkstatsValidationError as error:
                 failed = self._account_error.get(resource.service)
                 if "domain_id" in error.errors and failed is not None:
@@ -266,7 +277,7 @@ class LinkstatsClient:
                         resource.singular,
                         existing.get("id"),
                     )
-                    return existing
+                    return self.verified(resource, "create", fields, existing, generation, zone, request, None)
                 log.warning(
                     "Linkstats %s: the answer was lost and no %s with that %s exists; sending again",
                     request.describe(),
@@ -288,22 +299,78 @@ class LinkstatsClient:
         return known.spoken if known is not None else None
 
     def update(
-        self, resource: Resource, record_id: Any, fields: Mapping[str, Any], generation: Generation | None = None
+        self,
+        resource: Resource,
+        record_id: Any,
+        fields: Mapping[str, Any],
+        generation: Generation | None = None,
+        *,
+        zone: str | None = None,
     ) -> dict[str, Any]:
+        """Change the given fields; the answer (or, for a 204, a GET) must hold them (see ``create``)."""
         fields = self.prepare(resource, fields, "update")
-        request = build_update(resource, record_id, fields, generation or self._spoken(resource))
-        record = parse_record(request, self.call(request), self._known(resource))
-        return record or self.get(resource, record_id)  # a 204 answer carries no record
+        generation = generation or self._spoken(resource)
+        request = build_update(resource, record_id, fields, generation)
+        response = self.call(request)
+        record = parse_record(request, response, generation) or self.get(resource, record_id)  # a 204: no record
+        return self.verified(resource, "update", fields, record, generation, zone, request, response.status)
+
+    def zone(self, resource: Resource) -> str | None:
+        """The zone phpShort 44-45's expiration_date and expiration_time are written in."""
+        known = self._profiles.get(resource.service)
+        return self.settings.timezone or (known.timezone if known is not None else None)
+
+    def forget(self, service: str) -> None:
+        """Drop what was learned about ``service`` (its version is detected again on next use)."""
+        self._profiles.pop(service, None)
+
+    def verified(
+        self,
+        resource: Resource,
+        operation: str,
+        fields: Mapping[str, Any],
+        record: dict[str, Any],
+        generation: Generation | None,
+        zone: str | None,
+        request: ApiRequest,
+        status: int | None,
+    ) -> dict[str, Any]:
+        """``record``, if it holds the checked fields of ``fields`` as sent; else ``LinkstatsWriteMismatchError``."""
+        from airflow_provider_linkstats.client.verify import checked, differences, mismatch_error
+
+        if not checked(resource):
+            return record
+        asked = fields if isinstance(fields, Fields) else validate_fields(resource, operation, fields)
+        found = differences(resource, asked, record, zone=zone or self.zone(resource))
+        if not found:
+            return record
+        believed = generation.label if generation is not None else "an unknown version"
+        raise mismatch_error(
+            resource,
+            found,
+            record,
+            believed=believed,
+            fix=f"Tell the client the install's version (the request was written for {believed})",
+            method=request.method,
+            url=f"{self.root}{request.path}",
+            status=status,
+            conn_id=self.settings.conn_id,
+        )
 
     def delete(self, resource: Resource, record_id: Any, *, missing_ok: bool = False) -> bool:
         """Delete a record; True when it was deleted, False when it was already gone (missing_ok)."""
         request = build_delete(resource, record_id)
         try:
             self.call(request)
-        except LinkstatsNotFoundError:
+        except LinkstatsNotFoundError as error:
             if missing_ok:
                 return False
-            raise
+            # The likely case is a record deleted earlier (a retried task, a second cleanup).
+            raise error.reworded(
+                f"{resource.singular} {request.path.rsplit('/', 1)[-1]} does not exist (deleted already?); "
+                f"pass missing_ok=True to count a missing {resource.singular} as deleted "
+                f"(the service said: {error.message})"
+            ) from error
         return True
 
     # -- listings ----------------------------------------------------------------------------

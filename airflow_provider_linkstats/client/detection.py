@@ -8,8 +8,9 @@ table says how it answers. For the listed generations one request tells them apa
 every probe alike cannot be told apart: detection says so, and the ``api_version`` extra decides.
 
 The same answer says whether a root is the API at all: the API's 404 is a JSON object whose
-``status`` repeats the HTTP status, and only the API answers a GET with 422. A web server's HTML page, or the JSON 404 the web app
-gives for a path outside the API (a typo in the base URL), means "not here".
+``status`` repeats the HTTP status, and only the API answers a GET with 422. A web server's HTML
+page, or the JSON 404 the web app gives for a path outside the API (a typo in the base URL),
+means "not here".
 
 ``identify`` is a plan (yielding ``ApiRequest``s, receiving the raw answers) run by ``drive`` or
 ``adrive`` with a sender that returns every answer whatever its status (``client.probe``,

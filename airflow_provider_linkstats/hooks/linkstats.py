@@ -14,6 +14,7 @@ obtained here by ``service_profile()`` (sync) and ``aservice_profile()`` (async)
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import threading
 from collections.abc import Iterator
@@ -143,14 +144,10 @@ class LinkstatsBaseHook(BaseHook):
         """``AirflowNotFoundException`` as an error saying what to create; any other error unchanged."""
         if type(error).__name__ != "AirflowNotFoundException":
             return error
-        conn_id, conn_type = self.linkstats_conn_id, self.conn_type
-        example = CONNECTION_TYPES[conn_type][3]  # the form's placeholder URL
-        return LinkstatsConfigError(
-            f"The Airflow connection {conn_id!r} is not defined. Create it (type {conn_type}, Base URL, API key as "
-            f"password), e.g.: airflow connections add {conn_id} --conn-type {conn_type} --conn-host {example} "
-            f"--conn-password <API key>; or set the environment variable AIRFLOW_CONN_{conn_id.upper()}="
-            f"'{{\"conn_type\": \"{conn_type}\", \"host\": \"{example}\", \"password\": \"<API key>\"}}'"
-        )
+        from airflow_provider_linkstats.hooks.connection_sources import connection_sources, not_defined_message
+
+        conn_id = self.linkstats_conn_id
+        return LinkstatsConfigError(not_defined_message(conn_id, self.conn_type, connection_sources(conn_id)))
 
     def _check_type(self, conn: Any) -> None:
         """Refuse the other service's connection; warn on any other type (an ``http://`` URI gives ``http``).
@@ -384,17 +381,63 @@ class LinkstatsBaseHook(BaseHook):
     # ones (create_link, get_website, list_spaces, ...).
 
     def create_record(self, fields: JsonDict, resource: Resource | None = None) -> JsonDict:
+        """Create; the answer must hold what was sent, else ``LinkstatsWriteMismatchError`` (see ``_verified``)."""
         resource = resource or self.resource
         checked = _checked(fields, "create", resource)  # before the client: a past expiry costs no request
-        return self.client.create(resource, checked)
+        with self._verified():
+            return self.client.create(resource, checked)
 
     def get_record(self, record_id: int | str, resource: Resource | None = None) -> JsonDict:
         return self.client.get(resource or self.resource, record_id)
 
     def update_record(self, record_id: int | str, fields: JsonDict, resource: Resource | None = None) -> JsonDict:
+        """Update; the answer must hold what was sent, else ``LinkstatsWriteMismatchError`` (see ``_verified``)."""
         resource = resource or self.resource
         checked = _checked(fields, "update", resource)
-        return self.client.update(resource, record_id, checked)
+        with self._verified():
+            return self.client.update(resource, record_id, checked)
+
+    @contextlib.contextmanager
+    def _verified(self) -> Iterator[None]:
+        """A write the service answered without storing what was sent: the version it was written for
+        is wrong. A detected version is dropped (the task's retry detects it again and its create,
+        refused as taken, is reconciled into an update to what was asked); a pinned one cannot be
+        mended by a retry, so the error says to change the connection and fails the task at once."""
+        from airflow_provider_linkstats.client.errors import LinkstatsWriteMismatchError
+
+        try:
+            yield
+        except LinkstatsWriteMismatchError as error:
+            conn_id = self.linkstats_conn_id
+            pinned = self._explicit is not None
+            if pinned:
+                fix = (
+                    f"Set the api_version extra of connection {conn_id!r} to the install's version, or to auto (it "
+                    f"names {error.believed}; the install may have been upgraded)"
+                )
+            else:
+                self.forget_version()
+                fix = (
+                    f"Retry the task: connection {conn_id!r}'s version was detected as {error.believed} and is "
+                    f"detected again on the next try, which brings the record to what was asked; if this "
+                    f"persists, set the api_version extra to the install's version"
+                )
+            reworded = error.reworded(f"{fix}: {error.detail}")
+            reworded.permanent = pinned
+            raise reworded from error
+
+    def forget_version(self) -> None:
+        """Drop what was learned about the service's version (the next request detects it again)."""
+        if self._explicit is None and self._profile is not None:
+            self.log.warning(
+                "Linkstats connection %r: forgetting the detected version (%s); it is detected again on next use",
+                self.linkstats_conn_id,
+                self._profile.generation,
+            )
+            self._profile = None
+            if "client" in self.__dict__:
+                self.client.forget(self.resource.service)
+
 
     def delete_record(
         self, record_id: int | str, *, missing_ok: bool = False, resource: Resource | None = None
@@ -488,11 +531,34 @@ class LinkstatsBaseHook(BaseHook):
             error.record_id = record_id
             raise error
         if if_exists == "skip":
-            self.log.info("%s with %s %r exists (id=%s); skipped", noun, key_name, key, record_id)
-            return existing, SKIPPED
+            repair = self.unset_fields(existing, fields, resource)
+            if not repair:
+                self.log.info("%s with %s %r exists (id=%s); skipped", noun, key_name, key, record_id)
+                return existing, SKIPPED
+            record = self.update_record(record_id, repair, resource)
+            self.log.warning(
+                "%s with %s %r exists (id=%s) without %s as asked (a write the service ignored, e.g. an earlier "
+                "try's); those fields were updated", noun, key_name, key, record_id, ", ".join(sorted(repair)),
+            )
+            return record, UPDATED
         record = self.update_record(record_id, updatable(resource, fields), resource)
         self.log.info("%s with %s %r exists (id=%s); updated", noun, key_name, key, record_id)
         return record, UPDATED
+
+    def unset_fields(self, record: JsonDict, fields: JsonDict, resource: Resource | None = None) -> JsonDict:
+        """The fields of ``fields`` that ``record`` holds nothing for (null, 0, empty) where a value was
+        asked: what a write the service ignored leaves behind (``verify.differences``). A value the
+        record holds differently (someone changed it) is not among them. Empty: nothing to mend."""
+        from airflow_provider_linkstats.client.validation import validate_fields
+        from airflow_provider_linkstats.client.verify import checked, differences, repair_fields
+
+        resource = resource or self.resource
+        if not checked(resource):
+            return {}
+        zone = self.client.zone(resource)
+        asked = validate_fields(resource, "create", fields)
+        found = [d for d in differences(resource, asked, record, zone=zone) if d.unset]
+        return repair_fields(resource, found, fields) if found else {}
 
     # -- the account and statistics --------------------------------------------------------------
 
@@ -705,7 +771,7 @@ class LinkstatsAnalyticsHook(LinkstatsBaseHook):
 
     def create_record(self, fields: JsonDict, resource: Resource | None = None) -> JsonDict:
         try:
-            return super().create_record(fields, resource)
+            return self._say_stored_domain(fields, super().create_record(fields, resource))
         except LinkstatsValidationError as error:
             if any("too many websites" in m.lower() for m in error.errors.get("domain", [])):
                 raise error.reworded(
@@ -739,6 +805,26 @@ class LinkstatsAnalyticsHook(LinkstatsBaseHook):
             if error.status != 403:
                 raise
             raise self._plan_refused(error) from error
+
+    def _say_stored_domain(self, fields: JsonDict, record: JsonDict) -> JsonDict:
+        """Log when the service stored a website's domain other than as given (phpAnalytics 31
+        removes every "www."): later lookups and creates must use the stored one."""
+        given, stored = fields.get("domain"), record.get("domain") if isinstance(record, dict) else None
+        if isinstance(given, str) and isinstance(stored, str):
+            from airflow_provider_linkstats.client.validation import normalize_domain
+
+            if normalize_domain(given) != stored:
+                stripped = self.generation.stored_domain(normalize_domain(given)) == stored
+                why = f' ({self.generation.label} removes every "www.")' if stripped else ""
+                log.warning(
+                    "Website %s: the service stored the domain %r as %r%s; use %r to find it or to create it again",
+                    record.get("id"),
+                    given,
+                    stored,
+                    why,
+                    stored,
+                )
+        return record
 
     def _plan_refused(self, error: LinkstatsAuthError) -> LinkstatsApiError:
         return error.reworded(

@@ -39,8 +39,16 @@ def normalize(resource: Resource | None, record: Mapping[str, Any], generation: 
     """
     clean = _plain(resource, record)
     if resource is not None and resource.name == "links":
-        clean.update(_link_vocabulary(clean, generation or _recognise("links", clean)))
+        clean.update(_link_vocabulary(clean, _reading("links", clean, generation)))
     return clean
+
+
+def _reading(service: str, record: Mapping[str, Any], generation: Any) -> Any:
+    """``generation``, unless the record carries none of its own keys: then the generation whose keys
+    it carries (an install upgraded since the version was learned answers in its new keys)."""
+    if generation is not None and (not generation.record_marks or any(k in record for k in generation.record_marks)):
+        return generation
+    return _recognise(service, record)
 
 
 def _recognise(service: str, record: Mapping[str, Any]) -> Any:

@@ -22,6 +22,7 @@ from tests.support.used_up import UsedUpLinks
 from tests.system.test_docs_dags import readme_dag
 
 DAG_ID = "spring_campaign"
+SCHEDULED_EXAMPLES = ("linkstats_cleanup_expired", "linkstats_weekly_report")  # started by the scheduler
 README_LINK_POSTS = 1  # the README's DAG creates one link: the campaign scenario counts it apart
 
 
@@ -38,6 +39,12 @@ def readme(shared: SharedDeployment) -> None:
         while not deployment.query("SELECT 1 FROM serialized_dag WHERE dag_id = ?", DAG_ID):
             assert time.monotonic() < deadline, "the dag-processor never stored the README's DAG"
             time.sleep(0.5)
+        # Started once the scheduled examples' runs have ended: every DAG's tasks starting at once
+        # on 2 cores made the api-server time out a task's start (a killed try, seen under load).
+        deadline = time.monotonic() + 240
+        while not all(set(deployment.run_states(dag_id)) & {"success", "failed"} for dag_id in SCHEDULED_EXAMPLES):
+            assert time.monotonic() < deadline, "the scheduled examples never ended"
+            time.sleep(1)
         while deployment.cli("dags", "trigger", DAG_ID, check=False).returncode != 0:  # no --logical-date
             assert time.monotonic() < deadline, "the README's DAG could not be triggered"
             time.sleep(2)

@@ -38,6 +38,7 @@ EXPIRING = 1_000  # the newest links expire by date, for the sensor
 DAY = 86_400
 FLEET_TIMEOUT = 420  # four fleets of 1,000 triggers (the rate-limited one waits on the limiter)
 END_TIMES_TIMEOUT = 900  # two generations of 20 waits ending 1-2 minutes ahead (twice with a polling root)
+CLEANUP_TIMEOUT = 1800  # 110,000 + 20,000 + 20,000 links deleted, each run seeded fresh
 
 
 def machine() -> list[str]:
@@ -121,6 +122,27 @@ def end_times(env: dict[str, str]) -> list[Row]:
     return [Row("4. sensor", r["what"], r["figure"], r["ratio"], r["target"], r["met"]) for r in rows]
 
 
+def cleanup(env: dict[str, str], quick: bool) -> list[Row]:
+    """Run benchmarks/cleanup.py (the streaming cleanup at 10,000 and 100,000 links, and the old example)."""
+    rows_file = Path(tempfile.mkstemp(prefix="linkstats-cleanup-", suffix=".json")[1])
+    sizes = "2000,10000" if quick else "10000,100000"
+    command = [sys.executable, "-m", "benchmarks.cleanup", "--sizes", sizes, "--json", str(rows_file)]
+    if quick:
+        command += ["--old", "2000", "--live", "100"]
+    what = "streaming cleanup (benchmarks/cleanup.py)"
+    try:
+        done = subprocess.run(
+            command, env={**os.environ, **env}, cwd=HERE.parent, capture_output=True, text=True, timeout=CLEANUP_TIMEOUT
+        )
+    except subprocess.TimeoutExpired:
+        return [Row("6. cleanup", what, "timeout")]
+    rows = json.loads(rows_file.read_text() or "[]")
+    rows_file.unlink(missing_ok=True)
+    if not rows:
+        return [Row("6. cleanup", what, f"failed: {done.stderr[-300:]}")]
+    return [Row(r["section"], r["what"], r["figure"], r["ratio"], r["target"], r["verdict"]) for r in rows]
+
+
 NOTES = """
 How to read it:
 
@@ -133,6 +155,9 @@ How to read it:
   N x latency / max_workers; the rest is client CPU under the GIL (requests is synchronous)
   on a 2-core machine shared with the emulator.
 - 4: requests are counted by the emulator; `poke()` is called directly, in poke mode.
+- 6: each cleanup runs in a child process of its own (the task's process: its peak RSS is the
+  task's, Airflow and the provider imported first, shown in brackets), against a fresh emulator
+  without rate limit seeded through its admin API; requests are counted by the emulator.
 - 5: each sample is two fresh interpreters, one per side, each importing `airflow.sdk` and then
   the side's modules with plain imports; bytecode caches warm on both sides (a pip install
   compiles them).
@@ -152,6 +177,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--full", action="store_true", help="time all 2,000 sequential deletes (no extrapolation)")
     parser.add_argument("--no-write", action="store_true", help=f"do not write {RESULTS.name}")
     parser.add_argument("--no-fleet", action="store_true", help="skip the 1,000-trigger benchmark")
+    parser.add_argument("--no-cleanup", action="store_true", help="skip the cleanup at 100,000 links")
     args = parser.parse_args(argv)
 
     warnings.filterwarnings("ignore", category=DeprecationWarning)  # one-line notices in the table
@@ -229,6 +255,10 @@ def measure(args: argparse.Namespace, env: dict[str, str]) -> int:
     if not args.no_fleet:
         progress("4. waits that know their end (benchmarks/end_times.py, about 5 minutes)")
         rows += end_times(env)
+
+    if not args.no_cleanup:
+        progress("6. streaming cleanup of 10,000 and 100,000 links (benchmarks/cleanup.py, a few minutes)")
+        rows += cleanup(env, args.quick)
 
     progress("5. DAG parse cost")
     rows += parse_cost.run(env, samples=7 if args.quick else 15)  # a loaded machine moves single samples by 2x

@@ -15,22 +15,24 @@ Deployment (``services.py``, ``deployment.py``):
     Every DAG is paused at creation; the script unpauses each when its scenario starts;
   - the Linkstats emulator, with rate limits when its ``--help`` lists ``--rate-limit`` (720 requests
     a minute: a real install's one-minute window, which the client's limiter paces by, with 12x its
-    budget, so 500 deletes take ~45 s, not 8 min);
+    budget, so the cleanup's 2,000 deletes take about 3 min, not 33);
   - a recording pass-through proxy (``recorder.py``) between Airflow's connections and the emulator:
     it counts every answer by endpoint and status. The emulator's stats route gives statuses too
     from the rate-limited version on; the cleanup check then reads the emulator's and requires the
     proxy to agree, and falls back on the proxy's with an older emulator.
 
-Runs (``scenarios.py``, ``handover.py``, through Airflow's REST API). The 500 old links are seeded
-first, the emulator's clock set 40 days back and then forward to now: its rate-limit windows run on
-its clock, so it is never moved back once other clients use it (a window would then last the jump's
-length).
-  1. ``linkstats_cleanup_expired`` on the 500 links created 40 days ago and expired: unpaused, the
-     @daily DAG gets its scheduled run for the last day from the scheduler. While its ``delete_old``
-     task is deleting, the Celery worker running it is killed with SIGKILL (its process group and
+Runs (``scenarios.py``, ``handover.py``, through Airflow's REST API). The 2,000 old expired links
+and 2,000 live ones as old are seeded first (the emulator's admin API), the emulator's clock set
+40 days back and then forward to now: its rate-limit windows run on its clock, so it is never
+moved back once other clients use it (a window would then last the jump's length).
+  1. ``linkstats_cleanup_expired`` on the 2,000 links created 40 days ago and expired, beside 2,000
+     live ones as old: unpaused, the @daily DAG gets its scheduled run for the last day from the
+     scheduler (a dry run ``plan``, then the streaming ``delete_old``). While ``delete_old``
+     is deleting, the Celery worker running it is killed with SIGKILL (its process group and
      its task runner's). The scheduler notices the missing heartbeat (20 s instead of 300 s), the
-     task is retried on the other worker, and the check requires: run successful, every link
-     answered DELETE 200 exactly once, none left. First, so that the expiry watcher, which starts
+     task is retried on the other worker (it walks the listing again), and the check requires: run
+     successful, every old link answered DELETE 200 exactly once, none left, every live link kept
+     and sent no DELETE. First, so that the expiry watcher, which starts
      next, never sees these links;
   2. ``linkstats_campaign_launch`` with a triggerer kill (``handover.py``): ``linkstats_cleanup_on_expiry``
      is unpaused, so its AssetWatcher runs in triggerer-1; the campaign's ``wait_for_expiry``

@@ -93,7 +93,9 @@ def main() -> int:
         recorder = Recorder(emu_proc.port).start()
         say(f"emulator on {emulator.url}, rate limits: {limits}; recording proxy on 127.0.0.1:{recorder.port}")
 
-        old_links = scenarios.seed_old_expired(emulator, scenarios.CLEANUP_LINKS, say)
+        old_links, live_links = scenarios.seed_old_expired(
+            emulator, scenarios.CLEANUP_LINKS, say, live=scenarios.CLEANUP_LIVE
+        )
 
         api_port = free_port()
         env = deployment.airflow_env(root / "airflow-home", database, redis.port, api_port, logs / "tasks")
@@ -109,9 +111,11 @@ def main() -> int:
 
         problems += [f"listening beyond 127.0.0.1: {where}" for where in outside_loopback(groups)]
 
-        # The worker kill first: the 500 old links are gone before the expiry watcher starts.
+        # The worker kill first: the old links are gone before the expiry watcher starts.
         workers = {name: proc for name, proc in procs.items() if name.startswith("worker-")}
-        results.append(scenarios.cleanup_with_worker_kill(api, emulator, recorder, workers, old_links, say))
+        results.append(
+            scenarios.cleanup_with_worker_kill(api, emulator, recorder, workers, old_links, say, live_links)
+        )
         say(f"cleanup: {results[-1].state} in {results[-1].seconds:.0f} s {results[-1].problems or ''}")
 
         kill = handover.TriggererKill(

@@ -45,7 +45,7 @@ def airflow_env(home: Path, database: str, redis_port: int, api_port: int, task_
             "AIRFLOW__CORE__DAGS_FOLDER": str(REPO / "dags_examples"),
             "AIRFLOW__CORE__LOAD_EXAMPLES": "False",
             # Paused until the run needs them: the event-driven cleanup's watcher would otherwise report
-            # the 500 old links that the worker-kill scenario deletes (see scenarios.unpause).
+            # the old links that the worker-kill scenario deletes (see scenarios.unpause).
             "AIRFLOW__CORE__DAGS_ARE_PAUSED_AT_CREATION": "True",
             "AIRFLOW__CORE__FERNET_KEY": base64.urlsafe_b64encode(os.urandom(32)).decode(),
             "AIRFLOW__CORE__EXECUTION_API_SERVER_URL": f"http://127.0.0.1:{api_port}/execution/",

@@ -120,7 +120,7 @@ def start_redis(groups: ProcessGroups, root: Path, out: Path) -> Proc:
 
 def emulator_options() -> tuple[list[str], str]:
     """Rate limits when this emulator has them: a one-minute window as on a real install (the
-    client's limiter counts minutes), with 12x the real budget so 500 deletes take ~45 s, not 8 min."""
+    client's limiter counts minutes), with 12x the real budget so 2,000 deletes take ~3 min, not 33."""
     helptext = subprocess.run(
         [sys.executable, "-m", "airflow_provider_linkstats.emulator", "--help"],
         capture_output=True,

@@ -127,6 +127,7 @@ class LinkstatsWriteMismatchError(LinkstatsApiError):
     differences: tuple = ()
     record_id: object = None
     believed: str = ""
+    detail: str = ""  # the message without its leading fix
     permanent: bool = False
 
     @property

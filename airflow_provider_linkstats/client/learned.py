@@ -167,22 +167,30 @@ class LearnedStore:
     # -- one discovers, the others wait ---------------------------------------------------------
 
     def recall_or_learn(
-        self, key: EntryKey, allowed_roots: Iterable[str], learn: Callable[[], dict[str, Any]], *, wait: float
+        self,
+        key: EntryKey,
+        allowed_roots: Iterable[str],
+        learn: Callable[[dict[str, Any] | None], dict[str, Any]],
+        *,
+        wait: float,
+        enough: Callable[[dict[str, Any]], bool] = lambda facts: True,
     ) -> tuple[dict[str, Any], bool]:
-        """(facts, True) from the store, or (facts ``learn()`` found, False), saved for the others.
+        """(facts, True) from the store, or (facts ``learn`` found, False), saved for the others.
 
-        While one process learns, the others wait for it (at most ``wait`` seconds) and then read
-        what it saved. ``learn`` raising saves nothing: the next waiter tries in turn.
+        Saved facts count when ``enough(facts)``; otherwise they are handed to ``learn`` (which may
+        build on them: an entry without the account, when the account is wanted). While one
+        process learns, the others wait for it (at most ``wait`` seconds), then read what it
+        saved. ``learn`` raising saves nothing: the next waiter tries in turn.
         """
         roots = tuple(allowed_roots)
         facts = self.recall(key, roots)
-        if facts is not None:
+        if facts is not None and enough(facts):
             return facts, True
-        with self._locked(key, wait) as _held:
+        with self._locked(key, wait):
             facts = self.recall(key, roots)
-            if facts is not None:
+            if facts is not None and enough(facts):
                 return facts, True
-            facts = learn()
+            facts = learn(facts)
             self.remember(key, facts)
             return facts, False
 
@@ -190,20 +198,21 @@ class LearnedStore:
         self,
         key: EntryKey,
         allowed_roots: Iterable[str],
-        learn: Callable[[], Awaitable[dict[str, Any]]],
+        learn: Callable[[dict[str, Any] | None], Awaitable[dict[str, Any]]],
         *,
         wait: float,
+        enough: Callable[[dict[str, Any]], bool] = lambda facts: True,
     ) -> tuple[dict[str, Any], bool]:
         """``recall_or_learn`` for the triggerer: the lock is waited for without blocking the loop."""
         roots = tuple(allowed_roots)
         facts = self.recall(key, roots)
-        if facts is not None:
+        if facts is not None and enough(facts):
             return facts, True
-        async with self._alocked(key, wait) as _held:
+        async with self._alocked(key, wait):
             facts = self.recall(key, roots)
-            if facts is not None:
+            if facts is not None and enough(facts):
                 return facts, True
-            facts = await learn()
+            facts = await learn(facts)
             self.remember(key, facts)
             return facts, False
 
@@ -404,6 +413,27 @@ class LearnedStore:
         if topic not in self._warned:
             self._warned.add(topic)
             log.warning("Linkstats learned-service cache: %s", message)
+
+
+# -- what contradicts an entry ---------------------------------------------------------------------
+
+
+def contradiction(status: int, body: bytes) -> str | None:
+    """Why an answer of an ordinary request (not a probe) says the learned root or key is wrong.
+
+    A 401: the key is refused there (a revoked key, or another install at that address). A 404
+    that is not the API's JSON: a web server's page, so the API is no longer at that root.
+    """
+    if status == 401:
+        return "the service refused the key (HTTP 401)"
+    if status == 404:
+        try:
+            is_api = isinstance(json.loads(body), dict)
+        except ValueError:
+            is_api = False
+        if not is_api:
+            return "the API root answered HTTP 404 with a page that is not the API's"
+    return None
 
 
 # -- where it lives ------------------------------------------------------------------------------

@@ -12,7 +12,11 @@ Python method of the same name and takes its keyword arguments as a JSON object:
   ``{"api_access": false}`` (every API call then answers 403), ``{"timezone": "Europe/Paris"}`` or
   ``{"features": {"link_stats": false}}``;
 - ``/versions``: the generations served, ``{"links": "49", "analytics": "31"}``; a POST of the same
-  shape switches them and drops every record (the generations' link rows differ).
+  shape switches them and drops every record (the generations' link rows differ);
+- ``POST /links``: many links at once, alike but for their alias, for tests at scale:
+  ``{"count": 100000, "alias_prefix": "old-", "fields": {"expiration_clicks": 1, "clicks": 1}}``
+  (``fields`` as ``Store.add_link`` takes them; ``user_id`` 1 unless given); answers
+  ``{"count", "first_id", "last_id"}``. Their ``created_at`` is the clock's now.
 """
 
 from __future__ import annotations
@@ -108,6 +112,13 @@ def add_admin_routes(app: FastAPI, state: EmulatorState) -> None:
     async def post_versions(request: Request) -> JSONResponse:
         return JSONResponse(_call(store.set_versions, **await _json(request)))
 
+    async def seed_links(request: Request) -> JSONResponse:
+        body = await _json(request)
+        fields = body.pop("fields", None) or {}
+        if not isinstance(fields, dict):
+            raise _bad("fields must be a JSON object of link fields.")
+        return JSONResponse(_call(store.seed_links, **body, **fields))
+
     async def reset(request: Request) -> JSONResponse:
         state.reset()
         return JSONResponse({"message": "Emulator reset: store, clock, faults and statistics."})
@@ -129,6 +140,7 @@ def add_admin_routes(app: FastAPI, state: EmulatorState) -> None:
         ("/accounts/{user_id}", post_account, "POST"),
         ("/versions", get_versions, "GET"),
         ("/versions", post_versions, "POST"),
+        ("/links", seed_links, "POST"),
     ]
     for path, endpoint, method in routes:
         app.add_route(ADMIN_PREFIX + path, endpoint, methods=[method])

@@ -24,6 +24,10 @@ class Clock:
             return frozen
         return dt.datetime.now(dt.timezone.utc) + self._offset
 
+    def state(self) -> tuple:
+        """What ``now()`` is computed from: it changes with every ``set``, ``advance`` or ``reset``."""
+        return (self._offset, self._frozen)
+
     @property
     def frozen(self) -> bool:
         return self._frozen is not None

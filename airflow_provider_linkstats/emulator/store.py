@@ -95,6 +95,11 @@ class Store:
             raise ValueError("the emulator needs at least one non-empty API key")
         self._state_file = Path(state_file) if state_file else None
         self._lock = threading.RLock()
+        # Listings answered from a cache while nothing but deletes changed (see ``_listed_ids``):
+        # a walk of 100,000 links reads 1,000 pages, which would each filter and sort them all.
+        self._changes = 0  # every write but a link's delete
+        self._link_deletes = 0
+        self._listings: dict[tuple, _Listed] = {}
         self._clear()
         if self._state_file and self._state_file.exists():
             self._load(self._state_file)
@@ -206,6 +211,28 @@ class Store:
             self._save()
             return copy.deepcopy(self._link_out(row))
 
+    def seed_links(self, count: int, *, user_id: int = 1, alias_prefix: str = "seed-", **fields: Any) -> dict:
+        """``count`` links alike but for their alias (``alias_prefix`` + 0, 1, ...), in one step, for
+        benchmarks at scale: ``add_link`` checks each alias against every link. ``fields`` as for
+        ``add_link`` (checked once, on the first). Returns ``{"count", "first_id", "last_id"}``."""
+        if isinstance(count, bool) or not isinstance(count, int) or count < 1:
+            raise ValueError("count must be a whole number >= 1")
+        with self._lock:
+            links = self._t["links"]
+            taken = {r["alias"] for r in links.values()}
+            clash = next((f"{alias_prefix}{i}" for i in range(count) if f"{alias_prefix}{i}" in taken), None)
+            if clash is not None:
+                raise ValueError(f"alias {clash!r} is taken: choose another alias_prefix")
+            first = self.add_link(user_id, alias=f"{alias_prefix}0", **fields)
+            model = links[first["id"]]
+            for index in range(1, count):
+                row = dict(model, id=self._next["links"], alias=f"{alias_prefix}{index}")
+                row["pixel_ids"] = list(model["pixel_ids"])
+                links[row["id"]] = row
+                self._next["links"] += 1
+            self._save()
+            return {"count": count, "first_id": first["id"], "last_id": self._next["links"] - 1}
+
     def add_website(self, user_id: int = 1, **fields: Any) -> Row:
         with self._lock:
             return self.create("websites", self._users[user_id], _as_form(fields))[0]
@@ -296,31 +323,66 @@ class Store:
                 row = self._own(name, user_or_id, record_id)
             del self._t[name][row["id"]]
             self._cascade(name, row["id"])
-            self._save()
+            if name == "links":  # a cached listing drops it (others may change links: spaces, domains)
+                self._link_deletes += 1
+                self._save(listings_kept=True)
+            else:
+                self._save()
             return {"id": row["id"], "object": name[:-1], "deleted": True, "status": 200}
 
     def listing(self, table: str, user: Row, query: Query, raw: Mapping[str, Any], path: str) -> dict:
         """One page of the account's records, in Laravel's resource-collection envelope."""
         listing = self.listing_rules(table)
         with self._lock:
-            rows = [r for r in self._t[table].values() if r["user_id"] == user["id"]]
-            if table == "links":
-                rows = [r for r in rows if self._link_filters(r, raw)]
-            if table == "websites" and "favorite" in listing.filters:
-                wanted = php_number(raw.get("favorite"))  # isset() && is_numeric(), then ofFavorite
-                if wanted is not None:
-                    rows = [r for r in rows if bool(r.get("favorited_at")) == bool(wanted)]
-            if query.search is not None:
-                pattern = like(query.search)
-                rows = [r for r in rows if pattern.search(str(r.get(query.search_by) or ""))]
-            rows = sort_rows(rows, query.sort_by, query.sort == "desc")
+            ids = self._listed_ids(table, user, query, raw, listing)
             appends: list[tuple[str, Any]] = [("search", query.search), ("search_by", query.search_by)]
             # The links listing's page URLs keep its filters but not "status" (its appends()
             # leaves it out): a client that follows links.next loses the status filter.
             appends += [(name, raw.get(name)) for name in listing.filters]
             appends += [("sort_by", query.sort_by), ("sort", query.sort), ("per_page", query.raw_per_page)]
-            pager = Pager(path, appends, len(rows), query.page, query.per_page)
-            return pager.resource_collection([self._out(table, r) for r in pager.slice(rows)])
+            pager = Pager(path, appends, len(ids), query.page, query.per_page)
+            rows = [self._t[table][row_id] for row_id in pager.slice(ids)]
+            return pager.resource_collection([self._out(table, r) for r in rows])
+
+    def _listed_ids(
+        self, table: str, user: Row, query: Query, raw: Mapping[str, Any], listing: spec.Listing
+    ) -> list[int]:
+        """The ids a listing query selects, in order; cached until a write other than a link's
+        delete, a move of the clock, or the next moment a link's status can change by time."""
+        now = self.clock.now()
+        key = (
+            table,
+            user["id"],
+            tuple((name, raw.get(name)) for name in ("domain_id", "space_id", "pixel_id", "status", "favorite")),
+            query.search,
+            query.search_by,
+            query.sort_by,
+            query.sort,
+        )
+        hit = self._listings.get(key)
+        if hit is not None and hit.changes == self._changes and hit.clock == self.clock.state() and now < hit.until:
+            if hit.deletes != self._link_deletes:
+                rows = self._t[table]
+                hit.ids = [row_id for row_id in hit.ids if row_id in rows]
+                hit.deletes = self._link_deletes
+            return hit.ids
+        mine = [r for r in self._t[table].values() if r["user_id"] == user["id"]]
+        rows = mine
+        if table == "links":
+            rows = [r for r in rows if self._link_filters(r, raw)]
+        if table == "websites" and "favorite" in listing.filters:
+            wanted = php_number(raw.get("favorite"))  # isset() && is_numeric(), then ofFavorite
+            if wanted is not None:
+                rows = [r for r in rows if bool(r.get("favorited_at")) == bool(wanted)]
+        if query.search is not None:
+            pattern = like(query.search)
+            rows = [r for r in rows if pattern.search(str(r.get(query.search_by) or ""))]
+        ids = [r["id"] for r in sort_rows(rows, query.sort_by, query.sort == "desc")]
+        until = _next_status_change(mine, now) if table == "links" and is_truthy(raw.get("status")) else _NEVER
+        if len(self._listings) >= 16:
+            self._listings.pop(next(iter(self._listings)))
+        self._listings[key] = _Listed(ids, self._changes, self._link_deletes, self.clock.state(), until)
+        return ids
 
     def listing_rules(self, table: str) -> spec.Listing:
         if table == "websites":
@@ -642,6 +704,7 @@ class Store:
         return records.iso(self.clock.now().replace(microsecond=0))  # type: ignore[return-value]  # DB keeps seconds
 
     def _clear(self) -> None:
+        self._changes += 1
         self._t = {name: {} for name in TABLES}
         self._next = {name: 1 for name in TABLES}
         self._clicks = []
@@ -654,8 +717,13 @@ class Store:
 
     # -- persistence ----------------------------------------------------------------------------------
 
-    def _save(self) -> None:
-        """Write the whole state atomically; it holds link passwords, so only the owner reads it."""
+    def _save(self, *, listings_kept: bool = False) -> None:
+        """Write the whole state atomically; it holds link passwords, so only the owner reads it.
+
+        Every write passes here: it also retires the cached listings, unless only a link was
+        deleted (``listings_kept``), which the cache handles by dropping the id."""
+        if not listings_kept:
+            self._changes += 1
         if self._state_file is None:
             return
         state = {
@@ -790,3 +858,36 @@ def _scalar(value: Any) -> str | None:
         return value.isoformat()
     text = str(value).strip()
     return text or None
+
+
+_NEVER = dt.datetime.max.replace(tzinfo=dt.timezone.utc)
+
+
+@dataclass
+class _Listed:
+    """A listing query's ids, and what they were computed under."""
+
+    ids: list[int]
+    changes: int
+    deletes: int
+    clock: tuple
+    until: dt.datetime
+
+
+def _next_status_change(rows: Iterable[Row], now: dt.datetime) -> dt.datetime:
+    """The next moment a link's status filters may answer otherwise: an end or a window's start or
+    end ahead (and a minute after it: v49's scopes compare with the minute), else never."""
+    soonest = _NEVER
+    for row in rows:
+        for name in ("ends_at", "active_period_start_at", "active_period_end_at"):
+            value = row.get(name)
+            if not value:
+                continue
+            moment = dt.datetime.fromisoformat(value.replace("Z", "+00:00"))
+            for at in (moment, moment + _MINUTE_AND_A_SECOND):
+                if now < at < soonest:
+                    soonest = at
+    return soonest
+
+
+_MINUTE_AND_A_SECOND = dt.timedelta(seconds=61)

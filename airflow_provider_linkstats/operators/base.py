@@ -177,15 +177,22 @@ class LinkstatsBaseOperator(BaseOperator):
     # Operator argument -> API field, where the two differ (BaseOperator owns ``email``).
     field_arguments: dict[str, str] = {}
     argument_notes: dict[str, str] = {}
+    declared: tuple[Argument, ...] = ()  # the arguments of the generated __init__, once built
     ui_color = "#e8f4fd"
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
         summary = cls.__dict__.get("__doc__")
-        if not summary or getattr(cls, "resource", None) is None or "__init__" in cls.__dict__:
-            return  # a base, or a user's subclass with an __init__ of its own
-        arguments = cls.all_arguments()
-        cls.__init__ = _build_init(cls, arguments)  # type: ignore[method-assign]
+        if not summary or getattr(cls, "resource", None) is None:
+            return  # a base
+        if "__init__" in cls.__dict__:  # a signature of its own: only the connection's line, if missing
+            if ":param linkstats_conn_id:" not in summary:
+                cls.__doc__ = summary.rstrip() + "\n" + cls.all_arguments()[0].param_line() + "\n"
+            return
+        arguments = cls.declared or cls.all_arguments()
+        if not cls.declared:  # a subclass of a declared operator inherits its __init__
+            cls.__init__ = _build_init(cls, arguments)  # type: ignore[method-assign]
+            cls.declared = arguments
         if "template_fields" not in cls.__dict__:
             cls.template_fields = tuple(argument.name for argument in arguments if argument.templated)
         if "template_fields_renderers" not in cls.__dict__:
@@ -390,13 +397,13 @@ class LinkstatsCreateOperatorBase(LinkstatsLineageMixin, LinkstatsBaseOperator):
 
     @fails_fast
     def execute(self, context: Any) -> dict[str, Any]:
-        from airflow_provider_linkstats.client.validation import check_choice
+        from airflow_provider_linkstats.client.checks import check_choice
 
         if_exists = check_choice("if_exists", self.if_exists, IF_EXISTS_CHOICES)
         fields = self.prepare_fields()
         # Create first; the look-up and if_exists only when the service says the key is taken.
         record, outcome = self.hook.create_or_reconcile(fields, if_exists, self.resource)
-        self.log.info("%s %s id=%s", self.resource.singular, outcome, record.get("id"))
+        self.log.info("%s %s id=%s", outcome, self.resource.singular, record.get("id"))
         self.touched_ids = (record["id"],)
         self.after_write(record, context)
         return record
@@ -480,8 +487,8 @@ class LinkstatsDeleteOperatorBase(LinkstatsLineageMixin, LinkstatsBaseOperator):
 
     @fails_fast
     def execute(self, context: Any) -> int | list[int]:
+        from airflow_provider_linkstats.client.checks import check_bool
         from airflow_provider_linkstats.client.errors import LinkstatsInputError
-        from airflow_provider_linkstats.client.validation import check_bool
 
         missing_ok = check_bool("missing_ok", self.missing_ok)
         single, many = getattr(self, self.id_argument), getattr(self, self.ids_argument)
@@ -500,8 +507,9 @@ class LinkstatsDeleteOperatorBase(LinkstatsLineageMixin, LinkstatsBaseOperator):
         return self._delete_many(many, missing_ok)
 
     def _delete_many(self, many: Any, missing_ok: bool) -> list[int]:
+        from airflow_provider_linkstats.client.checks import check_whole_number
         from airflow_provider_linkstats.client.errors import LinkstatsInputError, is_permanent
-        from airflow_provider_linkstats.client.validation import check_whole_number, split_list
+        from airflow_provider_linkstats.client.validation import split_list
         from airflow_provider_linkstats.operators.bulk import delete_many
 
         if isinstance(many, str):  # a template rendered without native types: "[1, 2]", "1,2" or records
@@ -548,7 +556,7 @@ class LinkstatsListOperatorBase(LinkstatsBaseOperator):
 
     @fails_fast
     def execute(self, context: Any) -> list[dict[str, Any]]:
-        from airflow_provider_linkstats.client.validation import check_whole_number, is_blank
+        from airflow_provider_linkstats.client.checks import check_whole_number, is_blank
 
         filters = self.given_filters(spec.name for spec in self.resource.list_params)
         max_items = None

@@ -1,0 +1,3 @@
+"""The sensor that waits for links to expire."""
+
+__all__ = ["links"]

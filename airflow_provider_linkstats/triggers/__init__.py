@@ -1,0 +1,3 @@
+"""The triggers: a deferred wait for links to expire, and expiry events for asset watchers."""
+
+__all__ = ["links"]

@@ -36,13 +36,13 @@ except ImportError:  # a common-compat without that module: the same fallback, b
 from airflow_provider_linkstats.client.errors import LinkstatsError, LinkstatsInputError, is_transient
 from airflow_provider_linkstats.client.settings import DEFAULT_EXISTENCE_CHECK_EVERY, DEFAULT_MAX_TRANSPORT_FAILURES
 from airflow_provider_linkstats.connection import CONNECTION_TYPES
-from airflow_provider_linkstats.outcomes import MAX_RETRY_AFTER, describe, error_event, retry_wait
+from airflow_provider_linkstats.outcomes import describe, error_event, retry_wait
 
 JsonDict = dict[str, Any]
 _FILTERS = ("search", "search_by", "domain_id", "space_id")  # the watcher's listing filters
 
 DEFAULT_CONN_ID = CONNECTION_TYPES["linkstats_links"][2]  # LinkstatsLinksHook.default_conn_name
-__all__ = ["MAX_RETRY_AFTER", "LinkstatsLinkExpiredTrigger", "LinkstatsLinksExpiredEventTrigger"]
+__all__ = ["LinkstatsLinkExpiredTrigger", "LinkstatsLinksExpiredEventTrigger"]
 
 
 class _Arguments:
@@ -220,9 +220,9 @@ class LinkstatsLinksExpiredEventTrigger(_Arguments, BaseEventTrigger):
         return "linkstats_reported_expired_links:" + json.dumps(self.serialize()[1], sort_keys=True)
 
     async def run(self) -> AsyncIterator[TriggerEvent]:
+        from airflow_provider_linkstats.client.protocol import adrive
         from airflow_provider_linkstats.hooks.linkstats import LinkstatsLinksHook
         from airflow_provider_linkstats.waiting.feed import ExpiredFeed
-        from airflow_provider_linkstats.waiting.plan import adrive
 
         interval = max(self.poke_interval, 0.0)
         try:

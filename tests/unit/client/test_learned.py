@@ -155,26 +155,42 @@ def test_a_disabled_store_keeps_nothing(tmp_path):
     assert not off.remember(key(), FACTS)
     assert off.recall(key(), ROOTS) is None
     calls = []
-    assert off.recall_or_learn(key(), ROOTS, lambda: calls.append(1) or FACTS, wait=1) == (FACTS, False)
-    assert off.recall_or_learn(key(), ROOTS, lambda: calls.append(1) or FACTS, wait=1) == (FACTS, False)
+    assert off.recall_or_learn(key(), ROOTS, lambda previous: calls.append(1) or FACTS, wait=1) == (FACTS, False)
+    assert off.recall_or_learn(key(), ROOTS, lambda previous: calls.append(1) or FACTS, wait=1) == (FACTS, False)
     assert calls == [1, 1]
 
 
 def test_recall_or_learn_learns_once_then_recalls(store):
     calls = []
-    assert store.recall_or_learn(key(), ROOTS, lambda: calls.append(1) or FACTS, wait=5) == (FACTS, False)
-    assert store.recall_or_learn(key(), ROOTS, lambda: calls.append(1) or FACTS, wait=5) == (FACTS, True)
+    assert store.recall_or_learn(key(), ROOTS, lambda previous: calls.append(1) or FACTS, wait=5) == (FACTS, False)
+    assert store.recall_or_learn(key(), ROOTS, lambda previous: calls.append(1) or FACTS, wait=5) == (FACTS, True)
     assert calls == [1]
 
 
+def test_facts_that_are_not_enough_are_handed_to_learn(store):
+    store.remember(key(), {"root": ROOTS[0], "generation": "49"})
+    handed = []
+
+    def learn(previous):
+        handed.append(previous)
+        return {**previous, "timezone": "UTC", "account_read": True}
+
+    wanted = {"root": ROOTS[0], "generation": "49", "timezone": "UTC", "account_read": True}
+    enough = lambda facts: facts.get("account_read", False)  # noqa: E731
+    assert store.recall_or_learn(key(), ROOTS, learn, wait=5, enough=enough) == (wanted, False)
+    assert handed == [{"root": ROOTS[0], "generation": "49"}]
+    assert store.recall_or_learn(key(), ROOTS, learn, wait=5, enough=enough) == (wanted, True)
+    assert len(handed) == 1
+
+
 def test_a_failed_discovery_saves_nothing(store):
-    def fail():
+    def fail(previous):
         raise RuntimeError("HTTP 429")
 
     with pytest.raises(RuntimeError):
         store.recall_or_learn(key(), ROOTS, fail, wait=5)
     assert store.recall(key(), ROOTS) is None
-    assert store.recall_or_learn(key(), ROOTS, lambda: FACTS, wait=5) == (FACTS, False)
+    assert store.recall_or_learn(key(), ROOTS, lambda previous: FACTS, wait=5) == (FACTS, False)
 
 
 _WORKER = textwrap.dedent(
@@ -188,7 +204,7 @@ _WORKER = textwrap.dedent(
     while not __import__("os").path.exists(marker):  # all start together
         time.sleep(0.005)
 
-    def learn():
+    def learn(previous):
         with open(log, "a") as out:
             out.write("learned\\n")
         time.sleep(0.5)  # a discovery's round trips
@@ -229,7 +245,7 @@ def test_a_waiter_discovers_by_itself_after_wait(store):
     fcntl.flock(holder, fcntl.LOCK_EX)  # another process, stuck in its discovery
     try:
         started = time.monotonic()
-        assert store.recall_or_learn(key(), ROOTS, lambda: FACTS, wait=0.3) == (FACTS, False)
+        assert store.recall_or_learn(key(), ROOTS, lambda previous: FACTS, wait=0.3) == (FACTS, False)
         assert 0.25 <= time.monotonic() - started < 5
     finally:
         os.close(holder)
@@ -238,7 +254,7 @@ def test_a_waiter_discovers_by_itself_after_wait(store):
 def test_coroutines_of_one_triggerer_discover_once(store):
     calls = []
 
-    async def learn():
+    async def learn(previous):
         calls.append(1)
         await asyncio.sleep(0.3)
         return FACTS
@@ -292,3 +308,19 @@ def test_the_command_line_lists_and_clears(store):
     assert "Deleted 2 entries" in run("--clear")
     assert store.recall(key(), ROOTS) is None
     assert "0 entries" in run("--list")
+
+
+@pytest.mark.parametrize(
+    ("status", "body", "contradicts"),
+    [
+        (401, b'{"message": "Unauthenticated."}', True),
+        (404, b"<html><title>404 Not Found</title></html>", True),
+        (404, b"", True),
+        (404, b'{"message": "Resource not found.", "status": 404}', False),  # the API: no such record
+        (422, b"<html></html>", False),
+        (429, b'{"message": "Too Many Attempts."}', False),
+        (200, b"{}", False),
+    ],
+)
+def test_which_answers_contradict_what_was_learned(status, body, contradicts):
+    assert (learned.contradiction(status, body) is not None) is contradicts

@@ -1,0 +1,304 @@
+"""Did the service store what was sent? The record a create or update answers with, checked.
+
+A field the connected install does not know is ignored without a word: phpShort 46+ drops the
+older names (``expiration_clicks``, ``expiration_date``, ``target_type`` ...), a future version may
+rename one more. The write then "succeeds" and the link never expires. So every create and update
+answer is read back and compared with what was asked, field by field, for the fields whose loss
+changes what the link or website does: the expiry (44-45's date and time, 46+'s window end), the
+click limit, the targeting type and rules, privacy and which passwords are set, the domain, the
+space and the pixels.
+
+``differences`` is pure: the values asked (the vocabulary, as ``validate_fields`` returns them),
+and the record as ``records.normalize`` reads it, whichever generation sent it (``RECORD_KEYS``:
+a 44-45 ``ends_at`` and a 46+ ``active_period_end_at`` are both ``expires_at`` there). Fields not
+sent are not checked: the services echo them as null. Nor is a field whose key the answer does not
+carry at all (a proxy's or another server's shortened record): real installs send every key.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from airflow_provider_linkstats.client.contract import LINKS, TARGETING_FIELDS, WEBSITES, Resource
+from airflow_provider_linkstats.client.errors import LinkstatsWriteMismatchError
+
+# Seconds a stored end may lie after the one asked: phpShort 44-45 keep minutes (the hook rounds
+# up, a direct date and time has none), a 46+ install may drop the seconds too. Before it: 1 s.
+EXPIRY_LATE = 60.0
+EXPIRY_EARLY = 1.0
+
+# What is checked, by resource (the vocabulary's names).
+CHECKED: dict[str, tuple[str, ...]] = {
+    LINKS.name: (
+        "expires_at",
+        "expiration_date",
+        "expiration_clicks",
+        "target_type",
+        *TARGETING_FIELDS.values(),
+        "privacy",
+        "password",
+        "privacy_password",
+        "domain_id",
+        "space_id",
+        "pixel_ids",
+    ),
+    WEBSITES.name: ("domain", "privacy", "password"),
+}
+SECRETS = frozenset({"password", "privacy_password"})
+
+
+@dataclass(frozen=True)
+class Difference:
+    """One field the stored record does not hold as asked: values as a person reads them."""
+
+    field: str
+    asked: Any
+    stored: Any
+    unset: bool  # the record holds nothing there (null, 0, false, empty): the write was ignored
+
+    def describe(self) -> str:
+        return f"{self.field}: asked {_show(self.asked)}, stored {_show(self.stored)}"
+
+
+def checked(resource: Resource) -> tuple[str, ...]:
+    return CHECKED.get(resource.name, ())
+
+
+def differences(
+    resource: Resource, asked: Mapping[str, Any], record: Mapping[str, Any], *, zone: str | None = None
+) -> list[Difference]:
+    """The checked fields of ``asked`` that ``record`` does not hold, in the order of ``CHECKED``.
+
+    ``asked``: validated vocabulary values (None: not sent, not checked). ``record``: normalised.
+    ``zone``: the time zone 44-45's ``expiration_date``/``expiration_time`` were sent in; without
+    it only the presence of an end is checked.
+    """
+    found: list[Difference] = []
+    for name in checked(resource):
+        value = asked.get(name)
+        if value is None:
+            continue
+        difference = _CHECKS[(resource.name, name)](value, record, asked, zone)
+        if difference is not None:
+            found.append(difference)
+    return found
+
+
+def mismatch_error(
+    resource: Resource,
+    found: list[Difference],
+    record: Mapping[str, Any],
+    *,
+    believed: str,
+    fix: str,
+    method: str,
+    url: str,
+    status: int | None,
+    conn_id: str | None,
+) -> LinkstatsWriteMismatchError:
+    """The error for a write the service answered but did not store as sent; ``fix`` leads the text."""
+    record_id = record.get("id")
+    listed = "; ".join(difference.describe() for difference in found)
+    message = (
+        f"{fix}: the service answered, but {resource.singular} id={record_id} does not hold what was sent "
+        f"({listed}). The request was written for {believed}: the install ignored the field"
+        f"{'s' if len(found) > 1 else ''}, so it is probably another version"
+    )
+    error = LinkstatsWriteMismatchError(message, status=status, method=method, url=url, conn_id=conn_id)
+    error.detail = message[len(fix) + 2 :]
+    error.differences = tuple(found)
+    error.record_id = record_id
+    error.believed = believed
+    return error
+
+
+def repair_fields(resource: Resource, found: list[Difference], asked: Mapping[str, Any]) -> dict[str, Any]:
+    """What an update sends to bring a record to ``asked`` in the fields of ``found`` (those an update
+    can change: a link's domain cannot). The targeting goes whole (type and rules), an expiry with
+    the other fields that make it (46+'s window start, 44-45's date and time)."""
+    names: set[str] = set()
+    for difference in found:
+        if difference.field in ("target_type", *TARGETING_FIELDS.values()):
+            names.update(("target_type", *TARGETING_FIELDS.values()))
+        elif difference.field in ("expires_at", "expiration_date/expiration_time"):
+            names.update(("expires_at", "starts_at", "expiration_date", "expiration_time"))
+        else:
+            names.add(difference.field)
+    updatable = {spec.name for spec in resource.fields_for("update")}
+    return {name: asked[name] for name in sorted(names & updatable) if asked.get(name) is not None}
+
+
+# -- one check per field ----------------------------------------------------------------------
+
+
+def _expiry(asked_moment: Any, record: Mapping[str, Any], asked: Mapping[str, Any], zone: str | None):
+    from airflow_provider_linkstats.client.records import parse_timestamp
+
+    stored = parse_timestamp(record.get("expires_at"))
+    moment = asked_moment if isinstance(asked_moment, dt.datetime) else None
+    if moment is None or "expires_at" not in record:
+        return None
+    if stored is None:
+        return Difference("expires_at", _iso(moment), None, True)
+    late = (stored - moment).total_seconds()
+    if -EXPIRY_EARLY <= late < EXPIRY_LATE:
+        return None
+    return Difference("expires_at", _iso(moment), _iso(stored), False)
+
+
+def _expiration_date(date: Any, record: Mapping[str, Any], asked: Mapping[str, Any], zone: str | None):
+    """44-45's date and time: the moment in ``zone`` when known, else only that an end is stored."""
+    from airflow_provider_linkstats.client.records import parse_timestamp
+
+    time = asked.get("expiration_time")
+    if "expires_at" not in record:
+        return None
+    if not date or not time:  # both empty: the expiry is being cleared
+        stored = parse_timestamp(record.get("expires_at"))
+        return None if stored is None else Difference("expires_at", None, _iso(stored), False)
+    if zone:
+        import pendulum
+
+        local = pendulum.parse(f"{date}T{time}", tz=pendulum.timezone(zone))
+        difference = _expiry(dt.datetime.fromtimestamp(local.timestamp(), dt.timezone.utc), record, asked, zone)
+        if difference is None:
+            return None
+        asked_text = f"{date} {time} ({zone})"
+        return Difference("expiration_date/expiration_time", asked_text, difference.stored, difference.unset)
+    if parse_timestamp(record.get("expires_at")) is None:
+        return Difference("expiration_date/expiration_time", f"{date} {time}", None, True)
+    return None
+
+
+def _number(name: str):
+    def check(value: Any, record: Mapping[str, Any], asked: Mapping[str, Any], zone: str | None):
+        if name not in record:
+            return None
+        stored = record.get(name)
+        if _int(value) == _int(stored) or (_int(value) == 0 and stored is None):
+            return None
+        return Difference(name, _int(value), stored, not stored)
+
+    return check
+
+
+def _rules(name: str):
+    def check(value: Any, record: Mapping[str, Any], asked: Mapping[str, Any], zone: str | None):
+        if name not in record:
+            return None
+        stored = record.get(name)
+        if _rule_set(value) == _rule_set(stored):
+            return None
+        return Difference(name, value, stored, not stored)
+
+    return check
+
+
+def _secret(name: str):
+    def check(value: Any, record: Mapping[str, Any], asked: Mapping[str, Any], zone: str | None):
+        stored = record.get(name)
+        if not isinstance(stored, bool):  # not said (an echo without it): nothing to compare
+            return None
+        if stored == bool(value):
+            return None
+        return Difference(name, "set" if value else "not set", "set" if stored else "not set", not stored)
+
+    return check
+
+
+def _nested_id(name: str, key: str):
+    def check(value: Any, record: Mapping[str, Any], asked: Mapping[str, Any], zone: str | None):
+        if key not in record and name not in record:
+            return None
+        nested = record.get(key)
+        stored = nested.get("id") if isinstance(nested, Mapping) else record.get(name)
+        if _int(stored) == _int(value):
+            return None
+        return Difference(name, _int(value), _int(stored), stored is None)
+
+    return check
+
+
+def _pixels(value: Any, record: Mapping[str, Any], asked: Mapping[str, Any], zone: str | None):
+    if "pixels" not in record and "pixel_ids" not in record:
+        return None
+    items = record.get("pixels")
+    if isinstance(items, list):
+        stored = sorted(_int(p.get("id") if isinstance(p, Mapping) else p) for p in items)
+    else:
+        stored = sorted(_int(p) for p in record.get("pixel_ids") or [])
+    if sorted(_int(v) for v in value) == stored:
+        return None
+    return Difference("pixel_ids", sorted(_int(v) for v in value), stored, not stored)
+
+
+def _website_domain(value: Any, record: Mapping[str, Any], asked: Mapping[str, Any], zone: str | None):
+    from airflow_provider_linkstats.client.validation import normalize_domain
+
+    if "domain" not in record:
+        return None
+    stored = record.get("domain")
+    wanted = normalize_domain(str(value))
+    # phpAnalytics 31 stores the domain without any "www.": the same site.
+    if isinstance(stored, str) and stored.lower() in (wanted, wanted.replace("www.", "")):
+        return None
+    return Difference("domain", wanted, stored, not stored)
+
+
+_CHECKS: dict[tuple[str, str], Any] = {
+    (LINKS.name, "expires_at"): _expiry,
+    (LINKS.name, "expiration_date"): _expiration_date,
+    (LINKS.name, "expiration_clicks"): _number("expiration_clicks"),
+    (LINKS.name, "target_type"): _number("target_type"),
+    **{(LINKS.name, name): _rules(name) for name in TARGETING_FIELDS.values()},
+    (LINKS.name, "privacy"): _number("privacy"),
+    (LINKS.name, "password"): _secret("password"),
+    (LINKS.name, "privacy_password"): _secret("privacy_password"),
+    (LINKS.name, "domain_id"): _nested_id("domain_id", "domain"),
+    (LINKS.name, "space_id"): _nested_id("space_id", "space"),
+    (LINKS.name, "pixel_ids"): _pixels,
+    (WEBSITES.name, "domain"): _website_domain,
+    (WEBSITES.name, "privacy"): _number("privacy"),
+    (WEBSITES.name, "password"): _secret("password"),
+}
+
+
+# -- helpers ----------------------------------------------------------------------------------------
+
+
+def _int(value: Any) -> Any:
+    if isinstance(value, bool):
+        return int(value)
+    if isinstance(value, int):
+        return value
+    if isinstance(value, str) and value.strip().lstrip("-").isdigit():
+        return int(value.strip())
+    return value
+
+
+def _rule_set(rules: Any) -> list[tuple[str, str]]:
+    """Targeting rules compared as a set of (key, value); rotation rules have no key."""
+    if not isinstance(rules, list):
+        return []
+    out = []
+    for rule in rules:
+        if isinstance(rule, Mapping):
+            out.append((str(rule.get("key") or ""), str(rule.get("value") or "")))
+    return sorted(out)
+
+
+def _iso(moment: dt.datetime) -> str:
+    return moment.astimezone(dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _show(value: Any) -> str:
+    if value is None:
+        return "nothing"
+    if isinstance(value, list) and value and all(isinstance(rule, Mapping) for rule in value):
+        return "[" + ", ".join(f"{rule.get('key') or '*'} -> {rule.get('value')}" for rule in value) + "]"
+    if isinstance(value, str) and value in ("set", "not set"):
+        return value
+    return repr(value)

@@ -24,7 +24,10 @@ def test_the_tree_of_all_lists_names_the_public_modules():
         "airflow_provider_linkstats.client",
         "airflow_provider_linkstats.emulator",
         "airflow_provider_linkstats.hooks.linkstats",
-        *(f"airflow_provider_linkstats.operators.{m}" for m in ("links", "websites", "stats", "spaces", "pixels")),
+        *(
+            f"airflow_provider_linkstats.operators.{m}"
+            for m in ("links", "websites", "stats", "spaces", "pixels", "launch")
+        ),
         "airflow_provider_linkstats.sensors.links",
         "airflow_provider_linkstats.triggers.links",
     }

@@ -132,9 +132,17 @@ def run_waits(version: str, root: Path, waits: int, poke_interval: float, limit:
         with open(workdir / "child.log", "wb") as log:
             subprocess.run(command, env=env, cwd=root, stdout=log, stderr=subprocess.STDOUT, timeout=limit + 60)
         requests = emu.count(path_prefix="/public/api/v1")
+        sent = [r for r in emu.admin("GET", "/stats").get("requests", []) if r["path"].startswith("/public/api/v1")]
     result = json.loads(result_file.read_text()) if result_file.exists() else {"fired": 0, "delays": []}
-    result.update(requests=requests, waits=waits, version=version)
+    result.update(requests=requests, waits=waits, version=version, sent=[_shown(r) for r in sent])
     return result
+
+
+def _shown(request: dict[str, Any]) -> str:
+    """``GET /links?status=0&page=1``: what a request asked, for the printout."""
+    query = "&".join(f"{k}={v[0] if isinstance(v, list) else v}" for k, v in sorted(request.get("query", {}).items()))
+    path = request["path"].removeprefix("/public/api/v1")
+    return f"{request['method']} {path}{'?' + query if query else ''}"
 
 
 # -- (b) 1,000 waits over an hour, on a simulated clock ------------------------------------------------
@@ -284,6 +292,8 @@ def main(argv: list[str] | None = None) -> int:
     table = rows(results, hour, args.poke_interval)
     for row in table:
         print(f"- {row['what']}: {row['figure']} | {row['ratio']} | target {row['target'] or '-'} {row['met']}")
+    for name, result in results.items():
+        print(f"  {name}: requests sent: {', '.join(result.get('sent', [])) or 'none'}")
     if args.json:
         Path(args.json).write_text(json.dumps(table))
     return 0

@@ -159,10 +159,12 @@ def _window_text(window: dict) -> str:
 
 
 def build_figures(links: list[dict], referrers: dict, traffic: list[dict], window: dict) -> dict:
-    """The report's matplotlib figures by name; each title states the time span its numbers cover.
+    """The report's matplotlib figures by name; each figure's title states the time span its
+    numbers cover, once.
 
-    Link clicks are the records' all-time counters; referrers, visits and pageviews cover the report
-    window. Bars that are compared share one x axis with whole-number ticks (clicks are counts).
+    Link clicks are the records' all-time counters; referrers, visitors and pageviews cover the
+    report window, the website chart day by day. Bars that are compared share one x axis with
+    whole-number ticks (clicks are counts).
     """
     import matplotlib
 
@@ -190,34 +192,34 @@ def build_figures(links: list[dict], referrers: dict, traffic: list[dict], windo
         for axes, (alias, rows) in zip(all_axes[:, 0], shown.items(), strict=True):
             top = rows[:8][::-1]
             axes.barh([row["value"] or "(direct)" for row in top], [int(row["count"]) for row in top])
-            axes.set_title(f"{alias}: clicks by referrer, {span}", fontsize=9)
+            axes.set_title(alias, fontsize=9, loc="left")  # the window is said once, in the figure's title
             axes.xaxis.set_major_locator(MaxNLocator(integer=True))
-        all_axes[-1, 0].set_xlabel(f"clicks, {span} (one scale for every link)")
+        all_axes[-1, 0].set_xlabel("clicks by referrer (one scale for every link)")
         figure.suptitle(f"Referrers of the top links, {span}", fontsize=11)
         figure.tight_layout()
         figures["referrers_png"] = figure
 
     if traffic:
-        # Totals over the window per website. A day's "visitors" are unique for that day only, so
-        # their sum over several days is a count of visits (a visitor's first pageview of a day),
-        # not of people: the bar says so.
+        # One line per website and day of the window, as the log's table shows them (a day without
+        # traffic is a 0). A day's visitors are unique for that day only: they are not summed.
+        first, last = pendulum.parse(window["date_from"]), pendulum.parse(window["date_to"])
+        days = [first.add(days=n).to_date_string() for n in range(last.diff(first).in_days() + 1)]
         domains = sorted({row["domain"] for row in traffic})
-        totals = {
-            kind: [sum(int(row[kind]) for row in traffic if row["domain"] == domain) for domain in domains]
-            for kind in ("visitors", "pageviews")
-        }
-        figure, axes = plt.subplots(figsize=(8, 1.8 + 0.9 * len(domains)))
-        positions = range(len(domains))
-        axes.barh(
-            [p + 0.2 for p in positions], totals["visitors"], height=0.4, label="visits (daily unique visitors, summed)"
-        )
-        axes.barh([p - 0.2 for p in positions], totals["pageviews"], height=0.4, label="pageviews")
-        axes.set_yticks(list(positions), domains)
-        axes.set_xlabel(f"count, {span}")
-        axes.set_ylabel("website")
-        axes.xaxis.set_major_locator(MaxNLocator(integer=True))
-        axes.set_title(f"Websites: visits and pageviews, {span}")
-        axes.legend(fontsize=8)
+        figure, panels = plt.subplots(2, 1, figsize=(8, 5.5), sharex=True)
+        for domain in domains:
+            by_day = {row["day"]: row for row in traffic if row["domain"] == domain}
+            for axes, kind in zip(panels, ("visitors", "pageviews"), strict=True):
+                counts = [int(by_day.get(day, {}).get(kind, 0)) for day in days]
+                axes.plot(range(len(days)), counts, marker="o", label=domain)
+        panels[0].set_ylabel("unique visitors\n(of that day)")
+        panels[1].set_ylabel("pageviews")
+        for axes in panels:
+            axes.yaxis.set_major_locator(MaxNLocator(integer=True))
+            axes.set_ylim(bottom=0)
+        panels[1].set_xlabel("day (UTC)")
+        panels[1].set_xticks(range(len(days)), [day[5:] for day in days])  # MM-DD; the year is in the title
+        panels[0].legend(fontsize=8, title="website", title_fontsize=8)
+        figure.suptitle(f"Websites: unique visitors and pageviews per day, {span}", fontsize=11)
         figure.tight_layout()
         figures["traffic_png"] = figure
     return figures

@@ -222,10 +222,15 @@ class LinkstatsClient:
         request = build_delete(resource, record_id)
         try:
             self.call(request)
-        except LinkstatsNotFoundError:
+        except LinkstatsNotFoundError as error:
             if missing_ok:
                 return False
-            raise
+            # The likely case is a record deleted earlier (a retried task, a second cleanup).
+            raise error.reworded(
+                f"{resource.singular} {request.path.rsplit('/', 1)[-1]} does not exist (deleted already?); "
+                f"pass missing_ok=True to count a missing {resource.singular} as deleted "
+                f"(the service said: {error.message})"
+            ) from error
         return True
 
     # -- listings ----------------------------------------------------------------------------

@@ -20,7 +20,9 @@ KEY_ENV = "LINKSTATS_EMULATOR_API_KEY"
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="linkstats-emulator", description="Local emulator of the Linkstats services.")
     parser.add_argument("--host", default="127.0.0.1", help="interface to bind (default 127.0.0.1)")
-    parser.add_argument("--port", type=int, default=8765, help="port of the links service, and of both by default")
+    parser.add_argument(
+        "--port", type=int, default=8765, help="port of the links service, and of both by default (default 8765)"
+    )
     parser.add_argument(
         "--analytics-port", type=int, default=None, help="serve the analytics service on its own port instead"
     )
@@ -48,7 +50,10 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         "--analytics-version", default="31", choices=["3", "31"],
         help="phpAnalytics generation: 3 (3.0-3.6) or 31 (3.7 and later, the default)",
     )  # fmt: skip
-    parser.add_argument("--log-level", default="warning", choices=["debug", "info", "warning", "error"])
+    parser.add_argument(
+        "--log-level", default="warning", choices=["debug", "info", "warning", "error"],
+        help="how much the server logs (default warning)",
+    )  # fmt: skip
     args = parser.parse_args(argv)
     if not args.api_key:
         from_env = os.environ.get(KEY_ENV, "")

@@ -147,14 +147,10 @@ class LinkstatsBaseHook(BaseHook):
         """``AirflowNotFoundException`` as an error saying what to create; any other error unchanged."""
         if type(error).__name__ != "AirflowNotFoundException":
             return error
-        conn_id, conn_type = self.linkstats_conn_id, self.conn_type
-        example = CONNECTION_TYPES[conn_type][3]  # the form's placeholder URL
-        return LinkstatsConfigError(
-            f"The Airflow connection {conn_id!r} is not defined. Create it (type {conn_type}, Base URL, API key as "
-            f"password), e.g.: airflow connections add {conn_id} --conn-type {conn_type} --conn-host {example} "
-            f"--conn-password <API key>; or set the environment variable AIRFLOW_CONN_{conn_id.upper()}="
-            f"'{{\"conn_type\": \"{conn_type}\", \"host\": \"{example}\", \"password\": \"<API key>\"}}'"
-        )
+        from airflow_provider_linkstats.hooks.connection_sources import connection_sources, not_defined_message
+
+        conn_id = self.linkstats_conn_id
+        return LinkstatsConfigError(not_defined_message(conn_id, self.conn_type, connection_sources(conn_id)))
 
     def _check_type(self, conn: Any) -> None:
         """Refuse the other service's connection; warn on any other type (an ``http://`` URI gives ``http``).
@@ -939,7 +935,7 @@ class LinkstatsAnalyticsHook(LinkstatsBaseHook):
 
     def create_record(self, fields: JsonDict, resource: Resource | None = None) -> JsonDict:
         try:
-            return super().create_record(fields, resource)
+            return self._say_stored_domain(fields, super().create_record(fields, resource))
         except LinkstatsValidationError as error:
             if any("too many websites" in m.lower() for m in error.errors.get("domain", [])):
                 raise error.reworded(
@@ -973,6 +969,26 @@ class LinkstatsAnalyticsHook(LinkstatsBaseHook):
             if error.status != 403:
                 raise
             raise self._plan_refused(error) from error
+
+    def _say_stored_domain(self, fields: JsonDict, record: JsonDict) -> JsonDict:
+        """Log when the service stored a website's domain other than as given (phpAnalytics 31
+        removes every "www."): later lookups and creates must use the stored one."""
+        given, stored = fields.get("domain"), record.get("domain") if isinstance(record, dict) else None
+        if isinstance(given, str) and isinstance(stored, str):
+            from airflow_provider_linkstats.client.validation import normalize_domain
+
+            if normalize_domain(given) != stored:
+                stripped = self.dialect.stored_domain(normalize_domain(given)) == stored
+                why = f' ({self.dialect.label} removes every "www.")' if stripped else ""
+                log.warning(
+                    "Website %s: the service stored the domain %r as %r%s; use %r to find it or to create it again",
+                    record.get("id"),
+                    given,
+                    stored,
+                    why,
+                    stored,
+                )
+        return record
 
     def _plan_refused(self, error: LinkstatsAuthError) -> LinkstatsApiError:
         return error.reworded(

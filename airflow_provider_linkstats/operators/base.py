@@ -177,15 +177,22 @@ class LinkstatsBaseOperator(BaseOperator):
     # Operator argument -> API field, where the two differ (BaseOperator owns ``email``).
     field_arguments: dict[str, str] = {}
     argument_notes: dict[str, str] = {}
+    declared: tuple[Argument, ...] = ()  # the arguments of the generated __init__, once built
     ui_color = "#e8f4fd"
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
         summary = cls.__dict__.get("__doc__")
-        if not summary or getattr(cls, "resource", None) is None or "__init__" in cls.__dict__:
-            return  # a base, or a user's subclass with an __init__ of its own
-        arguments = cls.all_arguments()
-        cls.__init__ = _build_init(cls, arguments)  # type: ignore[method-assign]
+        if not summary or getattr(cls, "resource", None) is None:
+            return  # a base
+        if "__init__" in cls.__dict__:  # a signature of its own: only the connection's line, if missing
+            if ":param linkstats_conn_id:" not in summary:
+                cls.__doc__ = summary.rstrip() + "\n" + cls.all_arguments()[0].param_line() + "\n"
+            return
+        arguments = cls.declared or cls.all_arguments()
+        if not cls.declared:  # a subclass of a declared operator inherits its __init__
+            cls.__init__ = _build_init(cls, arguments)  # type: ignore[method-assign]
+            cls.declared = arguments
         if "template_fields" not in cls.__dict__:
             cls.template_fields = tuple(argument.name for argument in arguments if argument.templated)
         if "template_fields_renderers" not in cls.__dict__:

@@ -119,10 +119,14 @@ class LinkstatsLinkExpiredSensor(BaseSensorOperator):
         watch = self._current_watch()
         check = None
         if self.reschedule:
-            # Each reschedule is a new process: the poke number comes from Airflow's records.
+            # Each reschedule is a new process: the poke number comes from Airflow's records, and
+            # what the links' records said is known only from the inputs (a create task's record
+            # is as old as the task). A poke woken before an end it slept towards is the periodic
+            # read (the staleness bound), as is every ``pokes per bound``-th poke while polling.
             count = _reschedule_count(context) or 0
             watch.verified = watch.verified or bool(count)
-            check = bool(count) and watch.existence_check_every > 0 and count % watch.existence_check_every == 0
+            per_bound = max(1, int(self._poll.bound() // max(float(self.poke_interval), 1e-9)))
+            check = bool(count) and (count % per_bound == 0 or not self._poll.polling())
         result = self._poke_once(check)
         if watch in result.expired:
             return PokeReturnValue(is_done=True, xcom_value=self._result(result.expired[watch]))
@@ -130,18 +134,25 @@ class LinkstatsLinkExpiredSensor(BaseSensorOperator):
         return False
 
     def _get_next_poke_interval(self, started_at: Any, run_duration: Callable[[], float], poke_count: int) -> float:
-        """Airflow's next poke (a sleep in poke mode, a reschedule in reschedule mode), moved to the
-        watched link's end when nothing else needs polling, and never past the sensor's timeout."""
+        """Airflow's next poke (a sleep in poke mode, a reschedule in reschedule mode). When nothing
+        needs polling it goes to the watched link's end, or sooner to the periodic read that bounds
+        how stale the known end can be (``Poll.next_round``), never past the sensor's timeout."""
         interval = super()._get_next_poke_interval(started_at, run_duration, poke_count)
-        end = self._poll.next_end()  # a poke came first: _poll is set
-        if end is None:
+        if self._poll.next_end() is None:  # a poke came first: _poll is set
             return interval
         from airflow_provider_linkstats.waiting import plan
 
-        until_end = min(end - plan.now(), self.timeout - run_duration())
-        if until_end > interval:
-            self.log.info("Nothing to poll: next look at the link in %.0f s, when it ends", until_end)
-        return max(interval, until_end)
+        now = plan.now()
+        wake = self._poll.next_round(self._poll.last if self._poll.last is not None else now)
+        until = min(wake - now, self.timeout - run_duration())
+        if until > float(self.poke_interval):
+            self.log.info(
+                "Nothing to poll: next look at %s in %.0f s (its end, or the re-read every %.0f s)",
+                self._current_watch().describe(),
+                until,
+                self._poll.bound(),
+            )
+        return max(float(self.poke_interval), until)
 
     def execute_complete(self, context: Any, event: Any = None) -> Any:
         """Turn the trigger's event into the records, or the failure a poke would have raised."""
@@ -156,7 +167,7 @@ class LinkstatsLinkExpiredSensor(BaseSensorOperator):
 
         inputs = ("link_id", "alias", "link_ids", "existence_check_every")
         watch = Watch.from_inputs(**{name: getattr(self, name) for name in inputs})
-        self._poll: Poll = Poll([watch])
+        self._poll: Poll = Poll([watch], interval=float(self.poke_interval))
         return watch
 
     def _current_watch(self) -> Watch:

@@ -88,15 +88,22 @@ class Pages:
 
 
 def read_links(
-    link_ids: Iterable[int], *, gets_max: int = GETS_MAX, pages: Pages | None = None
+    link_ids: Iterable[int],
+    *,
+    gets_max: int = GETS_MAX,
+    pages: Pages | None = None,
+    riders: Iterable[int] = (),
 ) -> Plan[dict[int, JsonDict | None]]:
     """Each link's record, or None for one that does not exist: the one existence check.
 
     More than ``gets_max`` links are looked for in the All listing first (stopping once all are
     seen; ``Pages`` picks the end to start from), so the cost is pages, not links; only those it
-    missed are read one by one, so nothing but a real 404 says a link is gone.
+    missed are read one by one, so nothing but a real 404 says a link is gone. The records of
+    ``riders`` that the walked pages hold come along too, at no extra request (a rider not seen
+    is simply left out: never a GET, never taken for gone).
     """
     wanted = list(dict.fromkeys(link_ids))
+    along = set(riders) - set(wanted)
     records: dict[int, JsonDict | None] = {}
     hints = pages if pages is not None else Pages()
     if wanted and hints.newest is not None and hints.newest - min(wanted) < MAX_PER_PAGE:
@@ -118,6 +125,8 @@ def read_links(
                 if (i := record_id(item)) in remaining:
                     records[i] = item  # type: ignore[index]
                     remaining.discard(i)  # type: ignore[arg-type]
+                elif i in along:
+                    records[i] = item  # type: ignore[index]
             return not remaining
 
         yield from walk_pages(lambda n: build_list(LINKS, filters, n + start - 1), take)

@@ -40,6 +40,19 @@ from airflow_provider_linkstats.waiting.plan import (
 
 # What a record says about a link's end: (end as epoch seconds or None, whether a click limit is set).
 Known = tuple[float | None, bool]
+
+# The longest a wait goes without reading its pending links' records, whatever poke_interval and
+# existence_check_every say (existence_check_every=0 included): an end moved earlier, or a deleted
+# link, is noticed within an hour even when the known end is days away.
+STALENESS_CAP = 3600.0
+
+
+def staleness_bound(interval: float, every: int) -> float:
+    """Seconds between reads of a waiting link's record (docs/waiting.md, "Bounded staleness"):
+    ``interval * every`` (``existence_check_every`` pokes), at most ``STALENESS_CAP`` (the cap
+    alone when ``every`` is 0, or with no known interval), and never less than one ``interval``."""
+    period = interval * every if every > 0 and interval > 0 else STALENESS_CAP
+    return max(interval, min(period, STALENESS_CAP))
 _TIMING_KEYS = ("ends_at", "active_period_end_at", "expires_at", "expiration_clicks", "clicks_limit")
 
 
@@ -206,6 +219,7 @@ class Poll:
         self.expired_pages: int | None = None  # what the last full walk of the Expired listing cost
         self.rounds_since_check = 0  # intervals, slept ones included, since the last periodic check
         self.last: float | None = None  # when the last round ran
+        self.checked_at: float | None = None  # when every pending link was last read (or the first round)
         self.pages = Pages()  # where earlier walks of the All listing found which ids
 
     def polling(self) -> bool:
@@ -224,16 +238,25 @@ class Poll:
         batch = self.confirm_at()
         return None if batch is None or self.polling() else batch[1]
 
+    def bound(self) -> float:
+        """The staleness bound of these watches: seconds between reads of every pending link
+        (``staleness_bound`` of the interval and the smallest ``existence_check_every``)."""
+        every = [w.existence_check_every for w in self.watches if w.existence_check_every > 0]
+        return staleness_bound(self.interval, min(every, default=0))
+
+    def check_due(self) -> float | None:
+        """When the next periodic read of every pending link is due (None before the first round)."""
+        return None if self.checked_at is None else self.checked_at + self.bound()
+
     def next_round(self, last: float) -> float:
         """When the round after one at ``last`` is due: an interval later while something needs
-        polling, else at ``next_end`` (no sooner than an interval). A periodic existence check due
-        before then rides on that read if it comes within one more check period, else wakes alone."""
+        polling, else at ``next_end`` or when the periodic check is due, whichever comes first
+        (no sooner than an interval). Sleeping towards an end never outlasts the bound."""
         wake, end = last + self.interval, self.next_end()
-        every = [w.existence_check_every for w in self.watches if w.existence_check_every > 0]
-        if end is None or not every:
-            return wake if end is None else max(wake, end)
-        period = self.interval * min(every)
-        return max(wake, end if end <= last + 2 * period else last + period)
+        if end is None:
+            return wake
+        due = self.check_due()
+        return max(wake, end if due is None else min(end, due))
 
     def round(self, now: float | None = None, *, check: bool | None = None) -> Plan[RoundResult]:
         """One round at ``now`` (epoch seconds), for every watch at once. ``check`` forces or skips
@@ -241,6 +264,8 @@ class Poll:
         now = plan.now() if now is None else now
         if self.last is not None:  # intervals slept through count towards the periodic check
             self.rounds_since_check += max(1, int((now - self.last) / self.interval)) if self.interval > 0 else 1
+        if self.checked_at is None:  # what the watches know (records given, or read before) counts from now
+            self.checked_at = now
         self.last = now
         result = RoundResult()
         # 1. the link of a watch that knows only an alias
@@ -251,22 +276,22 @@ class Poll:
                 result.failed[watch] = error
         live = [w for w in self.watches if w.link_ids and w not in result.failed]
         pending = list(dict.fromkeys(i for w in live for i in w.pending))
-        # 2. what needs a record: the ends to confirm, links never read, the periodic check (which
-        # leaves out links whose end comes before the next one: that read checks them)
+        # 2. what needs a record: the ends to confirm, links never read, and the periodic check
+        # (every pending link: each is read at least once per ``bound()``, docs/waiting.md), due
+        # after ``existence_check_every`` rounds or once the bound has passed since the last one
         every = [w.existence_check_every for w in live if w.existence_check_every > 0]
-        periodic = check if check is not None else bool(every) and self.rounds_since_check >= min(every)
+        due_at = self.check_due()
+        stale = due_at is not None and now >= due_at - min(0.5, self.interval / 10)  # a timer's early wake
+        periodic = check if check is not None else (bool(every) and self.rounds_since_check >= min(every)) or stale
         # the ends that passed are confirmed once their batch is complete, or if the next round (an
         # interval on) would come after the earliest one's ``batch`` seconds
         first, complete = self.confirm_at() or (float("inf"), float("inf"))  # inf: no end pending
         confirm = first <= now and (complete <= now or now + self.interval > first + self.batch)
-        horizon = now + self.interval * min(every, default=0)
 
         def due(w: Watch, i: int) -> bool:
-            return w.must_read(i) or (confirm and w.ends_by(i, now)) or (periodic and not w.ends_by(i, horizon))
+            return periodic or w.must_read(i) or (confirm and w.ends_by(i, now))
 
         to_read = [i for w in live for i in w.pending if due(w, i)]
-        if periodic:
-            self.rounds_since_check = 0
         # 3. the Expired listing, for what only clicks can end: a listed link exists and is over, so
         # it needs no read (a few links about to be read anyway are not asked). A walk happening
         # anyway asks about every pending link (on 44-45 it sees a date end early too). Ended links
@@ -281,7 +306,9 @@ class Poll:
         if rest := [i for i in to_read if i not in found]:
             if confirm:  # the watched links exist, so the newest id is at least theirs: ends just
                 self.pages.newest = max(self.pages.newest or 0, *pending)  # passed are often one page
-            records = yield from read_links(rest, pages=self.pages)
+            # the other pending links on the pages walked anyway are read too: a read of a page
+            # that holds every pending link is a periodic check at no extra cost
+            records = yield from read_links(rest, pages=self.pages, riders=pending)
         moment = dt.datetime.fromtimestamp(now, dt.timezone.utc)
         for watch in live:
             for link_id in [i for i in watch.link_ids if i in records or i in found]:
@@ -297,6 +324,8 @@ class Poll:
                 result.expired[watch] = [found[i] for i in watch.link_ids]
             elif set(watch.pending) <= set(records):  # every pending link was read: they exist
                 watch.verified = True
+        if set(pending) <= set(records) | set(found):  # every pending link was read (or listed expired)
+            self.checked_at, self.rounds_since_check = now, 0
         return result
 
     def _listing(self, asked: list[int], live: list[Watch], riders: list[int]) -> Plan[dict[int, JsonDict]]:

@@ -27,7 +27,7 @@ def check(result, dag_run=None):
     return True
 
 
-def _dag(dag_id: str, **sensor_kwargs) -> DAG:
+def _dag(dag_id: str, existence_check_every: int = 3, **sensor_kwargs) -> DAG:
     with DAG(
         dag_id,
         schedule=None,
@@ -42,7 +42,7 @@ def _dag(dag_id: str, **sensor_kwargs) -> DAG:
             link_id="{{ dag_run.conf.get('link_id') or '' }}",
             alias="{{ dag_run.conf.get('alias') or '' }}",
             link_ids="{{ dag_run.conf.get('link_ids') or '' }}",
-            existence_check_every=3,
+            existence_check_every=existence_check_every,
             **sensor_kwargs,
         )
         check(wait.output)
@@ -56,3 +56,15 @@ timeout_poke = _dag("linkstats_wait_timeout_poke", mode="poke", timeout=3)
 timeout_deferrable = _dag("linkstats_wait_timeout_deferrable", deferrable=True, timeout=3)
 soft_poke = _dag("linkstats_wait_soft_fail_poke", mode="poke", timeout=3, soft_fail=True)
 soft_deferrable = _dag("linkstats_wait_soft_fail_deferrable", deferrable=True, timeout=3, soft_fail=True)
+
+# Bounded staleness (tests/integration/test_wait_staleness.py): a link whose end is days away is
+# still re-read every poke_interval x existence_check_every = 3 s, in each mode.
+STALENESS_BOUND = 3.0
+bounded = {
+    mode: _dag(f"linkstats_wait_bounded_{mode}", poke_interval=1, timeout=120, existence_check_every=3, **kwargs)
+    for mode, kwargs in {
+        "poke": {"mode": "poke"},
+        "reschedule": {"mode": "reschedule"},
+        "deferrable": {"deferrable": True},
+    }.items()
+}

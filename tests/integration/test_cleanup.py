@@ -157,9 +157,10 @@ class FilterBlindShort:
     """A phpShort that ignores every listing filter (a bug, or a proxy dropping the query string):
     each listing page holds all links, sorted by id; DELETE removes a link."""
 
-    def __init__(self, shape: str) -> None:
+    def __init__(self, shape: str, total_shown: int | None = None) -> None:
         self.shape = shape
         self.records: dict[int, dict] = {}
+        self.total_shown = total_shown  # a meta.total that understates the listing (links added meanwhile)
 
     def add(self, link_id: int, *, ended: bool) -> None:
         now = pendulum.now("UTC")
@@ -187,7 +188,8 @@ class FilterBlindShort:
             rows = [self.records[i] for i in sorted(self.records)]
             last = max(1, math.ceil(len(rows) / per_page))
             data = rows[(page - 1) * per_page : page * per_page]
-            meta = {"current_page": page, "last_page": last, "per_page": per_page, "total": len(rows)}
+            total = len(rows) if self.total_shown is None else self.total_shown
+            meta = {"current_page": page, "last_page": last, "per_page": per_page, "total": total}
             return ("respond", 200, {"data": data, "meta": meta, "status": 200})
         return ("respond", 404, {"message": "Resource not found.", "status": 404})
 
@@ -222,6 +224,21 @@ def test_the_default_share_guards_against_a_filter_that_lists_every_link(scripte
     with pytest.raises(AirflowFailException, match="before any delete: 40 links match"):
         run_operator(cleanup())
     assert len(server.records) == 40 and not [r for r in scripted.requests if r["method"] == "DELETE"]
+
+
+def test_links_that_come_to_match_during_the_run_stop_it_before_the_delete_past_the_ceiling(scripted, monkeypatch):
+    """The first page said 8 links: within max_deletes=10, so no counting walk; 25 match after all."""
+    from airflow.providers.common.compat.sdk import AirflowFailException
+
+    server = FilterBlindShort("44", total_shown=8)
+    for link_id in range(1, 26):
+        server.add(link_id, ended=True)
+    scripted.set_default(server)
+    monkeypatch.setenv("AIRFLOW_CONN_LINKSTATS_LINKS_DEFAULT", connection_json(scripted.url))
+    with pytest.raises(AirflowFailException, match="stopped after 10 deletes, before the next") as failure:
+        run_operator(cleanup(max_deletes=10, max_share=None))
+    assert "more than its ceiling of 10 (max_deletes=10)" in str(failure.value)
+    assert len([r for r in scripted.requests if r["method"] == "DELETE"]) == 10 and len(server.records) == 15
 
 
 # -- a worker killed mid-run, then the retry ----------------------------------------------------------

@@ -10,7 +10,7 @@ import re
 
 import pytest
 
-from tests.docs_pages import REPO, blocks, pages
+from tests.support.docs_pages import REPO, blocks, pages
 
 _spec = importlib.util.spec_from_file_location("public_api", REPO / "tools" / "public_api.py")
 public_api = importlib.util.module_from_spec(_spec)
@@ -24,10 +24,9 @@ def test_the_tree_of_all_lists_names_the_public_modules():
         "airflow_provider_linkstats.client",
         "airflow_provider_linkstats.emulator",
         "airflow_provider_linkstats.hooks.linkstats",
-        *(
-            f"airflow_provider_linkstats.operators.{m}"
-            for m in ("links", "websites", "stats", "spaces", "pixels", "launch")
-        ),
+        *(f"airflow_provider_linkstats.operators.{m}" for m in ("links", "websites", "stats", "spaces", "pixels")),
+        "airflow_provider_linkstats.operators.cleanup",
+        "airflow_provider_linkstats.operators.launch",
         "airflow_provider_linkstats.sensors.links",
         "airflow_provider_linkstats.triggers.links",
     }

@@ -1,5 +1,6 @@
 """The weekly report's charts say what they show: one scale where bars are compared, whole-number
-click ticks, axis labels, and the time span in every title (issue 21, "honest charts")."""
+click ticks, axis labels, the time span once per figure (issue 21, "honest charts"; issue 28:
+not repeated on every panel), and the websites' visitors per day as the log shows them."""
 
 from __future__ import annotations
 
@@ -49,23 +50,28 @@ def test_referrer_panels_share_one_x_axis_with_whole_click_ticks(figures):
     assert "clicks" in panels[-1].get_xlabel()
 
 
-def test_every_title_states_the_time_span_it_covers(figures):
+def test_every_figure_states_the_time_span_once(figures):
     (links_axes,) = figures["links_png"].axes
     assert links_axes.get_title() == "Top 2 links by clicks, all time (as of 2026-11-23)"
     assert "all time" in links_axes.get_xlabel() and links_axes.get_ylabel()
-    for axes in figures["referrers_png"].axes:
-        assert axes.get_title().endswith(SPAN)
-    (traffic_axes,) = figures["traffic_png"].axes
-    assert traffic_axes.get_title() == f"Websites: visits and pageviews, {SPAN}"
-    assert SPAN in traffic_axes.get_xlabel()
+    referrers = figures["referrers_png"]
+    assert referrers._suptitle.get_text() == f"Referrers of the top links, {SPAN}"
+    assert [axes.get_title(loc="left") for axes in referrers.axes] == ["big", "small"]  # the panels: the link only
+    assert not any(SPAN in text for axes in referrers.axes for text in (axes.get_title(), axes.get_xlabel()))
+    traffic = figures["traffic_png"]
+    assert traffic._suptitle.get_text() == f"Websites: unique visitors and pageviews per day, {SPAN}"
+    assert not any(SPAN in text for axes in traffic.axes for text in (axes.get_title(), axes.get_xlabel()))
 
 
-def test_daily_visitors_summed_over_days_are_labelled_visits(figures):
-    (axes,) = figures["traffic_png"].axes
-    labels = [text.get_text() for text in axes.get_legend().get_texts()]
-    assert labels == ["visits (daily unique visitors, summed)", "pageviews"]
-    visits, pageviews = axes.containers
-    by_domain = dict(zip([t.get_text() for t in axes.get_yticklabels()], visits.datavalues, strict=True))
-    assert by_domain == {"blog.example.com": 2, "shop.example.com": 21}
-    assert sorted(pageviews.datavalues) == [2, 50]
-    assert _whole_ticks(axes)
+def test_websites_show_one_line_per_day_of_the_window(figures):
+    visitors, pageviews = figures["traffic_png"].axes
+    assert visitors.get_shared_x_axes().joined(visitors, pageviews)
+    days = ["11-17", "11-18", "11-19", "11-20", "11-21", "11-22", "11-23"]
+    assert [label.get_text() for label in pageviews.get_xticklabels()] == days  # every day, none summed
+    lines = {line.get_label(): list(line.get_ydata()) for line in visitors.get_lines()}
+    assert lines == {"blog.example.com": [0, 0, 0, 0, 0, 0, 2], "shop.example.com": [0, 0, 0, 0, 0, 12, 9]}
+    views = {line.get_label(): list(line.get_ydata()) for line in pageviews.get_lines()}
+    assert views == {"blog.example.com": [0, 0, 0, 0, 0, 0, 2], "shop.example.com": [0, 0, 0, 0, 0, 30, 20]}
+    assert "unique visitors" in visitors.get_ylabel() and pageviews.get_ylabel() == "pageviews"
+    assert [t.get_text() for t in visitors.get_legend().get_texts()] == ["blog.example.com", "shop.example.com"]
+    assert visitors.get_ylim()[0] == 0 and pageviews.get_ylim()[0] == 0

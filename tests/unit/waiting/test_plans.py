@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import datetime as dt
+import itertools
 import json
 from urllib.parse import urlencode
 
@@ -352,3 +353,98 @@ def test_a_walk_starts_at_the_end_nearest_to_what_it_wants_and_a_shifted_page_co
     assert all(found[i]["id"] == i for i in (205, 210, 215, 220))  # missed by the walk: read one by one
     assert [r.path for r in service.sent] == ["/links", "/links"] + [f"/links/{i}" for i in (205, 210, 215, 220)]
     assert pages.first_ids == {}  # relearnt from page 1 next time
+
+
+# -- bounded staleness: a wait sleeping towards a known end still re-reads (docs/waiting.md) -------------
+
+
+def test_the_staleness_bound_is_the_check_period_capped_and_never_under_one_interval():
+    from airflow_provider_linkstats.waiting.watch import STALENESS_CAP, staleness_bound
+
+    assert STALENESS_CAP == 3600
+    assert staleness_bound(5, 10) == 50  # poke_interval x existence_check_every
+    assert staleness_bound(60, 10) == 600
+    assert staleness_bound(600, 10) == 3600  # capped
+    assert staleness_bound(5, 0) == 3600  # no periodic check asked for: the cap alone
+    assert staleness_bound(7200, 10) == 7200  # never more often than the poke interval
+    assert staleness_bound(0, 10) == 3600  # no pace known (a Poll built without one): the cap
+
+
+def run_until_over(poll: Poll, service: Service, start: float, change_at: float, change, limit: float):
+    """Rounds when ``poll.next_round`` says (as the sensor and the shared poller pace them), the
+    service's records changed by ``change()`` once the clock passes ``change_at``. Returns the time
+    and the result of the round that ended the wait (or None at ``limit``) and the rounds' times."""
+    now, changed, times = start, False, []
+    while now <= limit:
+        if not changed and now >= change_at:
+            change()
+            changed = True
+        times.append(now)
+        result = run_round(poll, service, dt.datetime.fromtimestamp(now, dt.timezone.utc))
+        if result.expired or result.failed:
+            return now, result, times
+        now = poll.next_round(now)
+    return None, None, times
+
+
+@pytest.mark.parametrize("batch", [0.0, 7.0])  # a sensor's poll, the shared poller's
+@pytest.mark.parametrize("change", ["earlier", "later", "deleted"])
+def test_a_wait_sleeping_towards_a_far_end_notices_a_change_within_the_bound(change, batch):
+    interval, every = 5.0, 10  # the bound: 50 s
+    old_end = NOW + dt.timedelta(days=2)
+    service = Service([v49(1, start=NOW - dt.timedelta(days=1), end=old_end)], generation="49")
+    watch = Watch.from_inputs(link_id=dict(service.records[1]), existence_check_every=every)  # a create's record
+    poll = Poll([watch], interval=interval, batch=batch)
+    assert poll.bound() == 50
+    change_at = T0 + 1234.5  # while it sleeps, between two reads
+    new_end = {"earlier": NOW + dt.timedelta(seconds=1240), "later": old_end + dt.timedelta(days=1)}.get(change)
+
+    def apply() -> None:
+        if change == "deleted":
+            del service.records[1]
+        else:
+            service.records[1]["active_period_end_at"] = iso(new_end)
+
+    at, result, times = run_until_over(poll, service, T0, change_at, apply, limit=T0 + 5 * 86400)
+    # It never slept longer than the bound, and read once per bound: about 3,456 reads in 2 days
+    # (what keeps a wait of days from being noticed only at its end).
+    assert max(b - a for a, b in itertools.pairwise(times)) <= 50
+    if change == "earlier":
+        assert list(result.expired) == [watch] and at <= change_at + 50
+    elif change == "deleted":
+        assert isinstance(result.failed[watch], LinkGoneError) and at <= change_at + 50
+    else:  # moved later: the old end passes without firing, and it fires at the new end
+        assert list(result.expired) == [watch] and new_end.timestamp() <= at <= new_end.timestamp() + 50
+    reads_per_day = sum(1 for t in times if t < T0 + 86400)
+    assert reads_per_day <= 86400 / 50 + 2
+
+
+def test_a_check_rides_on_the_confirmation_page_that_holds_every_pending_link():
+    # 20 waits ending one every 3 s from 60 s on (phpShort 49 keeps seconds), paced as the shared
+    # poller paces them (5 s, batches of 7 s, bound 50 s): the bound forces one read before the
+    # first end; every confirmation after it reads the page that holds all the pending links, so it
+    # is the periodic check too and no round wakes for a check alone.
+    ends = {i: NOW + dt.timedelta(seconds=60 + 3 * i) for i in range(1, 21)}
+    records = [v49(i, start=NOW - dt.timedelta(hours=1), end=end) for i, end in ends.items()]
+    service = Service(records, generation="49")
+    poll = Poll([Watch.from_inputs(link_id=dict(r)) for r in records], interval=5, batch=7)
+    costs, delays = fire_all(poll, service, ends, T0)
+    assert sum(costs) <= 8 and max(delays) <= 7
+    assert costs[1] == 1  # the round at the bound (50 s): one page for all 20
+    assert all(path.startswith("/links?status=0") for path in service.paths())
+
+
+def test_the_bound_counts_from_the_last_read_of_every_pending_link_not_from_the_last_round():
+    ends = NOW + dt.timedelta(days=1)
+    service = Service([v44(1, limit=5), v44(2, ends=ends)])
+    clicks = Watch.from_inputs(link_id=v44(1, limit=5), existence_check_every=10)
+    date = Watch.from_inputs(link_id=v44(2, ends=ends), existence_check_every=10)
+    poll = Poll([clicks, date], interval=5)
+    now, reads = T0, []
+    while now < T0 + 200:  # the click limit is polled every 5 s; the records are read every 50 s
+        before = len(service.sent)
+        run_round(poll, service, dt.datetime.fromtimestamp(now, dt.timezone.utc))
+        reads += [now - T0 for r in service.sent[before:] if r.path == "/links" and dict(r.params)["status"] == "0"]
+        reads += [now - T0 for r in service.sent[before:] if r.path.startswith("/links/")]
+        now = poll.next_round(now)
+    assert sorted(set(reads)) == [50, 100, 150]

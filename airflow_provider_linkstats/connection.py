@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from airflow_provider_linkstats.client.checks import check_bool, check_number, check_whole_number
+from airflow_provider_linkstats.client.errors import LinkstatsInputError
 from airflow_provider_linkstats.client.settings import (
     DEFAULT_CONNECT_TIMEOUT,
     DEFAULT_MAX_RATE_LIMIT_WAIT,
@@ -119,3 +121,65 @@ def provider_connection_types() -> list[dict[str, Any]]:
             }
         )
     return entries
+
+
+# -- reading a connection ------------------------------------------------------------------------
+
+
+def api_roots_of(conn: Any) -> tuple[str, ...]:
+    """Where the API may be for the connection's base URL (one root, or two to probe)."""
+    from airflow_provider_linkstats.client.protocol import api_roots
+
+    return api_roots(base_url(conn))
+
+
+def base_url(conn: Any) -> str:
+    """The base URL from the connection: host may be a full URL, or a bare host with port and schema.
+
+    In a URI connection (``linkstats-links://:KEY@host:port/path``) the path arrives as the
+    schema: ``http`` or ``https`` picks the scheme, anything else is the base URL's path.
+    """
+    host = (conn.host or "").strip()
+    if not host:
+        raise LinkstatsInputError("host", conn.host, "the service's base URL, e.g. https://links.example.com/api/v1")
+    if "://" not in host:
+        schema = (conn.schema or "").strip("/")
+        scheme = schema if schema in ("http", "https") else _uri_scheme(conn) or "https"
+        host = f"{scheme}://{host}"
+        if conn.port:
+            host = f"{host}:{conn.port}"
+        if schema and schema not in ("http", "https"):
+            host = f"{host}/{schema}"
+    return host
+
+
+def _uri_scheme(conn: Any) -> str | None:
+    """``http`` or ``https`` when the connection's type is one: the scheme of an ``http://`` URI connection."""
+    return conn.conn_type if conn.conn_type in ("http", "https") else None
+
+
+def scheme_assumed(conn: Any) -> bool:
+    """Whether ``base_url`` had to put https in front of a host written without a scheme."""
+    host = (conn.host or "").strip()
+    return "://" not in host and (conn.schema or "").strip("/") not in ("http", "https") and not _uri_scheme(conn)
+
+
+def extra_value(name: str, kind: str, value: Any) -> Any:
+    """One connection extra, checked by its form type; the error names the extra."""
+    if kind == "boolean":
+        return check_bool(name, value)
+    if kind == "integer":
+        minimum = 1 if name.endswith("_id") else 0
+        return check_whole_number(name, value, minimum=minimum, allowed=f"a whole number >= {minimum}")
+    if kind == "number":
+        return check_number(name, value, positive=name == "timeout")
+    return str(value)
+
+
+def check_timezone(name: str) -> None:
+    import pendulum
+
+    try:
+        pendulum.timezone(name)
+    except Exception:
+        raise LinkstatsInputError("timezone", name, "an IANA time zone name such as UTC or Europe/Paris") from None

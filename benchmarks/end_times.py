@@ -177,8 +177,8 @@ def _answer(response_class: Any, payload: Any) -> Any:
 
 
 def simulate_hour(waits: int = 1000, interval: float = 60.0, every: int = 10, seed: int = 7) -> dict[str, Any]:
+    from airflow_provider_linkstats.client.protocol import drive
     from airflow_provider_linkstats.triggers.poller import BATCH
-    from airflow_provider_linkstats.waiting.plan import drive
     from airflow_provider_linkstats.waiting.watch import Poll, Watch
 
     rng = random.Random(seed)

@@ -18,12 +18,15 @@ import concurrent.futures
 import logging
 import ssl
 import threading
+from dataclasses import replace
 from typing import Any
 from urllib.parse import urlencode
 
 from airflow_provider_linkstats.client.auth import ApiKey
-from airflow_provider_linkstats.client.errors import LinkstatsApiError, transport_error
-from airflow_provider_linkstats.client.protocol import ApiRequest, ApiResponse, raise_for_status, request_url
+from airflow_provider_linkstats.client.discovery import ServiceProfile, discover
+from airflow_provider_linkstats.client.errors import RETRY_STATUSES, LinkstatsApiError, transport_error
+from airflow_provider_linkstats.client.generations import Generation
+from airflow_provider_linkstats.client.protocol import ApiRequest, ApiResponse, adrive, raise_for_status, request_url
 from airflow_provider_linkstats.client.ratelimit import RateLimiter
 from airflow_provider_linkstats.client.retry import RetryPolicy
 from airflow_provider_linkstats.client.settings import (
@@ -181,7 +184,7 @@ class AsyncLinkstatsClient:
         try:
             response = await self._client.request(
                 request.method,
-                self.root + request.path,
+                (request.root or self.root) + request.path,
                 params=list(request.params) or None,
                 content=content,
                 headers=headers or None,
@@ -196,6 +199,37 @@ class AsyncLinkstatsClient:
         return ApiResponse(
             response.status_code, response.headers, response.content, url, settings.conn_id, self._auth.redact
         )
+
+    async def probe(self, request: ApiRequest) -> ApiResponse:
+        """The raw answer whatever its status (discovery reads 404 and 422), after waiting out a 429
+        or a 502-504 under the retry policy like any request."""
+        async for attempt in self.retry.async_retrying(request, log):
+            with attempt:
+                response = await self.send(request)
+                if response.status == 429 or response.status in RETRY_STATUSES:
+                    raise_for_status(request, response, redact_key=self._auth.redact)
+                return response
+        raise AssertionError("unreachable: tenacity re-raises the last error")  # pragma: no cover
+
+    async def discover(
+        self,
+        service: str,
+        *,
+        roots: tuple[str, ...] | None = None,
+        generation: Generation | None = None,
+        account: bool = False,
+        known: ServiceProfile | None = None,
+    ) -> ServiceProfile:
+        """``LinkstatsClient.discover``: the same plan, driven with ``await``."""
+        plan = discover(service, roots or (self.root,), generation, account=account, known=known)
+        return self.adopt(await adrive(plan, self.probe))
+
+    def adopt(self, profile: ServiceProfile) -> ServiceProfile:
+        """Use the API root discovery found."""
+        if profile.root != self.root:
+            self.root = profile.root.rstrip("/")
+            self.settings = replace(self.settings, root=profile.root)
+        return profile
 
     async def call(self, request: ApiRequest) -> ApiResponse:
         """Send ``request`` under the retry policy and return its 2xx response, or raise."""

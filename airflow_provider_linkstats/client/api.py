@@ -4,18 +4,24 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Iterator, Mapping
+from dataclasses import replace
 from typing import Any
 
 from airflow_provider_linkstats.client.auth import ApiKey
-from airflow_provider_linkstats.client.contract import MAX_PER_PAGE, Resource, StatsSpec
-from airflow_provider_linkstats.client.dialect import Dialect
+from airflow_provider_linkstats.client.checks import check_whole_number
+from airflow_provider_linkstats.client.contract import LINKS, MAX_PER_PAGE, Resource, StatsSpec
+from airflow_provider_linkstats.client.discovery import ServiceProfile, discover
 from airflow_provider_linkstats.client.errors import (
+    RETRY_STATUSES,
     LinkstatsApiError,
     LinkstatsError,
     LinkstatsNotFoundError,
     LinkstatsOutcomeUnknownError,
     LinkstatsTransportError,
+    LinkstatsValidationError,
 )
+from airflow_provider_linkstats.client.generations import Generation, generation_for
+from airflow_provider_linkstats.client.links import check_link, for_generation, needs_account
 from airflow_provider_linkstats.client.protocol import (
     ApiRequest,
     ApiResponse,
@@ -26,9 +32,11 @@ from airflow_provider_linkstats.client.protocol import (
     build_list,
     build_stats,
     build_update,
+    drive,
     parse_page,
     parse_record,
     raise_for_status,
+    resource_of,
     stats_row,
 )
 from airflow_provider_linkstats.client.ratelimit import RateLimiter
@@ -36,13 +44,20 @@ from airflow_provider_linkstats.client.records import record_domain_id
 from airflow_provider_linkstats.client.retry import RetryPolicy
 from airflow_provider_linkstats.client.settings import ClientSettings
 from airflow_provider_linkstats.client.transport import RequestsTransport
-from airflow_provider_linkstats.client.validation import check_whole_number, validate_list_params
+from airflow_provider_linkstats.client.validation import Fields, validate_fields, validate_list_params
 
 log = logging.getLogger(__name__)
 
 
+ProfileSource = Callable[[str, bool], ServiceProfile]
+
+
 class LinkstatsClient:
     """Talks to one service (links or analytics) with one API key over one reused session.
+
+    ``generation``: the connected service's ``Generation``, or its version as text (``"49"``,
+    ``"3.3"``); without it the generation is detected on first use (one read-only request) and
+    kept. Requests are always spelt as the connected generation spells them.
 
     Thread-safe for concurrent calls, as a bulk delete makes them; they share one rate limiter,
     so together they stay under the service's budget. The key lives only in its ``ApiKey``, which
@@ -50,7 +65,13 @@ class LinkstatsClient:
     """
 
     def __init__(
-        self, settings: ClientSettings, api_key: ApiKey | str, *, limiter: RateLimiter | None = None
+        self,
+        settings: ClientSettings,
+        api_key: ApiKey | str,
+        *,
+        limiter: RateLimiter | None = None,
+        generation: Generation | str | None = None,
+        profiles: ProfileSource | None = None,
     ) -> None:
         self.settings = settings
         self.root = settings.root
@@ -58,6 +79,11 @@ class LinkstatsClient:
         self.limiter = limiter or RateLimiter(window=settings.rate_limit_window)
         self._auth = api_key if isinstance(api_key, ApiKey) else ApiKey(api_key)
         self._transport = RequestsTransport(settings, self._auth)
+        self._given = generation
+        self._profiles: dict[str, ServiceProfile] = {}
+        # Where profiles come from: the hook's ``service_profile`` (which may keep them elsewhere), else ``discover``.
+        self._profile_source = profiles
+        self._account_error: dict[str, str] = {}
 
     def __repr__(self) -> str:
         return f"LinkstatsClient(root={self.root!r})"
@@ -103,11 +129,101 @@ class LinkstatsClient:
     # -- records -----------------------------------------------------------------------------
 
     def probe(self, request: ApiRequest) -> ApiResponse:
-        """One paced attempt and its raw answer, whatever the status (base-URL and version probes)."""
-        return self._send_paced(request)
+        """The raw answer whatever its status (discovery reads 404 and 422), after waiting out a 429
+        or a 502-504 under the retry policy like any request."""
+        for attempt in self.retry.retrying(request, log):
+            with attempt:
+                response = self._send_paced(request)
+                if response.status == 429 or response.status in RETRY_STATUSES:
+                    raise_for_status(request, response, redact_key=self._auth.redact)
+                return response
+        raise AssertionError("unreachable: tenacity re-raises the last error")  # pragma: no cover
+
+    # -- what the client knows of the service ----------------------------------------------------
+
+    def discover(
+        self,
+        service: str,
+        *,
+        roots: tuple[str, ...] | None = None,
+        generation: Generation | None = None,
+        account: bool = False,
+        known: ServiceProfile | None = None,
+    ) -> ServiceProfile:
+        """Run the discovery plan (``client/discovery.py``) through this client and keep its answer."""
+        generation = generation or self._named(service)
+        plan = discover(service, roots or (self.root,), generation, account=account, known=known)
+        return self.adopt(drive(plan, self.probe))
+
+    def adopt(self, profile: ServiceProfile) -> ServiceProfile:
+        """Use what discovery learned: the API root that answered and the generation."""
+        self._profiles[profile.service] = profile
+        if profile.root != self.root:
+            self.root = self._transport.root = profile.root
+            self.settings = self._transport.settings = replace(self.settings, root=profile.root)
+        return profile
+
+    def profile(self, service: str, *, account: bool = False) -> ServiceProfile:
+        known = self._profiles.get(service)
+        if known is not None and (known.account_read or not account):
+            return known
+        if self._profile_source is not None:
+            return self.adopt(self._profile_source(service, account))
+        return self.discover(service, account=account, known=known)
+
+    def generation(self, service: str) -> Generation:
+        """The connected generation of ``service``: given, or detected once (one read-only GET)."""
+        return self.profile(service).spoken
+
+    def _named(self, service: str) -> Generation | None:
+        given = self._given
+        if isinstance(given, Generation):
+            return given if given.service == service else None
+        return generation_for(service, given)
+
+    def _spoken(self, resource: Resource) -> Generation | None:
+        """The generation a request about ``resource`` is spelt in (only links and websites differ)."""
+        return self.generation(resource.service) if resource.name in ("links", "websites") else None
+
+    def prepare(self, resource: Resource, fields: Mapping[str, Any], operation: str) -> Mapping[str, Any]:
+        """``fields`` checked once and made ready for the connected generation, before any write."""
+        if resource is not LINKS:
+            return fields
+        values = check_link(fields, operation)  # refuses a past expiry before any request
+        generation = self.generation("links")
+        if values.ready_for == generation.name:  # made ready already (an operator asks before it writes)
+            return values
+        timezone, domain = self.settings.timezone, self.settings.default_domain_id
+        if needs_account(values, generation, timezone=timezone, default_domain_id=domain, operation=operation):
+            zone_needed = values.get("expires_at") is not None and not timezone
+            try:
+                profile = self.profile("links", account=True)
+            except (LinkstatsApiError, LinkstatsTransportError) as error:
+                if zone_needed and isinstance(error, LinkstatsApiError):
+                    raise error.reworded(
+                        f"{error.message}; {generation.label} reads expires_at in the account's time zone and "
+                        f"reading it failed: set the timezone extra of connection {self.settings.conn_id!r} "
+                        "(e.g. Europe/Paris)"
+                    ) from error
+                if zone_needed:
+                    raise
+                self._account_error["links"] = str(error)
+                log.warning(
+                    "Linkstats: reading the account's default domain failed (%s); sending the create without "
+                    "domain_id (set the default_domain_id extra to skip this read)",
+                    error,
+                )
+            else:
+                timezone, domain = timezone or profile.timezone, domain or profile.default_domain_id
+        return for_generation(values, generation, timezone=timezone, default_domain_id=domain)
 
     def create(
-        self, resource: Resource, fields: Mapping[str, Any], dialect: Dialect | None = None, *, zone: str | None = None
+        self,
+        resource: Resource,
+        fields: Mapping[str, Any],
+        generation: Generation | None = None,
+        *,
+        zone: str | None = None,
     ) -> dict[str, Any]:
         """Create a record; a create whose answer was lost is reconciled, never blindly re-sent.
 
@@ -118,14 +234,24 @@ class LinkstatsClient:
         the time zone phpShort 44-45's expiration_date and expiration_time were written in):
         otherwise ``LinkstatsWriteMismatchError`` names the field, the record and the version assumed.
         """
-        request = build_create(resource, fields, dialect)
+        fields = self.prepare(resource, fields, "create")
+        generation = generation or self._spoken(resource)
+        request = build_create(resource, fields, generation)
         # As sent, so normalised (a website's domain is lower-cased, without scheme or slash).
         key_value = dict(request.form).get(resource.natural_key)
         for _ in range(self.retry.max_retries + 1):
             try:
                 response = self.call(request)
-                record = parse_record(request, response)
-                return self.verified(resource, "create", fields, record, dialect, zone, request, response.status)
+                record = parse_record(request, response, generation)
+                return self.verified(resource, "create", fields, record, generation, zone, request, response.status)
+            except LinkstatsValidationError as error:
+                failed = self._account_error.get(resource.service)
+                if "domain_id" in error.errors and failed is not None:
+                    raise error.reworded(
+                        f"{error.message}: give domain_id, or set the connection's default_domain_id extra "
+                        f"(reading the account's default domain failed: {failed})"
+                    ) from error
+                raise
             except LinkstatsTransportError as error:
                 if not error.sent:
                     raise
@@ -151,7 +277,7 @@ class LinkstatsClient:
                         resource.singular,
                         existing.get("id"),
                     )
-                    return self.verified(resource, "create", fields, existing, dialect, zone, request, None)
+                    return self.verified(resource, "create", fields, existing, generation, zone, request, None)
                 log.warning(
                     "Linkstats %s: the answer was lost and no %s with that %s exists; sending again",
                     request.describe(),
@@ -165,22 +291,38 @@ class LinkstatsClient:
 
     def get(self, resource: Resource, record_id: Any) -> dict[str, Any]:
         request = build_get(resource, record_id)
-        return parse_record(request, self.call(request))
+        return parse_record(request, self.call(request), self._known(resource))
+
+    def _known(self, resource: Resource | None) -> Generation | None:
+        """The generation already known for ``resource``'s service (records are read without asking)."""
+        known = self._profiles.get(resource.service) if resource is not None else None
+        return known.spoken if known is not None else None
 
     def update(
         self,
         resource: Resource,
         record_id: Any,
         fields: Mapping[str, Any],
-        dialect: Dialect | None = None,
+        generation: Generation | None = None,
         *,
         zone: str | None = None,
     ) -> dict[str, Any]:
         """Change the given fields; the answer (or, for a 204, a GET) must hold them (see ``create``)."""
-        request = build_update(resource, record_id, fields, dialect)
+        fields = self.prepare(resource, fields, "update")
+        generation = generation or self._spoken(resource)
+        request = build_update(resource, record_id, fields, generation)
         response = self.call(request)
-        record = parse_record(request, response) or self.get(resource, record_id)  # a 204 carries no record
-        return self.verified(resource, "update", fields, record, dialect, zone, request, response.status)
+        record = parse_record(request, response, generation) or self.get(resource, record_id)  # a 204: no record
+        return self.verified(resource, "update", fields, record, generation, zone, request, response.status)
+
+    def zone(self, resource: Resource) -> str | None:
+        """The zone phpShort 44-45's expiration_date and expiration_time are written in."""
+        known = self._profiles.get(resource.service)
+        return self.settings.timezone or (known.timezone if known is not None else None)
+
+    def forget(self, service: str) -> None:
+        """Drop what was learned about ``service`` (its version is detected again on next use)."""
+        self._profiles.pop(service, None)
 
     def verified(
         self,
@@ -188,23 +330,21 @@ class LinkstatsClient:
         operation: str,
         fields: Mapping[str, Any],
         record: dict[str, Any],
-        dialect: Dialect | None,
+        generation: Generation | None,
         zone: str | None,
         request: ApiRequest,
         status: int | None,
     ) -> dict[str, Any]:
         """``record``, if it holds the checked fields of ``fields`` as sent; else ``LinkstatsWriteMismatchError``."""
-        from airflow_provider_linkstats.client.dialect import DIALECTS
-        from airflow_provider_linkstats.client.validation import validate_fields
         from airflow_provider_linkstats.client.verify import checked, differences, mismatch_error
 
         if not checked(resource):
             return record
-        asked = validate_fields(resource, operation, fields)
-        found = differences(resource, asked, record, zone=zone or self.settings.timezone)
+        asked = fields if isinstance(fields, Fields) else validate_fields(resource, operation, fields)
+        found = differences(resource, asked, record, zone=zone or self.zone(resource))
         if not found:
             return record
-        believed = (dialect or DIALECTS[resource.service][0]).label
+        believed = generation.label if generation is not None else "an unknown version"
         raise mismatch_error(
             resource,
             found,
@@ -265,7 +405,7 @@ class LinkstatsClient:
         page_number = 1
         while max_items is None or yielded < max_items:
             request = request_for_page(page_number)
-            page = parse_page(request, self.call(request), per_page)
+            page = parse_page(request, self.call(request), per_page, self._known(resource_of(request)))
             for item in page.items:
                 if max_items is not None and yielded >= max_items:
                     return

@@ -168,7 +168,7 @@ _KIND_DESCRIPTIONS = {
 _PRIVACY = tuple(Privacy)
 _TOGGLE = tuple(Toggle)
 
-# The links vocabulary: what users write on every phpShort version. ``dialect.py`` says how each
+# The links vocabulary: what users write on every phpShort version. ``generations.py`` says how each
 # generation spells these on the wire and which of them it lacks (``disabled`` and
 # expiration_date/time are 44-45 only; starts_at, sensitive_content and continent/browser/device
 # targeting 46+ only).
@@ -347,10 +347,6 @@ class Resource:
     def secret_fields(self) -> tuple[str, ...]:
         return tuple(f.name for f in self.fields if f.secret)
 
-    @property
-    def path(self) -> str:
-        return f"{API_PREFIX}/{self.name}"
-
 
 LINKS = Resource(
     "links",
@@ -393,55 +389,23 @@ RESOURCES = {r.name: r for r in (LINKS, WEBSITES, SPACES, PIXELS, DOMAINS)}
 # -- statistics ------------------------------------------------------------------------------------
 
 
-# Statistics: vocabulary name -> (older generation's name, newer generation's name); None: no
-# counterpart there (refused naming the version). Both generations' names are accepted. A dialect
-# table (``Dialect.stat_name`` reads it), kept here so that the stats operators' docstrings, built
-# at every DAG parse, list the names without importing ``dialect.py``.
-LINK_STATS_NAMES: dict[str, tuple[str | None, str | None]] = {
-    "browser": ("browser", "browser"),
-    "cities": ("cities", "city"),  # v44's cities returns no rows (its data is stored as city)
-    "city": ("cities", "city"),
-    "clicks": ("clicks", "click"),  # v49 buckets by the span of from/to, in the account's zone
-    "click": ("clicks", "click"),
-    "clicks_hour": ("clicks_hour", None),
-    "country": ("country", "country"),
-    "device": ("device", "device"),
-    "language": ("language", "language"),
-    "platform": ("platform", "operating_system"),
-    "operating_system": ("platform", "operating_system"),
-    "referrer": ("referrer", "referrer"),
-}
-WEBSITE_STATS_NAMES: dict[str, tuple[str | None, str | None]] = {
-    **{
-        name: (name, name)
-        for name in (
-            "browser",
-            "campaign",
-            "city",
-            "continent",
-            "country",
-            "device",
-            "event",
-            "landing_page",
-            "language",
-            "os",
-            "page",
-            "pageviews",
-            "referrer",
-            "resolution",
-            "visitors",
-        )
-    },
-    "pageviews_hours": ("pageviews_hours", "pageviews_hour"),
-    "pageviews_hour": ("pageviews_hours", "pageviews_hour"),
-    "visitors_hours": ("visitors_hours", "visitors_hour"),
-    "visitors_hour": ("visitors_hours", "visitors_hour"),
-}
+# The statistics' names users may write (either generation's name): each ``Generation`` says how
+# it spells them, or that it has no counterpart (refused naming the version). Listed here so that
+# the stats operators' docstrings, built at every DAG parse, name them without the generations.
+LINK_STAT_NAMES: tuple[str, ...] = (
+    "browser", "cities", "city", "clicks", "click", "clicks_hour", "country", "device", "language",
+    "platform", "operating_system", "referrer",
+)
+WEBSITE_STAT_NAMES: tuple[str, ...] = (
+    "browser", "campaign", "city", "continent", "country", "device", "event", "landing_page", "language",
+    "os", "page", "pageviews", "referrer", "resolution", "visitors", "pageviews_hours", "pageviews_hour",
+    "visitors_hours", "visitors_hour",
+)  # fmt: skip
 
 
 def stats_names(service: str) -> tuple[str, ...]:
     """The statistic names accepted for ``service``: both generations' names."""
-    return tuple(LINK_STATS_NAMES if service == "links" else WEBSITE_STATS_NAMES)
+    return LINK_STAT_NAMES if service == "links" else WEBSITE_STAT_NAMES
 
 
 @dataclass(frozen=True)

@@ -1,143 +1,145 @@
-"""Finding the API and telling a service's generation apart, with one request that changes nothing.
+"""Finding the API and telling a service's generation apart, with requests that change nothing.
 
-Neither product sends a version header. A statistics read of record 0 with a statistic name that
-only the newer generation knows answers 422 (the name is invalid) on the older one and 404 (no
-record 0) on the newer one: ``name=click`` on phpShort (44-45 / 46+), ``name=visitors_hour`` on
-phpAnalytics (3.0-3.6 / 3.7+). Both answers are JSON, which is also how the probe tells whether an
-API root is the API at all: a web server's HTML 404 page (or anything not a JSON object) means
-"not here", so finding the base URL and the version cost the same one request.
+Neither product sends a version header. A statistics read of record 0 answers 404 (no record 0)
+from a generation that knows the statistic asked for and 422 (the name is invalid) from one that
+does not: each ``Generation`` declares the statistic of its probe (``probe``), and its statistics
+table says how it answers. For the listed generations one request tells them apart
+(``name=click`` on phpShort, ``name=visitors_hour`` on phpAnalytics). Two generations that answer
+every probe alike cannot be told apart: detection says so, and the ``api_version`` extra decides.
 
-``detect`` is a plan (a generator yielding one ``ApiRequest``) run by ``drive`` or ``adrive``;
-``locate`` is the hook's base-URL discovery, the same probe at each candidate root in turn.
+The same answer says whether a root is the API at all: the API's 404 is a JSON object whose
+``status`` repeats the HTTP status, and only the API answers a GET with 422. A web server's HTML
+page, or the JSON 404 the web app gives for a path outside the API (a typo in the base URL),
+means "not here".
+
+``identify`` is a plan (yielding ``ApiRequest``s, receiving the raw answers) run by ``drive`` or
+``adrive`` with a sender that returns every answer whatever its status (``client.probe``,
+``AsyncLinkstatsClient.send``).
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Generator
-from dataclasses import dataclass
 
-from airflow_provider_linkstats.client.dialect import DIALECTS, Dialect
-from airflow_provider_linkstats.client.errors import (
-    LinkstatsApiError,
-    LinkstatsNotFoundError,
-    LinkstatsResponseError,
-    LinkstatsValidationError,
-)
-from airflow_provider_linkstats.client.protocol import ApiRequest, ApiResponse, raise_for_status
+from airflow_provider_linkstats.client.errors import LinkstatsNotFoundError, LinkstatsResponseError
+from airflow_provider_linkstats.client.generations import Generation, generations
+from airflow_provider_linkstats.client.protocol import ApiRequest, ApiResponse, raise_for_status, request_url
 
-PROBE_NAME = {"links": "click", "analytics": "visitors_hour"}
+API_FORMS = ("https://<host>/api/v1", "https://<host>/public/api/v1")
 
 
-def probe_request(service: str) -> ApiRequest:
-    params = (("name", PROBE_NAME[service]), ("from", "2024-01-01"), ("to", "2024-01-01"))
-    return ApiRequest("GET", "/stats/0", params=params)
+def probe_request(statistic: str, root: str = "") -> ApiRequest:
+    params = (("name", statistic), ("from", "2024-01-01"), ("to", "2024-01-01"))
+    return ApiRequest("GET", "/stats/0", params=params, root=root)
+
+
+def probes(service: str) -> tuple[str, ...]:
+    """The statistics the version probes ask, each once, in the order of the versions table."""
+    return tuple(dict.fromkeys(g.probe for g in generations(service) if g.probe))
 
 
 class NotTheApi(Exception):
-    """The probe's answer was not the API's (an HTML page, a redirect, a non-JSON body)."""
+    """The probe's answer was not the API's (an HTML page, a redirect, a JSON 404 from outside it)."""
 
-    def __init__(self, status: int, what: str) -> None:
+    def __init__(self, status: int, what: str, conn_id: str | None = None) -> None:
         self.status = status
         self.what = what
+        self.conn_id = conn_id
         super().__init__(f"HTTP {status}, {what}")
 
 
-def read_probe(service: str, request: ApiRequest, response: ApiResponse) -> Dialect | None:
-    """The generation behind one raw probe answer; None when the API answered without telling it.
+def read_probe(request: ApiRequest, response: ApiResponse) -> int | None:
+    """404 or 422 (the API's answer that tells generations apart); None for a 2xx that tells nothing.
 
-    Raises ``NotTheApi`` when the answer is not from the API (try the other root), and the usual
-    error for a JSON error answer (401, 403, 429, 5xx: the API is here but refused).
+    Raises ``NotTheApi`` when the answer is not from the API (try another root), and the usual
+    error for the API's other error answers (401, 403, 429, 5xx: the API is here but refused).
     """
-    old, new = DIALECTS[service]
-    if not _is_json_object(response):
-        raise NotTheApi(response.status, describe_answer(response))
-    if response.status == 422:
-        return old
+    payload = _json_object(response)
+    if payload is None:
+        raise NotTheApi(response.status, describe_answer(response), response.conn_id)
+    if response.status == 422:  # the web app outside the API answers a GET with 404, never 422
+        return 422
     if response.status == 404:
-        return new
+        if payload.get("status") != 404:  # the API repeats its status; the web app's own 404 does not
+            message = payload.get("message")
+            said = f" {json.dumps(message)[:120]}" if isinstance(message, str) else ""
+            raise NotTheApi(response.status, f"JSON from outside the API{said}", response.conn_id)
+        return response.status
     raise_for_status(request, response)
     return None
 
 
-def version_untold(service: str, status: int | None) -> LinkstatsResponseError:
-    request = probe_request(service)
+class VersionUntold(Exception):
+    """The API answered the probe at this root with a success that tells no version."""
+
+    def __init__(self, note: str) -> None:
+        self.note = note
+        super().__init__(note)
+
+
+class Ambiguous(LinkstatsResponseError):
+    """Two or more generations answered the probes alike: only ``api_version`` can tell them apart."""
+
+
+def identify(service: str, root: str = "") -> Generator[ApiRequest, ApiResponse, tuple[Generation, str]]:
+    """The connected generation of ``service`` at ``root`` and the probes' answer (for the log).
+
+    Raises ``NotTheApi`` when the first answer is not the API's.
+    """
+    candidates = generations(service)
+    notes = []
+    for statistic in probes(service):
+        request = probe_request(statistic, root)
+        response = yield request
+        status = read_probe(request, response)
+        if status is None:
+            raise VersionUntold(probe_note(response))
+        notes.append(probe_note(response))
+        candidates = tuple(g for g in candidates if g.probe_answer(statistic) == status)
+        if len(candidates) <= 1:
+            break
+    if not candidates:
+        raise version_untold(service, request, response)
+    if len(candidates) > 1:
+        names = " from ".join(g.label for g in candidates)
+        raise Ambiguous(
+            f"cannot tell {names}: they answer the version probe alike ({'; '.join(notes)}); set the "
+            f"connection's api_version extra to the service's version",
+            status=response.status,
+            method=request.method,
+            path=request.path,
+            url=request_url(root or response.url, request) if root else response.url,
+            conn_id=response.conn_id,
+        )
+    return candidates[0], "; ".join(notes)
+
+
+def version_untold(
+    service: str, request: ApiRequest, response: ApiResponse | None = None, note: str = ""
+) -> LinkstatsResponseError:
+    said = f" (it answered {note})" if note else ""
     return LinkstatsResponseError(
-        f"no version of the {service} service (expected HTTP 422 or 404 in JSON to the statistics probe)",
-        status=status,
+        f"set the connection's api_version extra to the service's version: no known version of the {service} "
+        f"service answered the probe as expected (HTTP 422 or 404 in JSON){said}",
+        status=response.status if response is not None else None,
         method=request.method,
         path=request.path,
+        url=response.url if response is not None else "",
+        conn_id=response.conn_id if response is not None else None,
     )
 
 
-@dataclass(frozen=True)
-class Located:
-    root: str  # the API root that answered
-    dialect: Dialect | None  # None: the API answered without telling its version
-    note: str  # the probe's answer, for the log
-    status: int  # the probe's HTTP status
-
-
-class NoApiAnswered(Exception):
-    """Neither root answered as the API; ``tried`` lists each with what it answered."""
-
-    def __init__(self, tried: list[str]) -> None:
-        self.tried = tried
-        super().__init__(" and ".join(tried))
-
-
-def locate(service: str, roots: tuple[str, ...]) -> Generator[tuple[str, ApiRequest], ApiResponse, Located]:
-    """Which of ``roots`` serves the API, and its generation, from one probe per root tried.
-
-    Yields (root, request) and receives the raw answer. A JSON error answer (401, 403, 429, 5xx)
-    raises its usual error: the API is at that root but refused.
-    """
-    request = probe_request(service)
-    tried: list[str] = []
-    for root in roots:
-        response = yield root, request
-        try:
-            dialect = read_probe(service, request, response)
-        except NotTheApi as error:
-            tried.append(f"{root} ({error})")
-            continue
-        return Located(root, dialect, probe_note(response), response.status)
-    raise NoApiAnswered(tried)
-
-
-def detect(service: str) -> Generator[ApiRequest, ApiResponse, Dialect]:
-    """The connected generation of ``service`` ("links" or "analytics"), from one GET.
-
-    Works with a driver that hands back raw answers and with one whose ``call`` raises for an
-    error status (the 422 and the 404 then arrive as exceptions).
-    """
-    old, new = DIALECTS[service]
-    request = probe_request(service)
-    try:
-        response = yield request
-    except LinkstatsValidationError:
-        return old
-    except LinkstatsNotFoundError as error:
-        if "HTML" in error.message or "non-JSON" in error.message:
-            raise _no_api(service, error) from error
-        return new
-    try:
-        dialect = read_probe(service, request, response)
-    except NotTheApi as error:
-        raise _no_api(service, LinkstatsResponseError(str(error), status=error.status)) from None
-    if dialect is None:
-        raise version_untold(service, response.status)
-    return dialect
-
-
-def _no_api(service: str, error: LinkstatsApiError) -> LinkstatsResponseError:
-    return LinkstatsResponseError(
-        f"the {service} API did not answer the version probe as an API would ({error.message}); check that "
-        f"the base URL ends in /api/v1, or set the connection's api_version extra",
-        status=error.status,
-        method="GET",
-        path="/stats/0",
+def no_api_answered(service: str, tried: list[str], conn_id: str | None) -> LinkstatsNotFoundError:
+    """No root answered as the API: the fix first, then the URLs tried, what each answered."""
+    conn = f"connection {conn_id!r}" if conn_id else "the connection"
+    error = LinkstatsNotFoundError(  # no "GET ... HTTP 404:" in front: the fix is the first words
+        f"Check the Base URL of {conn}: no Linkstats {service} API answered there. Tried "
+        + " and ".join(tried)
+        + f". The API's address usually has one of the forms {' or '.join(API_FORMS)}",
     )
+    error.status, error.method, error.path, error.conn_id = 404, "GET", "/stats/0", conn_id
+    return error
 
 
 def describe_answer(response: ApiResponse) -> str:
@@ -147,16 +149,14 @@ def describe_answer(response: ApiResponse) -> str:
 
 def probe_note(response: ApiResponse) -> str:
     """The probe's answer for the log: status and the service's message."""
+    payload = _json_object(response)
+    message = payload.get("message") if payload is not None else None
+    return f"HTTP {response.status} {json.dumps(message)[:120]}" if message is not None else f"HTTP {response.status}"
+
+
+def _json_object(response: ApiResponse) -> dict | None:
     try:
         payload = json.loads(response.body)
     except ValueError:
-        return f"HTTP {response.status}"
-    message = payload.get("message") if isinstance(payload, dict) else None
-    return f"HTTP {response.status} {json.dumps(message)[:120]}"
-
-
-def _is_json_object(response: ApiResponse) -> bool:
-    try:
-        return isinstance(json.loads(response.body), dict)
-    except ValueError:
-        return False
+        return None
+    return payload if isinstance(payload, dict) else None

@@ -24,7 +24,6 @@ from airflow_provider_linkstats.client.contract import (
     Resource,
     StatsSpec,
 )
-from airflow_provider_linkstats.client.dialect import DIALECTS, Dialect
 from airflow_provider_linkstats.client.encoding import FormPairs, encode_form
 from airflow_provider_linkstats.client.errors import (
     LinkstatsApiError,
@@ -36,9 +35,11 @@ from airflow_provider_linkstats.client.errors import (
     LinkstatsValidationError,
     describe_field_errors,
 )
+from airflow_provider_linkstats.client.generations import Generation
 from airflow_provider_linkstats.client.ratelimit import parse_retry_after
 from airflow_provider_linkstats.client.records import normalize
 from airflow_provider_linkstats.client.validation import (
+    Fields,
     secret_values,
     validate_fields,
     validate_id,
@@ -59,6 +60,8 @@ class ApiRequest:
     form: tuple[tuple[str, str], ...] = ()
     # Password values in ``form``: redacted from any error text the server sends back.
     secrets: tuple[str, ...] = field(default=(), repr=False, compare=False)
+    # Another API root than the client's (discovery tries candidate roots with one client).
+    root: str = ""
 
     @property
     def idempotent(self) -> bool:
@@ -131,16 +134,12 @@ def drive(plan: Plan[T], call: Callable[[ApiRequest], ApiResponse]) -> T:
     raise RuntimeError("drive: the call suspended; use adrive in an event loop")
 
 
-def api_root(base_url: str) -> str:
-    """The first API root to try for a base URL (``api_roots`` lists them all)."""
-    return api_roots(base_url)[0]
-
-
 def api_roots(base_url: str) -> tuple[str, ...]:
     """Where the API may be for a base URL: every install serves it at ``<web root>/api/v1``.
 
     A URL ending in ``/api/v1`` is used as given; one ending in ``/public`` gets ``/api/v1``;
-    for a bare site URL it is ``<site>/public/api/v1`` (an install whose web root is the project
+    one ending in ``/api`` gets ``/v1`` (or is a site under /api: ``/public/api/v1``); for a bare
+    site URL it is ``<site>/public/api/v1`` (an install whose web root is the project
     folder, as the docs show) or ``<site>/api/v1`` (web root at ``public/``): the hook probes them
     in that order, so a bare URL that worked before discovery existed still costs one probe.
     """
@@ -149,31 +148,41 @@ def api_roots(base_url: str) -> tuple[str, ...]:
         return (root,)
     if root.endswith("/public"):
         return (root + API_VERSION_PATH,)
+    if root.endswith("/public/api"):
+        return (root + "/v1",)
+    if root.endswith("/api"):  # the API path without its version, or a site served under /api
+        return (root + "/v1", root + API_PREFIX)
     return (root + API_PREFIX, root + API_VERSION_PATH)
 
 
 # -- building requests ---------------------------------------------------------------------
 
 
-def build_create(resource: Resource, fields: Mapping[str, Any], dialect: Dialect | None = None) -> ApiRequest:
-    """A create: the vocabulary validated, then spelt as ``dialect``'s generation spells it.
-
-    Without a dialect, the documented (older) generation's: phpShort 44-45, phpAnalytics 3.x.
-    """
-    values = validate_fields(resource, "create", fields)
+def build_create(resource: Resource, fields: Mapping[str, Any], generation: Generation | None = None) -> ApiRequest:
+    """A create: the vocabulary validated (unless ``fields`` is already a checked ``Fields``), then
+    spelt as ``generation`` spells it. The main collections (links, websites) need a generation."""
+    values = fields if isinstance(fields, Fields) else validate_fields(resource, "create", fields)
     secrets = tuple(secret_values(resource, values))
-    wire = (dialect or DIALECTS[resource.service][0]).to_wire(resource, values)
+    wire = _spelt(resource, values, generation)
     return ApiRequest("POST", f"/{resource.name}", form=tuple(encode_form(wire)), secrets=secrets)
 
 
 def build_update(
-    resource: Resource, record_id: Any, fields: Mapping[str, Any], dialect: Dialect | None = None
+    resource: Resource, record_id: Any, fields: Mapping[str, Any], generation: Generation | None = None
 ) -> ApiRequest:
     record_id = validate_id(record_id, f"{resource.singular}_id")
-    values = validate_fields(resource, "update", fields)
+    values = fields if isinstance(fields, Fields) else validate_fields(resource, "update", fields)
     secrets = tuple(secret_values(resource, values))
-    wire = (dialect or DIALECTS[resource.service][0]).to_wire(resource, values)
+    wire = _spelt(resource, values, generation)
     return ApiRequest("PUT", f"/{resource.name}/{record_id}", form=tuple(encode_form(wire)), secrets=secrets)
+
+
+def _spelt(resource: Resource, values: Mapping[str, Any], generation: Generation | None) -> dict[str, Any]:
+    if generation is not None:
+        return generation.to_wire(resource, dict(values))
+    if resource.name in ("links", "websites"):  # never guess: the older names are ignored by newer installs
+        raise ValueError(f"build a {resource.singular} request with the connected service's generation")
+    return dict(values)
 
 
 def build_get(resource: Resource, record_id: Any) -> ApiRequest:
@@ -194,8 +203,8 @@ def build_list(resource: Resource, filters: Mapping[str, Any], page: int = 1) ->
     return ApiRequest("GET", f"/{resource.name}", params=tuple(pairs))
 
 
-def build_account() -> ApiRequest:
-    return ApiRequest("GET", "/account")
+def build_account(root: str = "") -> ApiRequest:
+    return ApiRequest("GET", "/account", root=root)
 
 
 def build_stats(spec: StatsSpec, record_id: Any, query: Mapping[str, Any], page: int = 1) -> ApiRequest:
@@ -272,6 +281,8 @@ def raise_for_status(
         message = f"{message} ({describe_field_errors(field_errors)})"
     message = message[:MAX_ERROR_TEXT]
     hint = _hint(status, payload, response)
+    if status == 401 or _is_login_redirect(response):  # the fix first: which key, where to get another
+        message, hint = f"{hint}; the service answered {message!r}", ""
     if status in (401, 403) or _is_login_redirect(response):
         raise LinkstatsAuthError(message, hint=hint, **common)
     if status == 404:
@@ -285,9 +296,9 @@ def raise_for_status(
 
 
 def request_url(root: str, request: ApiRequest) -> str:
-    """The full URL of a request (root, path and query), for error texts; the key is in a header, never here."""
+    """The full URL of a request (its own root, else ``root``; path and query); the key is in a header, never here."""
     query = f"?{urlencode(list(request.params))}" if request.params else ""
-    return f"{root.rstrip('/')}{request.path}{query}"
+    return f"{(request.root or root).rstrip('/')}{request.path}{query}"
 
 
 def _where(request: ApiRequest, response: ApiResponse) -> dict[str, Any]:
@@ -299,7 +310,7 @@ def _hint(status: int, payload: Any, response: ApiResponse) -> str:
     conn = f"connection {response.conn_id!r}" if response.conn_id else "the connection"
     if status == 401 or _is_login_redirect(response):
         return (
-            f"The API key in {conn}'s password was refused: copy the current key from the account's API page "
+            f"the API key in the password of {conn} was refused: copy the current key from the account's API page "
             "(regenerating the key there revokes the old one)"
         )
     if status == 403:
@@ -324,20 +335,22 @@ def _not_the_api_hint(response: ApiResponse) -> str:
     )
 
 
-def parse_record(request: ApiRequest, response: ApiResponse) -> dict[str, Any]:
+def parse_record(request: ApiRequest, response: ApiResponse, generation: Generation | None = None) -> dict[str, Any]:
     """One record: ``{"data": {...}}`` or the bare object; an empty 2xx body gives ``{}``."""
     payload = _json_body(request, response, allow_empty=True)
     if payload is None:
         return {}
     resource = resource_of(request)
     if isinstance(payload, dict) and isinstance(payload.get("data"), dict):
-        return normalize(resource, payload["data"])
+        return normalize(resource, payload["data"], generation)
     if isinstance(payload, dict) and "data" not in payload:
-        return normalize(resource, payload)
+        return normalize(resource, payload, generation)
     raise _shape_error(request, response, "a record object")
 
 
-def parse_page(request: ApiRequest, response: ApiResponse, per_page: int) -> Page:
+def parse_page(
+    request: ApiRequest, response: ApiResponse, per_page: int, generation: Generation | None = None
+) -> Page:
     """One page of a listing in any shape the service may use.
 
     Accepted: the Laravel envelope (``data`` + ``meta`` and/or ``links``), ``data`` alone, or a
@@ -356,7 +369,7 @@ def parse_page(request: ApiRequest, response: ApiResponse, per_page: int) -> Pag
     if not all(isinstance(item, dict) for item in items):
         raise _shape_error(request, response, "a list of record objects")
     resource = resource_of(request)
-    items = [normalize(resource, item) for item in items]
+    items = [normalize(resource, item, generation) for item in items]
     if isinstance(meta, dict) and _is_int(meta.get("current_page")) and _is_int(meta.get("last_page")):
         has_next = meta["current_page"] < meta["last_page"]
     elif isinstance(links, dict) and "next" in links:

@@ -28,33 +28,49 @@ _LINE_KEYS = {
 }
 
 
-def normalize(resource: Resource | None, record: Mapping[str, Any]) -> JsonDict:
+def normalize(resource: Resource | None, record: Mapping[str, Any], generation: Any = None) -> JsonDict:
     """A record with the contract's integer keys as ints, line lists as lists, and no secret strings.
 
-    Link records of both phpShort generations also get the vocabulary's keys (``dialect.RECORD_KEYS``):
-    ``expires_at`` (the end time, ISO 8601 in UTC, or None), ``expiration_clicks``, ``password`` and
-    ``privacy_password`` (booleans), ``target_type`` and the targeting lists under their argument
-    names; phpShort 46+ adds ``starts_at``. The generation's own keys pass through as well.
+    Link records also get the vocabulary's keys, read with ``generation``'s ``record_keys`` (when not
+    given, the generation whose ``record_marks`` the record carries): ``expires_at`` (the end time,
+    ISO 8601 in UTC, or None), ``expiration_clicks``, ``password`` and ``privacy_password``
+    (booleans), ``target_type`` and the targeting lists under their argument names, and any field
+    a generation renames (``starts_at`` on phpShort 46+). The generation's own keys pass through.
     """
     clean = _plain(resource, record)
     if resource is not None and resource.name == "links":
-        clean.update(_link_vocabulary(clean))
+        clean.update(_link_vocabulary(clean, _reading("links", clean, generation)))
     return clean
 
 
-def _link_vocabulary(record: Mapping[str, Any]) -> JsonDict:
-    from airflow_provider_linkstats.client.contract import TARGETING_FIELDS, TargetType
-    from airflow_provider_linkstats.client.dialect import NEW_LINK_RECORD_KEYS, RECORD_KEYS, TARGET_TYPES
+def _reading(service: str, record: Mapping[str, Any], generation: Any) -> Any:
+    """``generation``, unless the record carries none of its own keys: then the generation whose keys
+    it carries (an install upgraded since the version was learned answers in its new keys)."""
+    if generation is not None and (not generation.record_marks or any(k in record for k in generation.record_marks)):
+        return generation
+    return _recognise(service, record)
 
-    newer = any(key in record for key in NEW_LINK_RECORD_KEYS)
-    column = 1 if newer else 0
+
+def _recognise(service: str, record: Mapping[str, Any]) -> Any:
+    """The newest generation of ``service`` whose own record keys ``record`` carries, else the oldest."""
+    from airflow_provider_linkstats.client.generations import generations
+
+    known = generations(service)
+    return next((g for g in reversed(known) if any(key in record for key in g.record_marks)), known[0])
+
+
+def _link_vocabulary(record: Mapping[str, Any], generation: Any) -> JsonDict:
+    from airflow_provider_linkstats.client.contract import TARGETING_FIELDS, TargetType
+    from airflow_provider_linkstats.client.generations import ONE_LIST
+
     out: JsonDict = {}
-    for name, keys in RECORD_KEYS.items():
-        key = keys[column]
-        if key is None or key == "targets":
+    lists = set(TARGETING_FIELDS.values())
+    one_list = generation.targeting == ONE_LIST
+    for name, key in generation.record_keys.items():
+        if key is None or (one_list and (name in lists or name == "target_type")):
             continue
         if key not in record:
-            if newer and name == "password":  # never leave 46+'s statistics password under this name
+            if name == "password" and key != "password":  # never leave another key's secret flag under this name
                 out[name] = None
             continue
         value = record[key]
@@ -64,15 +80,15 @@ def _link_vocabulary(record: Mapping[str, Any]) -> JsonDict:
         elif name in ("password", "privacy_password") and not isinstance(value, (bool, type(None))):
             continue  # an echoed secret: dropped
         out[name] = value
-    if newer:
-        wire_type = record.get("targets_type")
-        kind = next((k for k, (_, new) in TARGET_TYPES.items() if new and new == wire_type), None)
-        if "targets_type" in record:
+    if one_list:
+        type_key, targets_key = generation.record_keys["target_type"], generation.record_keys["country"]
+        wire_type = record.get(type_key)
+        kind = next((k for k, wire in generation.target_types.items() if wire and wire == wire_type), None)
+        if type_key in record:
             out["target_type"] = int(kind) if kind is not None else int(TargetType.NONE)
-        targets = record.get("targets")
-        for target_kind, list_name in TARGETING_FIELDS.items():
-            if "targets" in record:
-                out[list_name] = targets if target_kind is kind else None
+        if targets_key in record:
+            for target_kind, list_name in TARGETING_FIELDS.items():
+                out[list_name] = record[targets_key] if target_kind is kind else None
     return out
 
 
@@ -153,7 +169,7 @@ def link_status(record: Mapping[str, Any], now: dt.datetime | None = None) -> Li
     return link_timing(record).status(now)
 
 
-def status_listing(filters: Mapping[str, Any], dialect: Any) -> tuple[dict[str, Any], Any]:
+def status_listing(filters: Mapping[str, Any], generation: Any) -> tuple[dict[str, Any], Any]:
     """What to ask the listing for a ``status`` filter, and which records to keep (None: all).
 
     Up to phpShort 45 the server's filter is right. From 46 it is wrong for dates (``status=2``
@@ -164,13 +180,13 @@ def status_listing(filters: Mapping[str, Any], dialect: Any) -> tuple[dict[str, 
     exist there, so asking for it is an error rather than every link.
     """
     status = filters.get("status")
-    if status in (None, "", 0, "0") or getattr(dialect, "lists_date_expiry", True):
+    if status in (None, "", 0, "0") or getattr(generation, "lists_date_expiry", True):
         return dict(filters), None
     wanted = LinkStatus(int(status))
     if wanted is LinkStatus.DISABLED:
         from airflow_provider_linkstats.client.errors import LinkstatsInputError
 
-        allowed = f"0 (All), 1 (Active) or 2 (Expired): links cannot be disabled on {dialect.label}"
+        allowed = f"0 (All), 1 (Active) or 2 (Expired): links cannot be disabled on {generation.label}"
         raise LinkstatsInputError("status", status, allowed)
     return {**filters, "status": int(LinkStatus.ALL)}, lambda record: link_status(record) is wanted
 

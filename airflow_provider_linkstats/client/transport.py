@@ -40,7 +40,7 @@ class RequestsTransport:
         try:
             response = self._session.request(
                 request.method,
-                self.root + request.path,
+                (request.root or self.root) + request.path,
                 params=list(request.params) or None,
                 data=list(request.form) if request.method in ("POST", "PUT") else None,
                 timeout=self._timeout,

@@ -14,16 +14,6 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 from urllib.parse import urlsplit
 
-from airflow_provider_linkstats.client.checks import (  # noqa: F401 - the scalar checks, importable from here too
-    check_bool,
-    check_choice,
-    check_existence_check_every,
-    check_future,
-    check_max_transport_failures,
-    check_number,
-    check_whole_number,
-    is_blank,
-)
 from airflow_provider_linkstats.client.contract import (
     FieldSpec,
     Kind,
@@ -41,8 +31,34 @@ _SLUG = re.compile(r"^[\w-]+$")  # as the service's alpha_dash rule: letters of 
 MAX_SLUG = 255  # the service's max:255 on alias
 
 
-def validate_fields(resource: Resource, operation: str, values: Mapping[str, Any]) -> dict[str, Any]:
-    """Return the given fields normalised for ``operation`` ("create" or "update").
+class Fields(dict):
+    """A resource's fields checked once against the contract for one operation, normalised.
+
+    Requests built from it are not checked again; a change makes a new ``Fields`` (``changed``).
+    ``given`` holds the values as the caller wrote them, for messages.
+    """
+
+    def __init__(
+        self,
+        resource: Resource,
+        operation: str,
+        values: Mapping[str, Any],
+        given: Mapping[str, Any],
+        ready_for: str = "",
+    ) -> None:
+        super().__init__(values)
+        self.resource = resource
+        self.operation = operation
+        self.given = dict(given)
+        self.ready_for = ready_for  # the generation (name) they were made ready for; "": not yet
+
+    def changed(self, drop: tuple[str, ...] = (), ready_for: str = "", **values: Any) -> Fields:
+        kept = {name: value for name, value in self.items() if name not in drop}
+        return Fields(self.resource, self.operation, {**kept, **values}, self.given, ready_for)
+
+
+def validate_fields(resource: Resource, operation: str, values: Mapping[str, Any]) -> Fields:
+    """Return the given fields normalised for ``operation`` ("create" or "update"), as ``Fields``.
 
     Raises :class:`LinkstatsInputError` for an unknown field, a field the operation does not
     accept, a missing required field, or a value outside what the contract allows.
@@ -63,16 +79,16 @@ def validate_fields(resource: Resource, operation: str, values: Mapping[str, Any
         for spec in accepted.values():
             if spec.required_on_create and spec.name not in clean:
                 raise LinkstatsInputError(spec.name, None, f"required on {resource.singular} create; {spec.allowed()}")
-    for first, second in PAIRED_FIELDS:
-        if (first in clean) != (second in clean):
-            given, missing = (first, second) if first in clean else (second, first)
-            raise LinkstatsInputError(missing, None, f"given together with {given} (the service needs both)")
     clash = {"expiration_date", "expiration_time"} & set(clean)
     if "expires_at" in clean and clash:
         raise LinkstatsInputError(
             "expires_at", values.get("expires_at"), f"either expires_at or {' and '.join(sorted(clash))}, not both"
         )
-    return clean
+    for first, second in PAIRED_FIELDS:
+        if (first in clean) != (second in clean):
+            given, missing = (first, second) if first in clean else (second, first)
+            raise LinkstatsInputError(missing, None, f"given together with {given} (the service needs both)")
+    return Fields(resource, operation, clean, values)
 
 
 # Fields the service accepts only together (expires_at sets both).

@@ -6,15 +6,15 @@ The connection's host is the service's base URL and its password the API key. Ex
 once into a frozen ``ClientSettings``, from which both the sync ``client`` and
 ``get_async_client()`` are built.
 
-The connected version (``hook.dialect``: the ``api_version`` extra, or detected once) decides how
-the one vocabulary of arguments is spelt on the wire (``client/dialect.py``). A base URL not
-ending in /api/v1 is resolved on first use by the same read-only probe (``client/detection.py``).
+The service's domain lives in the client (``client/``): the generations and their spelling
+(``generations.py``), finding the API root and the version (``discovery.py``), a link's fields
+(``links.py``). What the client learns about the connection's service is one ``ServiceProfile``,
+obtained here by ``service_profile()`` (sync) and ``aservice_profile()`` (async) only.
 """
 
 from __future__ import annotations
 
 import contextlib
-import datetime as dt
 import logging
 import threading
 from collections.abc import Iterator
@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 from airflow.providers.common.compat.sdk import BaseHook
 
+from airflow_provider_linkstats.client.checks import is_blank
 from airflow_provider_linkstats.client.contract import (
     DOMAINS,
     LINK_STATS,
@@ -36,7 +37,6 @@ from airflow_provider_linkstats.client.contract import (
     Resource,
     StatsSpec,
 )
-from airflow_provider_linkstats.client.dialect import Dialect, dialect_for
 from airflow_provider_linkstats.client.errors import (
     LinkstatsApiError,
     LinkstatsAuthError,
@@ -45,35 +45,32 @@ from airflow_provider_linkstats.client.errors import (
     LinkstatsInputError,
     LinkstatsNotFoundError,
     LinkstatsServerError,
-    LinkstatsTransportError,
     LinkstatsValidationError,
 )
+from airflow_provider_linkstats.client.generations import Generation, generation_for
 from airflow_provider_linkstats.client.settings import (
     DEFAULT_RETRY_WAIT,
     DEFAULT_RETRY_WAIT_MAX,
     POOL_SIZE,
     ClientSettings,
 )
-from airflow_provider_linkstats.client.validation import (
-    check_bool,
-    check_future,
-    check_number,
-    check_whole_number,
-    is_blank,
-)
 from airflow_provider_linkstats.connection import (
     CONNECTION_TYPES,
     HIDDEN_FIELDS,
     RELABELING,
+    api_roots_of,
+    check_timezone,
     extra_fields,
+    extra_value,
     placeholders,
+    scheme_assumed,
 )
 
 if TYPE_CHECKING:
     from airflow_provider_linkstats.client.aio import AsyncLinkstatsClient
     from airflow_provider_linkstats.client.api import LinkstatsClient
     from airflow_provider_linkstats.client.auth import ApiKey
-    from airflow_provider_linkstats.client.detection import Located
+    from airflow_provider_linkstats.client.discovery import ServiceProfile
 
 __all__ = ["LinkstatsBaseHook", "LinkstatsLinksHook", "LinkstatsAnalyticsHook"]
 
@@ -117,10 +114,10 @@ class LinkstatsBaseHook(BaseHook):
         if rate_limit_window is not None:
             self._tuning["rate_limit_window"] = rate_limit_window
         self._connection: _Hidden | None = None
-        self._dialect: Dialect | None = None  # the connected generation: the api_version extra, or detected
-        self._explicit_dialect: Dialect | None = None
-        self._roots: tuple[str, ...] = ()  # where the API may be; one left once found
-        self._locating = threading.Lock()
+        self._explicit: Generation | None = None  # the api_version extra's generation, if it names one
+        self._roots: tuple[str, ...] = ()  # where the API may be for the connection's base URL
+        self._profile: ServiceProfile | None = None  # what discovery learned
+        self._locating = threading.RLock()
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(linkstats_conn_id={self.linkstats_conn_id!r})"
@@ -191,13 +188,11 @@ class LinkstatsBaseHook(BaseHook):
             value = self._overrides.get(name)
             if value is None:
                 value = extras.get(name, extras.get(f"extra__{self.conn_type}__{name}"))
-            values[name] = default if is_blank(value) else _extra(name, kind, value)
+            values[name] = default if is_blank(value) else extra_value(name, kind, value)
         if values["timezone"] is not None:
-            _check_timezone(values["timezone"])
-        self._explicit_dialect = dialect_for(self.resource.service, values["api_version"])
-        self._roots = _api_roots(conn)
-        if self._dialect is None:
-            self._dialect = self._explicit_dialect
+            check_timezone(values["timezone"])
+        self._explicit = generation_for(self.resource.service, values["api_version"])
+        self._roots = api_roots_of(conn)
         if not conn.password:
             raise LinkstatsInputError(
                 "password", None, f"the API key, stored in connection {self.linkstats_conn_id!r}'s password field"
@@ -211,7 +206,7 @@ class LinkstatsBaseHook(BaseHook):
             timezone=values["timezone"],
             default_domain_id=values.get("default_domain_id"),
             conn_id=self.linkstats_conn_id,
-            scheme_assumed=_scheme_assumed(conn),
+            scheme_assumed=scheme_assumed(conn),
             **self._tuning,
         )
 
@@ -229,116 +224,90 @@ class LinkstatsBaseHook(BaseHook):
 
         settings = self.settings
         with self._locating:
-            self.__dict__["client"] = client = LinkstatsClient(settings, self._api_key())
+            if "client" not in self.__dict__:
+                self.__dict__["client"] = LinkstatsClient(
+                    settings, self._api_key(), generation=self._explicit, profiles=self._profile_for
+                )
             if len(self._roots) > 1:
-                self._locate(client)  # replaces self.client when the second root answers
+                self.service_profile()
             return self.__dict__["client"]
 
-    @property
-    def dialect(self) -> Dialect:
-        """The connected generation: the ``api_version`` extra, else detected once (one GET, logged)."""
-        if self._dialect is None:
-            client = self.client  # finding the base URL may have told the version already
-            with self._locating:
-                if self._dialect is None:
-                    self._probe(client)
-        assert self._dialect is not None
-        return self._dialect
+    # -- what the hook learns about the connection's service ------------------------------------
 
-    async def aget_dialect(self, client: AsyncLinkstatsClient) -> Dialect:
-        """``dialect`` for the triggerer: the extra, the cached answer, or one probe through ``client``."""
-        if self._dialect is None:
-            from airflow_provider_linkstats.client.detection import detect
-            from airflow_provider_linkstats.client.protocol import adrive
-
+    def service_profile(self, *, account: bool = False) -> ServiceProfile:
+        """The connection's ``ServiceProfile`` (API root, generation; with ``account``, the account's
+        time zone and default domain), discovered once through the sync client and kept."""
+        with self._locating:
+            known = self._profile
+            if known is not None and (known.account_read or not account):
+                return known
+            client = self.__dict__.get("client") or self.client
             try:
-                dialect = await adrive(detect(self.resource.service), client.call)
-            except LinkstatsApiError as error:
-                raise self._probe_failed(client.root, error) from error
-            self._found(client.root, dialect, "answered through the async client")
-        return self._dialect  # type: ignore[return-value]
-
-    def _probe(self, client: LinkstatsClient) -> tuple[Dialect, str]:
-        """(generation, the probe's answer) at the client's (known) root."""
-        from airflow_provider_linkstats.client.detection import version_untold
-
-        located = self._locate(client)  # the one root: it reads the version as it checks the root
-        if located.dialect is None:
-            raise self._probe_failed(located.root, version_untold(self.resource.service, located.status))
-        return located.dialect, located.note
-
-    def _probe_failed(self, root: str, error: LinkstatsApiError) -> LinkstatsApiError:
-        """The probe's error, saying what was asked, of which connection, and what to check."""
-        from airflow_provider_linkstats.client.detection import probe_request
-
-        request = probe_request(self.resource.service)
-        url = f"{root}{request.path}?" + "&".join(f"{k}={v}" for k, v in request.params)
-        fix = "check the base URL and the API key"
-        if self._explicit_dialect is None:
-            fix += ", or set the api_version extra to the service's version (skips this request)"
-        message = self._api_key().redact(error.message)  # the probe's answer was read without the key
-        text = (
-            f"the {self.resource.service} API probe GET {url} answered {message} (HTTP {error.status}) "
-            f"for connection {self.linkstats_conn_id!r}; {fix}"
-        )
-        return type(error)(text, status=error.status, method=error.method, path=error.path)
-
-    def _no_api(self, tried: list[str]) -> LinkstatsNotFoundError:
-        return LinkstatsNotFoundError(
-            f"no Linkstats {self.resource.service} API answered for connection {self.linkstats_conn_id!r}: tried "
-            + " and ".join(tried)
-            + "; set the connection's host to the URL that ends in /api/v1",
-            status=404,
-            method="GET",
-            path="/stats/0",
-        )
-
-    def _locate(self, client: LinkstatsClient) -> Located:
-        """Run ``detection.locate`` over ``self._roots``: the client is moved to the root that answers."""
-        from airflow_provider_linkstats.client.api import LinkstatsClient
-        from airflow_provider_linkstats.client.detection import NoApiAnswered, locate
-
-        plan = locate(self.resource.service, self._roots)
-        root, request = next(plan)
-        try:
-            while True:
-                if client.root != root:
-                    client.close()
-                    self.__dict__["settings"] = replace(self.settings, root=root)
-                    client = self.__dict__["client"] = LinkstatsClient(self.settings, self._api_key())
-                # A transport error already names the URL, the host and the connection.
-                root, request = plan.send(client.probe(request))
-        except StopIteration as stop:
-            located = stop.value
-        except NoApiAnswered as error:
-            client.close()
-            raise self._no_api(error.tried) from None
-        except LinkstatsApiError as error:
-            raise self._probe_failed(root, error) from error
-        self._roots = (located.root,)
-        self._found(located.root, located.dialect, located.note)
-        return located
-
-    def _found(self, root: str, dialect: Dialect | None, note: str) -> None:
-        """Keep the probe's finding: the version (unless the extra names one), logged once."""
-        explicit = self._explicit_dialect
-        if dialect is None:  # the API is here but did not tell its version: ``dialect`` asks again
-            self.log.info("Linkstats connection %r: the API answers at %s (%s)", self.linkstats_conn_id, root, note)
-            return
-        if explicit is not None:
-            if explicit != dialect:
-                self.log.warning(
-                    "Linkstats connection %r: api_version names %s, but the probe at %s looks like %s (%s)",
-                    self.linkstats_conn_id, explicit.label, root, dialect.label, note,
+                profile = client.discover(
+                    self.resource.service, roots=self._roots, generation=self._explicit, account=account, known=known
                 )
-            self._dialect = explicit
-            return
-        if self._dialect is None:
-            self._dialect = dialect
-            self.log.info(
-                "Linkstats connection %r: %s at %s (version probe GET /stats/0 %s)",
-                self.linkstats_conn_id, dialect.label, root, note,
+            except LinkstatsApiError as error:
+                raise self._discovery_failed(error) from error
+            return self._found(profile)
+
+    async def aservice_profile(self, client: AsyncLinkstatsClient, *, account: bool = False) -> ServiceProfile:
+        """``service_profile`` for the triggerer, through ``client`` (moved to the root that answers)."""
+        known = self._profile
+        if known is not None and (known.account_read or not account):
+            return client.adopt(known)
+        try:
+            profile = await client.discover(
+                self.resource.service, roots=self._roots, generation=self._explicit, account=account, known=known
             )
+        except LinkstatsApiError as error:
+            raise self._discovery_failed(error) from error
+        return self._found(profile)
+
+    def _profile_for(self, service: str, account: bool) -> ServiceProfile:
+        return self.service_profile(account=account)
+
+    @property
+    def generation(self) -> Generation:
+        """The connected generation: the ``api_version`` extra, else detected once (one GET, logged)."""
+        if self._profile is None and self._explicit is None:
+            self.settings  # noqa: B018 - reads the api_version extra
+        if self._explicit is not None and len(self._roots) == 1:
+            return self._explicit
+        return self.service_profile().spoken
+
+    dialect = generation  # the name before 0.x; kept for DAG code that reads it
+
+    async def aget_generation(self, client: AsyncLinkstatsClient) -> Generation:
+        """``generation`` for the triggerer: the extra, the kept profile, or one probe through ``client``."""
+        return (await self.aservice_profile(client)).spoken
+
+    aget_dialect = aget_generation
+
+    def _found(self, profile: ServiceProfile) -> ServiceProfile:
+        if not profile.generation:
+            self.log.info("Linkstats connection %r: the API answers at %s (%s)", self.linkstats_conn_id, profile.root,
+                          profile.note)  # fmt: skip
+        elif self._profile is None or self._profile.generation != profile.generation:
+            how = f"version probe GET /stats/0 {profile.note}" if profile.note else "the api_version extra"
+            self.log.info(
+                "Linkstats connection %r: %s at %s (%s)",
+                self.linkstats_conn_id, profile.spoken.label, profile.root, how,
+            )  # fmt: skip
+        self._profile = profile
+        if "settings" in self.__dict__ and self.settings.root != profile.root:
+            self.__dict__["settings"] = replace(self.settings, root=profile.root)
+        return profile
+
+    def _discovery_failed(self, error: LinkstatsApiError) -> LinkstatsApiError:
+        """A refused key says so first; another failed probe says what it asked and what to set."""
+        if isinstance(error, (LinkstatsAuthError, LinkstatsNotFoundError)) or error.method != "GET":
+            return error
+        if error.path != "/stats/0":
+            return error
+        fix = "check the base URL and the service"
+        if self._explicit is None:
+            fix += ", or set the api_version extra to the service's version (skips this request)"
+        return error.reworded(f"the {self.resource.service} API's version probe failed: {error.message}; {fix}")
 
     async def get_async_client(self, **options: Any) -> AsyncLinkstatsClient:
         """An async client for the triggerer, from the same settings; the connection is fetched without blocking.
@@ -363,7 +332,11 @@ class LinkstatsBaseHook(BaseHook):
         settings = await sync_to_async(lambda: self.settings)()
         client = await AsyncLinkstatsClient.open(settings, self._api_key(), **options)
         if len(self._roots) > 1:
-            client = await self._alocate(client, options)
+            try:
+                await self.aservice_profile(client)
+            except BaseException:
+                await client.aclose()
+                raise
         return client
 
     async def get_polling_client(self, interval: float, max_connections: int) -> AsyncLinkstatsClient:
@@ -376,32 +349,6 @@ class LinkstatsBaseHook(BaseHook):
         return await self.get_async_client(
             retry=RetryPolicy(max_retries=0), keep_alive=keep_alive, max_connections=max_connections
         )
-
-    async def _alocate(self, client: AsyncLinkstatsClient, options: dict[str, Any]) -> AsyncLinkstatsClient:
-        """``_locate`` for the async client: the same plan, driven with ``await``."""
-        from airflow_provider_linkstats.client.aio import AsyncLinkstatsClient
-        from airflow_provider_linkstats.client.detection import NoApiAnswered, locate
-
-        plan = locate(self.resource.service, self._roots)
-        root, request = next(plan)
-        try:
-            while True:
-                if client.root != root:
-                    await client.aclose()
-                    self.__dict__["settings"] = replace(self.settings, root=root)
-                    client = await AsyncLinkstatsClient.open(self.settings, self._api_key(), **options)
-                root, request = plan.send(await client.send(request))
-        except StopIteration as stop:
-            located = stop.value
-        except NoApiAnswered as error:
-            await client.aclose()
-            raise self._no_api(error.tried) from None
-        except LinkstatsApiError as error:
-            await client.aclose()
-            raise self._probe_failed(root, error) from error
-        self._roots = (located.root,)
-        self._found(located.root, located.dialect, located.note)
-        return client
 
     def _api_key(self) -> ApiKey:
         """The key, masked in Airflow's logs and held by the one object that signs requests."""
@@ -422,7 +369,7 @@ class LinkstatsBaseHook(BaseHook):
             self.client.list(self.resource, {"per_page": 10}, max_items=1)
         except (LinkstatsError, ValueError) as error:
             return False, f"{type(error).__name__}: {error}"
-        return True, f"Connection OK: {self.resource.name} listing answered at {self.settings.root}"
+        return True, f"Connection OK: {self.resource.name} listing answered at {self.client.root}"
 
     # -- generic record operations ------------------------------------------------------------
 
@@ -436,9 +383,9 @@ class LinkstatsBaseHook(BaseHook):
     def create_record(self, fields: JsonDict, resource: Resource | None = None) -> JsonDict:
         """Create; the answer must hold what was sent, else ``LinkstatsWriteMismatchError`` (see ``_verified``)."""
         resource = resource or self.resource
-        dialect = self._dialect_for(resource)
+        checked = _checked(fields, "create", resource)  # before the client: a past expiry costs no request
         with self._verified():
-            return self.client.create(resource, fields, dialect, zone=self._write_zone(fields, dialect))
+            return self.client.create(resource, checked)
 
     def get_record(self, record_id: int | str, resource: Resource | None = None) -> JsonDict:
         return self.client.get(resource or self.resource, record_id)
@@ -446,15 +393,9 @@ class LinkstatsBaseHook(BaseHook):
     def update_record(self, record_id: int | str, fields: JsonDict, resource: Resource | None = None) -> JsonDict:
         """Update; the answer must hold what was sent, else ``LinkstatsWriteMismatchError`` (see ``_verified``)."""
         resource = resource or self.resource
-        dialect = self._dialect_for(resource)
+        checked = _checked(fields, "update", resource)
         with self._verified():
-            return self.client.update(resource, record_id, fields, dialect, zone=self._write_zone(fields, dialect))
-
-    def _write_zone(self, fields: JsonDict, dialect: Dialect | None) -> str | None:
-        """The zone phpShort 44-45's expiration_date/time are read in, when they are sent (to check the echo)."""
-        if dialect is None or dialect.newer or is_blank(fields.get("expiration_date")):
-            return None
-        return self.service_timezone() if isinstance(self, LinkstatsLinksHook) else None
+            return self.client.update(resource, record_id, checked)
 
     @contextlib.contextmanager
     def _verified(self) -> Iterator[None]:
@@ -468,7 +409,7 @@ class LinkstatsBaseHook(BaseHook):
             yield
         except LinkstatsWriteMismatchError as error:
             conn_id = self.linkstats_conn_id
-            pinned = self._explicit_dialect is not None
+            pinned = self._explicit is not None
             if pinned:
                 fix = (
                     f"Set the api_version extra of connection {conn_id!r} to the install's version, or to auto (it "
@@ -487,17 +428,16 @@ class LinkstatsBaseHook(BaseHook):
 
     def forget_version(self) -> None:
         """Drop what was learned about the service's version (the next request detects it again)."""
-        if self._explicit_dialect is None and self._dialect is not None:
+        if self._explicit is None and self._profile is not None:
             self.log.warning(
                 "Linkstats connection %r: forgetting the detected version (%s); it is detected again on next use",
                 self.linkstats_conn_id,
-                self._dialect.label,
+                self._profile.generation,
             )
-            self._dialect = None
+            self._profile = None
+            if "client" in self.__dict__:
+                self.client.forget(self.resource.service)
 
-    def _dialect_for(self, resource: Resource) -> Dialect | None:
-        """Only the main collection (links, websites) differs between generations."""
-        return self.dialect if resource is self.resource else None
 
     def delete_record(
         self, record_id: int | str, *, missing_ok: bool = False, resource: Resource | None = None
@@ -510,7 +450,7 @@ class LinkstatsBaseHook(BaseHook):
         filters = dict(filters)
         filters.setdefault("per_page", MAX_PER_PAGE)
         if (resource or self.resource) is WEBSITES and not is_blank(filters.get("favorite")):
-            self.dialect.check_filters(WEBSITES, filters)
+            self.generation.check_filters(WEBSITES, filters)
         return self.client.iter(resource or self.resource, filters, max_items=max_items)
 
     def find(
@@ -532,13 +472,13 @@ class LinkstatsBaseHook(BaseHook):
         by the client and the record returned if it exists, so a retry never makes a twin.
         Spaces, pixels and domains, whose names the service does not keep unique, are looked up first.
         """
+        from airflow_provider_linkstats.client.checks import check_choice
         from airflow_provider_linkstats.client.reconcile import (
             CREATED,
             IF_EXISTS_CHOICES,
             creates_first,
             is_taken,
         )
-        from airflow_provider_linkstats.client.validation import check_choice
 
         if_exists = check_choice("if_exists", if_exists, IF_EXISTS_CHOICES)
         resource = resource or self.resource
@@ -615,7 +555,7 @@ class LinkstatsBaseHook(BaseHook):
         resource = resource or self.resource
         if not checked(resource):
             return {}
-        zone = self._write_zone(fields, self._dialect_for(resource))
+        zone = self.client.zone(resource)
         asked = validate_fields(resource, "create", fields)
         found = [d for d in differences(resource, asked, record, zone=zone) if d.unset]
         return repair_fields(resource, found, fields) if found else {}
@@ -648,7 +588,7 @@ class LinkstatsBaseHook(BaseHook):
         from airflow_provider_linkstats.client.validation import validate_stats_query
 
         query = validate_stats_query(self.stats, name, date_from, date_to, filters)
-        query["name"] = self.dialect.stat_name(self.stats.service, query["name"])
+        query["name"] = self.generation.stat_name(query["name"])
         return self.client.iter_stats(self.stats, record_id, query, max_items=max_items)
 
     # -- connection form for Airflow < 3.2 (3.2+ reads get_provider_info instead) ---------------
@@ -694,65 +634,17 @@ class LinkstatsLinksHook(LinkstatsBaseHook):
         ``expires_at`` (an aware datetime, pendulum DateTime or ISO-8601 string with offset): on
         phpShort 44-45 expiration_date and expiration_time in the service's time zone, seconds
         rounded up to the minute; on 46+ the end of the link's active window, sent in UTC, whose
-        start is ``starts_at`` (default: now). A field the connected version lacks is refused
-        before any request.
+        start is ``starts_at`` (default: now). A field the connected version lacks, or an expiry
+        that has passed, is refused before any request.
         """
-        return self.create_record({"url": url, **self.with_expiry(fields, expires_at)})
-
-    def create_record(self, fields: JsonDict, resource: Resource | None = None) -> JsonDict:
-        if resource not in (None, LINKS):
-            return super().create_record(fields, resource)
-        fields = self.prepare_link_fields(fields, "create")
-        try:
-            return super().create_record(fields)
-        except LinkstatsValidationError as error:
-            if "domain_id" in error.errors and self._account_error is not None:
-                raise error.reworded(
-                    f"{error.message}: give domain_id, or set the connection's default_domain_id extra "
-                    f"(reading the account's default domain failed: {self._account_error})"
-                ) from error
-            raise
-
-    def update_record(self, record_id: int | str, fields: JsonDict, resource: Resource | None = None) -> JsonDict:
-        if resource in (None, LINKS):
-            fields = self.prepare_link_fields(fields, "update")
-        return super().update_record(record_id, fields, resource)
+        return self.create_record({"url": url, **fields, "expires_at": expires_at})
 
     def prepare_link_fields(self, fields: JsonDict, operation: str) -> JsonDict:
-        """The vocabulary checked and completed for the connected version, before any write.
-
-        Refuses a field the version lacks; turns ``expires_at`` into the version's expiry (44-45:
-        expiration_date/time in the service's zone, rounded up to the minute, logged; 46+: a window
-        from ``starts_at``, default now); fills the default domain of a create. Idempotent.
-        """
-        from airflow_provider_linkstats.client.validation import validate_fields
-
-        values = validate_fields(LINKS, operation, fields)  # the vocabulary, before any request
-        dialect = self.dialect
-        dialect.check_fields(LINKS, values)
-        prepared = dict(fields)
-        if values.get("expires_at") is not None and not dialect.newer:
-            moment = values["expires_at"]
-            date, time = expiry_fields(moment, self.service_timezone())
-            if moment.second or moment.microsecond:
-                self.log.info(
-                    "expires_at %s rounded up to %s %s (%s): phpShort 44-45 expires links on the minute",
-                    moment.isoformat(), date, time, self.service_timezone(),
-                )
-            prepared.pop("expires_at")
-            prepared.update(expiration_date=date, expiration_time=time)
-        elif values.get("expires_at") is not None and values.get("starts_at") is None:
-            now = dt.datetime.now(dt.timezone.utc).replace(microsecond=0)
-            if values["expires_at"] <= now:
-                allowed = f"a moment after the window's start (now, {now.isoformat()})"
-                raise LinkstatsInputError("expires_at", fields.get("expires_at"), allowed)
-            prepared["starts_at"] = now
-        elif values.get("expires_at") is not None and values["expires_at"] <= values["starts_at"]:
-            allowed = f"a moment after the window's start (starts_at, {values['starts_at'].isoformat()})"
-            raise LinkstatsInputError("expires_at", fields.get("expires_at"), allowed)
-        if operation == "create":
-            prepared = self.with_default_domain(prepared)
-        return prepared
+        """The fields checked once and made ready for the connected version, before any write
+        (``client/links.py``): a field the version lacks or a past expiry is refused; ``expires_at``
+        becomes the version's expiry; a create gets the default domain."""
+        checked = _checked(fields, operation, LINKS)
+        return self.client.prepare(LINKS, checked, operation)
 
     def find(
         self, natural_key: str, domain_id: int | str | None = None, resource: Resource | None = None
@@ -762,64 +654,21 @@ class LinkstatsLinksHook(LinkstatsBaseHook):
         domain = domain_id if not is_blank(domain_id) else self.default_domain_id()
         return super().find(natural_key, domain)
 
-    def with_default_domain(self, fields: JsonDict) -> JsonDict:
-        """Real installs require domain_id on create: the connection's ``default_domain_id``, else
-        the account's ``default_domain`` (read once per hook, so ten creates cost one account read).
-
-        With neither, the create is sent as it is and the service's 422 names the field.
-        """
-        if not is_blank(fields.get("domain_id")):
-            return fields
-        default = self.default_domain_id()
-        return fields if default is None else {**fields, "domain_id": default}
-
-    _account_error: str | None = None
-
     def default_domain_id(self) -> int | None:
-        """The ``default_domain_id`` extra, else the account's default domain, else None.
-
-        The account read may fail where the create would not (a proxy forwarding only the documented
-        paths answers 404, a key without account access 403, a refused key 401): then the create is
-        sent without a domain, so its own answer speaks (a 401 for a refused key, or a 422 on
-        domain_id, reported with what to set).
-        """
+        """The ``default_domain_id`` extra, else the account's default domain (read once), else None."""
         if self.settings.default_domain_id is not None:
             return self.settings.default_domain_id
         try:
-            account = self.account
-        except (LinkstatsApiError, LinkstatsTransportError) as error:
-            self._account_error = str(error)
-            self.log.warning(
-                "Linkstats connection %r: reading the account's default domain failed (%s); sending the create "
-                "without domain_id (set the default_domain_id extra to skip this read)",
-                self.linkstats_conn_id,
-                error,
-            )
+            return self.service_profile(account=True).default_domain_id
+        except (LinkstatsError, ValueError):
             return None
-        value = account.get("default_domain")
-        if isinstance(value, dict):  # some versions nest the domain
-            value = value.get("id")
-        return int(value) if isinstance(value, int) or (isinstance(value, str) and value.isdigit()) else None
-
-    def service_timezone(self) -> str:
-        """The zone expiration_date/time are read in: the ``timezone`` extra, else the account's."""
-        if self.settings.timezone:
-            return self.settings.timezone
-        try:
-            account = self.account
-        except LinkstatsApiError as error:  # a proxy's 404, a key without account access: say what to set
-            raise error.reworded(
-                f"{error.message}; phpShort 44-45 reads expires_at in the account's time zone and reading it "
-                f"failed: set the timezone extra of connection {self.linkstats_conn_id!r} (e.g. Europe/Paris)"
-            ) from error
-        return str(account.get("timezone") or "UTC")
 
     def get_link(self, link_id: int | str) -> JsonDict:
         return self.get_record(link_id)
 
     def update_link(self, link_id: int | str, *, expires_at: Any = None, **fields: Any) -> JsonDict:
         """Send only the given fields; a field left out (or None) stays as it is."""
-        return self.update_record(link_id, self.with_expiry(fields, expires_at))
+        return self.update_record(link_id, {**fields, "expires_at": expires_at})
 
     def delete_link(self, link_id: int | str, *, missing_ok: bool = False) -> bool:
         """True when deleted; False when it was already gone and ``missing_ok``."""
@@ -841,7 +690,7 @@ class LinkstatsLinksHook(LinkstatsBaseHook):
         from airflow_provider_linkstats.client.records import status_listing
         from airflow_provider_linkstats.client.validation import validate_list_params
 
-        sent, keep = status_listing(validate_list_params(LINKS, filters), self.dialect)
+        sent, keep = status_listing(validate_list_params(LINKS, filters), self.generation)
         if keep is None:
             return super().iter_records(sent, max_items, resource)
         kept = filter(keep, super().iter_records(sent, None, resource))
@@ -900,19 +749,6 @@ class LinkstatsLinksHook(LinkstatsBaseHook):
 
     def get_link_stats(self, link_id: int | str, name: str, date_from: Any, date_to: Any, **filters: Any):
         return list(self.iter_stats(link_id, name, date_from, date_to, **filters))
-
-    def with_expiry(self, fields: JsonDict, expires_at: Any) -> JsonDict:
-        """``fields`` with ``expires_at`` among them (checked now; turned into the version's expiry on write)."""
-        if expires_at is None:
-            return fields
-        clash = {"expiration_date", "expiration_time"} & {k for k, v in fields.items() if v is not None}
-        if clash:
-            raise LinkstatsInputError(
-                "expires_at", expires_at, f"either expires_at or {' and '.join(sorted(clash))}, not both"
-            )
-        moment = expiry_moment(expires_at)  # checked before any request
-        check_future(moment, "expires_at")  # a past expiry would create a dead link; keep before any request
-        return {**fields, "expires_at": expires_at}
 
 
 class LinkstatsAnalyticsHook(LinkstatsBaseHook):
@@ -978,8 +814,8 @@ class LinkstatsAnalyticsHook(LinkstatsBaseHook):
             from airflow_provider_linkstats.client.validation import normalize_domain
 
             if normalize_domain(given) != stored:
-                stripped = self.dialect.stored_domain(normalize_domain(given)) == stored
-                why = f' ({self.dialect.label} removes every "www.")' if stripped else ""
+                stripped = self.generation.stored_domain(normalize_domain(given)) == stored
+                why = f' ({self.generation.label} removes every "www.")' if stripped else ""
                 log.warning(
                     "Website %s: the service stored the domain %r as %r%s; use %r to find it or to create it again",
                     record.get("id"),
@@ -1004,7 +840,7 @@ class LinkstatsAnalyticsHook(LinkstatsBaseHook):
         if resource in (None, WEBSITES):
             from airflow_provider_linkstats.client.validation import normalize_domain
 
-            natural_key = self.dialect.stored_domain(normalize_domain(natural_key))
+            natural_key = self.generation.stored_domain(normalize_domain(natural_key))
         return super().find(natural_key, domain_id, resource)
 
     def get_website(self, website_id: int | str) -> JsonDict:
@@ -1035,80 +871,13 @@ class LinkstatsAnalyticsHook(LinkstatsBaseHook):
 # -- helpers -----------------------------------------------------------------------------------
 
 
-def expiry_fields(expires_at: Any, timezone: str) -> tuple[str, str]:
-    """(expiration_date, expiration_time) of an aware moment in the service's zone, rounded up to the minute."""
-    import pendulum
+def _checked(fields: JsonDict, operation: str, resource: Resource) -> JsonDict:
+    """A link's fields checked before the client is built (so before any probe or account read)."""
+    if resource is not LINKS:
+        return fields
+    from airflow_provider_linkstats.client.links import check_link
 
-    local = pendulum.instance(expiry_moment(expires_at)).in_timezone(pendulum.timezone(timezone))
-    if local.second or local.microsecond:
-        local = local.replace(second=0, microsecond=0).add(minutes=1)
-    return local.strftime("%Y-%m-%d"), local.strftime("%H:%M")
-
-
-def expiry_moment(expires_at: Any) -> dt.datetime:
-    """``expires_at`` as an aware datetime: a datetime, pendulum DateTime or ISO-8601 string with offset."""
-    from airflow_provider_linkstats.client.validation import aware_moment
-
-    return aware_moment("expires_at", expires_at)
-
-
-def _api_roots(conn: Any) -> tuple[str, ...]:
-    """Where the API may be for the connection's base URL (one root, or two to probe)."""
-    from airflow_provider_linkstats.client.protocol import api_roots
-
-    return api_roots(_base_url(conn))
-
-
-def _base_url(conn: Any) -> str:
-    """The base URL from the connection: host may be a full URL, or a bare host with port and schema.
-
-    In a URI connection (``linkstats-links://:KEY@host:port/path``) the path arrives as the
-    schema: ``http`` or ``https`` picks the scheme, anything else is the base URL's path.
-    """
-    host = (conn.host or "").strip()
-    if not host:
-        raise LinkstatsInputError("host", conn.host, "the service's base URL, e.g. https://links.example.com/api/v1")
-    if "://" not in host:
-        schema = (conn.schema or "").strip("/")
-        scheme = schema if schema in ("http", "https") else _uri_scheme(conn) or "https"
-        host = f"{scheme}://{host}"
-        if conn.port:
-            host = f"{host}:{conn.port}"
-        if schema and schema not in ("http", "https"):
-            host = f"{host}/{schema}"
-    return host
-
-
-def _uri_scheme(conn: Any) -> str | None:
-    """``http`` or ``https`` when the connection's type is one: the scheme of an ``http://`` URI connection."""
-    return conn.conn_type if conn.conn_type in ("http", "https") else None
-
-
-def _scheme_assumed(conn: Any) -> bool:
-    """Whether ``_base_url`` had to put https in front of a host written without a scheme."""
-    host = (conn.host or "").strip()
-    return "://" not in host and (conn.schema or "").strip("/") not in ("http", "https") and not _uri_scheme(conn)
-
-
-def _extra(name: str, kind: str, value: Any) -> Any:
-    """One connection extra, checked by its form type; the error names the extra."""
-    if kind == "boolean":
-        return check_bool(name, value)
-    if kind == "integer":
-        minimum = 1 if name.endswith("_id") else 0
-        return check_whole_number(name, value, minimum=minimum, allowed=f"a whole number >= {minimum}")
-    if kind == "number":
-        return check_number(name, value, positive=name == "timeout")
-    return str(value)
-
-
-def _check_timezone(name: str) -> None:
-    import pendulum
-
-    try:
-        pendulum.timezone(name)
-    except Exception:
-        raise LinkstatsInputError("timezone", name, "an IANA time zone name such as UTC or Europe/Paris") from None
+    return check_link(fields, operation)
 
 
 class _Hidden:

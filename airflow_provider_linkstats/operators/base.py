@@ -397,7 +397,7 @@ class LinkstatsCreateOperatorBase(LinkstatsLineageMixin, LinkstatsBaseOperator):
 
     @fails_fast
     def execute(self, context: Any) -> dict[str, Any]:
-        from airflow_provider_linkstats.client.validation import check_choice
+        from airflow_provider_linkstats.client.checks import check_choice
 
         if_exists = check_choice("if_exists", self.if_exists, IF_EXISTS_CHOICES)
         fields = self.prepare_fields()
@@ -487,8 +487,8 @@ class LinkstatsDeleteOperatorBase(LinkstatsLineageMixin, LinkstatsBaseOperator):
 
     @fails_fast
     def execute(self, context: Any) -> int | list[int]:
+        from airflow_provider_linkstats.client.checks import check_bool
         from airflow_provider_linkstats.client.errors import LinkstatsInputError
-        from airflow_provider_linkstats.client.validation import check_bool
 
         missing_ok = check_bool("missing_ok", self.missing_ok)
         single, many = getattr(self, self.id_argument), getattr(self, self.ids_argument)
@@ -507,8 +507,9 @@ class LinkstatsDeleteOperatorBase(LinkstatsLineageMixin, LinkstatsBaseOperator):
         return self._delete_many(many, missing_ok)
 
     def _delete_many(self, many: Any, missing_ok: bool) -> list[int]:
+        from airflow_provider_linkstats.client.checks import check_whole_number
         from airflow_provider_linkstats.client.errors import LinkstatsInputError, is_permanent
-        from airflow_provider_linkstats.client.validation import check_whole_number, split_list
+        from airflow_provider_linkstats.client.validation import split_list
         from airflow_provider_linkstats.operators.bulk import delete_many
 
         if isinstance(many, str):  # a template rendered without native types: "[1, 2]", "1,2" or records
@@ -555,7 +556,7 @@ class LinkstatsListOperatorBase(LinkstatsBaseOperator):
 
     @fails_fast
     def execute(self, context: Any) -> list[dict[str, Any]]:
-        from airflow_provider_linkstats.client.validation import check_whole_number, is_blank
+        from airflow_provider_linkstats.client.checks import check_whole_number, is_blank
 
         filters = self.given_filters(spec.name for spec in self.resource.list_params)
         max_items = None

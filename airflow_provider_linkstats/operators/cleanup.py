@@ -1,7 +1,7 @@
 """Cleanup of links at any size: walk the listing, decide from each record, delete as it goes.
 
 The operator module stays cheap to import (the scheduler imports it at every parse): the walk
-and the deletes live in ``operators/bulk.py``, imported when the task runs.
+and the deletes live in ``airflow_provider_linkstats/streaming.py``, imported when the task runs.
 """
 
 from __future__ import annotations
@@ -116,7 +116,7 @@ class LinkstatsCleanupLinksOperator(LinksServiceMixin, LinkstatsBaseOperator):
         from airflow_provider_linkstats.client.checks import check_bool, check_choice, check_number
         from airflow_provider_linkstats.client.checks import check_whole_number as whole
         from airflow_provider_linkstats.client.errors import LinkstatsInputError
-        from airflow_provider_linkstats.operators.bulk import CleanupRules
+        from airflow_provider_linkstats.streaming import CleanupRules
 
         created_before = None
         if not is_blank(self.older_than_days):
@@ -147,7 +147,7 @@ class LinkstatsCleanupLinksOperator(LinksServiceMixin, LinkstatsBaseOperator):
         import datetime as dt
 
         from airflow_provider_linkstats.client.checks import check_bool, check_number, check_whole_number
-        from airflow_provider_linkstats.operators.bulk import CeilingError, StreamingCleanup
+        from airflow_provider_linkstats.streaming import CeilingError, StreamingCleanup
 
         now = dt.datetime.now(dt.timezone.utc)
         rules = self.rules(now)

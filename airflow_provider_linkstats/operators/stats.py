@@ -49,7 +49,8 @@ class LinkstatsStatsOperatorBase(LinkstatsBaseOperator):
 
     @fails_fast
     def execute(self, context: Any) -> list[dict[str, Any]] | str:
-        from airflow_provider_linkstats.client.validation import check_whole_number, is_blank, validate_stats_query
+        from airflow_provider_linkstats.client.checks import check_whole_number, is_blank
+        from airflow_provider_linkstats.client.validation import validate_stats_query
 
         record_id = self.record_id(self.id_argument)
         filters = {"search": self.search, "sort_by": self.sort_by, "sort": self.sort}

@@ -180,8 +180,8 @@ class LinkstatsLinkExpiredSensor(BaseSensorOperator):
 
     def _poke_once(self, check: bool | None = None) -> RoundResult:
         """One round of the wait's plan; a failed watch raises its error, as fail-fast as an operator's."""
+        from airflow_provider_linkstats.client.protocol import drive
         from airflow_provider_linkstats.outcomes import failing_fast
-        from airflow_provider_linkstats.waiting.plan import drive
 
         watch = self._current_watch()
         with failing_fast():

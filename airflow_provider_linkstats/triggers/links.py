@@ -220,9 +220,9 @@ class LinkstatsLinksExpiredEventTrigger(_Arguments, BaseEventTrigger):
         return "linkstats_reported_expired_links:" + json.dumps(self.serialize()[1], sort_keys=True)
 
     async def run(self) -> AsyncIterator[TriggerEvent]:
+        from airflow_provider_linkstats.client.protocol import adrive
         from airflow_provider_linkstats.hooks.linkstats import LinkstatsLinksHook
         from airflow_provider_linkstats.waiting.feed import ExpiredFeed
-        from airflow_provider_linkstats.waiting.plan import adrive
 
         interval = max(self.poke_interval, 0.0)
         try:

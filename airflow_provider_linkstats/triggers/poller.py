@@ -17,9 +17,9 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from airflow_provider_linkstats.client.errors import LinkstatsError, is_transient
+from airflow_provider_linkstats.client.protocol import adrive
 from airflow_provider_linkstats.outcomes import describe, error_event, retry_wait
 from airflow_provider_linkstats.waiting import plan
-from airflow_provider_linkstats.waiting.plan import adrive
 from airflow_provider_linkstats.waiting.watch import Poll, Watch
 
 if TYPE_CHECKING:

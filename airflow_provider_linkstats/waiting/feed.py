@@ -18,7 +18,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from airflow_provider_linkstats.client.contract import LINKS, MAX_PER_PAGE, LinkStatus
-from airflow_provider_linkstats.client.dialect import Dialect
+from airflow_provider_linkstats.client.generations import Generation
 from airflow_provider_linkstats.client.protocol import build_list
 from airflow_provider_linkstats.client.records import link_timing
 from airflow_provider_linkstats.waiting import plan
@@ -37,7 +37,7 @@ class ExpiredFeed:
         self.reported: dict[int, int] = {}  # link id -> walks in a row that did not list it (0 or 1)
         self.changed = False  # the memory changed in the last news(): worth saving
 
-    def walk(self, dialect: Dialect | None = None) -> Plan[list[JsonDict]]:
+    def walk(self, dialect: Generation | None = None) -> Plan[list[JsonDict]]:
         """Every ended link the (filtered) listing holds."""
         decide = dialect is not None and not dialect.lists_date_expiry
         filters = {**self.filters, "status": int(LinkStatus.ALL)} if decide else self.filters

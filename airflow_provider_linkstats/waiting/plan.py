@@ -17,10 +17,8 @@ from airflow_provider_linkstats.client.errors import LinkstatsNotFoundError
 from airflow_provider_linkstats.client.protocol import (
     ApiRequest,
     Plan,
-    adrive,  # noqa: F401 - the stepper, re-exported: waits import it from here
     build_get,
     build_list,
-    drive,  # noqa: F401
     parse_page,
     parse_record,
     raise_for_status,

@@ -14,14 +14,13 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from airflow_provider_linkstats.client.checks import check_existence_check_every, is_blank
 from airflow_provider_linkstats.client.contract import LINKS
 from airflow_provider_linkstats.client.errors import LinkstatsError, LinkstatsInputError
 from airflow_provider_linkstats.client.protocol import natural_key_lookup
 from airflow_provider_linkstats.client.records import link_timing
 from airflow_provider_linkstats.client.settings import DEFAULT_EXISTENCE_CHECK_EVERY
 from airflow_provider_linkstats.client.validation import (
-    check_existence_check_every,
-    is_blank,
     validate_id,
     validate_link_ids,
 )

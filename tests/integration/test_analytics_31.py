@@ -76,7 +76,7 @@ def test_favorite_on_update_and_as_a_filter(scripted, monkeypatch):
 
 def test_favorite_refused_on_3x_before_any_request(scripted, monkeypatch):
     hook = analytics(scripted, monkeypatch, "3.6")
-    with pytest.raises(LinkstatsInputError, match=r"'favorite'.*phpAnalytics 3.0-3.6.*only phpAnalytics 31"):
+    with pytest.raises(LinkstatsInputError, match=r"'favorite'.*phpAnalytics 3.0-3.6.*only phpAnalytics 3.7\+ \(31\)"):
         hook.update_website(7, favorite=1)
     with pytest.raises(LinkstatsInputError, match="favorite"):
         hook.list_websites(favorite=0)

@@ -90,7 +90,7 @@ BAD_INPUT = [
         "only phpShort 46+",
     ),
     case(UpdateSite, {"website_id": 1, "favorite": 1}, "favorite", 1, "not available on phpAnalytics 3.0-3.6"),
-    case(ListSites, {"favorite": 1}, "favorite", 1, "only phpAnalytics 31"),
+    case(ListSites, {"favorite": 1}, "favorite", 1, "only phpAnalytics 3.7+ (31)"),
     case(CreateLink, {"url": URL, "disabled": 2}, "disabled", 2, TOGGLE),
     case(CreateLink, {"url": URL, "if_exists": "replace"}, "if_exists", "replace", "one of 'fail', 'skip', 'update'"),
     case(CreateLink, {"url": URL, "expiration_time": "9:5"}, "expiration_time", "9:5", "HH:MM (24-hour)"),

@@ -17,7 +17,7 @@ import pytest
 
 from airflow_provider_linkstats.client import LinkstatsInputError, TargetType
 from airflow_provider_linkstats.client.contract import LINKS, TARGETING_FIELDS
-from airflow_provider_linkstats.client.dialect import LINK_FORM_FIELDS, LINKS_V46, TARGET_TYPES
+from airflow_provider_linkstats.client.generations import PHPSHORT_44, PHPSHORT_46, generations
 from airflow_provider_linkstats.hooks.linkstats import LinkstatsLinksHook
 from tests.conftest import connection_json
 from tests.support.v49_store import V49Links
@@ -123,9 +123,12 @@ def test_every_argument_reaches_phpshort_49_or_is_refused(scripted, monkeypatch)
     hook.close()
 
 
-def test_the_table_names_every_vocabulary_field_and_target_type():
-    assert set(LINK_FORM_FIELDS) == {spec.name for spec in LINKS.fields}
-    assert set(TARGET_TYPES) == set(TargetType)
+def test_every_generation_names_only_vocabulary_fields_and_target_types():
+    vocabulary = {spec.name for spec in LINKS.fields}
+    for generation in generations("links"):
+        assert set(generation.form_fields) <= vocabulary and set(generation.record_keys) <= vocabulary
+        assert set(generation.target_types) <= set(TargetType)
+    assert set(PHPSHORT_44.target_types) | set(PHPSHORT_46.target_types) == set(TargetType)
 
 
 def test_phpshort_49_form_uses_its_own_names(scripted, monkeypatch):
@@ -166,7 +169,7 @@ def test_phpshort_49_form_uses_its_own_names(scripted, monkeypatch):
         (
             {"starts_at": "2040-01-02T00:00:00+00:00", "expires_at": "2040-01-01T00:00:00+00:00"},
             "expires_at",
-            "after the window's start",
+            "a moment after starts_at (2040-01-02 00:00:00 UTC)",
         ),
     ],
 )
@@ -251,7 +254,7 @@ def test_statistic_without_counterpart_refused_naming_the_version(scripted, monk
 
 
 def test_dialect_refusal_names_field_and_version():
-    error = LINKS_V46.refuse("disabled", 1)
+    error = PHPSHORT_46.refuse("disabled", 1)
     assert "'disabled'" in str(error) and "phpShort 46+" in str(error)
 
 
@@ -276,7 +279,7 @@ def test_every_argument_reaches_the_emulators_phpshort_49_or_is_refused(monkeypa
         monkeypatch.setenv("AIRFLOW_CONN_LINKSTATS_LINKS_DEFAULT", connection_json(emu.url, api_version="auto"))
         hook = LinkstatsLinksHook()
         space, pixel = hook.create_space("every-arg"), hook.create_pixel("every-arg", "x", "abc123")
-        assert hook.dialect is LINKS_V46  # detected
+        assert hook.dialect is PHPSHORT_46  # detected
         outcomes = _every_argument(hook, space["id"], pixel["id"], lambda: emu.stats.count(method="POST"))
         assert {name for name, outcome in outcomes.items() if outcome == "refused"} == ONLY_V44
         hook.close()
@@ -309,14 +312,14 @@ def test_operator_renders_the_new_arguments_then_speaks_49(scripted, monkeypatch
 def test_versions_doc_names_every_argument_target_type_and_statistic():
     from pathlib import Path
 
-    from airflow_provider_linkstats.client.dialect import LINK_STATS_NAMES, WEBSITE_STATS_NAMES
+    from airflow_provider_linkstats.client.contract import LINK_STAT_NAMES, WEBSITE_STAT_NAMES
 
     doc = (Path(__file__).parents[2] / "docs" / "versions.md").read_text()
-    for name in LINK_FORM_FIELDS:
+    for name in {name for g in generations("links") for name in g.form_fields}:
         assert f"`{name}`" in doc, name
-    for wire in {pair[1] for pair in TARGET_TYPES.values() if pair[1]}:
+    for wire in {wire for wire in PHPSHORT_46.target_types.values() if wire}:
         assert wire in doc, wire
-    for name in (*LINK_STATS_NAMES, *WEBSITE_STATS_NAMES):
+    for name in (*LINK_STAT_NAMES, *WEBSITE_STAT_NAMES):
         assert name in doc, name
 
 
@@ -338,6 +341,6 @@ def test_rules_alone_take_effect_on_phpshort_44_too(emu, make_hook):
 def test_phpshort_49_empty_list_only_clears(arguments, expected):
     from airflow_provider_linkstats.client.protocol import build_update
 
-    form = build_update(LINKS, 1, arguments, LINKS_V46).form
+    form = build_update(LINKS, 1, arguments, PHPSHORT_46).form
     names = dict(form)
     assert (names["targets_type"], sum(name.startswith("targets[") for name, _ in form) // 2) == expected

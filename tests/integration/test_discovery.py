@@ -12,7 +12,7 @@ import logging
 import pytest
 
 from airflow_provider_linkstats.client import LinkstatsAuthError, LinkstatsNotFoundError, LinkstatsResponseError
-from airflow_provider_linkstats.client.dialect import ANALYTICS_V3, ANALYTICS_V31, LINKS_V44, LINKS_V46
+from airflow_provider_linkstats.client.generations import PHPANALYTICS_3, PHPANALYTICS_31, PHPSHORT_44, PHPSHORT_46
 from airflow_provider_linkstats.hooks.linkstats import LinkstatsAnalyticsHook, LinkstatsLinksHook
 from tests.conftest import API_KEY, connection_json
 
@@ -56,7 +56,7 @@ def test_bare_site_url_finds_the_api_and_the_version_in_one_or_two_requests(
     tried = [("GET", "/public/api/v1/stats/0"), ("GET", "/api/v1/stats/0")][:probes]
     assert paths == [*tried, ("POST", f"{root}/links"), ("GET", f"{root}/links/7")]
     assert "active_period_end_at" in dict(scripted.requests[-2]["form"])  # spoken in 46+'s dialect
-    assert hook.dialect is LINKS_V46 and hook.settings.root == scripted.url + root
+    assert hook.dialect is PHPSHORT_46 and hook.settings.root == scripted.url + root
     out, records = capsys.readouterr().out, "\n".join(r.getMessage() for r in caplog.records)
     assert max(out.count("phpShort 46+ at"), records.count("phpShort 46+ at")) == 1  # logged once (either route)
     text = out + records
@@ -70,7 +70,7 @@ def test_explicit_version_still_finds_the_base_url_with_one_read(scripted, monke
     hook.create_link("https://example.com/a", expiration_clicks=3)
     assert [r["method"] for r in scripted.requests] == ["GET", "GET", "POST"]
     assert all(r["method"] == "GET" for r in scripted.requests[:2])  # the probes write nothing
-    assert hook.dialect is LINKS_V44
+    assert hook.dialect is PHPSHORT_44
 
 
 def test_url_ending_in_api_v1_and_explicit_version_cost_no_probe(scripted, monkeypatch):
@@ -78,7 +78,7 @@ def test_url_ending_in_api_v1_and_explicit_version_cost_no_probe(scripted, monke
     hook = links_hook(monkeypatch, scripted.url + "/api/v1", api_version="49")
     hook.get_link(7)
     assert [r["path"] for r in scripted.requests] == ["/api/v1/links/7"]
-    assert hook.dialect is LINKS_V46
+    assert hook.dialect is PHPSHORT_46
 
 
 def test_url_ending_in_api_v1_with_auto_detects_once(scripted, monkeypatch):
@@ -87,7 +87,7 @@ def test_url_ending_in_api_v1_with_auto_detects_once(scripted, monkeypatch):
     hook.create_link("https://example.com/a")
     hook.create_link("https://example.com/b")
     assert [r["method"] for r in scripted.requests] == ["GET", "POST", "POST"]
-    assert hook.dialect is LINKS_V44
+    assert hook.dialect is PHPSHORT_44
 
 
 def test_no_root_answers_names_both_urls_and_the_connection(scripted, monkeypatch):
@@ -96,9 +96,10 @@ def test_no_root_answers_names_both_urls_and_the_connection(scripted, monkeypatc
     with pytest.raises(LinkstatsNotFoundError) as caught:
         hook.get_link(1)
     text = str(caught.value)
+    assert text.startswith("Check the Base URL of connection 'linkstats_links_default'")
     assert f"{scripted.url}/public/api/v1 (HTTP 404, text/html" in text
     assert f" and {scripted.url}/api/v1 (HTTP 404" in text
-    assert "'linkstats_links_default'" in text and "ends in /api/v1" in text
+    assert "https://<host>/api/v1 or https://<host>/public/api/v1" in text
     assert len(scripted.requests) == 2
 
 
@@ -116,12 +117,13 @@ def test_failed_detection_says_what_was_asked_and_what_to_set(scripted, monkeypa
 def test_a_refused_key_at_the_probe_is_reported_as_such(scripted, monkeypatch):
     scripted.set_default(("respond", 401, {"message": "Unauthenticated."}))
     hook = links_hook(monkeypatch, scripted.url, api_version="auto")
-    with pytest.raises(LinkstatsAuthError, match="Unauthenticated.*API key"):
+    refused = "the API key in the password of connection 'linkstats_links_default' was refused: copy"
+    with pytest.raises(LinkstatsAuthError, match=refused):
         hook.create_link("https://example.com/a")
     assert len(scripted.requests) == 1  # a JSON 401: the API is here, no second root tried
 
 
-@pytest.mark.parametrize(("probe", "expected"), [(V44_PROBE, ANALYTICS_V3), (V46_PROBE, ANALYTICS_V31)])
+@pytest.mark.parametrize(("probe", "expected"), [(V44_PROBE, PHPANALYTICS_3), (V46_PROBE, PHPANALYTICS_31)])
 def test_analytics_generation_detected(scripted, monkeypatch, probe, expected):
     scripted.set_default(only_at("/api/v1", probe))
     monkeypatch.setenv(
@@ -143,7 +145,7 @@ def test_async_client_finds_the_root_and_the_trigger_detects_through_it(scripted
             return client.root, await hook.aget_dialect(client)
 
     root, dialect = asyncio.run(run())
-    assert root == scripted.url + "/api/v1" and dialect is LINKS_V46
+    assert root == scripted.url + "/api/v1" and dialect is PHPSHORT_46
     assert len(scripted.requests) == 2  # the two roots' probes; the second also told the version
 
 
@@ -156,14 +158,14 @@ def test_async_detection_at_a_known_root(scripted, monkeypatch):
             first = await hook.aget_dialect(client)
             return first, await hook.aget_dialect(client)
 
-    assert asyncio.run(run()) == (LINKS_V44, LINKS_V44)
+    assert asyncio.run(run()) == (PHPSHORT_44, PHPSHORT_44)
     assert len(scripted.requests) == 1  # cached
 
 
 @pytest.mark.parametrize("value", ["43", "fifty", "2.9"])
 def test_bad_api_version_extra_refused_before_any_request(scripted, monkeypatch, value):
     hook = links_hook(monkeypatch, scripted.url, api_version=value)
-    with pytest.raises(ValueError, match=r"api_version.*auto, 44 or 45"):
+    with pytest.raises(ValueError, match=r"api_version.*auto, or a version: 44 to 45 \(phpShort 44-45\), 46 to 49"):
         hook.get_link(1)
     assert scripted.requests == []
 
@@ -175,26 +177,26 @@ def test_json_answer_that_tells_no_version_is_an_error(scripted, monkeypatch):
         _ = hook.dialect
 
 
-@pytest.mark.parametrize(("probe", "expected"), [(V44_PROBE, LINKS_V44), (V46_PROBE, LINKS_V46)])
-def test_detect_plan_runs_through_the_raising_call(scripted, monkeypatch, probe, expected):
-    """``drive(detect(...), client.call)``: the 422 and the 404 arrive as exceptions and still tell the version."""
-    from airflow_provider_linkstats.client.detection import detect
-    from airflow_provider_linkstats.waiting.plan import drive
+@pytest.mark.parametrize(("probe", "expected"), [(V44_PROBE, PHPSHORT_44), (V46_PROBE, PHPSHORT_46)])
+def test_identify_plan_runs_through_the_raw_sender(scripted, monkeypatch, probe, expected):
+    """``drive(identify(...), client.probe)``: the 422 and the 404 arrive as answers and tell the version."""
+    from airflow_provider_linkstats.client.detection import identify
+    from airflow_provider_linkstats.client.protocol import drive
 
     scripted.set_default(only_at("/api/v1", probe))
     hook = links_hook(monkeypatch, scripted.url + "/api/v1", api_version="44")
-    assert drive(detect("links"), hook.client.call) is expected
+    assert drive(identify("links"), hook.client.probe)[0] is expected
     assert len(scripted.requests) == 1
 
 
-def test_detect_plan_refuses_an_html_page(scripted, monkeypatch):
-    from airflow_provider_linkstats.client.detection import detect
-    from airflow_provider_linkstats.waiting.plan import drive
+def test_identify_plan_refuses_an_html_page(scripted, monkeypatch):
+    from airflow_provider_linkstats.client.detection import NotTheApi, identify
+    from airflow_provider_linkstats.client.protocol import drive
 
     scripted.set_default(HTML_404)
     hook = links_hook(monkeypatch, scripted.url + "/api/v1", api_version="44")
-    with pytest.raises(LinkstatsResponseError, match="did not answer the version probe as an API"):
-        drive(detect("links"), hook.client.call)
+    with pytest.raises(NotTheApi, match="HTTP 404, text/html"):
+        drive(identify("links"), hook.client.probe)
 
 
 def test_probe_error_never_shows_the_key(scripted, monkeypatch):

@@ -81,7 +81,8 @@ def test_test_connection_names_the_url_and_the_fix(links, scripted):
     scripted.add(("respond", 401, {"message": "Unauthenticated."}))
     ok, message = links.test_connection()
     assert not ok and f"GET {scripted.url}/public/api/v1/links?per_page=10" in message
-    assert f"The API key in connection {CONN!r}'s password was refused" in message and API_KEY not in message
+    assert f"the API key in the password of connection {CONN!r} was refused: copy" in message
+    assert API_KEY not in message
 
 
 def test_json_404_is_a_missing_record_not_a_wrong_url(links, scripted):
@@ -98,8 +99,12 @@ def test_401_says_the_key_in_the_connection_password_was_refused(links, scripted
     with pytest.raises(LinkstatsAuthError) as caught:
         links.delete_link(9)
     text = str(caught.value)
-    assert text.startswith(f"DELETE {scripted.url}/public/api/v1/links/9 HTTP 401: Unauthenticated."), text
-    assert f"The API key in connection {CONN!r}'s password was refused" in text
+    # The fix first (which key, where to get another); what the service said after it.
+    assert text.startswith(
+        f"DELETE {scripted.url}/public/api/v1/links/9 HTTP 401: the API key in the password of connection "
+        f"{CONN!r} was refused: copy the current key from the account's API page"
+    ), text
+    assert "the service answered 'Unauthenticated.'" in text
     assert "regenerating the key there revokes the old one" in text and API_KEY not in text
     assert is_permanent(caught.value) and len(scripted.requests) == 1  # not retried
 
@@ -109,7 +114,8 @@ def test_redirect_to_the_login_page_is_a_refused_key(links, scripted):
     with pytest.raises(LinkstatsAuthError) as caught:
         links.get_link(1)
     text = str(caught.value)
-    assert "HTTP 302: redirected to the login page" in text and "password was refused" in text
+    assert "HTTP 302: the API key in the password of connection" in text and "was refused" in text
+    assert "the service answered" in text and "redirected to the login page" in text
 
 
 def test_other_redirect_says_where_to_point_the_connection(links, scripted):
@@ -307,9 +313,12 @@ def test_expires_at_in_the_past_is_refused_before_any_request(links, scripted):
     with pytest.raises(LinkstatsInputError) as caught:
         links.create_link("https://example.com", expires_at=past)
     text = str(caught.value)
-    assert f"this one is {past:%Y-%m-%d %H:%M:%S} in Europe/Paris (the zone it was read in)" in text, text
-    assert "which has passed" in text and caught.value.field == "expires_at"
-    with pytest.raises(LinkstatsInputError, match=r"in UTC\+02:00 \(the zone it was read in\)"):
+    # The value as written (ISO text, not a Python repr), then plain words.
+    assert text.startswith(f"Invalid value for 'expires_at': '{past.isoformat()}'. Allowed: a moment in the future;")
+    assert f"{past:%Y-%m-%d %H:%M:%S} Europe/Paris has passed (it is now " in text, text
+    assert "datetime" not in text and caught.value.field == "expires_at"
+    written = r"'2020-05-01T10:00:00\+02:00'.*2020-05-01 10:00:00 UTC\+02:00 has passed"
+    with pytest.raises(LinkstatsInputError, match=written):
         links.update_link(4, expires_at="2020-05-01T10:00:00+02:00")
     assert scripted.requests == []  # no account read, no write
 

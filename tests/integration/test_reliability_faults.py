@@ -32,7 +32,7 @@ from airflow_provider_linkstats.client import (
     LinkstatsServerError,
     LinkstatsTransportError,
 )
-from airflow_provider_linkstats.client.contract import LINKS, Resource
+from airflow_provider_linkstats.client.contract import API_PREFIX, LINKS, Resource
 from tests.conftest import connection_json
 from tests.support.hook_methods import (
     LINK,
@@ -113,7 +113,7 @@ class FakeService:
             return answer
 
     def _handle(self, method: str, path: str, request: dict) -> tuple:
-        base = self.resource.path
+        base = f"{API_PREFIX}/{self.resource.name}"
         if path == base and method == "GET":
             query = dict(request["query"])
             search, field = query.get("search", ""), query.get("search_by", self.resource.natural_key)
@@ -428,7 +428,7 @@ def test_fault_ends_in_one_typed_error(method, fault, server, hooks):
     assert type(error) is case.error  # one clear type, not a wrapper around it
     assert re.search(case.message, str(error)), str(error)
     # Where: the method, the full URL tried and the connection, for the reader of the task log.
-    assert str(error).startswith(f"{method.http} {server.url}{method.resource.path}")
+    assert str(error).startswith(f"{method.http} {server.url}{API_PREFIX}/{method.resource.name}")
     assert f"[connection {hook.linkstats_conn_id!r}]" in str(error)
     assert "<html" not in str(error).lower()
     assert fake.count(method.http) == case.attempts

@@ -135,7 +135,7 @@ ERRORS = {
         "domain_id: The Domain field is required.; url: The Link field must be a valid URL.",
     ),
     "validation_website": (LinkstatsValidationError, "domain: The domain has already been taken."),
-    "unauthenticated": (LinkstatsAuthError, "HTTP 401: Unauthenticated."),
+    "unauthenticated": (LinkstatsAuthError, "HTTP 401: the API key in the password of the connection was refused"),
     "forbidden_plan_without_api": (LinkstatsAuthError, "HTTP 403: You don't have access to this feature."),
     "rate_limited": (LinkstatsRateLimitError, "HTTP 429: Too Many Attempts."),
     "server_error_pixel_ids_scalar": (LinkstatsServerError, "HTTP 500: Server Error"),
@@ -244,12 +244,15 @@ def test_v49_old_statistic_name_is_a_validation_error_on_name():
 
 @pytest.mark.parametrize(("case", "label"), [("v44_or_45", "phpShort 44-45"), ("v46_or_later", "phpShort 46+")])
 def test_version_probe_answers_tell_the_generation(case, label):
-    from airflow_provider_linkstats.client.detection import probe_request, read_probe
+    from airflow_provider_linkstats.client.detection import probe_request, probes, read_probe
+    from airflow_provider_linkstats.client.generations import generations
 
     example = EXAMPLES["links_v49"]["version_probe"]
-    request = probe_request("links")
+    (statistic,) = probes("links")  # one request tells the listed generations apart
+    request = probe_request(statistic)
     assert example["request"] == "GET /api/v1" + request.path + "?" + "&".join(f"{k}={v}" for k, v in request.params)
-    assert read_probe("links", request, answer(example[case])).label == label
+    status = read_probe(request, answer(example[case]))
+    assert [g.label for g in generations("links") if g.probe_answer(statistic) == status] == [label]
 
 
 def test_v49_unknown_domain_on_create_is_not_found():
@@ -262,7 +265,7 @@ def test_v49_create_request_example_is_what_the_client_sends():
     """The recorded create (window sent without offset there) in the client's dialect: same fields, UTC offset."""
     from urllib.parse import parse_qsl
 
-    from airflow_provider_linkstats.client.dialect import LINKS_V46
+    from airflow_provider_linkstats.client.generations import PHPSHORT_46
     from airflow_provider_linkstats.client.protocol import build_create
 
     recorded = dict(parse_qsl(EXAMPLES["links_v49"]["create_link"]["request"].split("  ", 1)[1]))
@@ -282,7 +285,7 @@ def test_v49_create_request_example_is_what_the_client_sends():
             "password": "secret-1",
             "expiration_url": "https://example.com/ended",
         },
-        LINKS_V46,
+        PHPSHORT_46,
     )
     sent = dict(request.form)
     assert set(sent) == set(recorded)

@@ -25,11 +25,10 @@ import pytest
 from airflow_provider_linkstats.client.aio import AsyncLinkstatsClient
 from airflow_provider_linkstats.client.contract import LINKS
 from airflow_provider_linkstats.client.errors import LinkstatsNotFoundError, LinkstatsTransportError
-from airflow_provider_linkstats.client.protocol import build_get, expired_links_request
+from airflow_provider_linkstats.client.protocol import adrive, build_get, expired_links_request
 from airflow_provider_linkstats.client.retry import RetryPolicy
 from airflow_provider_linkstats.client.settings import ClientSettings
 from airflow_provider_linkstats.triggers.links import LinkstatsLinkExpiredTrigger
-from airflow_provider_linkstats.waiting.plan import adrive
 from airflow_provider_linkstats.waiting.watch import Poll, Watch
 from tests.conftest import API_KEY, connection_json
 

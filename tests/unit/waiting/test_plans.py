@@ -15,12 +15,12 @@ from urllib.parse import urlencode
 
 import pytest
 
-from airflow_provider_linkstats.client.dialect import LINKS_V44, LINKS_V46
 from airflow_provider_linkstats.client.errors import LinkstatsInputError, LinkstatsServerError
-from airflow_provider_linkstats.client.protocol import ApiRequest, ApiResponse, raise_for_status
+from airflow_provider_linkstats.client.generations import PHPSHORT_44, PHPSHORT_46
+from airflow_provider_linkstats.client.protocol import ApiRequest, ApiResponse, adrive, drive, raise_for_status
 from airflow_provider_linkstats.client.records import link_status, status_listing
 from airflow_provider_linkstats.waiting.feed import ExpiredFeed
-from airflow_provider_linkstats.waiting.plan import LinkGoneError, Pages, adrive, drive, read_links
+from airflow_provider_linkstats.waiting.plan import LinkGoneError, Pages, read_links
 from airflow_provider_linkstats.waiting.watch import Poll, Watch
 
 NOW = dt.datetime(2026, 5, 1, 12, 0, tzinfo=dt.timezone.utc)
@@ -300,20 +300,20 @@ def test_a_deleted_link_ends_its_own_wait_only():
 
 
 def test_status_filter_is_the_servers_up_to_45_and_decided_from_records_from_46():
-    assert status_listing({"status": 2}, LINKS_V44) == ({"status": 2}, None)
-    sent, keep = status_listing({"status": 2, "search": "x"}, LINKS_V46)
+    assert status_listing({"status": 2}, PHPSHORT_44) == ({"status": 2}, None)
+    sent, keep = status_listing({"status": 2, "search": "x"}, PHPSHORT_46)
     assert sent == {"status": 0, "search": "x"}
     now = dt.datetime.now(dt.timezone.utc)  # a listing decides at the time it is read
     ended = v49(1, end=now - dt.timedelta(minutes=1))
     inside = v49(2, start=now - dt.timedelta(hours=1), end=now + dt.timedelta(hours=1))
     assert keep(ended) and not keep(inside)
-    _, active = status_listing({"status": 1}, LINKS_V46)
+    _, active = status_listing({"status": 1}, PHPSHORT_46)
     assert active(inside) and not active(ended)
     with pytest.raises(LinkstatsInputError, match=r"'status': 3.*phpShort 46\+"):
-        status_listing({"status": 3}, LINKS_V46)
+        status_listing({"status": 3}, PHPSHORT_46)
 
 
-@pytest.mark.parametrize("dialect, generation", [(LINKS_V44, "44"), (LINKS_V46, "49")])
+@pytest.mark.parametrize("dialect, generation", [(PHPSHORT_44, "44"), (PHPSHORT_46, "49")])
 def test_the_expiry_watcher_reports_ended_links_on_both_generations(dialect, generation, monkeypatch):
     from airflow_provider_linkstats.waiting import plan
 

@@ -1,0 +1,105 @@
+"""A link's fields, from what the caller wrote to what the connected generation takes.
+
+Written once for every caller (the hook, the operators, the client without Airflow): the fields
+are checked against the contract once (``check_link``, into a ``Fields`` value, before any
+request: a past expiry is refused on every generation), then only transformed for the connected
+generation (``for_generation``): ``expires_at`` becomes expiration_date and expiration_time in
+the account's zone, rounded up to the minute, where the generation expires links that way
+(phpShort 44-45), or the end of a window in UTC whose start is ``starts_at`` (default: now)
+(phpShort 46+); a create without ``domain_id`` gets the default domain.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import logging
+from collections.abc import Mapping
+from typing import Any
+
+from airflow_provider_linkstats.client.contract import LINKS
+from airflow_provider_linkstats.client.errors import LinkstatsInputError
+from airflow_provider_linkstats.client.generations import LOCAL_MINUTE, UTC_WINDOW, Generation
+from airflow_provider_linkstats.client.validation import Fields, validate_fields
+
+log = logging.getLogger(__name__)
+
+
+def check_link(fields: Mapping[str, Any], operation: str, *, now: dt.datetime | None = None) -> Fields:
+    """The link's fields checked once, on every generation alike, before any request.
+
+    A ``Fields`` already checked for ``operation`` is returned as it is.
+    """
+    if isinstance(fields, Fields) and fields.resource is LINKS and fields.operation == operation:
+        values = fields
+    else:
+        values = validate_fields(LINKS, operation, fields)
+    end, start = values.get("expires_at"), values.get("starts_at")
+    if end is not None:
+        current = (now or dt.datetime.now(dt.timezone.utc)).replace(microsecond=0)
+        if start is not None and end <= start:
+            raise _not_after(values, "starts_at", start)
+        if start is None and end <= current:
+            raise _not_after(values, "now", current)
+    return values
+
+
+def _not_after(values: Fields, what: str, moment: dt.datetime) -> LinkstatsInputError:
+    """The expiry is not after the link's start: the value as the user wrote it, in plain words."""
+    given = values.given.get("expires_at", values["expires_at"])
+    shown = given.isoformat() if isinstance(given, dt.datetime) else given
+    end = values["expires_at"]
+    # An IANA name where the moment carries one (pendulum, zoneinfo), else its offset name ("UTC+02:00").
+    zone = getattr(end.tzinfo, "name", None) or getattr(end.tzinfo, "key", None) or end.tzname() or "UTC"
+    start = moment.astimezone(end.tzinfo)
+    if what == "now":
+        allowed = (
+            f"a moment in the future; {end:%Y-%m-%d %H:%M:%S} {zone} has passed (it is now "
+            f"{start:%Y-%m-%d %H:%M:%S} {zone}), so the link would be dead from the start"
+        )
+    else:
+        allowed = f"a moment after starts_at ({start:%Y-%m-%d %H:%M:%S} {zone}): the link would never redirect"
+    return LinkstatsInputError("expires_at", shown, allowed)
+
+
+def needs_account(values: Mapping[str, Any], generation: Generation, *, timezone: str | None,
+                  default_domain_id: int | None, operation: str) -> bool:
+    """Whether preparing ``values`` needs the account's time zone or default domain."""
+    zone = values.get("expires_at") is not None and generation.expiry == LOCAL_MINUTE and not timezone
+    domain = operation == "create" and values.get("domain_id") is None and default_domain_id is None
+    return zone or domain
+
+
+def for_generation(
+    values: Fields,
+    generation: Generation,
+    *,
+    timezone: str | None = None,
+    default_domain_id: int | None = None,
+    now: dt.datetime | None = None,
+) -> Fields:
+    """``values`` (from ``check_link``) as ``generation`` takes them; fields it lacks are refused."""
+    generation.check_fields(LINKS, values)
+    end = values.get("expires_at")
+    if end is not None and generation.expiry == LOCAL_MINUTE:
+        date, time = local_minute(end, timezone or "UTC")
+        if end.second or end.microsecond:
+            log.info(
+                "expires_at %s rounded up to %s %s (%s): %s expires links on the minute",
+                end.isoformat(), date, time, timezone, generation.label,
+            )  # fmt: skip
+        values = values.changed(drop=("expires_at",), expiration_date=date, expiration_time=time)
+    elif end is not None and generation.expiry == UTC_WINDOW and values.get("starts_at") is None:
+        values = values.changed(starts_at=(now or dt.datetime.now(dt.timezone.utc)).replace(microsecond=0))
+    if values.operation == "create" and values.get("domain_id") is None and default_domain_id is not None:
+        values = values.changed(domain_id=default_domain_id)
+    return values.changed(ready_for=generation.name)
+
+
+def local_minute(moment: dt.datetime, timezone: str) -> tuple[str, str]:
+    """(date, time) of an aware moment in ``timezone``, rounded up to the minute."""
+    import pendulum
+
+    local = pendulum.instance(moment).in_timezone(pendulum.timezone(timezone))
+    if local.second or local.microsecond:
+        local = local.replace(second=0, microsecond=0).add(minutes=1)
+    return local.strftime("%Y-%m-%d"), local.strftime("%H:%M")

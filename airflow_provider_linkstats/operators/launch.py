@@ -121,7 +121,7 @@ class LinkstatsBulkCreateLinksOperator(LinksServiceMixin, LinkstatsLineageMixin,
 
     @fails_fast
     def execute(self, context: Any) -> dict[str, Any]:
-        from airflow_provider_linkstats.client.validation import check_choice, check_whole_number
+        from airflow_provider_linkstats.client.checks import check_choice, check_whole_number
 
         if_exists = check_choice("if_exists", self.if_exists, IF_EXISTS_CHOICES)
         workers = check_whole_number("max_workers", self.max_workers, minimum=1, maximum=POOL_SIZE)
@@ -249,8 +249,9 @@ def plan_items(
     rows: list[dict[str, Any]], defaults: Mapping[str, Any] | None, alias_column: str | None, prefix: str
 ) -> list[Item]:
     """Every row checked and given its alias, before any request; all problems reported at once."""
+    from airflow_provider_linkstats.client.checks import check_future
     from airflow_provider_linkstats.client.errors import LinkstatsInputError
-    from airflow_provider_linkstats.client.validation import check_future, validate_fields
+    from airflow_provider_linkstats.client.validation import validate_fields
 
     if defaults is not None and not isinstance(defaults, Mapping):
         raise LinkstatsInputError("defaults", defaults, "a dict of create fields for every link")

@@ -115,6 +115,13 @@ def test_connection_added_with_cli_passes_test_connection(airflow_db, scripted):
     # UI's "Test" button); this marks the subprocess as one. Airflow 2 reads the DB anyway.
     env["_AIRFLOW_PROCESS_CONTEXT"] = "server"
     conn_id = "linkstats_links_default"
+    # As a phpShort 46+ install answers: the version probe (a statistics read of record 0) is the
+    # API's own JSON 404, which tells the root and the version; the listing answers an empty page.
+    scripted.set_default(
+        lambda request: ("respond", 404, {"message": "Resource not found.", "status": 404})
+        if request["path"].endswith("/stats/0")
+        else ("respond", 200, {"data": []})
+    )
     _delete_connection(conn_id)
     added = _airflow(
         "connections",

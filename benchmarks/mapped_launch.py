@@ -138,7 +138,9 @@ class Processes:
         self.running: dict[str, subprocess.Popen] = {}
 
     def run(self, *args: str) -> None:
-        done = subprocess.run([sys.executable, "-m", "airflow", *args], env=self.env, capture_output=True, text=True)
+        done = subprocess.run(
+            [sys.executable, "-m", "airflow", *args], env=self.env, cwd=self.home, capture_output=True, text=True
+        )
         if done.returncode:
             raise RuntimeError(f"airflow {' '.join(args)} failed: {done.stderr[-2000:]}")
 
@@ -147,6 +149,7 @@ class Processes:
         self.running[name] = subprocess.Popen(
             [sys.executable, "-m", "airflow", *args],
             env=self.env,
+            cwd=self.home,  # not the checkout: ``python -m`` puts the current directory first on sys.path
             stdout=log,
             stderr=subprocess.STDOUT,
             start_new_session=True,
@@ -212,7 +215,7 @@ def what_arrived(emulator: EmulatorProcess) -> dict[str, int]:
     return kinds
 
 
-def measure(links: int, root: str | None) -> dict[str, dict]:
+def measure(links: int, root: str | None, keep: bool = False) -> dict[str, dict]:
     import airflow
 
     if airflow.__version__.startswith("2."):
@@ -265,7 +268,9 @@ def measure(links: int, root: str | None) -> dict[str, dict]:
                 "links_created": created,
                 "seconds": round(took, 1),
             }
-    if all(result["run"] == "success" for result in results.values()):
+    if keep:
+        print(f"The deployment's home is kept: {home}", file=sys.stderr)
+    elif all(result["run"] == "success" for result in results.values()):
         shutil.rmtree(home, ignore_errors=True)
     else:
         print(f"A launch failed; the deployment's home is kept: {home}", file=sys.stderr)
@@ -317,9 +322,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--provider-root", default=None, help="run the deployment with the provider found here")
     parser.add_argument("--label", default=None, help="what the figures are of (default: this checkout, or the root)")
     parser.add_argument("--json", default=None, help="write the rows to this file as well")
+    parser.add_argument("--keep-home", action="store_true", help="keep the deployment's home (logs, database)")
     args = parser.parse_args(argv)
     label = args.label or (f"provider from {args.provider_root}" if args.provider_root else "this checkout")
-    results = measure(args.links, args.provider_root)
+    results = measure(args.links, args.provider_root, args.keep_home)
     table = rows(results, args.links, label)
     print("| Measurement | Figure | Target | Met |\n|---|---|---|---|")
     for row in table:

@@ -415,6 +415,27 @@ class LearnedStore:
             log.warning("Linkstats learned-service cache: %s", message)
 
 
+# -- what contradicts an entry ---------------------------------------------------------------------
+
+
+def contradiction(status: int, body: bytes) -> str | None:
+    """Why an answer of an ordinary request (not a probe) says the learned root or key is wrong.
+
+    A 401: the key is refused there (a revoked key, or another install at that address). A 404
+    that is not the API's JSON: a web server's page, so the API is no longer at that root.
+    """
+    if status == 401:
+        return "the service refused the key (HTTP 401)"
+    if status == 404:
+        try:
+            is_api = isinstance(json.loads(body), dict)
+        except ValueError:
+            is_api = False
+        if not is_api:
+            return "the API root answered HTTP 404 with a page that is not the API's"
+    return None
+
+
 # -- where it lives ------------------------------------------------------------------------------
 
 

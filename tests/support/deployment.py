@@ -254,6 +254,9 @@ def deployment_env(home: Path, dags: Path, api_port: int, emulators: dict) -> di
         "AIRFLOW__CORE__INTERNAL_API_SECRET_KEY": secrets.token_urlsafe(32),
         "AIRFLOW__WEBSERVER__SECRET_KEY": secrets.token_urlsafe(32),
         "AIRFLOW__CORE__FERNET_KEY": FERNET_KEY,
+        # The deployment's own learned-service cache: its tasks share what one learned, and no
+        # other deployment (another emulator on a reused port) can have left an entry there.
+        "AIRFLOW__LINKSTATS__CACHE_DIR": str(home / "learned"),
         "LINKSTATS_CAMPAIGN_POKE_INTERVAL": "1",
         "LINKSTATS_CAMPAIGN_WAIT_TIMEOUT": "300",
         "AIRFLOW_CONN_LINKSTATS_LINKS_DEFAULT": connection_json(campaign.url),

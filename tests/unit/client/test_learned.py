@@ -308,3 +308,19 @@ def test_the_command_line_lists_and_clears(store):
     assert "Deleted 2 entries" in run("--clear")
     assert store.recall(key(), ROOTS) is None
     assert "0 entries" in run("--list")
+
+
+@pytest.mark.parametrize(
+    ("status", "body", "contradicts"),
+    [
+        (401, b'{"message": "Unauthenticated."}', True),
+        (404, b"<html><title>404 Not Found</title></html>", True),
+        (404, b"", True),
+        (404, b'{"message": "Resource not found.", "status": 404}', False),  # the API: no such record
+        (422, b"<html></html>", False),
+        (429, b'{"message": "Too Many Attempts."}', False),
+        (200, b"{}", False),
+    ],
+)
+def test_which_answers_contradict_what_was_learned(status, body, contradicts):
+    assert (learned.contradiction(status, body) is not None) is contradicts

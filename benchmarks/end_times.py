@@ -48,6 +48,12 @@ def child(links_file: str, result_file: str, poke_interval: float, limit: float)
 
     from airflow_provider_linkstats.triggers.links import LinkstatsLinkExpiredTrigger
 
+    BaseHook.get_connection(CONN)  # what a running triggerer has loaded already
+    # Ready: the parent creates the links only now, so their ends are 1-2 minutes ahead of the
+    # waits however long this process took to start (minutes on a loaded machine).
+    Path(result_file + ".ready").write_text(str(time.time()))
+    while not Path(links_file).exists():
+        time.sleep(0.05)
     links = json.loads(Path(links_file).read_text())
     knows_ends = "known" in inspect.signature(LinkstatsLinkExpiredTrigger).parameters
     triggers = [
@@ -61,7 +67,6 @@ def child(links_file: str, result_file: str, poke_interval: float, limit: float)
         )
         for link in links
     ]
-    BaseHook.get_connection(CONN)  # what a running triggerer has loaded already
     fired: dict[int, float] = {}
 
     async def consume(index: int, trigger: Any) -> None:
@@ -87,29 +92,8 @@ def run_waits(version: str, root: Path, waits: int, poke_interval: float, limit:
     from benchmarks.common import API_KEY, EmulatorProcess, airflow_env
 
     with EmulatorProcess(("--api-version", version)) as emu:
-        now = time.time()
-        ends = [now + 60 + 60 * i / max(1, waits - 1) for i in range(waits)]  # 1 to 2 minutes ahead
-
-        def expiry(i: int) -> dict[str, str]:
-            moment = dt.datetime.fromtimestamp(ends[i], dt.timezone.utc)
-            if version == "44":  # minutes: the service keeps the date and the HH:MM
-                return {"expiration_date": moment.strftime("%Y-%m-%d"), "expiration_time": moment.strftime("%H:%M")}
-            start = moment - dt.timedelta(hours=1)
-            return {
-                "active_period_start_at": start.strftime("%Y-%m-%dT%H:%M:%S"),
-                "active_period_end_at": moment.strftime("%Y-%m-%dT%H:%M:%S"),
-            }
-
-        created = emu.seed_links(waits, expiring=expiry, threads=1)
-        links = []
-        for record in created:
-            from airflow_provider_linkstats.client.records import link_timing
-
-            end = link_timing(record).ends_at
-            links.append({"id": record["id"], "alias": record["alias"], "ends": end.timestamp() if end else None})
         workdir = Path(tempfile.mkdtemp(prefix="linkstats-end-times-"))
         links_file, result_file = workdir / "links.json", workdir / "result.json"
-        links_file.write_text(json.dumps(links))
         env = {
             **os.environ,
             **airflow_env(),
@@ -123,14 +107,46 @@ def run_waits(version: str, root: Path, waits: int, poke_interval: float, limit:
                 },
             ),
         }
-        emu.reset_stats()
         code = (
             f"import runpy, sys; sys.argv = sys.argv[1:]; runpy.run_path({str(Path(__file__))!r}, run_name='__main__')"
         )
         command = [sys.executable, "-c", code, "end_times", "--child", str(links_file), str(result_file)]
         command += ["--poke-interval", str(poke_interval), "--limit", str(limit)]
         with open(workdir / "child.log", "wb") as log:
-            subprocess.run(command, env=env, cwd=root, stdout=log, stderr=subprocess.STDOUT, timeout=limit + 60)
+            process = subprocess.Popen(command, env=env, cwd=root, stdout=log, stderr=subprocess.STDOUT)
+            try:
+                ready, deadline = Path(str(result_file) + ".ready"), time.time() + 600
+                while not ready.exists() and process.poll() is None and time.time() < deadline:
+                    time.sleep(0.05)
+                now = time.time()
+                ends = [now + 60 + 60 * i / max(1, waits - 1) for i in range(waits)]  # 1 to 2 minutes ahead
+
+                def expiry(i: int) -> dict[str, str]:
+                    moment = dt.datetime.fromtimestamp(ends[i], dt.timezone.utc)
+                    if version == "44":  # minutes: the service keeps the date and the HH:MM
+                        date, hhmm = moment.strftime("%Y-%m-%d"), moment.strftime("%H:%M")
+                        return {"expiration_date": date, "expiration_time": hhmm}
+                    start = moment - dt.timedelta(hours=1)
+                    return {
+                        "active_period_start_at": start.strftime("%Y-%m-%dT%H:%M:%S"),
+                        "active_period_end_at": moment.strftime("%Y-%m-%dT%H:%M:%S"),
+                    }
+
+                from airflow_provider_linkstats.client.records import link_timing
+
+                links = []
+                for record in emu.seed_links(waits, expiring=expiry, threads=1):
+                    end = link_timing(record).ends_at
+                    ends_at = end.timestamp() if end else None
+                    links.append({"id": record["id"], "alias": record["alias"], "ends": ends_at})
+                emu.reset_stats()
+                (workdir / "links.tmp").write_text(json.dumps(links))
+                (workdir / "links.tmp").rename(links_file)
+                process.wait(timeout=limit + 60)
+            finally:
+                if process.poll() is None:
+                    process.kill()
+                    process.wait()
         requests = emu.count(path_prefix="/public/api/v1")
         sent = [r for r in emu.admin("GET", "/stats").get("requests", []) if r["path"].startswith("/public/api/v1")]
     result = json.loads(result_file.read_text()) if result_file.exists() else {"fired": 0, "delays": []}

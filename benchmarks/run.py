@@ -36,7 +36,7 @@ RATE_LIMITED_BULK = 300  # deleted under the emulator's 60-a-minute limit
 LEARNED_BULK = 60  # deleted under a 20-per-10-s limit the hook is not told (issue 20)
 EXPIRING = 1_000  # the newest links expire by date, for the sensor
 DAY = 86_400
-FLEET_TIMEOUT = 420  # four fleets of 1,000 triggers (the rate-limited one waits on the limiter)
+FLEET_TIMEOUT = 720  # four fleets of 1,000 triggers (the rate-limited one waits on the limiter), then 5,000 shared
 END_TIMES_TIMEOUT = 900  # two generations of 20 waits ending 1-2 minutes ahead (twice with a polling root)
 CLEANUP_TIMEOUT = 1800  # 110,000 + 20,000 + 20,000 links deleted, each run seeded fresh
 

@@ -36,9 +36,9 @@ except ImportError:  # pragma: no cover - the docs extra installs furo
     html_theme = "alabaster"
 html_title = f"airflow-provider-linkstats {release}"
 
-# Pages other branches add (real installs and versions; waiting) join the guide once they exist:
+# Pages other branches add (versions) join the guide once they exist:
 # the index lists them through this placeholder, so a build without them has no dangling entry.
-OPTIONAL_PAGES = ["versions", "waiting"]
+OPTIONAL_PAGES = ["versions"]
 
 
 def _optional_pages(app, docname, source):

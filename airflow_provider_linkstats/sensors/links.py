@@ -42,21 +42,26 @@ class LinkstatsLinkExpiredSensor(BaseSensorOperator):
     """Wait until a link (or every link of a list) has expired, then return its record(s).
 
     A link with an end time is not polled: the wait sleeps (poke mode), reschedules (reschedule
-    mode) or defers until then, and confirms with one read; only click limits are polled. Costs
-    per mode and version notes are in the docs page "Sensor and waiting" and docs/waiting.md.
+    mode) or defers until then, and confirms with one read; only click limits are polled. While
+    it sleeps it still reads the link's record at least every ``poke_interval`` x
+    ``existence_check_every`` seconds (at most an hour), so an end moved earlier or a deleted link
+    is noticed within that bound. Costs per mode and version notes: the docs page "Waiting for
+    links to expire" (docs/waiting.md).
 
     :param link_id: the link's id, or its record (``create.output``). Templated.
     :param alias: the link's alias; with only an alias the one link holding it is looked up once.
         Templated.
     :param link_ids: ids (or records) of links that must all expire. Templated.
     :param linkstats_conn_id: connection of type ``linkstats_links``. Templated.
-    :param existence_check_every: check that the watched links still exist every this many pokes
-        (0: only on the first poke that waits); a deleted link fails the task at once.
+    :param existence_check_every: read the watched links' records (do they still exist, has
+        their end moved?) every this many pokes, and while sleeping towards an end at least every
+        ``poke_interval`` x this many seconds, at most an hour (0: the hour alone); a deleted link
+        fails the task then.
     :param max_transport_failures: deferrable mode: transient failures in a row (no answer, 429,
         502/503/504) before the task fails.
     :param deferrable: after one poke in the worker, wait in the triggerer (no worker slot).
     :param start_from_trigger: start the wait in the triggerer, without a worker at all (implies
-        ``deferrable``); see the docs page "Sensor and waiting" for when Airflow can render them there.
+        ``deferrable``); see the docs page "Waiting for links to expire" for when Airflow can render them there.
     """
 
     template_fields: Sequence[str] = ("link_id", "alias", "link_ids", "linkstats_conn_id")

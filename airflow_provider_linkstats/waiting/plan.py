@@ -16,6 +16,7 @@ from airflow_provider_linkstats.client.contract import LINKS, MAX_PER_PAGE, Link
 from airflow_provider_linkstats.client.errors import LinkstatsNotFoundError
 from airflow_provider_linkstats.client.protocol import (
     ApiRequest,
+    ApiResponse,
     Plan,
     build_get,
     build_list,
@@ -40,26 +41,63 @@ def now() -> float:
 
 
 class LinkGoneError(LinkstatsNotFoundError):
-    """A watched link does not exist (any more): waiting for it to expire would never end."""
+    """A watched link does not exist (any more): waiting for it to expire would never end.
 
-    def __init__(self, link_id: int | None, message: str | None = None) -> None:
+    The text leads with the fix, then names the connection and the request that told (method and
+    full URL, from the answer: ``url`` and ``conn_id``); ``alias`` for a link looked up by alias.
+    """
+
+    def __init__(
+        self,
+        link_id: int | None,
+        message: str | None = None,
+        *,
+        alias: str | None = None,
+        url: str = "",
+        conn_id: str | None = None,
+    ) -> None:
         self.link_id = link_id
-        gone = f"link {link_id} does not exist (GET /links/{link_id} answered 404): deleted, or a wrong id"
-        super().__init__(message or gone, status=404)
-        self.args = (self.message,)  # the message says it all (the 404 included)
+        conn = f"connection {conn_id!r}" if conn_id else "the connection"
+        if message is None and link_id is not None:
+            asked = f"GET {url or f'/links/{link_id}'} answered 404"
+            message = (
+                f"Check link_id {link_id}, or whether the link was deleted: link {link_id} does not exist "
+                f"on {conn} ({asked})"
+            )
+        elif message is None:
+            asked = f"GET {url or '/links?search_by=alias'} listed none"
+            message = (
+                f"Check the alias {alias!r}, or whether the link was deleted: no link on {conn} has it "
+                f"({asked})"
+            )
+        super().__init__(message)
+        self.status, self.method, self.url, self.conn_id = 404, "GET", url, conn_id
+        self.args = (self.message,)  # the message says it all (the 404, the URL, the connection)
+
+    @classmethod
+    def from_answer(cls, link_id: int, answer: LinkstatsNotFoundError | None) -> LinkGoneError:
+        """The link's 404, as the wait reports it (with the URL and connection the answer names)."""
+        return cls(link_id, url=getattr(answer, "url", ""), conn_id=getattr(answer, "conn_id", None))
 
 
 # -- the page walker and the reads ---------------------------------------------------------------------
 
 
-def walk_pages(request_for_page: Callable[[int], ApiRequest], take: Callable[[list[JsonDict]], bool]) -> Plan[int]:
+def walk_pages(
+    request_for_page: Callable[[int], ApiRequest],
+    take: Callable[[list[JsonDict]], bool],
+    answered: list[ApiResponse] | None = None,
+) -> Plan[int]:
     """Yield a listing's pages until ``take(items)`` has seen enough or the pages run out; returns
-    the requests made. Page requests are built from our own filters, never from ``links.next``
-    (real installs drop the status filter from it)."""
+    the requests made (``answered`` collects the answers, for error texts). Page requests are
+    built from our own filters, never from ``links.next`` (real installs drop the status filter
+    from it)."""
     page_number = 1
     while True:
         request = request_for_page(page_number)
         response = yield request
+        if answered is not None:
+            answered.append(response)
         raise_for_status(request, response)
         page = parse_page(request, response, MAX_PER_PAGE)
         if take(page.items) or not page.has_next:
@@ -91,6 +129,7 @@ def read_links(
     gets_max: int = GETS_MAX,
     pages: Pages | None = None,
     riders: Iterable[int] = (),
+    missing: dict[int, LinkstatsNotFoundError] | None = None,
 ) -> Plan[dict[int, JsonDict | None]]:
     """Each link's record, or None for one that does not exist: the one existence check.
 
@@ -98,7 +137,7 @@ def read_links(
     seen; ``Pages`` picks the end to start from), so the cost is pages, not links; only those it
     missed are read one by one, so nothing but a real 404 says a link is gone. The records of
     ``riders`` that the walked pages hold come along too, at no extra request (a rider not seen
-    is simply left out: never a GET, never taken for gone).
+    is simply left out: never a GET, never taken for gone). ``missing`` collects each 404.
     """
     wanted = list(dict.fromkeys(link_ids))
     along = set(riders) - set(wanted)
@@ -135,8 +174,10 @@ def read_links(
         try:
             response = yield request
             raise_for_status(request, response)
-        except LinkstatsNotFoundError:
+        except LinkstatsNotFoundError as error:
             records[link_id] = None
+            if missing is not None:
+                missing[link_id] = error
             continue
         records[link_id] = parse_record(request, response)
         hints.newest = max(hints.newest or 0, link_id)

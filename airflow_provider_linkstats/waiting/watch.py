@@ -16,7 +16,7 @@ from typing import Any
 
 from airflow_provider_linkstats.client.checks import check_existence_check_every, is_blank
 from airflow_provider_linkstats.client.contract import LINKS
-from airflow_provider_linkstats.client.errors import LinkstatsError, LinkstatsInputError
+from airflow_provider_linkstats.client.errors import LinkstatsError, LinkstatsInputError, LinkstatsNotFoundError
 from airflow_provider_linkstats.client.protocol import natural_key_lookup
 from airflow_provider_linkstats.client.records import link_timing
 from airflow_provider_linkstats.client.settings import DEFAULT_EXISTENCE_CHECK_EVERY
@@ -173,10 +173,14 @@ class Watch:
             matches.extend(r for r in items if r.get("alias") == alias)
             return False  # every page: the alias may be on several domains
 
-        yield from walk_pages(lambda page: natural_key_lookup(LINKS, alias, page), take)
+        answered: list[Any] = []
+        yield from walk_pages(lambda page: natural_key_lookup(LINKS, alias, page), take, answered)
         ids = sorted({i for r in matches if (i := record_id(r)) is not None})
         if not ids:
-            raise LinkGoneError(None, f"no link has the alias {alias!r}: it was deleted, or the alias is wrong")
+            last = answered[-1] if answered else None
+            raise LinkGoneError(
+                None, alias=alias, url=getattr(last, "url", "") or "", conn_id=getattr(last, "conn_id", None)
+            )
         if len(ids) != 1:
             allowed = f"an alias held by one link; links {ids} all have it (on different domains), so pass link_id"
             raise LinkstatsInputError("alias", alias, allowed)
@@ -302,17 +306,21 @@ class Poll:
             found = yield from self._listing(asked, live, [i for i in pending if i not in asked])
         # 4. one read for the rest: a record decides by itself (end passed, clicks at the limit)
         records: dict[int, JsonDict | None] = {}
+        missing: dict[int, LinkstatsNotFoundError] = {}
         if rest := [i for i in to_read if i not in found]:
             if confirm:  # the watched links exist, so the newest id is at least theirs: ends just
                 self.pages.newest = max(self.pages.newest or 0, *pending)  # passed are often one page
             # the other pending links on the pages walked anyway are read too: a read of a page
             # that holds every pending link is a periodic check at no extra cost
-            records = yield from read_links(rest, pages=self.pages, riders=pending)
+            records = yield from read_links(rest, pages=self.pages, riders=pending, missing=missing)
         moment = dt.datetime.fromtimestamp(now, dt.timezone.utc)
         for watch in live:
             for link_id in [i for i in watch.link_ids if i in records or i in found]:
                 record = records[link_id] if link_id in records else found[link_id]
-                error = LinkGoneError(link_id) if record is None else watch.learn(link_id, record)
+                if record is None:
+                    error: LinkstatsError | None = LinkGoneError.from_answer(link_id, missing.get(link_id))
+                else:
+                    error = watch.learn(link_id, record)
                 if error is not None:
                     result.failed.setdefault(watch, error)
                 elif link_id in found or link_timing(record).ended(moment):  # type: ignore[arg-type]

@@ -204,7 +204,8 @@ def test_few_links_with_aliases_cost_one_filtered_request_each_when_that_is_chea
     emu.stats.reset()
 
     async def scenario():
-        tasks = [asyncio.create_task(consume(waiting(link, 0.1))) for link in watched]
+        # no periodic read of the records during the test (bound 0.1 s x 100): only the listing's cost
+        tasks = [asyncio.create_task(consume(waiting(link, 0.1, existence_check_every=100))) for link in watched]
         await until(lambda: "linkstats_links_default" in pollers())
         poller = pollers()["linkstats_links_default"]
         await until(lambda: poller.rounds >= 4)
@@ -247,8 +248,9 @@ def test_existence_is_checked_for_the_whole_fleet_and_only_the_deleted_links_wai
         {
             "status": "error",
             "reason": "gone",
-            "message": f"link {deleted['id']} does not exist (GET /links/{deleted['id']} answered 404): "
-            "deleted, or a wrong id",
+            "message": f"Check link_id {deleted['id']}, or whether the link was deleted: link {deleted['id']} "
+            f"does not exist on connection 'linkstats_links_default' "
+            f"(GET {emu.url}/public/api/v1/links/{deleted['id']} answered 404)",
             "link_id": deleted["id"],
         }
     ]
@@ -353,4 +355,6 @@ def test_a_fleet_wide_existence_check_costs_pages_not_links(links_conn):
     gets = [r["path"] for r in requests if r["path"] != LISTING]
     assert all_pages == ["1", "2", "3"]  # 249 links: 3 pages of the All listing, once
     assert gets == [f"{LISTING}/{deleted['id']}"]  # only the link the listing did not show
-    assert rounds == 1  # the first round read them all (the records answer it: no Expired listing)
+    # the first round read them all (the records answer it: no Expired listing); on a loaded
+    # machine the next round may have started before this test's task resumed
+    assert rounds <= 2

@@ -44,6 +44,7 @@ def get_provider_info() -> dict[str, Any]:
                     f"{PACKAGE}.operators.spaces",
                     f"{PACKAGE}.operators.pixels",
                     f"{PACKAGE}.operators.stats",
+                    f"{PACKAGE}.operators.launch",
                     f"{PACKAGE}.operators.cleanup",
                 ],
             },

@@ -199,7 +199,7 @@ def measure(args: argparse.Namespace, env: dict[str, str]) -> int:
     def progress(message: str) -> None:
         print(f"[{time.perf_counter() - started:5.1f} s] {message}", file=sys.stderr, flush=True)
 
-    from benchmarks import bulk, listing, parse_cost, per_call, rate_limited_bulk, sensor_cost
+    from benchmarks import bulk, bulk_create, listing, parse_cost, per_call, rate_limited_bulk, sensor_cost
 
     with EmulatorProcess() as emu:
         os.environ.update(connection_env(emu.url))
@@ -236,6 +236,13 @@ def measure(args: argparse.Namespace, env: dict[str, str]) -> int:
         progress(f"2. bulk delete of {LEARNED_BULK} links at 20 requests per 10 s, the window learned (about 30 s)")
         first = BULK + sequential + 1 + RATE_LIMITED_BULK
         rows += rate_limited_bulk.run_learned(emu, ids[first : first + LEARNED_BULK])
+        launch = 200 if args.quick else bulk_create.N
+        about = 2 * launch / bulk_create.LIMIT * bulk_create.WINDOW
+        progress(
+            f"2. bulk create of {launch:,} links at 60 requests per {bulk_create.WINDOW:g} s, then the same killed "
+            f"at half and retried (about {about:.0f} s)"
+        )
+        rows += bulk_create.run(emu, launch, window=bulk_create.WINDOW, result_dir=env["AIRFLOW_HOME"])
         server_cpu = emu.cpu_seconds()
 
     fleet_status, fleet_output = ("skipped", "--no-fleet") if args.no_fleet else (None, None)

@@ -22,6 +22,7 @@ from airflow_provider_linkstats.client.errors import (
     LinkstatsAuthError,
     LinkstatsConfigError,
     LinkstatsError,
+    LinkstatsExistsError,
     LinkstatsInputError,
     LinkstatsNotFoundError,
     LinkstatsOutcomeUnknownError,
@@ -30,6 +31,7 @@ from airflow_provider_linkstats.client.errors import (
     LinkstatsServerError,
     LinkstatsTransportError,
     LinkstatsValidationError,
+    LinkstatsWriteMismatchError,
 )
 from airflow_provider_linkstats.client.records import link_status
 
@@ -46,6 +48,7 @@ __all__ = [
     "LinkstatsClient",
     "LinkstatsConfigError",
     "LinkstatsError",
+    "LinkstatsExistsError",
     "LinkstatsInputError",
     "LinkstatsNotFoundError",
     "LinkstatsOutcomeUnknownError",
@@ -54,6 +57,7 @@ __all__ = [
     "LinkstatsServerError",
     "LinkstatsTransportError",
     "LinkstatsValidationError",
+    "LinkstatsWriteMismatchError",
     "Platform",
     "Privacy",
     "TargetType",

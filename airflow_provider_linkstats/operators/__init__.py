@@ -1,3 +1,4 @@
-"""Operators for links, websites, statistics, spaces and pixels, one module each, and the links cleanup."""
+"""Operators for links, websites, statistics, spaces and pixels, one module each, the links cleanup,
+and bulk link launches (``launch``)."""
 
-__all__ = ["links", "websites", "stats", "spaces", "pixels", "cleanup"]
+__all__ = ["links", "websites", "stats", "spaces", "pixels", "cleanup", "launch"]

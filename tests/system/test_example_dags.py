@@ -29,7 +29,12 @@ def dagbag():
 def test_dagbag_imports_every_example_without_errors(airflow_db):
     bag = dagbag()
     assert bag.import_errors == {}
-    expected = {"linkstats_campaign_launch", "linkstats_cleanup_expired", "linkstats_weekly_report"}
+    expected = {
+        "linkstats_campaign_launch",
+        "linkstats_cleanup_expired",
+        "linkstats_weekly_report",
+        "linkstats_bulk_launch",
+    }
     if not airflow.__version__.startswith("2."):
         expected.add("linkstats_cleanup_on_expiry")  # Airflow 3 only (AssetWatcher)
     assert set(bag.dag_ids) == expected
@@ -84,6 +89,31 @@ def test_campaign_dag_end_to_end(emu_any, airflow_db, monkeypatch):
         assert set(numbers["by_platform"]) <= {"iOS", "Android", "Windows", "OS X"}
     assert emu.store.links() == [] and emu.store.websites() == []  # nothing left behind
     assert emu.stats.count(method="POST", path_prefix="/public/api/v1/links") == 3
+
+
+def test_bulk_launch_dag_creates_the_campaign_from_its_csv_and_a_second_run_creates_nothing(
+    emu_any, airflow_db, tmp_path
+):
+    emu = emu_any
+    dag = load("linkstats_bulk_launch")
+    conf = {"campaign": "e2e-bulk", "count": 150, "workdir": f"file://{tmp_path}"}
+    run = dag.test(run_conf=conf)
+    assert run.state == "success"
+    result = run.get_task_instance("create_links").xcom_pull(task_ids="create_links")
+    assert (result["created"], result["failed"], result["total"]) == (150, 0, 150)
+    assert result["result_path"] == f"file://{tmp_path}/e2e-bulk.csv.result.json"  # 150 > xcom_limit
+    stored = {link["alias"]: link for link in emu.store.links()}
+    assert len(stored) == 150 and "e2e-bulk-sku-0001" in stored
+    targeted = stored["e2e-bulk-sku-0003"]
+    rules = targeted.get("country_target") or targeted.get("targets")
+    assert [rule["key"] for rule in rules] == ["US", "FR"]
+    posts = emu.stats.count(method="POST", path_prefix="/public/api/v1/links")
+    assert posts == 150  # one create per link
+    again = dag.test(run_conf=conf)  # the walk finds all 150: nothing is created twice
+    assert again.state == "success"
+    second = again.get_task_instance("create_links").xcom_pull(task_ids="create_links")
+    assert (second["created"], second["skipped"]) == (0, 150)
+    assert emu.stats.count(method="POST", path_prefix="/public/api/v1/links") == 150 and len(emu.store.links()) == 150
 
 
 def test_cleanup_dag_deletes_only_old_expired_links(emu_any, airflow_db):

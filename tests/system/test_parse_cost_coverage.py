@@ -65,6 +65,7 @@ PARSE_TIME_MODULES = {"airflow_provider_linkstats"} | {
         "operators",
         "operators.base",
         "operators.cleanup",
+        "operators.launch",
         "operators.links",
         "operators.stats",
         "operators.websites",

@@ -1,0 +1,468 @@
+"""Launching many links in one task: ``LinkstatsBulkCreateLinksOperator``.
+
+A campaign of hundreds or thousands of links is one task, not one mapped task instance per link
+(seconds of Airflow overhead each, a row of task state each, and no way to resume the launch as
+one unit). Each link's alias is its identity: the task first walks the listing once (filtered by
+the aliases' common prefix, so ceil(N/100) requests, not a look-up per link), skips what already
+exists, and creates only the rest, concurrently on one hook, so one HTTP session and one rate
+limiter keep the whole launch within the service's budget. Every link is tried; the failures are
+reported together at the end. A killed or failed launch is resumed by its retry.
+
+Cheap to import (DAG parse): the loading, walking and creating happen in ``execute``.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from airflow_provider_linkstats.client.contract import LINKS
+from airflow_provider_linkstats.client.settings import DEFAULT_MAX_WORKERS, POOL_SIZE
+from airflow_provider_linkstats.lineage import LinkstatsLineageMixin
+from airflow_provider_linkstats.operators.base import (
+    IF_EXISTS_CHOICES,
+    LinksServiceMixin,
+    LinkstatsBaseOperator,
+    fails_fast,
+)
+
+__all__ = ["LinkstatsBulkCreateLinksOperator", "launch_result"]
+
+XCOM_LIMIT = 500  # links listed in the XCom itself; above it the full result goes to ``result_path``
+LIST_FIELDS = tuple(spec.name for spec in LINKS.fields if spec.kind.name in ("TARGETING", "ID_LIST"))
+SOURCE_FORMATS = ("json", "csv")
+
+
+class LinkstatsBulkCreateLinksOperator(LinksServiceMixin, LinkstatsLineageMixin, LinkstatsBaseOperator):
+    """Create many links in one task, resumable: each link's alias is its identity.
+
+    The links come from ``links`` (a list of dicts with the create operator's field names, e.g. a
+    task's XCom) or from ``source``, a JSON (a list of objects) or CSV (a header row of field names)
+    file at an Airflow object-storage URL (``file://``, ``s3://``, ``gs://``, ...; list fields such as
+    ``country`` or ``pixel_ids`` as JSON text in a CSV cell). Every item is checked before any request.
+
+    One listing walk (filtered by the aliases' common prefix) finds the links that already exist:
+    with ``if_exists="skip"`` (the default) they are kept, and any field the service left unset of
+    what was asked (a write it ignored) is filled in; "update" writes the given fields to them;
+    "fail" counts them as failures. The rest are created on ``max_workers`` threads sharing the
+    hook's one rate limiter, with progress lines and the time left at the budget's pace. Every link
+    is tried; then, if any failed, the task fails naming them (its retry creates only what is
+    missing).
+
+    Returns ``{"links": {alias: {"id", "short_url"}}, "created", "skipped", "updated", "failed",
+    "total"}``; for more than ``xcom_limit`` links the mapping is written as JSON to ``result_path``
+    and the XCom holds ``"result_path"`` and the counts instead. ``launch_result(xcom)`` reads
+    either back.
+
+    :param links: the links: a list of dicts of create fields (``url`` required, ``alias`` unless
+        ``alias_column`` is given). Templated.
+    :param source: an object-storage URL of a ``.json`` or ``.csv`` file of links, instead of ``links``. Templated.
+    :param alias_column: derive each alias from this column (lower-cased, other characters than
+        letters, digits, ``-`` and ``_`` turned into ``-``), after ``alias_prefix``. Templated.
+    :param alias_prefix: put before each derived alias, e.g. ``spring-``. Templated.
+    :param defaults: create fields for every link unless the link gives its own (e.g.
+        ``expires_at``, ``domain_id``, ``space_id``). Templated.
+    :param if_exists: "skip" (default), "update" or "fail": what an existing link with the alias means. Templated.
+    :param max_workers: concurrent requests (1-16, default 8); the rate limiter sets the pace. Templated.
+    :param result_path: object-storage URL the full result is written to when it is too big for the
+        XCom (default: ``source`` with ``.result.json`` appended). Templated.
+    :param xcom_limit: the most links listed in the XCom itself (default 500).
+    """
+
+    template_fields: Sequence[str] = (
+        "linkstats_conn_id",
+        "links",
+        "source",
+        "alias_column",
+        "alias_prefix",
+        "defaults",
+        "if_exists",
+        "max_workers",
+        "result_path",
+    )
+    template_fields_renderers = {"links": "json", "defaults": "json"}
+    ui_color = "#d6ecfa"
+
+    def __init__(
+        self,
+        *,
+        links: Sequence[Mapping[str, Any]] | str | None = None,
+        source: str | None = None,
+        alias_column: str | None = None,
+        alias_prefix: str = "",
+        defaults: Mapping[str, Any] | None = None,
+        if_exists: str = "skip",
+        max_workers: int = DEFAULT_MAX_WORKERS,
+        result_path: str | None = None,
+        xcom_limit: int = XCOM_LIMIT,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(**kwargs)
+        self.links = links
+        self.source = source
+        self.alias_column = alias_column
+        self.alias_prefix = alias_prefix
+        self.defaults = defaults
+        self.if_exists = if_exists
+        self.max_workers = max_workers
+        self.result_path = result_path
+        self.xcom_limit = xcom_limit
+        self.mask_secrets()
+
+    def mask_secrets(self) -> None:
+        """The links' passwords (in ``links`` or ``defaults``) go to the secret masker before any log line."""
+        rows = self.links if isinstance(self.links, list) else []
+        mask_passwords([*rows, self.defaults if isinstance(self.defaults, Mapping) else {}])
+
+    @fails_fast
+    def execute(self, context: Any) -> dict[str, Any]:
+        from airflow_provider_linkstats.client.checks import check_choice, check_whole_number
+
+        if_exists = check_choice("if_exists", self.if_exists, IF_EXISTS_CHOICES)
+        workers = check_whole_number("max_workers", self.max_workers, minimum=1, maximum=POOL_SIZE)
+        limit = check_whole_number("xcom_limit", self.xcom_limit, minimum=0)
+        rows = load_rows(self.links, self.source)
+        mask_passwords(rows)
+        items = plan_items(rows, self.defaults, self.alias_column, self.alias_prefix or "")
+        result_path = self.result_path or (f"{self.source}.result.json" if self.source else None)
+        if len(items) > limit and not result_path:
+            from airflow_provider_linkstats.client.errors import LinkstatsInputError
+
+            raise LinkstatsInputError(
+                "result_path",
+                None,
+                f"an object-storage URL for the full result of {len(items)} links (more than xcom_limit={limit})",
+            )
+        launch = Launch(self.hook, items, if_exists=if_exists, workers=workers, log=self.log)
+        outcome = launch.run()
+        self.touched_ids = tuple(entry["id"] for entry in outcome.links.values())
+        value = outcome.summary()
+        if len(items) > limit:
+            value["result_path"] = write_result(result_path, outcome)
+            self.log.info("full result of %d links written to %s", len(items), value["result_path"])
+        else:
+            value["links"] = outcome.links
+        if outcome.failed:
+            outcome.raise_failures(len(items))
+        return value
+
+
+# -- reading the input ------------------------------------------------------------------------------
+
+
+def load_rows(links: Any, source: str | None) -> list[dict[str, Any]]:
+    """The items as dicts, from ``links`` or from the file at ``source`` (exactly one of the two)."""
+    from airflow_provider_linkstats.client.errors import LinkstatsInputError
+
+    if (links is None) == (source is None or source == ""):
+        raise LinkstatsInputError("links/source", (links, source), "exactly one of the two")
+    if source:
+        return _read_source(str(source))
+    if isinstance(links, str):  # a template rendered without native types
+        try:
+            links = json.loads(links)
+        except ValueError:
+            raise LinkstatsInputError("links", links, "a list of dicts of link fields, or JSON text of one") from None
+    if isinstance(links, Mapping) or not isinstance(links, Sequence):
+        raise LinkstatsInputError("links", links, "a list of dicts of link fields")
+    rows = []
+    for index, row in enumerate(links):
+        if not isinstance(row, Mapping):
+            raise LinkstatsInputError(f"links[{index}]", row, "a dict of link fields (url, alias, ...)")
+        rows.append(dict(row))
+    return rows
+
+
+def _read_source(source: str) -> list[dict[str, Any]]:
+    import csv
+    import io
+
+    from airflow.providers.common.compat.sdk import ObjectStoragePath
+
+    from airflow_provider_linkstats.client.errors import LinkstatsInputError
+
+    kind = source.rsplit(".", 1)[-1].lower() if "." in source.rsplit("/", 1)[-1] else ""
+    if kind not in SOURCE_FORMATS:
+        raise LinkstatsInputError("source", source, "a URL of a .json or .csv file (file://, s3://, gs://, ...)")
+    path = ObjectStoragePath(source)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise LinkstatsInputError("source", source, "a file that exists") from None
+    if kind == "json":
+        try:
+            data = json.loads(text)
+        except ValueError as error:
+            raise LinkstatsInputError("source", source, f"a JSON list of link objects ({error})") from None
+        if isinstance(data, Mapping) and isinstance(data.get("links"), list):
+            data = data["links"]
+        return load_rows(data, None)
+    reader = csv.DictReader(io.StringIO(text))
+    rows = []
+    for row in reader:
+        clean: dict[str, Any] = {}
+        for name, value in row.items():
+            if name is None or value is None or value.strip() == "":
+                continue  # an empty cell: the field is not given
+            value = value.strip()
+            if name in LIST_FIELDS and value.startswith("["):
+                try:
+                    value = json.loads(value)
+                except ValueError:
+                    raise LinkstatsInputError(name, value, "a JSON list in the CSV cell") from None
+            clean[name.strip()] = value
+        rows.append(clean)
+    return rows
+
+
+def mask_passwords(rows: Sequence[Any]) -> None:
+    from airflow.providers.common.compat.sdk import mask_secret
+
+    for row in rows:
+        if isinstance(row, Mapping):
+            for name in LINKS.secret_fields:
+                if isinstance(row.get(name), str) and row[name]:
+                    mask_secret(row[name])
+
+
+_NOT_ALIAS = re.compile(r"[^a-z0-9_-]+")
+
+
+def derive_alias(prefix: str, value: Any) -> str:
+    """``prefix`` + ``value`` lower-cased, each run of other characters than a-z 0-9 - _ as one ``-``."""
+    return prefix + _NOT_ALIAS.sub("-", str(value).strip().lower()).strip("-")
+
+
+@dataclass
+class Item:
+    alias: str
+    fields: dict[str, Any]  # the create fields, checked against the contract
+    row: int  # 1-based position in the input, for messages
+
+
+def plan_items(
+    rows: list[dict[str, Any]], defaults: Mapping[str, Any] | None, alias_column: str | None, prefix: str
+) -> list[Item]:
+    """Every row checked and given its alias, before any request; all problems reported at once."""
+    from airflow_provider_linkstats.client.checks import check_future
+    from airflow_provider_linkstats.client.errors import LinkstatsInputError
+    from airflow_provider_linkstats.client.validation import validate_fields
+
+    if defaults is not None and not isinstance(defaults, Mapping):
+        raise LinkstatsInputError("defaults", defaults, "a dict of create fields for every link")
+    problems: list[str] = []
+    items: list[Item] = []
+    seen: dict[str, int] = {}
+    for number, row in enumerate(rows, start=1):
+        fields = {**(defaults or {}), **row}
+        if alias_column:
+            if alias_column not in row:
+                problems.append(f"row {number}: no {alias_column!r} value to derive the alias from")
+                continue
+            fields.pop(alias_column)
+            if "alias" in row:
+                problems.append(f"row {number}: both an alias and alias_column {alias_column!r}; give one")
+                continue
+            fields["alias"] = derive_alias(prefix, row[alias_column])
+        elif not fields.get("alias"):
+            problems.append(f"row {number}: no alias (give one per link, or alias_column)")
+            continue
+        try:
+            checked = validate_fields(LINKS, "create", fields)
+            if checked.get("expires_at") is not None:  # a past end would create a dead link
+                check_future(checked["expires_at"], "expires_at")
+        except LinkstatsInputError as error:
+            problems.append(f"row {number} (alias {fields.get('alias')!r}): {error}")
+            continue
+        alias = str(fields["alias"])
+        if alias in seen:
+            problems.append(f"row {number}: alias {alias!r} again (first in row {seen[alias]})")
+            continue
+        seen[alias] = number
+        items.append(Item(alias, fields, number))
+    if problems:
+        shown = "; ".join(problems[:10]) + (f"; and {len(problems) - 10} more" if len(problems) > 10 else "")
+        raise LinkstatsInputError("links", f"{len(problems)} of {len(rows)} rows", f"every row valid: {shown}")
+    return items
+
+
+# -- the launch -------------------------------------------------------------------------------------
+
+
+@dataclass
+class Outcome:
+    links: dict[str, dict[str, Any]] = field(default_factory=dict)  # alias -> {"id", "short_url", "outcome"}
+    failed: dict[str, BaseException] = field(default_factory=dict)
+
+    def count(self, outcome: str) -> int:
+        return sum(1 for entry in self.links.values() if entry["outcome"] == outcome)
+
+    def summary(self) -> dict[str, Any]:
+        return {
+            "total": len(self.links) + len(self.failed),
+            "created": self.count("created"),
+            "skipped": self.count("skipped"),
+            "updated": self.count("updated"),
+            "failed": len(self.failed),
+        }
+
+    def raise_failures(self, total: int) -> None:
+        from airflow.providers.common.compat.sdk import AirflowException, AirflowFailException
+
+        from airflow_provider_linkstats.client.errors import is_permanent
+
+        shown = "; ".join(f"{alias}: {error}" for alias, error in sorted(self.failed.items())[:10])
+        more = f"; and {len(self.failed) - 10} more" if len(self.failed) > 10 else ""
+        message = (
+            f"{len(self.failed)} of {total} links failed ({len(self.links)} done; a retry creates only what is "
+            f"missing): {shown}{more}"
+        )
+        if all(is_permanent(error) for error in self.failed.values()):
+            raise AirflowFailException(message)
+        raise AirflowException(message)
+
+
+class Launch:
+    """One bulk create: walk once, then create (or mend) what is missing, concurrently."""
+
+    def __init__(self, hook: Any, items: list[Item], *, if_exists: str, workers: int, log: Any) -> None:
+        self.hook = hook
+        self.items = items
+        self.if_exists = if_exists
+        self.workers = workers
+        self.log = log
+        self.outcome = Outcome()
+
+    def run(self) -> Outcome:
+        from concurrent.futures import ThreadPoolExecutor, as_completed
+
+        prepared = [(item, self.hook.prepare_link_fields(item.fields, "create")) for item in self.items]
+        existing = self.walk(prepared)
+        started = time.monotonic()
+        total = len(prepared)
+        every = max(1, min(100, total // 10))
+        with ThreadPoolExecutor(max_workers=self.workers, thread_name_prefix="linkstats-launch") as pool:
+            futures = {pool.submit(self.one, item, fields, existing.get(item.alias)): item for item, fields in prepared}
+            for done, future in enumerate(as_completed(futures), start=1):
+                item = futures[future]
+                try:
+                    record, outcome = future.result()
+                except Exception as error:  # every item is tried; failures are reported together
+                    self.outcome.failed[item.alias] = error
+                else:
+                    self.outcome.links[item.alias] = {
+                        "id": record.get("id"),
+                        "short_url": record.get("short_url"),
+                        "outcome": outcome,
+                    }
+                if done % every == 0 or done == total:
+                    self.log.info("%s", self.progress(done, total, time.monotonic() - started))
+        summary = self.outcome.summary()
+        self.log.info(
+            "bulk create finished in %.1f s: %d created, %d skipped, %d updated, %d failed, of %d links",
+            time.monotonic() - started, summary["created"], summary["skipped"], summary["updated"],
+            summary["failed"], total,
+        )
+        return self.outcome
+
+    def walk(self, prepared: list[tuple[Item, dict[str, Any]]]) -> dict[str, dict[str, Any]]:
+        """The launch's links that exist already: one listing walk, filtered by the aliases' common prefix."""
+        import os
+
+        from airflow_provider_linkstats.client.records import record_domain_id
+
+        wanted = {item.alias: fields.get("domain_id") for item, fields in prepared}
+        if not wanted:
+            return {}
+        prefix = os.path.commonprefix(list(wanted))
+        filters = {"search": prefix, "search_by": "alias"} if prefix else {}
+        found: dict[str, dict[str, Any]] = {}
+        for record in self.hook.iter_records(filters):
+            alias = str(record.get("alias"))
+            if alias not in wanted:
+                continue
+            domain, on = wanted[alias], record_domain_id(record)
+            if domain is not None and on is not None and str(domain) != str(on):
+                continue  # the same alias on another domain: not this launch's link
+            found[alias] = record
+        self.log.info(
+            "%d of %d links exist already (one listing walk%s)",
+            len(found), len(wanted), f" of aliases containing {prefix!r}" if prefix else "",
+        )
+        return found
+
+    def one(self, item: Item, fields: dict[str, Any], existing: dict[str, Any] | None) -> tuple[dict[str, Any], str]:
+        """Create one link, or meet the existing one as ``if_exists`` says."""
+        from airflow_provider_linkstats.client.reconcile import SKIPPED, UPDATED, updatable
+
+        if existing is None:  # created first; a 422 "taken" (a concurrent launch) is reconciled there
+            return self.hook.create_or_reconcile(fields, self.if_exists)
+        if self.if_exists == "fail":
+            from airflow_provider_linkstats.client.errors import LinkstatsExistsError
+
+            error = LinkstatsExistsError(
+                f"set if_exists='skip' to reuse it or 'update' to overwrite it: a link with alias {item.alias!r} "
+                f"already exists (id={existing.get('id')})"
+            )
+            error.record_id = existing.get("id")
+            raise error
+        if self.if_exists == "update":
+            return self.hook.update_record(existing["id"], updatable(LINKS, fields)), UPDATED
+        repair = self.hook.unset_fields(existing, fields)
+        if repair:
+            return self.hook.update_record(existing["id"], repair), UPDATED
+        return existing, SKIPPED
+
+    def progress(self, done: int, total: int, elapsed: float) -> str:
+        """``created 300/1000 links (1.0/s, about 12 min left)``: the time left at the slower of the
+        rate so far and the budget's pace (the first half of a window's budget goes out at once)."""
+        limiter = getattr(self.hook.client, "limiter", None)
+        limit, window = getattr(limiter, "limit", None), getattr(limiter, "window", None)
+        pace = float(limit) / float(window) if limit and window else None
+        rate = done / elapsed if elapsed > 0 else 0.0
+        ahead = min(rate, pace) if pace and rate > 0 else (pace or rate)
+        parts = [f"{rate:.1f}/s"]
+        if done < total and ahead > 0:
+            parts.append(f"about {_duration((total - done) / ahead)} left")
+        if self.outcome.failed:
+            parts.append(f"{len(self.outcome.failed)} failed")
+        return f"created {done - len(self.outcome.failed)}/{total} links ({', '.join(parts)})"
+
+
+def _duration(seconds: float) -> str:
+    if seconds < 90:
+        return f"{math.ceil(seconds)} s"
+    if seconds < 5400:
+        return f"{seconds / 60:.0f} min"
+    return f"{seconds / 3600:.1f} h"
+
+
+# -- the result --------------------------------------------------------------------------------------
+
+
+def write_result(path: str, outcome: Outcome) -> str:
+    """The full result as JSON at the object-storage URL ``path``; returns the URL."""
+    from airflow.providers.common.compat.sdk import ObjectStoragePath
+
+    target = ObjectStoragePath(path)
+    body = {
+        **outcome.summary(),
+        "links": outcome.links,
+        "failures": {alias: str(error) for alias, error in sorted(outcome.failed.items())},
+    }
+    target.write_text(json.dumps(body, indent=1, sort_keys=True), encoding="utf-8")
+    return str(path)
+
+
+def launch_result(value: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
+    """alias -> {"id", "short_url", ...} from a bulk create's XCom, read from ``result_path`` if it went there."""
+    if value.get("links") is not None:
+        return dict(value["links"])
+    from airflow.providers.common.compat.sdk import ObjectStoragePath
+
+    return dict(json.loads(ObjectStoragePath(value["result_path"]).read_text(encoding="utf-8"))["links"])

@@ -26,6 +26,7 @@ from airflow_provider_linkstats.client.auth import ApiKey
 from airflow_provider_linkstats.client.discovery import ServiceProfile, discover
 from airflow_provider_linkstats.client.errors import RETRY_STATUSES, LinkstatsApiError, transport_error
 from airflow_provider_linkstats.client.generations import Generation
+from airflow_provider_linkstats.client.learned import contradiction
 from airflow_provider_linkstats.client.protocol import ApiRequest, ApiResponse, adrive, raise_for_status, request_url
 from airflow_provider_linkstats.client.ratelimit import RateLimiter
 from airflow_provider_linkstats.client.retry import RetryPolicy
@@ -136,6 +137,8 @@ class AsyncLinkstatsClient:
         self.retry = retry or RetryPolicy.from_settings(settings)
         self.limiter = limiter or RateLimiter(window=settings.rate_limit_window)
         self._auth = api_key if isinstance(api_key, ApiKey) else ApiKey(api_key)
+        # Told when an answer contradicts what discovery learned (the hook drops it from its cache).
+        self.contradicted: Any = None
         httpx = _httpx()
         self._client = httpx.AsyncClient(
             headers=COMMON_HEADERS,
@@ -203,12 +206,17 @@ class AsyncLinkstatsClient:
     async def probe(self, request: ApiRequest) -> ApiResponse:
         """The raw answer whatever its status (discovery reads 404 and 422), after waiting out a 429
         or a 502-504 under the retry policy like any request."""
-        async for attempt in self.retry.async_retrying(request, log):
-            with attempt:
-                response = await self.send(request)
-                if response.status == 429 or response.status in RETRY_STATUSES:
-                    raise_for_status(request, response, redact_key=self._auth.redact)
-                return response
+        try:
+            async for attempt in self.retry.async_retrying(request, log):
+                with attempt:
+                    response = await self.send(request)
+                    if response.status == 429 or response.status in RETRY_STATUSES:
+                        raise_for_status(request, response, redact_key=self._auth.redact)
+                    return response
+        except LinkstatsApiError as error:
+            if self.retry.asks_too_long(error):
+                raise self.retry.explain(error) from error
+            raise
         raise AssertionError("unreachable: tenacity re-raises the last error")  # pragma: no cover
 
     async def discover(
@@ -237,6 +245,8 @@ class AsyncLinkstatsClient:
             async for attempt in self.retry.async_retrying(request, log):
                 with attempt:
                     response = await self.send(request)
+                    if self.contradicted is not None and (reason := contradiction(response.status, response.body)):
+                        self.contradicted(reason)
                     raise_for_status(request, response, redact_key=self._auth.redact)
         except LinkstatsApiError as error:
             if self.retry.asks_too_long(error):

@@ -21,6 +21,7 @@ from airflow_provider_linkstats.client.errors import (
     LinkstatsValidationError,
 )
 from airflow_provider_linkstats.client.generations import Generation, generation_for
+from airflow_provider_linkstats.client.learned import contradiction
 from airflow_provider_linkstats.client.links import check_link, for_generation, needs_account
 from airflow_provider_linkstats.client.protocol import (
     ApiRequest,
@@ -84,6 +85,8 @@ class LinkstatsClient:
         # Where profiles come from: the hook's ``service_profile`` (which may keep them elsewhere), else ``discover``.
         self._profile_source = profiles
         self._account_error: dict[str, str] = {}
+        # Told when an answer contradicts what discovery learned (the hook drops it from its cache).
+        self.contradicted: Callable[[str], None] | None = None
 
     def __repr__(self) -> str:
         return f"LinkstatsClient(root={self.root!r})"
@@ -99,6 +102,8 @@ class LinkstatsClient:
             for attempt in self.retry.retrying(request, log):
                 with attempt:
                     response = self._send_paced(request)
+                    if self.contradicted is not None and (reason := contradiction(response.status, response.body)):
+                        self.contradicted(reason)
                     try:
                         raise_for_status(request, response, redact_key=self._auth.redact)
                     except LinkstatsNotFoundError:
@@ -131,12 +136,17 @@ class LinkstatsClient:
     def probe(self, request: ApiRequest) -> ApiResponse:
         """The raw answer whatever its status (discovery reads 404 and 422), after waiting out a 429
         or a 502-504 under the retry policy like any request."""
-        for attempt in self.retry.retrying(request, log):
-            with attempt:
-                response = self._send_paced(request)
-                if response.status == 429 or response.status in RETRY_STATUSES:
-                    raise_for_status(request, response, redact_key=self._auth.redact)
-                return response
+        try:
+            for attempt in self.retry.retrying(request, log):
+                with attempt:
+                    response = self._send_paced(request)
+                    if response.status == 429 or response.status in RETRY_STATUSES:
+                        raise_for_status(request, response, redact_key=self._auth.redact)
+                    return response
+        except LinkstatsApiError as error:
+            if self.retry.asks_too_long(error):
+                raise self.retry.explain(error) from error
+            raise
         raise AssertionError("unreachable: tenacity re-raises the last error")  # pragma: no cover
 
     # -- what the client knows of the service ----------------------------------------------------

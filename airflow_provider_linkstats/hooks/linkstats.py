@@ -17,7 +17,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import threading
-from collections.abc import Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import replace
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
@@ -44,6 +44,7 @@ from airflow_provider_linkstats.client.errors import (
     LinkstatsError,
     LinkstatsInputError,
     LinkstatsNotFoundError,
+    LinkstatsRateLimitError,
     LinkstatsServerError,
     LinkstatsValidationError,
 )
@@ -59,6 +60,7 @@ from airflow_provider_linkstats.connection import (
     HIDDEN_FIELDS,
     RELABELING,
     api_roots_of,
+    base_url,
     check_timezone,
     extra_fields,
     extra_value,
@@ -71,6 +73,7 @@ if TYPE_CHECKING:
     from airflow_provider_linkstats.client.api import LinkstatsClient
     from airflow_provider_linkstats.client.auth import ApiKey
     from airflow_provider_linkstats.client.discovery import ServiceProfile
+    from airflow_provider_linkstats.client.learned import EntryKey, LearnedStore
 
 __all__ = ["LinkstatsBaseHook", "LinkstatsLinksHook", "LinkstatsAnalyticsHook"]
 
@@ -228,6 +231,7 @@ class LinkstatsBaseHook(BaseHook):
                 self.__dict__["client"] = LinkstatsClient(
                     settings, self._api_key(), generation=self._explicit, profiles=self._profile_for
                 )
+                self.__dict__["client"].contradicted = self._contradicted
             if len(self._roots) > 1:
                 self.service_profile()
             return self.__dict__["client"]
@@ -236,32 +240,172 @@ class LinkstatsBaseHook(BaseHook):
 
     def service_profile(self, *, account: bool = False) -> ServiceProfile:
         """The connection's ``ServiceProfile`` (API root, generation; with ``account``, the account's
-        time zone and default domain), discovered once through the sync client and kept."""
+        time zone and default domain), discovered once through the sync client and kept: for this
+        hook, and for the host's other processes in the learned-service cache (``client/learned.py``)."""
         with self._locating:
             known = self._profile
             if known is not None and (known.account_read or not account):
                 return known
             client = self.__dict__.get("client") or self.client
-            try:
-                profile = client.discover(
-                    self.resource.service, roots=self._roots, generation=self._explicit, account=account, known=known
+            known = self._profile  # the client's first use may have found it
+
+            def discover(previous: ServiceProfile | None) -> ServiceProfile:
+                return client.discover(
+                    self.resource.service,
+                    roots=self._roots,
+                    generation=self._explicit,
+                    account=account,
+                    known=known or previous,
                 )
+
+            try:
+                profile = self._shared(discover, account)
             except LinkstatsApiError as error:
                 raise self._discovery_failed(error) from error
-            return self._found(profile)
+            return self._found(client.adopt(profile))
 
     async def aservice_profile(self, client: AsyncLinkstatsClient, *, account: bool = False) -> ServiceProfile:
         """``service_profile`` for the triggerer, through ``client`` (moved to the root that answers)."""
         known = self._profile
         if known is not None and (known.account_read or not account):
             return client.adopt(known)
+
+        async def discover(previous: ServiceProfile | None) -> ServiceProfile:
+            return await client.discover(
+                self.resource.service, roots=self._roots, generation=self._explicit, account=account,
+                known=known or previous,
+            )  # fmt: skip
+
         try:
-            profile = await client.discover(
-                self.resource.service, roots=self._roots, generation=self._explicit, account=account, known=known
-            )
+            profile = await self._ashared(discover, account)
         except LinkstatsApiError as error:
             raise self._discovery_failed(error) from error
-        return self._found(profile)
+        return self._found(client.adopt(profile))
+
+    # -- the learned-service cache: what one hook found out, for the host's other processes --------
+
+    @cached_property
+    def _learned(self) -> tuple[LearnedStore, EntryKey, tuple[str, ...]] | None:
+        """The host's store, this connection's entry in it and the roots its base URL allows; None when off."""
+        from airflow_provider_linkstats.client.learned import EntryKey, resolve
+
+        try:
+            store = resolve(_linkstats_setting("cache_dir"), _linkstats_setting("cache_ttl"))
+        except ValueError as error:
+            raise LinkstatsConfigError(f"[linkstats] {error}") from None
+        if not store.enabled:
+            return None
+        conn = self.connection
+        return store, EntryKey.of(self.linkstats_conn_id, base_url(conn), str(conn.password)), api_roots_of(conn)
+
+    def _needs_discovery(self, account: bool) -> bool:
+        """Whether finding the profile would send a request (else the store is not worth a look)."""
+        self.settings  # noqa: B018 - reads the roots and the api_version extra
+        return account or len(self._roots) > 1 or self._explicit is None
+
+    def _wait_for_others(self) -> float:
+        """How long a task waits for another one's discovery: its own could take that long."""
+        return self.settings.max_rate_limit_wait + 2 * self.settings.read_timeout
+
+    def _from_facts(self, facts: dict[str, Any] | None) -> ServiceProfile | None:
+        """A saved profile, if it is one of this service's (anything else counts as nothing saved)."""
+        from airflow_provider_linkstats.client.discovery import ServiceProfile
+
+        if facts is None:
+            return None
+        try:
+            profile = ServiceProfile.from_json(facts)
+            profile.spoken  # noqa: B018 - a generation this version of the provider knows
+        except Exception:
+            return None
+        return profile if profile.service == self.resource.service else None
+
+    def _enough(self, account: bool) -> Callable[[dict[str, Any]], bool]:
+        def enough(facts: dict[str, Any]) -> bool:
+            profile = self._from_facts(facts)
+            return profile is not None and (profile.account_read or not account)
+
+        return enough
+
+    def _shared(self, discover: Callable[[ServiceProfile | None], ServiceProfile], account: bool) -> ServiceProfile:
+        learned = self._learned if self._needs_discovery(account) else None
+        if learned is None:
+            return discover(None)
+        store, key, roots = learned
+        facts, recalled = store.recall_or_learn(
+            key,
+            roots,
+            lambda previous: discover(self._from_facts(previous)).to_json(),
+            wait=self._wait_for_others(),
+            enough=self._enough(account),
+        )
+        return self._recalled(facts, recalled)
+
+    async def _ashared(
+        self, discover: Callable[[ServiceProfile | None], Awaitable[ServiceProfile]], account: bool
+    ) -> ServiceProfile:
+        from asgiref.sync import sync_to_async
+
+        needed = await sync_to_async(self._needs_discovery)(account)
+        learned = self._learned if needed else None
+        if learned is None:
+            return await discover(None)
+        store, key, roots = learned
+
+        async def learn(previous: dict[str, Any] | None) -> dict[str, Any]:
+            return (await discover(self._from_facts(previous))).to_json()
+
+        facts, recalled = await store.arecall_or_learn(
+            key, roots, learn, wait=self._wait_for_others(), enough=self._enough(account)
+        )
+        return self._recalled(facts, recalled)
+
+    def _recalled(self, facts: dict[str, Any], recalled: bool) -> ServiceProfile:
+        profile = self._from_facts(facts)
+        assert profile is not None
+        if recalled:
+            self.log.info(
+                "Linkstats connection %r: %s at %s, as learned by an earlier task on this host",
+                self.linkstats_conn_id, profile.spoken.label, profile.root,
+            )  # fmt: skip
+        if self._explicit is not None and profile.generation != self._explicit.name:
+            from dataclasses import replace as _replace
+
+            profile = _replace(profile, generation=self._explicit.name)  # the extra decides
+        return profile
+
+    def forget_learned(self, reason: str) -> None:
+        """Drop what was learned about the service (an answer contradicted it): from the host's
+        cache, and from this hook, so that its next request finds out again."""
+        learned = self._learned
+        if learned is not None:
+            store, key, _ = learned
+            store.forget(key, reason)
+        self._profile = None
+        client = self.__dict__.get("client")
+        if client is not None:
+            client.forget(self.resource.service)
+
+    def _contradicted(self, reason: str) -> None:
+        """The client's answer contradicted the learned root or key: the next task finds out again."""
+        learned = self.__dict__.get("_learned")
+        if learned is not None:
+            store, key, _ = learned
+            store.forget(key, reason)
+
+    def _watch_record(self, record: JsonDict, resource: Resource | None) -> JsonDict:
+        """A main-collection record in another generation's fields than the one believed drops it."""
+        if (resource or self.resource) is self.resource and self._profile is not None and record:
+            other = record_generation_contradicts(record, self._profile.spoken)
+            if other is not None:
+                believed = self._profile.spoken
+                self.log.warning(
+                    "Linkstats connection %r: a %s record in %s's fields, not %s's: dropping what was learned "
+                    "about the service; the next request finds out again",
+                    self.linkstats_conn_id, self.resource.singular, other.label, believed.label,
+                )  # fmt: skip
+                self.forget_learned(f"a record in {other.label}'s fields, not {believed.label}'s")
+        return record
 
     def _profile_for(self, service: str, account: bool) -> ServiceProfile:
         return self.service_profile(account=account)
@@ -300,7 +444,9 @@ class LinkstatsBaseHook(BaseHook):
 
     def _discovery_failed(self, error: LinkstatsApiError) -> LinkstatsApiError:
         """A refused key says so first; another failed probe says what it asked and what to set."""
-        if isinstance(error, (LinkstatsAuthError, LinkstatsNotFoundError)) or error.method != "GET":
+        if isinstance(error, (LinkstatsAuthError, LinkstatsNotFoundError, LinkstatsRateLimitError)):
+            return error  # each says what to do: the key, the base URL, the request budget
+        if error.method != "GET":
             return error
         if error.path != "/stats/0":
             return error
@@ -331,6 +477,7 @@ class LinkstatsBaseHook(BaseHook):
         # call to the triggerer's supervisor: on the event loop's thread that raises RuntimeError.
         settings = await sync_to_async(lambda: self.settings)()
         client = await AsyncLinkstatsClient.open(settings, self._api_key(), **options)
+        client.contradicted = self._contradicted
         if len(self._roots) > 1:
             try:
                 await self.aservice_profile(client)
@@ -364,8 +511,14 @@ class LinkstatsBaseHook(BaseHook):
             del self.__dict__["client"]
 
     def test_connection(self) -> tuple[bool, str]:
-        """One GET of the first listing page (never a write); the message never holds the key."""
+        """One GET of the first listing page (never a write); the message never holds the key.
+
+        With the learned-service cache on, what was learned is dropped and found out again first.
+        """
         try:
+            if self._learned is not None and self._needs_discovery(account=False):
+                self.forget_learned("test_connection finds it out afresh")
+                self.service_profile()
             self.client.list(self.resource, {"per_page": 10}, max_items=1)
         except (LinkstatsError, ValueError) as error:
             return False, f"{type(error).__name__}: {error}"
@@ -385,17 +538,17 @@ class LinkstatsBaseHook(BaseHook):
         resource = resource or self.resource
         checked = _checked(fields, "create", resource)  # before the client: a past expiry costs no request
         with self._verified():
-            return self.client.create(resource, checked)
+            return self._watch_record(self.client.create(resource, checked), resource)
 
     def get_record(self, record_id: int | str, resource: Resource | None = None) -> JsonDict:
-        return self.client.get(resource or self.resource, record_id)
+        return self._watch_record(self.client.get(resource or self.resource, record_id), resource)
 
     def update_record(self, record_id: int | str, fields: JsonDict, resource: Resource | None = None) -> JsonDict:
         """Update; the answer must hold what was sent, else ``LinkstatsWriteMismatchError`` (see ``_verified``)."""
         resource = resource or self.resource
         checked = _checked(fields, "update", resource)
         with self._verified():
-            return self.client.update(resource, record_id, checked)
+            return self._watch_record(self.client.update(resource, record_id, checked), resource)
 
     @contextlib.contextmanager
     def _verified(self) -> Iterator[None]:
@@ -434,10 +587,7 @@ class LinkstatsBaseHook(BaseHook):
                 self.linkstats_conn_id,
                 self._profile.generation,
             )
-            self._profile = None
-            if "client" in self.__dict__:
-                self.client.forget(self.resource.service)
-
+            self.forget_learned(f"a write's answer did not hold what was sent as {self._profile.generation}")
 
     def delete_record(
         self, record_id: int | str, *, missing_ok: bool = False, resource: Resource | None = None
@@ -878,6 +1028,38 @@ def _checked(fields: JsonDict, operation: str, resource: Resource) -> JsonDict:
     from airflow_provider_linkstats.client.links import check_link
 
     return check_link(fields, operation)
+
+
+def _linkstats_setting(name: str) -> str | None:
+    """``[linkstats] <name>`` from Airflow's configuration (or its AIRFLOW__LINKSTATS__ variable)."""
+    try:
+        from airflow.providers.common.compat.sdk import conf
+
+        return conf.get("linkstats", name, fallback=None)
+    except Exception:  # an Airflow without the option or the section
+        import os
+
+        return os.environ.get(f"AIRFLOW__LINKSTATS__{name.upper()}")
+
+
+def record_generation_contradicts(record: JsonDict, believed: Generation) -> Generation | None:
+    """The generation ``record`` is written in when it is plainly not ``believed`` (else None).
+
+    Only record keys that are no generation's vocabulary name count (the client adds those to
+    every record it reads): a record carrying another generation's and none of the believed
+    one's is that other generation's.
+    """
+    from airflow_provider_linkstats.client.generations import generations
+
+    known = generations(believed.service)
+    vocabulary = {name for generation in known for name in generation.record_keys}
+
+    def marks(generation: Generation) -> set[str]:
+        return set(generation.record_marks) - vocabulary
+
+    if marks(believed) & record.keys():
+        return None
+    return next((g for g in reversed(known) if g.name != believed.name and marks(g) & record.keys()), None)
 
 
 class _Hidden:

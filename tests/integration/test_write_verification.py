@@ -235,6 +235,24 @@ def test_an_upgrade_to_46_between_detection_and_write(service, scripted, make_ho
     hook.close()
 
 
+def test_an_upgrade_found_by_a_write_drops_the_hosts_learned_entry(service, scripted, monkeypatch, tmp_path):
+    """With the learned-service cache on, the write that finds the version wrong drops the host's entry
+    too: the next task (another hook, any process) detects 46+ instead of reading 44-45 back."""
+    from airflow_provider_linkstats.hooks.linkstats import LinkstatsLinksHook
+
+    monkeypatch.setenv("AIRFLOW__LINKSTATS__CACHE_DIR", str(tmp_path / "learned"))
+    hook = LinkstatsLinksHook()
+    assert hook.dialect.name == "44"
+    assert len(list((tmp_path / "learned").glob("*.json"))) == 1
+    assert LinkstatsLinksHook().dialect.name == "44"  # read back from the entry
+    service.generation = "49"
+    with pytest.raises(LinkstatsWriteMismatchError):
+        hook.create_link("https://example.com/spring", alias="spring", expiration_clicks=5)
+    assert list((tmp_path / "learned").glob("*.json")) == []
+    assert LinkstatsLinksHook().dialect.name == "46"
+    hook.close()
+
+
 def test_a_pinned_version_fails_at_once_saying_to_change_it(service, scripted, monkeypatch):
     from tests.conftest import fails_without_retry
 

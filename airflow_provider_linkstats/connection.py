@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from airflow_provider_linkstats.client.checks import check_bool, check_number, check_whole_number
 from airflow_provider_linkstats.client.errors import LinkstatsInputError
 from airflow_provider_linkstats.client.settings import (
     DEFAULT_CONNECT_TIMEOUT,
@@ -166,6 +165,9 @@ def scheme_assumed(conn: Any) -> bool:
 
 def extra_value(name: str, kind: str, value: Any) -> Any:
     """One connection extra, checked by its form type; the error names the extra."""
+    # Imported here: the trigger module imports this one at every DAG parse, the checks are run time.
+    from airflow_provider_linkstats.client.checks import check_bool, check_number, check_whole_number
+
     if kind == "boolean":
         return check_bool(name, value)
     if kind == "integer":

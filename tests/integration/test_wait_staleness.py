@@ -74,8 +74,15 @@ class Arrivals:
             time.sleep(0.02)
 
     def reads(self, link_id: int, after: float = 0.0) -> list[tuple[float, dict]]:
+        """(arrival time, the request as the emulator has it now): a request noted while it was being
+        answered has no status yet in ``seen``, so the records are read again for their answers."""
         path = f"{API}/links/{link_id}"
-        return [(t, r) for t, r in self.seen if t > after and r["method"] == "GET" and r["path"] == path]
+        final = self.emu.stats.requests()
+        return [
+            (t, final[i])
+            for i, (t, r) in enumerate(self.seen)
+            if t > after and r["method"] == "GET" and r["path"] == path
+        ]
 
     def wait_for_read(self, link_id: int, after: float = 0.0, limit: float = 90.0) -> float:
         deadline = time.monotonic() + limit

@@ -58,10 +58,11 @@ CONSTRAINTS_VENV := /tmp/linkstats-constraints-venv-$(AIRFLOW_VERSION)
 # Caps an older release needs because a dependency's newer release broke it after it shipped
 # (each one found by dag.test() failing every task there):
 # - 3.0: FastAPI 0.132 rejects JSON bodies without a Content-Type header, which the 3.0 task SDK omits;
+#   universal_pathlib 0.3 makes 3.0's ObjectStoragePath refuse file:// URLs (the bulk launch example);
 # - 3.2: svcs 26 leaves app.state.svcs_registry unset in the in-process Execution API, and FastAPI
 #   0.137 (with Cadwyn 8, which needs it) fails building the Execution API's models.
 # 3.1 and 3.3 cap FastAPI themselves and need nothing more.
-CONSTRAINTS_CAPS_3.0.6 := "fastapi<0.132"
+CONSTRAINTS_CAPS_3.0.6 := "fastapi<0.132" "universal_pathlib<0.3"
 CONSTRAINTS_CAPS_3.2.2 := "fastapi<0.137" "svcs<26"
 constraints:
 	rm -rf $(CONSTRAINTS_VENV)

@@ -30,14 +30,16 @@ class Sources:
 def connection_sources(conn_id: str) -> Sources | None:
     """The connection sources this process reads, or None when Airflow does not say."""
     try:
-        try:  # Airflow 3: the chain depends on the context (task, server, anything else)
-            from airflow.sdk.execution_time.supervisor import ensure_secrets_backend_loaded
+        from airflow import __version__
 
-            backends = ensure_secrets_backend_loaded()
-        except ImportError:  # Airflow 2
+        if __version__.startswith(("2.", "3.0.")):  # every process reads the metadata database
             from airflow.configuration import ensure_secrets_loaded
 
             backends = ensure_secrets_loaded()
+        else:  # Airflow 3.1+: the chain depends on the context (task, server, anything else)
+            from airflow.sdk.execution_time.supervisor import ensure_secrets_backend_loaded
+
+            backends = ensure_secrets_backend_loaded()
     except Exception:
         return None
     names: list[str] = []

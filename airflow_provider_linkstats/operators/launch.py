@@ -182,14 +182,12 @@ def _read_source(source: str) -> list[dict[str, Any]]:
     import csv
     import io
 
-    from airflow.providers.common.compat.sdk import ObjectStoragePath
-
     from airflow_provider_linkstats.client.errors import LinkstatsInputError
 
     kind = source.rsplit(".", 1)[-1].lower() if "." in source.rsplit("/", 1)[-1] else ""
     if kind not in SOURCE_FORMATS:
         raise LinkstatsInputError("source", source, "a URL of a .json or .csv file (file://, s3://, gs://, ...)")
-    path = ObjectStoragePath(source)
+    path = _storage_path(source)
     try:
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
@@ -447,9 +445,7 @@ def _duration(seconds: float) -> str:
 
 def write_result(path: str, outcome: Outcome) -> str:
     """The full result as JSON at the object-storage URL ``path``; returns the URL."""
-    from airflow.providers.common.compat.sdk import ObjectStoragePath
-
-    target = ObjectStoragePath(path)
+    target = _storage_path(path)
     body = {
         **outcome.summary(),
         "links": outcome.links,
@@ -463,6 +459,20 @@ def launch_result(value: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
     """alias -> {"id", "short_url", ...} from a bulk create's XCom, read from ``result_path`` if it went there."""
     if value.get("links") is not None:
         return dict(value["links"])
+    return dict(json.loads(_storage_path(value["result_path"]).read_text(encoding="utf-8"))["links"])
+
+
+def _storage_path(url: str) -> Any:
+    """Airflow's ``ObjectStoragePath`` of ``url``; a local ``file://`` URL as its plain path, because
+    Airflow 3.0's class refuses the file protocol under universal_pathlib 0.3 (which pip installs
+    beside it unless Airflow's constraints pin 0.2)."""
+    from urllib.parse import unquote, urlsplit
+
     from airflow.providers.common.compat.sdk import ObjectStoragePath
 
-    return dict(json.loads(ObjectStoragePath(value["result_path"]).read_text(encoding="utf-8"))["links"])
+    text = str(url)
+    if text.startswith("file://"):
+        parts = urlsplit(text)
+        if parts.netloc in ("", "localhost"):
+            text = unquote(parts.path)
+    return ObjectStoragePath(text)

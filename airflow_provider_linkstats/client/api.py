@@ -9,7 +9,7 @@ from typing import Any
 
 from airflow_provider_linkstats.client.auth import ApiKey
 from airflow_provider_linkstats.client.checks import check_whole_number
-from airflow_provider_linkstats.client.contract import LINKS, MAX_PER_PAGE, Resource, StatsSpec
+from airflow_provider_linkstats.client.contract import LINKS, MAX_PER_PAGE, WEBSITES, Resource, StatsSpec
 from airflow_provider_linkstats.client.discovery import ServiceProfile, discover
 from airflow_provider_linkstats.client.errors import (
     RETRY_STATUSES,
@@ -46,6 +46,7 @@ from airflow_provider_linkstats.client.retry import RetryPolicy
 from airflow_provider_linkstats.client.settings import ClientSettings
 from airflow_provider_linkstats.client.transport import RequestsTransport
 from airflow_provider_linkstats.client.validation import Fields, validate_fields, validate_list_params
+from airflow_provider_linkstats.client.websites import say_stored_domain, write_errors
 
 log = logging.getLogger(__name__)
 
@@ -243,7 +244,17 @@ class LinkstatsClient:
         The record the service answers with must hold what was sent (``verify.differences``; ``zone``:
         the time zone phpShort 44-45's expiration_date and expiration_time were written in):
         otherwise ``LinkstatsWriteMismatchError`` names the field, the record and the version assumed.
+        A website's refusals say what to do (``websites.write_errors``).
         """
+        if resource is WEBSITES:
+            with write_errors(self.settings.conn_id):
+                record = self._create(resource, fields, generation, zone)
+            return say_stored_domain(fields, record, lambda: self.generation(resource.service))
+        return self._create(resource, fields, generation, zone)
+
+    def _create(
+        self, resource: Resource, fields: Mapping[str, Any], generation: Generation | None, zone: str | None
+    ) -> dict[str, Any]:
         fields = self.prepare(resource, fields, "create")
         generation = generation or self._spoken(resource)
         request = build_create(resource, fields, generation)
@@ -318,6 +329,19 @@ class LinkstatsClient:
         zone: str | None = None,
     ) -> dict[str, Any]:
         """Change the given fields; the answer (or, for a 204, a GET) must hold them (see ``create``)."""
+        if resource is WEBSITES:
+            with write_errors(self.settings.conn_id, record_id, lambda: self.get(resource, record_id)):
+                return self._update(resource, record_id, fields, generation, zone)
+        return self._update(resource, record_id, fields, generation, zone)
+
+    def _update(
+        self,
+        resource: Resource,
+        record_id: Any,
+        fields: Mapping[str, Any],
+        generation: Generation | None,
+        zone: str | None,
+    ) -> dict[str, Any]:
         fields = self.prepare(resource, fields, "update")
         generation = generation or self._spoken(resource)
         request = build_update(resource, record_id, fields, generation)
@@ -365,6 +389,17 @@ class LinkstatsClient:
             url=f"{self.root}{request.path}",
             status=status,
             conn_id=self.settings.conn_id,
+        )
+
+    def create_or_reconcile(
+        self, resource: Resource, fields: Mapping[str, Any], if_exists: str = "fail"
+    ) -> tuple[dict[str, Any], str]:
+        """Create, or meet the record with the same natural key as ``if_exists`` says ("fail", "skip",
+        "update"): (record, "created" | "skipped" | "updated"); see ``reconcile.create_or_reconcile``."""
+        from airflow_provider_linkstats.client.reconcile import ClientRecords, create_or_reconcile
+
+        return create_or_reconcile(
+            ClientRecords(self), resource, dict(fields), if_exists, conn_id=self.settings.conn_id, log=log
         )
 
     def delete(self, resource: Resource, record_id: Any, *, missing_ok: bool = False) -> bool:

@@ -428,3 +428,21 @@ def by_name(service: str, name: str) -> Generation:
         if generation.name == name:
             return generation
     raise LinkstatsInputError("generation", name, "one of " + ", ".join(g.name for g in generations(service)))
+
+
+def record_generation_contradicts(record: Mapping[str, Any], believed: Generation) -> Generation | None:
+    """The generation ``record`` is written in when it is plainly not ``believed`` (else None).
+
+    Only record keys that are no generation's vocabulary name count (the client adds those to
+    every record it reads): a record carrying another generation's and none of the believed
+    one's is that other generation's.
+    """
+    known = generations(believed.service)
+    vocabulary = {name for generation in known for name in generation.record_keys}
+
+    def marks(generation: Generation) -> set[str]:
+        return set(generation.record_marks) - vocabulary
+
+    if marks(believed) & record.keys():
+        return None
+    return next((g for g in reversed(known) if g.name != believed.name and marks(g) & record.keys()), None)

@@ -10,15 +10,24 @@ installs answer in their own language.
 Spaces, pixels and domains have names the service does not keep unique (two spaces may share a
 name), so for them the look-up still comes first: a create would make a twin.
 
-Nothing here does I/O.
+``create_or_reconcile`` is that rule run over any ``Records``: the hook (whose writes reword
+errors for its connection) or ``ClientRecords`` around a ``LinkstatsClient`` (the client without
+Airflow's ``create_or_reconcile``). The rest does no I/O.
 """
 
 from __future__ import annotations
 
-from typing import Any
+import logging
+from typing import TYPE_CHECKING, Any, Protocol
 
+from airflow_provider_linkstats.client.checks import check_choice, is_blank
 from airflow_provider_linkstats.client.contract import LINKS, WEBSITES, Resource
-from airflow_provider_linkstats.client.errors import LinkstatsValidationError
+from airflow_provider_linkstats.client.errors import LinkstatsExistsError, LinkstatsValidationError
+
+if TYPE_CHECKING:
+    from airflow_provider_linkstats.client.api import LinkstatsClient
+
+JsonDict = dict[str, Any]
 
 IF_EXISTS_CHOICES = ("fail", "skip", "update")
 
@@ -44,3 +53,136 @@ def updatable(resource: Resource, fields: dict[str, Any]) -> dict[str, Any]:
     """The create's fields an update may send (the domain of a link or website cannot change)."""
     names = {spec.name for spec in resource.fields_for("update")}
     return {name: value for name, value in fields.items() if name in names}
+
+
+class Records(Protocol):
+    """What ``create_or_reconcile`` writes and reads through (the hook's record methods)."""
+
+    def create_record(self, fields: JsonDict, resource: Resource | None = None) -> JsonDict: ...
+
+    def update_record(self, record_id: int | str, fields: JsonDict, resource: Resource | None = None) -> JsonDict: ...
+
+    def find(
+        self, natural_key: str, domain_id: int | str | None = None, resource: Resource | None = None
+    ) -> JsonDict | None: ...
+
+    def unset_fields(self, record: JsonDict, fields: JsonDict, resource: Resource | None = None) -> JsonDict: ...
+
+
+def create_or_reconcile(
+    records: Records,
+    resource: Resource,
+    fields: JsonDict,
+    if_exists: str = "fail",
+    *,
+    conn_id: str | None = None,
+    log: logging.Logger | logging.LoggerAdapter[Any] | None = None,
+) -> tuple[JsonDict, str]:
+    """Create a record, or meet the one with the same natural key: (record, "created" | "skipped" | "updated").
+
+    Links (``alias``) and websites (``domain``): the create is sent first, so a first launch
+    costs one request per record. Only the service's "already taken" answer (a 422 naming that
+    field, in whatever language the install speaks) leads to a look-up by the key; then
+    ``if_exists`` decides: "fail" raises ``LinkstatsExistsError``, "skip" returns the record as
+    it is, "update" writes the given fields to it. A create whose answer was lost is looked up
+    by the client and the record returned if it exists, so a retry never makes a twin.
+    Spaces, pixels and domains, whose names the service does not keep unique, are looked up first.
+    """
+    if_exists = check_choice("if_exists", if_exists, IF_EXISTS_CHOICES)
+    log = log or logging.getLogger(__name__)
+    key = fields.get(resource.natural_key)
+    if is_blank(key):
+        return records.create_record(fields, resource), CREATED
+    if not creates_first(resource):
+        existing = records.find(str(key), fields.get("domain_id"), resource)
+        if existing is None:
+            return records.create_record(fields, resource), CREATED
+        return _meet_existing(records, existing, fields, if_exists, resource, None, conn_id, log)
+    try:
+        return records.create_record(fields, resource), CREATED
+    except LinkstatsValidationError as error:
+        if not is_taken(error, resource):
+            raise
+        taken = error
+    existing = records.find(str(key), fields.get("domain_id"), resource)
+    if existing is None:
+        where = " (another account's, or one on another domain)" if resource is LINKS else " (another account's)"
+        raise taken.reworded(
+            f"{taken.message}: choose another {resource.natural_key}; {key!r} is taken, but by no "
+            f"{resource.singular} the API key of connection {conn_id!r} can see{where}"
+        ) from taken
+    return _meet_existing(records, existing, fields, if_exists, resource, taken, conn_id, log)
+
+
+def _meet_existing(
+    records: Records,
+    existing: JsonDict,
+    fields: JsonDict,
+    if_exists: str,
+    resource: Resource,
+    taken: LinkstatsValidationError | None,
+    conn_id: str | None,
+    log: logging.Logger | logging.LoggerAdapter[Any],
+) -> tuple[JsonDict, str]:
+    """``if_exists`` applied to the record found under the create's natural key."""
+    noun, key_name = resource.singular, resource.natural_key
+    key, record_id = fields.get(key_name), existing.get("id")
+    if if_exists == "fail":
+        message = (
+            f"set if_exists='skip' to reuse it or if_exists='update' to overwrite its fields: a {noun} with "
+            f"{key_name} {key!r} already exists (id={record_id})"
+        )
+        if taken is not None:
+            error = taken.reworded(message, LinkstatsExistsError)
+        else:
+            error = LinkstatsExistsError(message, status=None, conn_id=conn_id)
+        error.record_id = record_id
+        raise error
+    if if_exists == "skip":
+        repair = records.unset_fields(existing, fields, resource)
+        if not repair:
+            log.info("%s with %s %r exists (id=%s); skipped", noun, key_name, key, record_id)
+            return existing, SKIPPED
+        record = records.update_record(record_id, repair, resource)
+        log.warning(
+            "%s with %s %r exists (id=%s) without %s as asked (a write the service ignored, e.g. an earlier "
+            "try's); those fields were updated", noun, key_name, key, record_id, ", ".join(sorted(repair)),
+        )  # fmt: skip
+        return record, UPDATED
+    record = records.update_record(record_id, updatable(resource, fields), resource)
+    log.info("%s with %s %r exists (id=%s); updated", noun, key_name, key, record_id)
+    return record, UPDATED
+
+
+class ClientRecords:
+    """``Records`` over a ``LinkstatsClient``: a link without ``domain_id`` is looked up on the
+    settings' default domain (else on any), a website by its domain as the connected version stores it."""
+
+    def __init__(self, client: LinkstatsClient) -> None:
+        self.client = client
+
+    def create_record(self, fields: JsonDict, resource: Resource | None = None) -> JsonDict:
+        assert resource is not None
+        return self.client.create(resource, fields)
+
+    def update_record(self, record_id: int | str, fields: JsonDict, resource: Resource | None = None) -> JsonDict:
+        assert resource is not None
+        return self.client.update(resource, record_id, fields)
+
+    def find(
+        self, natural_key: str, domain_id: int | str | None = None, resource: Resource | None = None
+    ) -> JsonDict | None:
+        assert resource is not None
+        if resource is LINKS and is_blank(domain_id):
+            domain_id = self.client.settings.default_domain_id
+        elif resource is WEBSITES:
+            from airflow_provider_linkstats.client.validation import normalize_domain
+
+            natural_key = self.client.generation(WEBSITES.service).stored_domain(normalize_domain(natural_key))
+        return self.client.find_by_natural_key(resource, natural_key, domain_id)
+
+    def unset_fields(self, record: JsonDict, fields: JsonDict, resource: Resource | None = None) -> JsonDict:
+        from airflow_provider_linkstats.client.verify import unset_fields
+
+        assert resource is not None
+        return unset_fields(resource, record, fields, lambda: self.client.zone(resource))

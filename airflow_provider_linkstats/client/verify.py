@@ -18,12 +18,13 @@ carry at all (a proxy's or another server's shortened record): real installs sen
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from airflow_provider_linkstats.client.contract import LINKS, TARGETING_FIELDS, WEBSITES, Resource
 from airflow_provider_linkstats.client.errors import LinkstatsWriteMismatchError
+from airflow_provider_linkstats.client.validation import validate_fields
 
 # Seconds a stored end may lie after the one asked: phpShort 44-45 keep minutes (the hook rounds
 # up, a direct date and time has none), a 46+ install may drop the seconds too. Before it: 1 s.
@@ -129,6 +130,42 @@ def repair_fields(resource: Resource, found: list[Difference], asked: Mapping[st
             names.add(difference.field)
     updatable = {spec.name for spec in resource.fields_for("update")}
     return {name: asked[name] for name in sorted(names & updatable) if asked.get(name) is not None}
+
+
+def mismatch_for_connection(
+    error: LinkstatsWriteMismatchError, conn_id: str | None, *, pinned: bool
+) -> LinkstatsWriteMismatchError:
+    """``error`` saying what to do about the connection: a pinned version cannot be mended by a
+    retry (permanent: change the api_version extra); a detected one is detected again on the retry."""
+    if pinned:
+        fix = (
+            f"Set the api_version extra of connection {conn_id!r} to the install's version, or to auto (it "
+            f"names {error.believed}; the install may have been upgraded)"
+        )
+    else:
+        fix = (
+            f"Retry the task: connection {conn_id!r}'s version was detected as {error.believed} and is "
+            f"detected again on the next try, which brings the record to what was asked; if this "
+            f"persists, set the api_version extra to the install's version"
+        )
+    reworded = error.reworded(f"{fix}: {error.detail}")
+    reworded.permanent = pinned
+    return reworded
+
+
+def unset_fields(
+    resource: Resource, record: Mapping[str, Any], fields: Mapping[str, Any], zone: Callable[[], str | None]
+) -> dict[str, Any]:
+    """The fields of ``fields`` that ``record`` holds nothing for (null, 0, empty) where a value was
+    asked: what a write the service ignored leaves behind (``differences``). A value the record
+    holds differently (someone changed it) is not among them. Empty: nothing to mend. ``zone()``:
+    the time zone of phpShort 44-45's expiry, asked only for a resource whose fields are checked."""
+    if not checked(resource):
+        return {}
+    where = zone()
+    asked = validate_fields(resource, "create", fields)
+    found = [d for d in differences(resource, asked, record, zone=where) if d.unset]
+    return repair_fields(resource, found, fields) if found else {}
 
 
 # -- one check per field ----------------------------------------------------------------------

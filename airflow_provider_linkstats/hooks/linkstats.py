@@ -9,15 +9,17 @@ once into a frozen ``ClientSettings``, from which both the sync ``client`` and
 The service's domain lives in the client (``client/``): the generations and their spelling
 (``generations.py``), finding the API root and the version (``discovery.py``), a link's fields
 (``links.py``). What the client learns about the connection's service is one ``ServiceProfile``,
-obtained here by ``service_profile()`` (sync) and ``aservice_profile()`` (async) only.
+kept by the hook's ``KnownService`` (``known.py``) and obtained here by ``service_profile()``
+(sync) and ``aservice_profile()`` (async) only; creating or reconciling by natural key
+(``reconcile.py``), checking what a write stored (``verify.py``) and what website writes'
+refusals mean (``websites.py``) live there too.
 """
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import threading
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import replace
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
@@ -38,15 +40,9 @@ from airflow_provider_linkstats.client.contract import (
     StatsSpec,
 )
 from airflow_provider_linkstats.client.errors import (
-    LinkstatsApiError,
-    LinkstatsAuthError,
     LinkstatsConfigError,
     LinkstatsError,
     LinkstatsInputError,
-    LinkstatsNotFoundError,
-    LinkstatsRateLimitError,
-    LinkstatsServerError,
-    LinkstatsValidationError,
 )
 from airflow_provider_linkstats.client.generations import Generation, generation_for
 from airflow_provider_linkstats.client.settings import (
@@ -73,6 +69,7 @@ if TYPE_CHECKING:
     from airflow_provider_linkstats.client.api import LinkstatsClient
     from airflow_provider_linkstats.client.auth import ApiKey
     from airflow_provider_linkstats.client.discovery import ServiceProfile
+    from airflow_provider_linkstats.client.known import KnownService
     from airflow_provider_linkstats.client.learned import EntryKey, LearnedStore
 
 __all__ = ["LinkstatsBaseHook", "LinkstatsLinksHook", "LinkstatsAnalyticsHook"]
@@ -119,7 +116,6 @@ class LinkstatsBaseHook(BaseHook):
         self._connection: _Hidden | None = None
         self._explicit: Generation | None = None  # the api_version extra's generation, if it names one
         self._roots: tuple[str, ...] = ()  # where the API may be for the connection's base URL
-        self._profile: ServiceProfile | None = None  # what discovery learned
         self._locating = threading.RLock()
 
     def __repr__(self) -> str:
@@ -225,187 +221,80 @@ class LinkstatsBaseHook(BaseHook):
         """
         from airflow_provider_linkstats.client.api import LinkstatsClient
 
-        settings = self.settings
+        settings, known = self.settings, self.known
         with self._locating:
             if "client" not in self.__dict__:
-                self.__dict__["client"] = LinkstatsClient(
+                self.__dict__["client"] = known.client = LinkstatsClient(
                     settings, self._api_key(), generation=self._explicit, profiles=self._profile_for
                 )
-                self.__dict__["client"].contradicted = self._contradicted
+                known.client.contradicted = known.contradicted
             if len(self._roots) > 1:
                 self.service_profile()
             return self.__dict__["client"]
 
-    # -- what the hook learns about the connection's service ------------------------------------
+    # -- what the hook learns about the connection's service (``client/known.py``) ----------------
+
+    @cached_property
+    def known(self) -> KnownService:
+        """What is known about the connection's service: its profile, found once, shared with the
+        host's other processes through the learned-service cache (``client/learned.py``)."""
+        from airflow_provider_linkstats.client.known import KnownService
+
+        settings = self.settings  # reads the roots and the api_version extra
+        return KnownService(
+            self.resource,
+            conn_id=self.linkstats_conn_id,
+            roots=self._roots,
+            pinned=self._explicit,
+            store=self._learned_store,
+            entry=self._learned_entry,
+            wait=settings.max_rate_limit_wait + 2 * settings.read_timeout,  # another task's discovery may take that
+            log=self.log,
+            on_found=self._root_found,
+        )
 
     def service_profile(self, *, account: bool = False) -> ServiceProfile:
         """The connection's ``ServiceProfile`` (API root, generation; with ``account``, the account's
         time zone and default domain), discovered once through the sync client and kept: for this
         hook, and for the host's other processes in the learned-service cache (``client/learned.py``)."""
         with self._locating:
-            known = self._profile
-            if known is not None and (known.account_read or not account):
-                return known
-            client = self.__dict__.get("client") or self.client
-            known = self._profile  # the client's first use may have found it
-
-            def discover(previous: ServiceProfile | None) -> ServiceProfile:
-                return client.discover(
-                    self.resource.service,
-                    roots=self._roots,
-                    generation=self._explicit,
-                    account=account,
-                    known=known or previous,
-                )
-
-            try:
-                profile = self._shared(discover, account)
-            except LinkstatsApiError as error:
-                raise self._discovery_failed(error) from error
-            return self._found(client.adopt(profile))
+            return self.known.get(lambda: self.__dict__.get("client") or self.client, account=account)
 
     async def aservice_profile(self, client: AsyncLinkstatsClient, *, account: bool = False) -> ServiceProfile:
         """``service_profile`` for the triggerer, through ``client`` (moved to the root that answers)."""
-        known = self._profile
-        if known is not None and (known.account_read or not account):
-            return client.adopt(known)
+        known = self.__dict__.get("known")
+        if known is None:
+            from asgiref.sync import sync_to_async
 
-        async def discover(previous: ServiceProfile | None) -> ServiceProfile:
-            return await client.discover(
-                self.resource.service, roots=self._roots, generation=self._explicit, account=account,
-                known=known or previous,
-            )  # fmt: skip
-
-        try:
-            profile = await self._ashared(discover, account)
-        except LinkstatsApiError as error:
-            raise self._discovery_failed(error) from error
-        return self._found(client.adopt(profile))
-
-    # -- the learned-service cache: what one hook found out, for the host's other processes --------
-
-    @cached_property
-    def _learned(self) -> tuple[LearnedStore, EntryKey, tuple[str, ...]] | None:
-        """The host's store, this connection's entry in it and the roots its base URL allows; None when off."""
-        from airflow_provider_linkstats.client.learned import EntryKey, resolve
-
-        try:
-            store = resolve(_linkstats_setting("cache_dir"), _linkstats_setting("cache_ttl"))
-        except ValueError as error:
-            raise LinkstatsConfigError(f"[linkstats] {error}") from None
-        if not store.enabled:
-            return None
-        conn = self.connection
-        return store, EntryKey.of(self.linkstats_conn_id, base_url(conn), str(conn.password)), api_roots_of(conn)
-
-    def _needs_discovery(self, account: bool) -> bool:
-        """Whether finding the profile would send a request (else the store is not worth a look)."""
-        self.settings  # noqa: B018 - reads the roots and the api_version extra
-        return account or len(self._roots) > 1 or self._explicit is None
-
-    def _wait_for_others(self) -> float:
-        """How long a task waits for another one's discovery: its own could take that long."""
-        return self.settings.max_rate_limit_wait + 2 * self.settings.read_timeout
-
-    def _from_facts(self, facts: dict[str, Any] | None) -> ServiceProfile | None:
-        """A saved profile, if it is one of this service's (anything else counts as nothing saved)."""
-        from airflow_provider_linkstats.client.discovery import ServiceProfile
-
-        if facts is None:
-            return None
-        try:
-            profile = ServiceProfile.from_json(facts)
-            profile.spoken  # noqa: B018 - a generation this version of the provider knows
-        except Exception:
-            return None
-        return profile if profile.service == self.resource.service else None
-
-    def _enough(self, account: bool) -> Callable[[dict[str, Any]], bool]:
-        def enough(facts: dict[str, Any]) -> bool:
-            profile = self._from_facts(facts)
-            return profile is not None and (profile.account_read or not account)
-
-        return enough
-
-    def _shared(self, discover: Callable[[ServiceProfile | None], ServiceProfile], account: bool) -> ServiceProfile:
-        learned = self._learned if self._needs_discovery(account) else None
-        if learned is None:
-            return discover(None)
-        store, key, roots = learned
-        facts, recalled = store.recall_or_learn(
-            key,
-            roots,
-            lambda previous: discover(self._from_facts(previous)).to_json(),
-            wait=self._wait_for_others(),
-            enough=self._enough(account),
-        )
-        return self._recalled(facts, recalled)
-
-    async def _ashared(
-        self, discover: Callable[[ServiceProfile | None], Awaitable[ServiceProfile]], account: bool
-    ) -> ServiceProfile:
-        from asgiref.sync import sync_to_async
-
-        needed = await sync_to_async(self._needs_discovery)(account)
-        learned = self._learned if needed else None
-        if learned is None:
-            return await discover(None)
-        store, key, roots = learned
-
-        async def learn(previous: dict[str, Any] | None) -> dict[str, Any]:
-            return (await discover(self._from_facts(previous))).to_json()
-
-        facts, recalled = await store.arecall_or_learn(
-            key, roots, learn, wait=self._wait_for_others(), enough=self._enough(account)
-        )
-        return self._recalled(facts, recalled)
-
-    def _recalled(self, facts: dict[str, Any], recalled: bool) -> ServiceProfile:
-        profile = self._from_facts(facts)
-        assert profile is not None
-        if recalled:
-            self.log.info(
-                "Linkstats connection %r: %s at %s, as learned by an earlier task on this host",
-                self.linkstats_conn_id, profile.spoken.label, profile.root,
-            )  # fmt: skip
-        if self._explicit is not None and profile.generation != self._explicit.name:
-            from dataclasses import replace as _replace
-
-            profile = _replace(profile, generation=self._explicit.name)  # the extra decides
-        return profile
+            known = await sync_to_async(lambda: self.known)()  # parsing the extras may block
+        return await known.aget(client, account=account)
 
     def forget_learned(self, reason: str) -> None:
         """Drop what was learned about the service (an answer contradicted it): from the host's
         cache, and from this hook, so that its next request finds out again."""
-        learned = self._learned
-        if learned is not None:
-            store, key, _ = learned
-            store.forget(key, reason)
-        self._profile = None
-        client = self.__dict__.get("client")
-        if client is not None:
-            client.forget(self.resource.service)
+        self.known.forget(reason)
 
-    def _contradicted(self, reason: str) -> None:
-        """The client's answer contradicted the learned root or key: the next task finds out again."""
-        learned = self.__dict__.get("_learned")
-        if learned is not None:
-            store, key, _ = learned
-            store.forget(key, reason)
+    def forget_version(self) -> None:
+        """Drop what was learned about the service's version (the next request detects it again)."""
+        self.known.forget_version()
 
-    def _watch_record(self, record: JsonDict, resource: Resource | None) -> JsonDict:
-        """A main-collection record in another generation's fields than the one believed drops it."""
-        if (resource or self.resource) is self.resource and self._profile is not None and record:
-            other = record_generation_contradicts(record, self._profile.spoken)
-            if other is not None:
-                believed = self._profile.spoken
-                self.log.warning(
-                    "Linkstats connection %r: a %s record in %s's fields, not %s's: dropping what was learned "
-                    "about the service; the next request finds out again",
-                    self.linkstats_conn_id, self.resource.singular, other.label, believed.label,
-                )  # fmt: skip
-                self.forget_learned(f"a record in {other.label}'s fields, not {believed.label}'s")
-        return record
+    def _learned_store(self) -> LearnedStore:
+        from airflow_provider_linkstats.client.learned import resolve
+
+        try:
+            return resolve(_linkstats_setting("cache_dir"), _linkstats_setting("cache_ttl"))
+        except ValueError as error:
+            raise LinkstatsConfigError(f"[linkstats] {error}") from None
+
+    def _learned_entry(self) -> EntryKey:
+        from airflow_provider_linkstats.client.learned import EntryKey
+
+        conn = self.connection
+        return EntryKey.of(self.linkstats_conn_id, base_url(conn), str(conn.password))
+
+    def _root_found(self, profile: ServiceProfile) -> None:
+        if "settings" in self.__dict__ and self.settings.root != profile.root:
+            self.__dict__["settings"] = replace(self.settings, root=profile.root)
 
     def _profile_for(self, service: str, account: bool) -> ServiceProfile:
         return self.service_profile(account=account)
@@ -413,11 +302,8 @@ class LinkstatsBaseHook(BaseHook):
     @property
     def generation(self) -> Generation:
         """The connected generation: the ``api_version`` extra, else detected once (one GET, logged)."""
-        if self._profile is None and self._explicit is None:
-            self.settings  # noqa: B018 - reads the api_version extra
-        if self._explicit is not None and len(self._roots) == 1:
-            return self._explicit
-        return self.service_profile().spoken
+        with self._locating:
+            return self.known.generation(lambda: self.__dict__.get("client") or self.client)
 
     dialect = generation  # the name before 0.x; kept for DAG code that reads it
 
@@ -426,34 +312,6 @@ class LinkstatsBaseHook(BaseHook):
         return (await self.aservice_profile(client)).spoken
 
     aget_dialect = aget_generation
-
-    def _found(self, profile: ServiceProfile) -> ServiceProfile:
-        if not profile.generation:
-            self.log.info("Linkstats connection %r: the API answers at %s (%s)", self.linkstats_conn_id, profile.root,
-                          profile.note)  # fmt: skip
-        elif self._profile is None or self._profile.generation != profile.generation:
-            how = f"version probe GET /stats/0 {profile.note}" if profile.note else "the api_version extra"
-            self.log.info(
-                "Linkstats connection %r: %s at %s (%s)",
-                self.linkstats_conn_id, profile.spoken.label, profile.root, how,
-            )  # fmt: skip
-        self._profile = profile
-        if "settings" in self.__dict__ and self.settings.root != profile.root:
-            self.__dict__["settings"] = replace(self.settings, root=profile.root)
-        return profile
-
-    def _discovery_failed(self, error: LinkstatsApiError) -> LinkstatsApiError:
-        """A refused key says so first; another failed probe says what it asked and what to set."""
-        if isinstance(error, (LinkstatsAuthError, LinkstatsNotFoundError, LinkstatsRateLimitError)):
-            return error  # each says what to do: the key, the base URL, the request budget
-        if error.method != "GET":
-            return error
-        if error.path != "/stats/0":
-            return error
-        fix = "check the base URL and the service"
-        if self._explicit is None:
-            fix += ", or set the api_version extra to the service's version (skips this request)"
-        return error.reworded(f"the {self.resource.service} API's version probe failed: {error.message}; {fix}")
 
     async def get_async_client(self, **options: Any) -> AsyncLinkstatsClient:
         """An async client for the triggerer, from the same settings; the connection is fetched without blocking.
@@ -475,12 +333,12 @@ class LinkstatsBaseHook(BaseHook):
 
         # Parsing reads conn.extra_dejson, which on Airflow 3.0 masks the extras with a synchronous
         # call to the triggerer's supervisor: on the event loop's thread that raises RuntimeError.
-        settings = await sync_to_async(lambda: self.settings)()
+        settings, known = await sync_to_async(lambda: (self.settings, self.known))()
         client = await AsyncLinkstatsClient.open(settings, self._api_key(), **options)
-        client.contradicted = self._contradicted
+        client.contradicted = known.contradicted
         if len(self._roots) > 1:
             try:
-                await self.aservice_profile(client)
+                await known.aget(client)
             except BaseException:
                 await client.aclose()
                 raise
@@ -509,6 +367,7 @@ class LinkstatsBaseHook(BaseHook):
         if "client" in self.__dict__:
             self.client.close()
             del self.__dict__["client"]
+            self.known.client = None
 
     def test_connection(self) -> tuple[bool, str]:
         """One GET of the first listing page (never a write); the message never holds the key.
@@ -516,7 +375,7 @@ class LinkstatsBaseHook(BaseHook):
         With the learned-service cache on, what was learned is dropped and found out again first.
         """
         try:
-            if self._learned is not None and self._needs_discovery(account=False):
+            if self.known.learned is not None and self.known.needs_discovery(account=False):
                 self.forget_learned("test_connection finds it out afresh")
                 self.service_profile()
             self.client.list(self.resource, {"per_page": 10}, max_items=1)
@@ -531,63 +390,23 @@ class LinkstatsBaseHook(BaseHook):
 
     # The resource-neutral methods below serve the operators, which are written once for every
     # collection (``resource`` defaults to the main one); DAG code reads better with the named
-    # ones (create_link, get_website, list_spaces, ...).
+    # ones (create_link, get_website, list_spaces, ...). Every write's answer must hold what was
+    # sent, else ``LinkstatsWriteMismatchError`` saying what to do (``KnownService.verified``).
 
     def create_record(self, fields: JsonDict, resource: Resource | None = None) -> JsonDict:
-        """Create; the answer must hold what was sent, else ``LinkstatsWriteMismatchError`` (see ``_verified``)."""
         resource = resource or self.resource
         checked = _checked(fields, "create", resource)  # before the client: a past expiry costs no request
-        with self._verified():
-            return self._watch_record(self.client.create(resource, checked), resource)
+        with self.known.verified():
+            return self.known.watch(self.client.create(resource, checked), resource)
 
     def get_record(self, record_id: int | str, resource: Resource | None = None) -> JsonDict:
-        return self._watch_record(self.client.get(resource or self.resource, record_id), resource)
+        return self.known.watch(self.client.get(resource or self.resource, record_id), resource)
 
     def update_record(self, record_id: int | str, fields: JsonDict, resource: Resource | None = None) -> JsonDict:
-        """Update; the answer must hold what was sent, else ``LinkstatsWriteMismatchError`` (see ``_verified``)."""
         resource = resource or self.resource
         checked = _checked(fields, "update", resource)
-        with self._verified():
-            return self._watch_record(self.client.update(resource, record_id, checked), resource)
-
-    @contextlib.contextmanager
-    def _verified(self) -> Iterator[None]:
-        """A write the service answered without storing what was sent: the version it was written for
-        is wrong. A detected version is dropped (the task's retry detects it again and its create,
-        refused as taken, is reconciled into an update to what was asked); a pinned one cannot be
-        mended by a retry, so the error says to change the connection and fails the task at once."""
-        from airflow_provider_linkstats.client.errors import LinkstatsWriteMismatchError
-
-        try:
-            yield
-        except LinkstatsWriteMismatchError as error:
-            conn_id = self.linkstats_conn_id
-            pinned = self._explicit is not None
-            if pinned:
-                fix = (
-                    f"Set the api_version extra of connection {conn_id!r} to the install's version, or to auto (it "
-                    f"names {error.believed}; the install may have been upgraded)"
-                )
-            else:
-                self.forget_version()
-                fix = (
-                    f"Retry the task: connection {conn_id!r}'s version was detected as {error.believed} and is "
-                    f"detected again on the next try, which brings the record to what was asked; if this "
-                    f"persists, set the api_version extra to the install's version"
-                )
-            reworded = error.reworded(f"{fix}: {error.detail}")
-            reworded.permanent = pinned
-            raise reworded from error
-
-    def forget_version(self) -> None:
-        """Drop what was learned about the service's version (the next request detects it again)."""
-        if self._explicit is None and self._profile is not None:
-            self.log.warning(
-                "Linkstats connection %r: forgetting the detected version (%s); it is detected again on next use",
-                self.linkstats_conn_id,
-                self._profile.generation,
-            )
-            self.forget_learned(f"a write's answer did not hold what was sent as {self._profile.generation}")
+        with self.known.verified():
+            return self.known.watch(self.client.update(resource, record_id, checked), resource)
 
     def delete_record(
         self, record_id: int | str, *, missing_ok: bool = False, resource: Resource | None = None
@@ -612,103 +431,19 @@ class LinkstatsBaseHook(BaseHook):
     def create_or_reconcile(
         self, fields: JsonDict, if_exists: str = "fail", resource: Resource | None = None
     ) -> tuple[JsonDict, str]:
-        """Create a record, or meet the one with the same natural key: (record, "created" | "skipped" | "updated").
+        """Create, or meet the record with the same natural key: (record, "created" | "skipped" |
+        "updated"); ``if_exists`` "fail", "skip" or "update" (``client/reconcile.py`` says how)."""
+        from airflow_provider_linkstats.client.reconcile import create_or_reconcile
 
-        Links (``alias``) and websites (``domain``): the create is sent first, so a first launch
-        costs one request per record. Only the service's "already taken" answer (a 422 naming that
-        field, in whatever language the install speaks) leads to a look-up by the key; then
-        ``if_exists`` decides: "fail" raises ``LinkstatsExistsError``, "skip" returns the record as
-        it is, "update" writes the given fields to it. A create whose answer was lost is looked up
-        by the client and the record returned if it exists, so a retry never makes a twin.
-        Spaces, pixels and domains, whose names the service does not keep unique, are looked up first.
-        """
-        from airflow_provider_linkstats.client.checks import check_choice
-        from airflow_provider_linkstats.client.reconcile import (
-            CREATED,
-            IF_EXISTS_CHOICES,
-            creates_first,
-            is_taken,
-        )
-
-        if_exists = check_choice("if_exists", if_exists, IF_EXISTS_CHOICES)
         resource = resource or self.resource
-        key = fields.get(resource.natural_key)
-        if is_blank(key):
-            return self.create_record(fields, resource), CREATED
-        if not creates_first(resource):
-            existing = self.find(str(key), fields.get("domain_id"), resource)
-            if existing is None:
-                return self.create_record(fields, resource), CREATED
-            return self._meet_existing(existing, fields, if_exists, resource, None)
-        try:
-            return self.create_record(fields, resource), CREATED
-        except LinkstatsValidationError as error:
-            if not is_taken(error, resource):
-                raise
-            taken = error
-        existing = self.find(str(key), fields.get("domain_id"), resource)
-        if existing is None:
-            where = " (another account's, or one on another domain)" if resource is LINKS else " (another account's)"
-            raise taken.reworded(
-                f"{taken.message}: choose another {resource.natural_key}; {key!r} is taken, but by no "
-                f"{resource.singular} the API key of connection {self.linkstats_conn_id!r} can see{where}"
-            ) from taken
-        return self._meet_existing(existing, fields, if_exists, resource, taken)
-
-    def _meet_existing(
-        self,
-        existing: JsonDict,
-        fields: JsonDict,
-        if_exists: str,
-        resource: Resource,
-        taken: LinkstatsValidationError | None,
-    ) -> tuple[JsonDict, str]:
-        """``if_exists`` applied to the record found under the create's natural key."""
-        from airflow_provider_linkstats.client.errors import LinkstatsExistsError
-        from airflow_provider_linkstats.client.reconcile import SKIPPED, UPDATED, updatable
-
-        noun, key_name = resource.singular, resource.natural_key
-        key, record_id = fields.get(key_name), existing.get("id")
-        if if_exists == "fail":
-            message = (
-                f"set if_exists='skip' to reuse it or if_exists='update' to overwrite its fields: a {noun} with "
-                f"{key_name} {key!r} already exists (id={record_id})"
-            )
-            if taken is not None:
-                error = taken.reworded(message, LinkstatsExistsError)
-            else:
-                error = LinkstatsExistsError(message, status=None, conn_id=self.linkstats_conn_id)
-            error.record_id = record_id
-            raise error
-        if if_exists == "skip":
-            repair = self.unset_fields(existing, fields, resource)
-            if not repair:
-                self.log.info("%s with %s %r exists (id=%s); skipped", noun, key_name, key, record_id)
-                return existing, SKIPPED
-            record = self.update_record(record_id, repair, resource)
-            self.log.warning(
-                "%s with %s %r exists (id=%s) without %s as asked (a write the service ignored, e.g. an earlier "
-                "try's); those fields were updated", noun, key_name, key, record_id, ", ".join(sorted(repair)),
-            )
-            return record, UPDATED
-        record = self.update_record(record_id, updatable(resource, fields), resource)
-        self.log.info("%s with %s %r exists (id=%s); updated", noun, key_name, key, record_id)
-        return record, UPDATED
+        return create_or_reconcile(self, resource, fields, if_exists, conn_id=self.linkstats_conn_id, log=self.log)
 
     def unset_fields(self, record: JsonDict, fields: JsonDict, resource: Resource | None = None) -> JsonDict:
-        """The fields of ``fields`` that ``record`` holds nothing for (null, 0, empty) where a value was
-        asked: what a write the service ignored leaves behind (``verify.differences``). A value the
-        record holds differently (someone changed it) is not among them. Empty: nothing to mend."""
-        from airflow_provider_linkstats.client.validation import validate_fields
-        from airflow_provider_linkstats.client.verify import checked, differences, repair_fields
+        """The asked fields ``record`` holds nothing for: what a write the service ignored leaves behind."""
+        from airflow_provider_linkstats.client.verify import unset_fields
 
         resource = resource or self.resource
-        if not checked(resource):
-            return {}
-        zone = self.client.zone(resource)
-        asked = validate_fields(resource, "create", fields)
-        found = [d for d in differences(resource, asked, record, zone=zone) if d.unset]
-        return repair_fields(resource, found, fields) if found else {}
+        return unset_fields(resource, record, fields, lambda: self.client.zone(resource))
 
     # -- the account and statistics --------------------------------------------------------------
 
@@ -919,70 +654,6 @@ class LinkstatsAnalyticsHook(LinkstatsBaseHook):
         """
         return self.create_record({"domain": domain, **fields})
 
-    def create_record(self, fields: JsonDict, resource: Resource | None = None) -> JsonDict:
-        try:
-            return self._say_stored_domain(fields, super().create_record(fields, resource))
-        except LinkstatsValidationError as error:
-            if any("too many websites" in m.lower() for m in error.errors.get("domain", [])):
-                raise error.reworded(
-                    f"{error.message}: the account's plan allows no more websites; delete unused websites or "
-                    f"upgrade the plan of the account behind connection {self.linkstats_conn_id!r}"
-                ) from error
-            raise
-        except LinkstatsAuthError as error:
-            if error.status != 403:
-                raise
-            raise self._plan_refused(error) from error
-
-    def update_record(self, record_id: int | str, fields: JsonDict, resource: Resource | None = None) -> JsonDict:
-        try:
-            return super().update_record(record_id, fields, resource)
-        except LinkstatsServerError as error:
-            # phpAnalytics 31 answers a PUT on a missing website with 500: confirm with a GET.
-            if error.status != 500 or resource not in (None, WEBSITES):
-                raise
-            try:
-                self.client.get(WEBSITES, record_id)
-            except LinkstatsNotFoundError as missing:
-                raise error.reworded(
-                    f"no website {record_id} (the update answered HTTP 500, a GET confirmed it is missing)",
-                    LinkstatsNotFoundError,
-                    status=404,
-                    retry_after=None,
-                ) from missing
-            raise
-        except LinkstatsAuthError as error:
-            if error.status != 403:
-                raise
-            raise self._plan_refused(error) from error
-
-    def _say_stored_domain(self, fields: JsonDict, record: JsonDict) -> JsonDict:
-        """Log when the service stored a website's domain other than as given (phpAnalytics 31
-        removes every "www."): later lookups and creates must use the stored one."""
-        given, stored = fields.get("domain"), record.get("domain") if isinstance(record, dict) else None
-        if isinstance(given, str) and isinstance(stored, str):
-            from airflow_provider_linkstats.client.validation import normalize_domain
-
-            if normalize_domain(given) != stored:
-                stripped = self.generation.stored_domain(normalize_domain(given)) == stored
-                why = f' ({self.generation.label} removes every "www.")' if stripped else ""
-                log.warning(
-                    "Website %s: the service stored the domain %r as %r%s; use %r to find it or to create it again",
-                    record.get("id"),
-                    given,
-                    stored,
-                    why,
-                    stored,
-                )
-        return record
-
-    def _plan_refused(self, error: LinkstatsAuthError) -> LinkstatsApiError:
-        return error.reworded(
-            f"{error.message}: the account's plan has no API access (phpAnalytics 3.5+ checks the plan's api "
-            f"feature); upgrade the plan, or use the key of an account whose plan includes the API "
-            f"(connection {self.linkstats_conn_id!r})"
-        )
-
     def find(
         self, natural_key: str, domain_id: int | str | None = None, resource: Resource | None = None
     ) -> JsonDict | None:
@@ -1040,26 +711,6 @@ def _linkstats_setting(name: str) -> str | None:
         import os
 
         return os.environ.get(f"AIRFLOW__LINKSTATS__{name.upper()}")
-
-
-def record_generation_contradicts(record: JsonDict, believed: Generation) -> Generation | None:
-    """The generation ``record`` is written in when it is plainly not ``believed`` (else None).
-
-    Only record keys that are no generation's vocabulary name count (the client adds those to
-    every record it reads): a record carrying another generation's and none of the believed
-    one's is that other generation's.
-    """
-    from airflow_provider_linkstats.client.generations import generations
-
-    known = generations(believed.service)
-    vocabulary = {name for generation in known for name in generation.record_keys}
-
-    def marks(generation: Generation) -> set[str]:
-        return set(generation.record_marks) - vocabulary
-
-    if marks(believed) & record.keys():
-        return None
-    return next((g for g in reversed(known) if g.name != believed.name and marks(g) & record.keys()), None)
 
 
 class _Hidden:

@@ -124,3 +124,51 @@ def test_a_422_naming_another_field_is_not_reconciled(scripted, monkeypatch):
     with fails_without_retry(LinkstatsValidationError, match="url: Die URL"):
         run_operator(link(url="https://example.com/1", alias="promo", if_exists="skip"))
     assert [r["method"] for r in scripted.requests] == ["POST"]
+
+
+# -- the client without Airflow reconciles alike (client/reconcile.py) ------------------------------
+
+
+@pytest.mark.parametrize("links_version", ["44", "49"])
+def test_client_without_airflow_creates_or_reconciles(emulators, links_version):
+    from airflow_provider_linkstats.client import LINKS, WEBSITES
+    from airflow_provider_linkstats.client.api import LinkstatsClient
+    from airflow_provider_linkstats.client.settings import ClientSettings
+    from tests.conftest import API_KEY
+
+    emulator = emulators(links_version)
+    emulator.reset()
+    links = LinkstatsClient(
+        ClientSettings(root=emulator.url + "/public/api/v1", timezone="UTC", default_domain_id=1),
+        API_KEY,
+        generation=links_version,
+    )
+    sites = LinkstatsClient(
+        ClientSettings(root=emulator.analytics_url + "/public/api/v1"), API_KEY, generation=ANALYTICS_OF[links_version]
+    )
+    try:
+        first, outcome = links.create_or_reconcile(LINKS, {"url": "https://example.com/1", "alias": "promo"})
+        assert outcome == "created" and sent(emulator) == ["POST /links"]
+
+        skipped, outcome = links.create_or_reconcile(LINKS, {"url": "https://example.com/2", "alias": "promo"}, "skip")
+        assert (outcome, skipped["id"], skipped["url"]) == ("skipped", first["id"], "https://example.com/1")
+        assert sent(emulator)[1:] == ["POST /links", "GET /links"]  # refused as taken, then one look-up
+
+        updated, outcome = links.create_or_reconcile(
+            LINKS, {"url": "https://example.com/3", "alias": "promo"}, if_exists="update"
+        )
+        assert (outcome, updated["id"]) == ("updated", first["id"])
+        assert links.get(LINKS, first["id"])["url"] == "https://example.com/3"
+
+        with pytest.raises(LinkstatsExistsError, match=r"set if_exists='skip'.*alias 'promo' already exists") as caught:
+            links.create_or_reconcile(LINKS, {"url": "https://example.com/4", "alias": "promo"})
+        assert caught.value.record_id == first["id"]
+        assert [link["alias"] for link in emulator.store.links()] == ["promo"]
+
+        # A website given with "www." is found again as the connected version stored it (31 drops it).
+        site, outcome = sites.create_or_reconcile(WEBSITES, {"domain": "www.shop.example.com"})
+        again, second = sites.create_or_reconcile(WEBSITES, {"domain": "www.shop.example.com"}, "skip")
+        assert (outcome, second, again["id"]) == ("created", "skipped", site["id"])
+    finally:
+        links.close()
+        sites.close()

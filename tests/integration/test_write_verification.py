@@ -226,7 +226,7 @@ def test_an_upgrade_to_46_between_detection_and_write(service, scripted, make_ho
     with pytest.raises(LinkstatsWriteMismatchError) as caught:
         hook.create_link("https://example.com/spring", alias="spring", **fields)
     assert [d.field for d in caught.value.differences] == ["expiration_clicks", "country"]
-    assert hook._profile is None  # forgotten: the next use asks the service again
+    assert hook.known.profile is None  # forgotten: the next use asks the service again
     asked = {"url": "https://example.com/spring", "alias": "spring", **fields}
     record, outcome = hook.create_or_reconcile(asked, "skip")
     assert hook.dialect.name == "46" and outcome == "updated"

@@ -1,0 +1,286 @@
+"""What is known about one connection's service: its ``ServiceProfile``, found once and kept.
+
+A ``KnownService`` holds the profile (API root, generation; with the account, its time zone and
+default domain) that discovery (``discovery.py``) finds through a sync or an async client, shares
+it with the host's other processes through the learned-service store (``learned.py``), and drops
+it when an answer contradicts it: an error saying a root or key is wrong, a record in another
+generation's fields, a write whose answer did not hold what was sent.
+
+The hook builds one from its settings (the roots its base URL allows, the generation the
+``api_version`` extra names), the store and the entry of its connection, and hands it its logger;
+nothing here imports Airflow, so a program without Airflow can keep one too.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+from collections.abc import Awaitable, Callable, Iterator
+from dataclasses import replace
+from functools import cached_property
+from typing import TYPE_CHECKING, Any
+
+from airflow_provider_linkstats.client.discovery import ServiceProfile
+from airflow_provider_linkstats.client.errors import (
+    LinkstatsApiError,
+    LinkstatsAuthError,
+    LinkstatsNotFoundError,
+    LinkstatsRateLimitError,
+    LinkstatsWriteMismatchError,
+)
+from airflow_provider_linkstats.client.generations import Generation, record_generation_contradicts
+
+if TYPE_CHECKING:
+    from airflow_provider_linkstats.client.aio import AsyncLinkstatsClient
+    from airflow_provider_linkstats.client.api import LinkstatsClient
+    from airflow_provider_linkstats.client.contract import Resource
+    from airflow_provider_linkstats.client.learned import EntryKey, LearnedStore
+
+Facts = dict[str, Any]
+
+
+class KnownService:
+    """What is known about one connection's service (``resource``: its main collection).
+
+    :param roots: the API roots the base URL allows, tried in order.
+    :param pinned: the generation the connection names (``api_version``), or None (detected).
+    :param store: the learned-service store, resolved on first need (it may be disabled).
+    :param entry: this connection's entry in the store (a fingerprint of the key, never the key).
+    :param wait: how long to wait for another process's discovery before finding out alone.
+    :param on_found: told each profile found (the hook moves its settings to the root that answered).
+    """
+
+    def __init__(
+        self,
+        resource: Resource,
+        *,
+        conn_id: str | None,
+        roots: tuple[str, ...],
+        pinned: Generation | None,
+        store: Callable[[], LearnedStore],
+        entry: Callable[[], EntryKey],
+        wait: float,
+        log: logging.Logger | logging.LoggerAdapter[Any],
+        on_found: Callable[[ServiceProfile], None] | None = None,
+    ) -> None:
+        self.resource = resource
+        self.conn_id = conn_id
+        self.roots = roots
+        self.pinned = pinned
+        self._store, self._entry = store, entry
+        self.wait = wait
+        self.log = log
+        self.on_found = on_found
+        self.profile: ServiceProfile | None = None  # what discovery learned, once it has
+        self.client: LinkstatsClient | None = None  # the sync client that reads this profile, if any
+
+    def __repr__(self) -> str:
+        return f"KnownService({self.resource.service!r}, conn_id={self.conn_id!r}, profile={self.profile!r})"
+
+    # -- the profile, found once --------------------------------------------------------------
+
+    def _sufficient(self, account: bool) -> ServiceProfile | None:
+        known = self.profile
+        return known if known is not None and (known.account_read or not account) else None
+
+    def get(self, client: Callable[[], LinkstatsClient], *, account: bool = False) -> ServiceProfile:
+        """The profile, discovered through the sync ``client()`` unless known (here or in the store)."""
+        known = self._sufficient(account)
+        if known is not None:
+            return known
+        sync_client = client()
+        known = self.profile  # the client's first use may have found it
+
+        def discover(previous: ServiceProfile | None) -> ServiceProfile:
+            return sync_client.discover(
+                self.resource.service, roots=self.roots, generation=self.pinned, account=account,
+                known=known or previous,
+            )  # fmt: skip
+
+        try:
+            profile = self._shared(discover, account)
+        except LinkstatsApiError as error:
+            raise self.discovery_failed(error) from error
+        return self._found(sync_client.adopt(profile))
+
+    async def aget(self, client: AsyncLinkstatsClient, *, account: bool = False) -> ServiceProfile:
+        """``get`` for the triggerer, through ``client`` (moved to the root that answers)."""
+        known = self._sufficient(account)
+        if known is not None:
+            return client.adopt(known)
+        known = self.profile
+
+        async def discover(previous: ServiceProfile | None) -> ServiceProfile:
+            return await client.discover(
+                self.resource.service, roots=self.roots, generation=self.pinned, account=account,
+                known=known or previous,
+            )  # fmt: skip
+
+        try:
+            profile = await self._ashared(discover, account)
+        except LinkstatsApiError as error:
+            raise self.discovery_failed(error) from error
+        return self._found(client.adopt(profile))
+
+    def generation(self, client: Callable[[], LinkstatsClient]) -> Generation:
+        """The pinned generation when it needs no probe to find the root, else the profile's."""
+        if self.pinned is not None and len(self.roots) == 1:
+            return self.pinned
+        return self.get(client).spoken
+
+    def _found(self, profile: ServiceProfile) -> ServiceProfile:
+        if not profile.generation:
+            self.log.info("Linkstats connection %r: the API answers at %s (%s)", self.conn_id, profile.root,
+                          profile.note)  # fmt: skip
+        elif self.profile is None or self.profile.generation != profile.generation:
+            how = f"version probe GET /stats/0 {profile.note}" if profile.note else "the api_version extra"
+            self.log.info(
+                "Linkstats connection %r: %s at %s (%s)", self.conn_id, profile.spoken.label, profile.root, how
+            )
+        self.profile = profile
+        if self.on_found is not None:
+            self.on_found(profile)
+        return profile
+
+    def discovery_failed(self, error: LinkstatsApiError) -> LinkstatsApiError:
+        """A refused key says so first; another failed probe says what it asked and what to set."""
+        if isinstance(error, (LinkstatsAuthError, LinkstatsNotFoundError, LinkstatsRateLimitError)):
+            return error  # each says what to do: the key, the base URL, the request budget
+        if error.method != "GET" or error.path != "/stats/0":
+            return error
+        fix = "check the base URL and the service"
+        if self.pinned is None:
+            fix += ", or set the api_version extra to the service's version (skips this request)"
+        return error.reworded(f"the {self.resource.service} API's version probe failed: {error.message}; {fix}")
+
+    # -- shared with the host's other processes (the learned-service store) --------------------
+
+    @cached_property
+    def learned(self) -> tuple[LearnedStore, EntryKey] | None:
+        """The host's store and this connection's entry in it; None when the store is off."""
+        store = self._store()
+        return (store, self._entry()) if store.enabled else None
+
+    def needs_discovery(self, account: bool) -> bool:
+        """Whether finding the profile would send a request (else the store is not worth a look)."""
+        return account or len(self.roots) > 1 or self.pinned is None
+
+    def _from_facts(self, facts: Facts | None) -> ServiceProfile | None:
+        if facts is None:
+            return None
+        try:
+            profile = ServiceProfile.from_json(facts)
+            profile.spoken  # noqa: B018 - a generation this version of the provider knows
+        except Exception:
+            return None
+        return profile if profile.service == self.resource.service else None
+
+    def _enough(self, account: bool) -> Callable[[Facts], bool]:
+        def enough(facts: Facts) -> bool:
+            profile = self._from_facts(facts)
+            return profile is not None and (profile.account_read or not account)
+
+        return enough
+
+    def _shared(self, discover: Callable[[ServiceProfile | None], ServiceProfile], account: bool) -> ServiceProfile:
+        learned = self.learned if self.needs_discovery(account) else None
+        if learned is None:
+            return discover(None)
+        store, key = learned
+        facts, recalled = store.recall_or_learn(
+            key,
+            self.roots,
+            lambda previous: discover(self._from_facts(previous)).to_json(),
+            wait=self.wait,
+            enough=self._enough(account),
+        )
+        return self._recalled(facts, recalled)
+
+    async def _ashared(
+        self, discover: Callable[[ServiceProfile | None], Awaitable[ServiceProfile]], account: bool
+    ) -> ServiceProfile:
+        learned = self.learned if self.needs_discovery(account) else None
+        if learned is None:
+            return await discover(None)
+        store, key = learned
+
+        async def learn(previous: Facts | None) -> Facts:
+            return (await discover(self._from_facts(previous))).to_json()
+
+        facts, recalled = await store.arecall_or_learn(
+            key, self.roots, learn, wait=self.wait, enough=self._enough(account)
+        )
+        return self._recalled(facts, recalled)
+
+    def _recalled(self, facts: Facts, recalled: bool) -> ServiceProfile:
+        profile = self._from_facts(facts)
+        assert profile is not None
+        if recalled:
+            self.log.info(
+                "Linkstats connection %r: %s at %s, as learned by an earlier task on this host",
+                self.conn_id, profile.spoken.label, profile.root,
+            )  # fmt: skip
+        if self.pinned is not None and profile.generation != self.pinned.name:
+            profile = replace(profile, generation=self.pinned.name)  # the extra decides
+        return profile
+
+    # -- dropping what an answer contradicts -----------------------------------------------------
+
+    def forget(self, reason: str) -> None:
+        """Drop what was learned about the service: from the host's store, and from here and the
+        sync client, so that the next request finds out again."""
+        learned = self.learned
+        if learned is not None:
+            store, key = learned
+            store.forget(key, reason)
+        self.profile = None
+        if self.client is not None:
+            self.client.forget(self.resource.service)
+
+    def contradicted(self, reason: str) -> None:
+        """A client's answer contradicted the learned root or key: the next task finds out again."""
+        learned = self.__dict__.get("learned")
+        if learned is not None:
+            store, key = learned
+            store.forget(key, reason)
+
+    def watch(self, record: dict[str, Any], resource: Resource | None) -> dict[str, Any]:
+        """``record``; one of the main collection in another generation's fields than the one
+        believed drops what was learned."""
+        if (resource or self.resource) is self.resource and self.profile is not None and record:
+            other = record_generation_contradicts(record, self.profile.spoken)
+            if other is not None:
+                believed = self.profile.spoken
+                self.log.warning(
+                    "Linkstats connection %r: a %s record in %s's fields, not %s's: dropping what was learned "
+                    "about the service; the next request finds out again",
+                    self.conn_id, self.resource.singular, other.label, believed.label,
+                )  # fmt: skip
+                self.forget(f"a record in {other.label}'s fields, not {believed.label}'s")
+        return record
+
+    @contextlib.contextmanager
+    def verified(self) -> Iterator[None]:
+        """A write the service answered without storing what was sent: the version it was written for
+        is wrong. A detected version is dropped (the task's retry detects it again and its create,
+        refused as taken, is reconciled into an update to what was asked); a pinned one cannot be
+        mended by a retry, so the error says to change the connection and fails the task at once."""
+        from airflow_provider_linkstats.client.verify import mismatch_for_connection
+
+        try:
+            yield
+        except LinkstatsWriteMismatchError as error:
+            pinned = self.pinned is not None
+            if not pinned:
+                self.forget_version()
+            raise mismatch_for_connection(error, self.conn_id, pinned=pinned) from error
+
+    def forget_version(self) -> None:
+        """Drop what was learned about the service's version (the next request detects it again)."""
+        if self.pinned is None and self.profile is not None:
+            self.log.warning(
+                "Linkstats connection %r: forgetting the detected version (%s); it is detected again on next use",
+                self.conn_id,
+                self.profile.generation,
+            )
+            self.forget(f"a write's answer did not hold what was sent as {self.profile.generation}")

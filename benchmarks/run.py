@@ -293,7 +293,7 @@ def measure(args: argparse.Namespace, env: dict[str, str]) -> int:
         rows += end_times(env)
 
     if not args.no_deployment:
-        progress("2. mapped launch of 20 links per generation in a real deployment (benchmarks/mapped_launch.py, 3-8 minutes)")
+        progress("2. mapped launch of 20 links per generation in a deployment (benchmarks/mapped_launch.py, 3-8 min)")
         rows += mapped_launch(env)
 
     if not args.no_cleanup:

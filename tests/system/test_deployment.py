@@ -53,7 +53,10 @@ def campaign(shared: SharedDeployment) -> None:
         # own: on a loaded 2-core machine that alone took over 3 minutes, so the sensor's own
         # budget starts once its task instance has started.
         deadline = time.monotonic() + 420
-        started = "SELECT 1 FROM task_instance WHERE dag_id = ? AND task_id = 'wait_for_expiry' AND state IN ('running', 'deferred', 'success')"
+        started = (
+            "SELECT 1 FROM task_instance WHERE dag_id = ? AND task_id = 'wait_for_expiry'"
+            " AND state IN ('running', 'deferred', 'success')"
+        )
         while not deployment.query(started, DAG_ID):
             assert time.monotonic() < deadline, (
                 f"the sensor's task never started; run {next(iter(deployment.run_states(DAG_ID)), None)}\n"

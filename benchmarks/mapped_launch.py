@@ -13,8 +13,8 @@ were (version probes, account reads, alias look-ups, creates, 429 answers).
 
 ``--provider-root`` runs the deployment's processes with the provider found there (a checkout or
 worktree of another commit, e.g. before the learned-service cache), for a before/after pair.
-Takes 2-4 minutes (most of it Airflow starting and running 40 task processes), so ``make bench``
-does not run it; its figures are in benchmarks/RESULTS.md.
+Takes 3-8 minutes (most of it Airflow starting and running 40 task processes); ``make bench``
+runs it as its mapped-launch rows (``--no-deployment`` skips them).
 """
 
 from __future__ import annotations

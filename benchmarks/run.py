@@ -39,6 +39,7 @@ DAY = 86_400
 FLEET_TIMEOUT = 720  # four fleets of 1,000 triggers (the rate-limited one waits on the limiter), then 5,000 shared
 END_TIMES_TIMEOUT = 900  # two generations of 20 waits ending 1-2 minutes ahead (twice with a polling root)
 CLEANUP_TIMEOUT = 1800  # 110,000 + 20,000 + 20,000 links deleted, each run seeded fresh
+LAUNCH_TIMEOUT = 900  # a real Airflow 3 deployment starting, then 40 mapped task processes
 
 
 def machine() -> list[str]:
@@ -122,6 +123,31 @@ def end_times(env: dict[str, str]) -> list[Row]:
     return [Row("4. sensor", r["what"], r["figure"], r["ratio"], r["target"], r["met"]) for r in rows]
 
 
+def mapped_launch(env: dict[str, str]) -> list[Row]:
+    """Run benchmarks/mapped_launch.py (20 mapped creates per phpShort generation in a real
+    Airflow 3 deployment, every task instance a process of its own)."""
+    rows_file = Path(tempfile.mkstemp(prefix="linkstats-launch-", suffix=".json")[1])
+    what = "mapped launch of 20 links in a real deployment (benchmarks/mapped_launch.py)"
+    command = [sys.executable, "-m", "benchmarks.mapped_launch", "--json", str(rows_file)]
+    # The deployment is its own: not the benchmark's Airflow home (its processes read their own config).
+    child_env = {k: v for k, v in os.environ.items() if not k.startswith(("AIRFLOW__", "AIRFLOW_CONN_"))}
+    child_env.pop("AIRFLOW_HOME", None)
+    try:
+        done = subprocess.run(
+            command, env=child_env, cwd=HERE.parent, capture_output=True, text=True, timeout=LAUNCH_TIMEOUT
+        )
+    except subprocess.TimeoutExpired:
+        return [Row("2. bulk", what, "timeout")]
+    text = rows_file.read_text() if rows_file.exists() else ""
+    rows_file.unlink(missing_ok=True)
+    if done.returncode != 0 or not text:
+        return [Row("2. bulk", what, f"failed: {done.stderr[-300:]}")]
+    return [
+        Row("2. bulk", r["what"], r["figure"], "", r["target"], "met" if r["met"] == "met" else "MISSED")
+        for r in json.loads(text)["rows"]
+    ]
+
+
 def cleanup(env: dict[str, str], quick: bool) -> list[Row]:
     """Run benchmarks/cleanup.py (the streaming cleanup at 10,000 and 100,000 links, and the old example)."""
     rows_file = Path(tempfile.mkstemp(prefix="linkstats-cleanup-", suffix=".json")[1])
@@ -178,6 +204,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--no-write", action="store_true", help=f"do not write {RESULTS.name}")
     parser.add_argument("--no-fleet", action="store_true", help="skip the 1,000-trigger benchmark")
     parser.add_argument("--no-cleanup", action="store_true", help="skip the cleanup at 100,000 links")
+    parser.add_argument(
+        "--no-deployment", action="store_true", help="skip the mapped launch in a real Airflow 3 deployment"
+    )
     args = parser.parse_args(argv)
 
     warnings.filterwarnings("ignore", category=DeprecationWarning)  # one-line notices in the table
@@ -262,6 +291,10 @@ def measure(args: argparse.Namespace, env: dict[str, str]) -> int:
     if not args.no_fleet:
         progress("4. waits that know their end (benchmarks/end_times.py, about 5 minutes)")
         rows += end_times(env)
+
+    if not args.no_deployment:
+        progress("2. mapped launch of 20 links per generation in a deployment (benchmarks/mapped_launch.py, 3-8 min)")
+        rows += mapped_launch(env)
 
     if not args.no_cleanup:
         progress("6. streaming cleanup of 10,000 and 100,000 links (benchmarks/cleanup.py, a few minutes)")

@@ -48,7 +48,21 @@ def campaign(shared: SharedDeployment) -> None:
             assert time.monotonic() < deadline, "the campaign DAG could not be triggered"
             time.sleep(2)
         # Visitors come only once the sensor has checked a few times: its first check runs in
-        # the worker before it defers, the later ones in the triggerer.
+        # the worker before it defers, the later ones in the triggerer. The six task instances
+        # before it run one at a time on Airflow 2.11 (SequentialExecutor), each a process of its
+        # own: on a loaded 2-core machine that alone took over 3 minutes, so the sensor's own
+        # budget starts once its task instance has started.
+        deadline = time.monotonic() + 420
+        started = (
+            "SELECT 1 FROM task_instance WHERE dag_id = ? AND task_id = 'wait_for_expiry'"
+            " AND state IN ('running', 'deferred', 'success')"
+        )
+        while not deployment.query(started, DAG_ID):
+            assert time.monotonic() < deadline, (
+                f"the sensor's task never started; run {next(iter(deployment.run_states(DAG_ID)), None)}\n"
+                f"{deployment.failed_task_logs(DAG_ID)}"
+            )
+            time.sleep(1)
         deadline = time.monotonic() + 180
         while sum(r["query"].get("status") == ["2"] for r in emu.stats.requests()) < 5:
             assert time.monotonic() < deadline, "the sensor never polled"
@@ -110,7 +124,7 @@ def campaign(shared: SharedDeployment) -> None:
 
 
 @pytest.mark.slow
-@pytest.mark.timeout(600)
+@pytest.mark.timeout(900)
 @pytest.mark.xdist_group("deployment")
 @pytest.mark.deployment_scenario("campaign")
 def test_campaign_dag_resumes_from_the_triggerer(shared_deployment):

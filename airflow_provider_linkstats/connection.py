@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from airflow_provider_linkstats.client.errors import LinkstatsInputError
+from airflow_provider_linkstats.client.errors import LinkstatsConfigError, LinkstatsInputError
 from airflow_provider_linkstats.client.settings import (
     DEFAULT_CONNECT_TIMEOUT,
     DEFAULT_MAX_RATE_LIMIT_WAIT,
@@ -123,6 +123,50 @@ def provider_connection_types() -> list[dict[str, Any]]:
 
 
 # -- reading a connection ------------------------------------------------------------------------
+
+
+def check_type(conn: Any, hook_class: Any, conn_id: str, log: Any) -> None:
+    """Refuse the other service's connection; warn on any other type (an ``http://`` URI gives ``http``).
+
+    A links hook on an analytics connection would send link requests to the analytics service,
+    whose 404s would point nowhere near the cause: that fails. A type such as ``http`` (the
+    scheme of a URI connection) or ``generic`` still holds a usable URL and key, so the hook
+    uses it and says in the log which type to set.
+    """
+    found, wanted = conn.conn_type or "", hook_class.conn_type
+    if found == wanted:
+        return
+    if found in CONNECTION_TYPES:
+        raise LinkstatsConfigError(
+            f"Connection {conn_id!r} is of type {found!r}, but {hook_class.__name__} needs type "
+            f"{wanted!r}: point linkstats_conn_id at a {wanted} connection (default {hook_class.default_conn_name!r})"
+        )
+    log.warning(
+        "Connection %r is of type %r, expected %r; using its host and password anyway. Set its type to %s "
+        "(in a URI: %s://:<API key>@<host>/...) so the form and the checks match.",
+        conn_id,
+        found,
+        wanted,
+        wanted,
+        wanted.replace("_", "-"),
+    )
+
+
+def extras_of(conn: Any, conn_type: str, overrides: dict[str, Any]) -> dict[str, Any]:
+    """Every extra of ``conn_type``: ``overrides`` (the hook's arguments), else the connection's
+    (also under its ``extra__<type>__`` name), else the default; each checked, the time zone too."""
+    from airflow_provider_linkstats.client.checks import is_blank
+
+    extras = conn.extra_dejson if conn.extra else {}
+    values: dict[str, Any] = {}
+    for name, (_, kind, default, _) in extra_fields(conn_type).items():
+        value = overrides.get(name)
+        if value is None:
+            value = extras.get(name, extras.get(f"extra__{conn_type}__{name}"))
+        values[name] = default if is_blank(value) else extra_value(name, kind, value)
+    if values["timezone"] is not None:
+        check_timezone(values["timezone"])
+    return values
 
 
 def api_roots_of(conn: Any) -> tuple[str, ...]:

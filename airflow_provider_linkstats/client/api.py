@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import itertools
 import logging
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import replace
 from typing import Any
 
 from airflow_provider_linkstats.client.auth import ApiKey
-from airflow_provider_linkstats.client.checks import check_whole_number
+from airflow_provider_linkstats.client.checks import check_whole_number, is_blank
 from airflow_provider_linkstats.client.contract import LINKS, MAX_PER_PAGE, WEBSITES, Resource, StatsSpec
 from airflow_provider_linkstats.client.discovery import ServiceProfile, discover
 from airflow_provider_linkstats.client.errors import (
@@ -41,7 +42,7 @@ from airflow_provider_linkstats.client.protocol import (
     stats_row,
 )
 from airflow_provider_linkstats.client.ratelimit import RateLimiter
-from airflow_provider_linkstats.client.records import record_domain_id
+from airflow_provider_linkstats.client.records import record_domain_id, status_listing
 from airflow_provider_linkstats.client.retry import RetryPolicy
 from airflow_provider_linkstats.client.settings import ClientSettings
 from airflow_provider_linkstats.client.transport import RequestsTransport
@@ -349,6 +350,15 @@ class LinkstatsClient:
         record = parse_record(request, response, generation) or self.get(resource, record_id)  # a 204: no record
         return self.verified(resource, "update", fields, record, generation, zone, request, response.status)
 
+    def default_domain_id(self) -> int | None:
+        """The settings' ``default_domain_id``, else the account's default domain (read once), else None."""
+        if self.settings.default_domain_id is not None:
+            return self.settings.default_domain_id
+        try:
+            return self.profile("links", account=True).default_domain_id
+        except (LinkstatsError, ValueError):
+            return None
+
     def zone(self, resource: Resource) -> str | None:
         """The zone phpShort 44-45's expiration_date and expiration_time are written in."""
         known = self._profiles.get(resource.service)
@@ -423,16 +433,39 @@ class LinkstatsClient:
     def iter(
         self, resource: Resource, filters: Mapping[str, Any] | None = None, *, max_items: int | None = None
     ) -> Iterator[dict[str, Any]]:
-        """Yield records page by page (per_page 100 unless given) until the last page or max_items."""
-        params = validate_list_params(resource, dict(filters or {}))
+        """Yield records page by page (per_page 100 unless given) until the last page or max_items.
+
+        The filters go to the service as given (a links ``status`` too: see ``iter_links``); a
+        websites ``favorite`` is refused before any request by a version without it.
+        """
+        filters = dict(filters or {})
+        if resource is WEBSITES and not is_blank(filters.get("favorite")):
+            self.generation(resource.service).check_filters(WEBSITES, filters)
+        params = validate_list_params(resource, filters)
         params.setdefault("per_page", MAX_PER_PAGE)
         return self._walk(lambda page: build_list(resource, params, page), params["per_page"], max_items)
+
+    def iter_links(
+        self, filters: Mapping[str, Any] | None = None, *, max_items: int | None = None
+    ) -> Iterator[dict[str, Any]]:
+        """``iter`` of links whose ``status`` means the same on every version: from phpShort 46 it is
+        decided from the records (``records.status_listing`` says why and at what cost)."""
+        filters = dict(filters or {})
+        if filters.get("status") in (None, "", 0, "0"):
+            return self.iter(LINKS, filters, max_items=max_items)
+        sent, keep = status_listing(validate_list_params(LINKS, filters), self.generation(LINKS.service))
+        if keep is None:
+            return self.iter(LINKS, sent, max_items=max_items)
+        kept = filter(keep, self.iter(LINKS, sent))  # every record walked, each decided by its dates and clicks
+        return itertools.islice(kept, max_items) if max_items is not None else kept
 
     def iter_stats(
         self, spec: StatsSpec, record_id: Any, query: Mapping[str, Any], *, max_items: int | None = None
     ) -> Iterator[dict[str, Any]]:
-        """Yield a link's or website's statistics rows (``validate_stats_query`` made ``query``)."""
-        query = {**query, "per_page": query.get("per_page") or MAX_PER_PAGE}
+        """Yield a link's or website's statistics rows (``validate_stats_query`` made ``query``; its
+        statistic's name is sent as the connected version spells it)."""
+        query = {**query, "name": self.generation(spec.service).stat_name(query["name"])}
+        query["per_page"] = query.get("per_page") or MAX_PER_PAGE
         rows = self._walk(lambda page: build_stats(spec, record_id, query, page), query["per_page"], max_items)
         return (stats_row(row) for row in rows)
 

@@ -156,7 +156,8 @@ def _meet_existing(
 
 class ClientRecords:
     """``Records`` over a ``LinkstatsClient``: a link without ``domain_id`` is looked up on the
-    settings' default domain (else on any), a website by its domain as the connected version stores it."""
+    default domain (``LinkstatsClient.default_domain_id``), a website by its domain as the
+    connected version stores it, as the hooks do."""
 
     def __init__(self, client: LinkstatsClient) -> None:
         self.client = client
@@ -174,11 +175,11 @@ class ClientRecords:
     ) -> JsonDict | None:
         assert resource is not None
         if resource is LINKS and is_blank(domain_id):
-            domain_id = self.client.settings.default_domain_id
+            domain_id = self.client.default_domain_id()
         elif resource is WEBSITES:
-            from airflow_provider_linkstats.client.validation import normalize_domain
+            from airflow_provider_linkstats.client.websites import stored_key
 
-            natural_key = self.client.generation(WEBSITES.service).stored_domain(normalize_domain(natural_key))
+            natural_key = stored_key(natural_key, self.client.generation(WEBSITES.service))
         return self.client.find_by_natural_key(resource, natural_key, domain_id)
 
     def unset_fields(self, record: JsonDict, fields: JsonDict, resource: Resource | None = None) -> JsonDict:

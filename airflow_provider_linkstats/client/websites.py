@@ -70,6 +70,13 @@ def plan_refused(error: LinkstatsAuthError, conn_id: str | None) -> LinkstatsApi
     )
 
 
+def stored_key(domain: str, generation: Generation) -> str:
+    """A website's domain as ``generation`` stores it: the key to look it up by."""
+    from airflow_provider_linkstats.client.validation import normalize_domain
+
+    return generation.stored_domain(normalize_domain(domain))
+
+
 def say_stored_domain(
     fields: Mapping[str, Any], record: Any, generation: Callable[[], Generation]
 ) -> Any:

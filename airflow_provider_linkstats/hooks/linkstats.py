@@ -31,7 +31,6 @@ from airflow_provider_linkstats.client.contract import (
     DOMAINS,
     LINK_STATS,
     LINKS,
-    MAX_PER_PAGE,
     PIXELS,
     SPACES,
     WEBSITE_STATS,
@@ -57,9 +56,9 @@ from airflow_provider_linkstats.connection import (
     RELABELING,
     api_roots_of,
     base_url,
-    check_timezone,
+    check_type,
     extra_fields,
-    extra_value,
+    extras_of,
     placeholders,
     scheme_assumed,
 )
@@ -148,48 +147,12 @@ class LinkstatsBaseHook(BaseHook):
         conn_id = self.linkstats_conn_id
         return LinkstatsConfigError(not_defined_message(conn_id, self.conn_type, connection_sources(conn_id)))
 
-    def _check_type(self, conn: Any) -> None:
-        """Refuse the other service's connection; warn on any other type (an ``http://`` URI gives ``http``).
-
-        A links hook on an analytics connection would send link requests to the analytics service,
-        whose 404s would point nowhere near the cause: that fails. A type such as ``http`` (the
-        scheme of a URI connection) or ``generic`` still holds a usable URL and key, so the hook
-        uses it and says in the log which type to set.
-        """
-        found = conn.conn_type or ""
-        if found == self.conn_type:
-            return
-        conn_id = self.linkstats_conn_id
-        if found in CONNECTION_TYPES:
-            raise LinkstatsConfigError(
-                f"Connection {conn_id!r} is of type {found!r}, but {type(self).__name__} needs type "
-                f"{self.conn_type!r}: point linkstats_conn_id at a {self.conn_type} connection "
-                f"(default {self.default_conn_name!r})"
-            )
-        log.warning(
-            "Connection %r is of type %r, expected %r; using its host and password anyway. Set its type to %s "
-            "(in a URI: %s://:<API key>@<host>/...) so the form and the checks match.",
-            conn_id,
-            found,
-            self.conn_type,
-            self.conn_type,
-            self.conn_type.replace("_", "-"),
-        )
-
     @cached_property
     def settings(self) -> ClientSettings:
         """The connection's base URL and extras, parsed and checked once (no key in here)."""
         conn = self.connection
-        self._check_type(conn)
-        extras = conn.extra_dejson if conn.extra else {}
-        values: JsonDict = {}
-        for name, (_, kind, default, _) in extra_fields(self.conn_type).items():
-            value = self._overrides.get(name)
-            if value is None:
-                value = extras.get(name, extras.get(f"extra__{self.conn_type}__{name}"))
-            values[name] = default if is_blank(value) else extra_value(name, kind, value)
-        if values["timezone"] is not None:
-            check_timezone(values["timezone"])
+        check_type(conn, type(self), self.linkstats_conn_id, log)
+        values = extras_of(conn, self.conn_type, self._overrides)
         self._explicit = generation_for(self.resource.service, values["api_version"])
         self._roots = api_roots_of(conn)
         if not conn.password:
@@ -416,10 +379,7 @@ class LinkstatsBaseHook(BaseHook):
     def iter_records(
         self, filters: JsonDict, max_items: int | None = None, resource: Resource | None = None
     ) -> Iterator[JsonDict]:
-        filters = dict(filters)
-        filters.setdefault("per_page", MAX_PER_PAGE)
-        if (resource or self.resource) is WEBSITES and not is_blank(filters.get("favorite")):
-            self.generation.check_filters(WEBSITES, filters)
+        """Every record matching ``filters``, page by page (``LinkstatsClient.iter`` reads them)."""
         return self.client.iter(resource or self.resource, filters, max_items=max_items)
 
     def find(
@@ -473,7 +433,6 @@ class LinkstatsBaseHook(BaseHook):
         from airflow_provider_linkstats.client.validation import validate_stats_query
 
         query = validate_stats_query(self.stats, name, date_from, date_to, filters)
-        query["name"] = self.generation.stat_name(query["name"])
         return self.client.iter_stats(self.stats, record_id, query, max_items=max_items)
 
     # -- connection form for Airflow < 3.2 (3.2+ reads get_provider_info instead) ---------------
@@ -541,12 +500,7 @@ class LinkstatsLinksHook(LinkstatsBaseHook):
 
     def default_domain_id(self) -> int | None:
         """The ``default_domain_id`` extra, else the account's default domain (read once), else None."""
-        if self.settings.default_domain_id is not None:
-            return self.settings.default_domain_id
-        try:
-            return self.service_profile(account=True).default_domain_id
-        except (LinkstatsError, ValueError):
-            return None
+        return self.client.default_domain_id()
 
     def get_link(self, link_id: int | str) -> JsonDict:
         return self.get_record(link_id)
@@ -566,20 +520,10 @@ class LinkstatsLinksHook(LinkstatsBaseHook):
     def iter_records(
         self, filters: JsonDict, max_items: int | None = None, resource: Resource | None = None
     ) -> Iterator[JsonDict]:
-        """As the base class, but a links ``status`` means the same on every version: from phpShort
-        46 it is decided from the records (``records.status_listing`` says why and at what cost)."""
-        if resource not in (None, LINKS) or filters.get("status") in (None, "", 0, "0"):
+        """As the base class; a links ``status`` means the same on every version (``LinkstatsClient.iter_links``)."""
+        if resource not in (None, LINKS):
             return super().iter_records(filters, max_items, resource)
-        import itertools
-
-        from airflow_provider_linkstats.client.records import status_listing
-        from airflow_provider_linkstats.client.validation import validate_list_params
-
-        sent, keep = status_listing(validate_list_params(LINKS, filters), self.generation)
-        if keep is None:
-            return super().iter_records(sent, max_items, resource)
-        kept = filter(keep, super().iter_records(sent, None, resource))
-        return itertools.islice(kept, max_items) if max_items is not None else kept
+        return self.client.iter_links(filters, max_items=max_items)
 
     def list_links(self, *, max_items: int | None = None, **filters: Any) -> list[JsonDict]:
         """Filters: search, search_by, status, space_id, domain_id, pixel_id, sort_by, sort, per_page."""
@@ -659,9 +603,9 @@ class LinkstatsAnalyticsHook(LinkstatsBaseHook):
     ) -> JsonDict | None:
         """The website whose domain, as the connected version stores it, is ``natural_key``'s."""
         if resource in (None, WEBSITES):
-            from airflow_provider_linkstats.client.validation import normalize_domain
+            from airflow_provider_linkstats.client.websites import stored_key
 
-            natural_key = self.generation.stored_domain(normalize_domain(natural_key))
+            natural_key = stored_key(natural_key, self.generation)
         return super().find(natural_key, domain_id, resource)
 
     def get_website(self, website_id: int | str) -> JsonDict:

@@ -5,8 +5,9 @@ time scale so that it runs in seconds: 20 ``LinkstatsLinkExpiredTrigger``s of on
 one event loop, as a triggerer runs them, handed their links' end times as the sensor hands them
 over when it defers from a create task's record, ``poke_interval`` 0.5 s and
 ``existence_check_every`` 10 (a staleness bound of 5 s), the shared poller's batch 1 s instead
-of 7 s (phpShort 49 keeps whole seconds: ends a second apart share a read). The connection gives the bare site URL, as the benchmark's does. The requests the
-emulator got must be exactly the plan's kinds and no more than its count:
+of 7 s (phpShort 49 keeps whole seconds: ends a second apart share a read). The connection gives
+the bare site URL, as the benchmark's does. The requests the emulator got must be exactly the
+plan's kinds and no more than its count:
 
 - one look-up of the API root (a bare site URL; none with the API URL as Base URL),
 - one page of the All listing when the bound passes before the first end (a read of every

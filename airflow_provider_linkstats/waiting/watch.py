@@ -15,8 +15,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from airflow_provider_linkstats.client.checks import check_existence_check_every, is_blank
-from airflow_provider_linkstats.client.contract import LINKS
+from airflow_provider_linkstats.client.contract import LINKS, MAX_PER_PAGE
 from airflow_provider_linkstats.client.errors import LinkstatsError, LinkstatsInputError, LinkstatsNotFoundError
+from airflow_provider_linkstats.client.generations import generations
 from airflow_provider_linkstats.client.protocol import natural_key_lookup
 from airflow_provider_linkstats.client.records import link_timing
 from airflow_provider_linkstats.client.settings import DEFAULT_EXISTENCE_CHECK_EVERY
@@ -220,6 +221,9 @@ class Poll:
         self.interval = interval
         self.batch = batch
         self.expired_pages: int | None = None  # what the last full walk of the Expired listing cost
+        # Whether the Expired listing holds links whose end date passed (phpShort 44-45): None
+        # until a record read tells the generation (or the caller sets it); False once any says 46+.
+        self.dates_listed: bool | None = None
         self.rounds_since_check = 0  # intervals, slept ones included, since the last periodic check
         self.last: float | None = None  # when the last round ran
         self.checked_at: float | None = None  # when every pending link was last read (or the first round)
@@ -307,12 +311,16 @@ class Poll:
         # 4. one read for the rest: a record decides by itself (end passed, clicks at the limit)
         records: dict[int, JsonDict | None] = {}
         missing: dict[int, LinkstatsNotFoundError] = {}
+        if confirm:  # the watched links exist, so the newest id is at least theirs: ends just
+            self.pages.newest = max(self.pages.newest or 0, *pending)  # passed are often one page
+        if confirm and not asked:  # many date ends at once: the Expired listing may list them for less
+            ends = [i for w in live for i in w.pending if w.ends_by(i, now) and i not in found]
+            found.update((yield from self._dates_listed(list(dict.fromkeys(ends)), pending)))
         if rest := [i for i in to_read if i not in found]:
-            if confirm:  # the watched links exist, so the newest id is at least theirs: ends just
-                self.pages.newest = max(self.pages.newest or 0, *pending)  # passed are often one page
             # the other pending links on the pages walked anyway are read too: a read of a page
             # that holds every pending link is a periodic check at no extra cost
             records = yield from read_links(rest, pages=self.pages, riders=pending, missing=missing)
+        self._learn_generation([*records.values(), *found.values()])
         moment = dt.datetime.fromtimestamp(now, dt.timezone.utc)
         for watch in live:
             for link_id in [i for i in watch.link_ids if i in records or i in found]:
@@ -334,6 +342,40 @@ class Poll:
         if set(pending) <= set(records) | set(found):  # every pending link was read (or listed expired)
             self.checked_at, self.rounds_since_check = now, 0
         return result
+
+    def _dates_listed(self, ends: list[int], pending: list[int]) -> Plan[dict[int, JsonDict]]:
+        """The due date ends (and other pending links) the Expired listing holds, when it holds date
+        ends (44-45) and more than ``GETS_MAX`` are due: walked only while it is expected cheaper
+        than the All listing (its last cost, else one page per 100 ends; the All walk estimated
+        from the id spread), and never further than that estimate. What it does not list is read."""
+        if not self.dates_listed or len(ends) <= GETS_MAX:
+            return {}
+        spread = self.pages.all_cost(ends)
+        expected = max(self.expired_pages or 0, -(-len(ends) // MAX_PER_PAGE))
+        if expected >= spread:
+            return {}
+        found, pages = yield from expired_listed([*ends, *pending], max_pages=spread - 1)
+        if len(found) < len(set(ends) | set(pending)) and pages < spread - 1:  # walked to the last page
+            self.expired_pages = pages
+        elif set(ends) <= set(found):  # it costs at least what it took
+            self.expired_pages = max(self.expired_pages or 0, pages)
+        else:  # stopped at the budget: the listing costs more than that
+            self.expired_pages = max(self.expired_pages or 0, spread)
+        return found
+
+    def _learn_generation(self, records: Iterable[JsonDict | None]) -> None:
+        """``dates_listed`` from the records' end keys (each generation names the end its own way)."""
+        if self.dates_listed is False:
+            return
+        for record in records:
+            if record is None:
+                continue
+            told = {g.lists_date_expiry for g in generations("links") if g.record_keys.get("expires_at") in record}
+            if False in told:
+                self.dates_listed = False
+                return
+            if told:
+                self.dates_listed = True
 
     def _listing(self, asked: list[int], live: list[Watch], riders: list[int]) -> Plan[dict[int, JsonDict]]:
         """The asked links the Expired listing holds: one request per alias when a few aliases cost

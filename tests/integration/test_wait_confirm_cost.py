@@ -12,6 +12,7 @@ from __future__ import annotations
 import datetime as dt
 import math
 
+import httpx
 import pytest
 
 from tests.conftest import connection_json
@@ -80,3 +81,43 @@ def test_many_date_ends_on_46_plus_never_trust_the_expired_listing(emulators, mo
     result, sent = confirm(emulators, monkeypatch, version)
     assert done(result)
     assert sent and all(s == ("GET", f"{API}/links", ["0"]) for s in sent), sent  # the All listing only
+
+
+def test_a_periodic_read_of_every_click_limited_link_spares_the_expired_walk(emulators, monkeypatch):
+    """A round that reads every watched link anyway (the periodic check) decides click limits from
+    the records: once a walk showed that the pending links are not in the Expired listing, it does
+    not walk it on top (the fleet's periodic rounds cost the All walk plus the Expired walk
+    before). Between checks the Expired listing is still what polls the clicks."""
+    from airflow_provider_linkstats.sensors.links import LinkstatsLinkExpiredSensor
+
+    emu = emulators("44")
+    emu.reset()
+    monkeypatch.setenv("AIRFLOW_CONN_LINKSTATS_LINKS_DEFAULT", connection_json(emu.url))
+    sent = []
+    try:
+        links = [
+            emu.store.add_link(url=f"https://example.com/k{i}", alias=f"k{i}", expiration_clicks=5) for i in range(250)
+        ]
+        sensor = LinkstatsLinkExpiredSensor(
+            task_id="clicks",
+            link_ids=[link["id"] for link in links],
+            mode="poke",
+            deferrable=False,
+            existence_check_every=2,
+        )
+        sensor._watch = sensor._watch_from_inputs()
+        for poke in range(3):
+            if poke == 2:  # one of the pending links reaches its limit before the periodic check
+                with httpx.Client() as http:
+                    for _ in range(5):
+                        http.get(f"{emu.url}/{links[1]['alias']}")
+            emu.stats.reset()
+            assert not sensor.poke({})
+            sent.append([(r["method"], r["path"], r["query"].get("status")) for r in emu.stats.requests()])
+    finally:
+        emu.reset()
+    listing, page = ("GET", f"{API}/links", ["2"]), ("GET", f"{API}/links", ["0"])
+    assert sent[0] == [listing] + [page] * 3, sent[0]  # the first read: the listing, then the records
+    assert sent[1] == [listing], sent[1]  # between checks: one page of the listing
+    assert sent[2] == [page] * 3, sent[2]  # the periodic check: the records alone, no Expired walk
+    assert set(sensor._watch.pending) == {link["id"] for link in links[2:]} | {links[0]["id"]}  # the record decided

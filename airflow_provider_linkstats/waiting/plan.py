@@ -122,6 +122,20 @@ class Pages:
             return ALL_NEWEST_FIRST, 1
         return ALL_OLDEST_FIRST, max(1, max((p for p, i in self.first_ids.items() if i <= low), default=1) - 1)
 
+    def all_cost(self, wanted: list[int]) -> int:
+        """About how many pages a walk of the All listing for ``wanted`` reads (``plan``'s end, ids
+        one apart): from the newest id down to the lowest wanted, or across the wanted ids' spread
+        plus the page before; a large number before anything is known of the newest id."""
+        if not wanted:
+            return 0
+        filters, _ = self.plan(wanted)
+        low, high = min(wanted), max(wanted)
+        if self.newest is None:
+            return 1 << 30
+        if filters is ALL_NEWEST_FIRST:
+            return -(-(self.newest - low + 1) // MAX_PER_PAGE)
+        return -(-(high - low + 1) // MAX_PER_PAGE) + 1
+
 
 def read_links(
     link_ids: Iterable[int],
@@ -184,19 +198,25 @@ def read_links(
     return records
 
 
-def expired_listed(link_ids: Iterable[int], alias: str | None = None) -> Plan[tuple[dict[int, JsonDict], int]]:
+def expired_listed(
+    link_ids: Iterable[int], alias: str | None = None, *, max_pages: int | None = None
+) -> Plan[tuple[dict[int, JsonDict], int]]:
     """The watched links the Expired listing (status=2) holds, narrowed to ``alias`` when given,
-    stopping once every one was seen. It lists links that reached their click limit on every
-    version (and, up to phpShort 45, links whose date passed). Returns them and the pages read."""
+    stopping once every one was seen (or after ``max_pages`` pages). It lists links that reached
+    their click limit on every version (and, up to phpShort 45, links whose date passed). Returns
+    them and the pages read."""
     wanted = set(link_ids)
     found: dict[int, JsonDict] = {}
     filters: JsonDict = {"status": int(LinkStatus.EXPIRED), "per_page": MAX_PER_PAGE}
     if alias:
         filters.update(search=alias, search_by="alias")
+    read = 0
 
     def take(items: list[JsonDict]) -> bool:
+        nonlocal read
+        read += 1
         found.update((i, item) for item in items if (i := record_id(item)) in wanted)  # type: ignore[misc]
-        return len(found) == len(wanted)
+        return len(found) == len(wanted) or (max_pages is not None and read >= max_pages)
 
     pages = yield from walk_pages(lambda page: build_list(LINKS, filters, page), take)
     return found, pages

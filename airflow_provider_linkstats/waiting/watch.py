@@ -15,8 +15,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from airflow_provider_linkstats.client.checks import check_existence_check_every, is_blank
-from airflow_provider_linkstats.client.contract import LINKS
+from airflow_provider_linkstats.client.contract import LINKS, MAX_PER_PAGE
 from airflow_provider_linkstats.client.errors import LinkstatsError, LinkstatsInputError, LinkstatsNotFoundError
+from airflow_provider_linkstats.client.generations import generations
 from airflow_provider_linkstats.client.protocol import natural_key_lookup
 from airflow_provider_linkstats.client.records import link_timing
 from airflow_provider_linkstats.client.settings import DEFAULT_EXISTENCE_CHECK_EVERY
@@ -220,6 +221,9 @@ class Poll:
         self.interval = interval
         self.batch = batch
         self.expired_pages: int | None = None  # what the last full walk of the Expired listing cost
+        # Whether the Expired listing holds links whose end date passed (phpShort 44-45): None
+        # until a record read tells the generation (or the caller sets it); False once any says 46+.
+        self.dates_listed: bool | None = None
         self.rounds_since_check = 0  # intervals, slept ones included, since the last periodic check
         self.last: float | None = None  # when the last round ran
         self.checked_at: float | None = None  # when every pending link was last read (or the first round)
@@ -298,21 +302,37 @@ class Poll:
         # 3. the Expired listing, for what only clicks can end: a listed link exists and is over, so
         # it needs no read (a few links about to be read anyway are not asked). A walk happening
         # anyway asks about every pending link (on 44-45 it sees a date end early too). Ended links
-        # are asked about too: a watch ends when all its links do in the same round.
-        read_anyway = set(to_read) if len(to_read) <= GETS_MAX else set()
-        asked = list(dict.fromkeys(i for w in live for i in w.link_ids if w.by_clicks(i) and i not in read_anyway))
+        # are asked about too: a watch ends when all its links do in the same round. When the read
+        # below covers every link the walk would ask about (the periodic check), or many date ends
+        # are due on 44-45 (whose listing holds them), the walk is made only if it is expected to
+        # cost less than the reads it spares, and never further than that.
+        clicks = list(dict.fromkeys(i for w in live for i in w.link_ids if w.by_clicks(i)))
+        ends = [i for i in pending if confirm and self.dates_listed and any(w.ends_by(i, now) for w in live)]
+        budget: int | None = None  # pages the walk may read (None: all it takes)
+        read_anyway: set[int] = set()
+        if len(to_read) <= GETS_MAX:
+            read_anyway = set(to_read)
+        elif set(clicks) <= set(to_read) and (clicks or len(ends) > GETS_MAX):
+            # what the walk may list: the due date ends, and the click limits the listing was never
+            # asked about (a pending one was not listed at the last walk: it is not expected now)
+            budget = self._walk_budget(to_read, [*ends, *(clicks if self.expired_pages is None else [])], pending)
+            read_anyway = set(to_read) if budget == 0 else set()
+        asked = [i for i in clicks if i not in read_anyway]
         found: dict[int, JsonDict] = {}
         if asked:
-            found = yield from self._listing(asked, live, [i for i in pending if i not in asked])
+            found = yield from self._listing(asked, live, [i for i in pending if i not in asked], budget)
+        elif budget:  # date ends only (44-45)
+            found = yield from self._listing(ends, live, [i for i in pending if i not in ends], budget)
         # 4. one read for the rest: a record decides by itself (end passed, clicks at the limit)
         records: dict[int, JsonDict | None] = {}
         missing: dict[int, LinkstatsNotFoundError] = {}
+        if confirm:  # the watched links exist, so the newest id is at least theirs: ends just
+            self.pages.newest = max(self.pages.newest or 0, *pending)  # passed are often one page
         if rest := [i for i in to_read if i not in found]:
-            if confirm:  # the watched links exist, so the newest id is at least theirs: ends just
-                self.pages.newest = max(self.pages.newest or 0, *pending)  # passed are often one page
             # the other pending links on the pages walked anyway are read too: a read of a page
             # that holds every pending link is a periodic check at no extra cost
             records = yield from read_links(rest, pages=self.pages, riders=pending, missing=missing)
+        self._learn_generation([*records.values(), *found.values()])
         moment = dt.datetime.fromtimestamp(now, dt.timezone.utc)
         for watch in live:
             for link_id in [i for i in watch.link_ids if i in records or i in found]:
@@ -335,16 +355,51 @@ class Poll:
             self.checked_at, self.rounds_since_check = now, 0
         return result
 
-    def _listing(self, asked: list[int], live: list[Watch], riders: list[int]) -> Plan[dict[int, JsonDict]]:
+    def _walk_budget(self, to_read: list[int], listable: list[int], pending: list[int]) -> int | None:
+        """Pages a walk of the Expired listing may read in a round that reads ``to_read`` anyway:
+        at best it spares the All walk for ``to_read`` down to the one for what it cannot list
+        (the links neither polled for clicks nor due by date), each estimated from the id spread;
+        that, less one, is its budget: 0 when its expected cost (its last, and a page per 100
+        links it may list) is no less; None (a whole walk) before a walk showed the newest id."""
+        if self.pages.newest is None:
+            return None
+        hints = Pages(dict(self.pages.first_ids), max(self.pages.newest or 0, *pending))
+        left = [i for i in to_read if i not in set(listable)]
+        rest = len(left) if len(left) <= GETS_MAX else hints.all_cost(left)
+        budget = hints.all_cost(to_read) - rest - 1
+        expected = max(self.expired_pages or 1, -(-len(set(listable)) // MAX_PER_PAGE))
+        return budget if expected <= budget else 0
+
+    def _learn_generation(self, records: Iterable[JsonDict | None]) -> None:
+        """``dates_listed`` from the records' end keys (each generation names the end its own way)."""
+        if self.dates_listed is False:
+            return
+        for record in records:
+            if record is None:
+                continue
+            told = {g.lists_date_expiry for g in generations("links") if g.record_keys.get("expires_at") in record}
+            if False in told:
+                self.dates_listed = False
+                return
+            if told:
+                self.dates_listed = True
+
+    def _listing(
+        self, asked: list[int], live: list[Watch], riders: list[int], budget: int | None = None
+    ) -> Plan[dict[int, JsonDict]]:
         """The asked links the Expired listing holds: one request per alias when a few aliases cost
-        less than the walk (what the last walk cost), else one walk for them and the riders."""
+        less than the walk (what the last walk cost), else one walk for them and the riders (of at
+        most ``budget`` pages)."""
         aliases = {w.link_ids[0]: w.alias for w in live if w.single and w.alias}
         found: dict[int, JsonDict] = {}
-        if all(i in aliases for i in asked) and len(asked) <= (self.expired_pages or 1):
+        few = len(asked) <= (self.expired_pages or 1) and (budget is None or len(asked) <= budget)
+        if all(i in aliases for i in asked) and few:
             for link_id in asked:
                 found.update((yield from expired_listed([link_id], aliases[link_id]))[0])
             return found
-        found, pages = yield from expired_listed([*asked, *riders])
+        found, pages = yield from expired_listed([*asked, *riders], max_pages=budget)
         # A walk that did not find everything went to the last page: its cost is the listing's size.
-        self.expired_pages = pages if len(found) < len(asked) + len(riders) else max(self.expired_pages or 0, pages)
+        # One that stopped at its budget or found everything: the listing costs at least that.
+        whole = len(found) < len(asked) + len(riders) and (budget is None or pages < budget)
+        self.expired_pages = pages if whole else max(self.expired_pages or 0, pages)
         return found

@@ -15,8 +15,9 @@
     worker's) and hands it over in the trigger's kwargs (``service_profile``), so the triggerer,
     whose host has nothing learned yet (a private, empty learned-service cache), asks nothing; a
     provider without the handover looks the root up once there. With ``--api-url`` the
-    connection gives the API URL, as the connections page recommends, and nobody looks it up. Every request the emulator got is counted, whatever its root,
-    and sorted into that look-up and the waits' reads; the goal is at most 8 for 20 waits.
+    connection gives the API URL, as the connections page recommends, and nobody looks it up.
+    Every request the emulator got during the wait is counted, whatever its root, and sorted into
+    look-ups and the waits' reads; the goal is at most 8 for 20 waits.
 (b) **1,000 waits ending over an hour** (``poke_interval`` 60 s, one existence check every 10
     intervals): ``waiting.watch.Poll`` rounds driven by a simulated clock against canned answers of
     a phpShort 49 account, paced as the shared poller paces them; next to polling's cost on a

@@ -10,11 +10,14 @@
     and how long after its end time each wait fired. "polling" is the same run with the provider
     found at ``--polling-root`` (the shared poller before waits knew end times): it walks the
     Expired listing every interval, which on phpShort 49 never lists a link whose window ended.
-    The connection gives the bare site URL with ``api_version`` (so the triggerer looks the API
-    root up once: ``GET /stats/0``; with ``--api-url`` it gives the API URL, as the connections
-    page recommends, and there is no look-up) and the triggerer's host has nothing learned yet (a
-    private, empty learned-service cache). Every request the emulator got is counted, whatever its root,
-    and sorted into that look-up and the waits' reads; the goal is at most 8 for 20 waits.
+    The connection gives the bare site URL with ``api_version``, so the API root must be found:
+    the worker's sensor finds it before deferring (``GET /stats/0``, not counted: it is the
+    worker's) and hands it over in the trigger's kwargs (``service_profile``), so the triggerer,
+    whose host has nothing learned yet (a private, empty learned-service cache), asks nothing; a
+    provider without the handover looks the root up once there. With ``--api-url`` the
+    connection gives the API URL, as the connections page recommends, and nobody looks it up.
+    Every request the emulator got during the wait is counted, whatever its root, and sorted into
+    look-ups and the waits' reads; the goal is at most 8 for 20 waits.
 (b) **1,000 waits ending over an hour** (``poke_interval`` 60 s, one existence check every 10
     intervals): ``waiting.watch.Poll`` rounds driven by a simulated clock against canned answers of
     a phpShort 49 account, paced as the shared poller paces them; next to polling's cost on a
@@ -65,6 +68,8 @@ def child(links_file: str, result_file: str, poke_interval: float, limit: float)
         time.sleep(0.05)
     links = json.loads(Path(links_file).read_text())
     knows_ends = "known" in inspect.signature(LinkstatsLinkExpiredTrigger).parameters
+    handover = json.loads(Path(links_file + ".profile").read_text()) if Path(links_file + ".profile").exists() else None
+    takes_profile = handover and "service_profile" in inspect.signature(LinkstatsLinkExpiredTrigger).parameters
     triggers = [
         LinkstatsLinkExpiredTrigger(
             linkstats_conn_id=CONN,
@@ -73,6 +78,7 @@ def child(links_file: str, result_file: str, poke_interval: float, limit: float)
             poke_interval=poke_interval,
             verified=True,  # as the sensor defers from a create task's record
             **({"known": {str(link["id"]): [link["ends"], False]}} if knows_ends else {}),
+            **({"service_profile": handover} if takes_profile else {}),
         )
         for link in links
     ]
@@ -94,7 +100,8 @@ def child(links_file: str, result_file: str, poke_interval: float, limit: float)
 
     asyncio.run(fleet())
     delays = [fired[i] - link["ends"] for i, link in enumerate(links) if i in fired]
-    Path(result_file).write_text(json.dumps({"fired": len(fired), "delays": delays, "knows_ends": knows_ends}))
+    result = {"fired": len(fired), "delays": delays, "knows_ends": knows_ends, "handed_profile": bool(takes_profile)}
+    Path(result_file).write_text(json.dumps(result))
 
 
 def run_waits(
@@ -152,6 +159,8 @@ def run_waits(
                     end = link_timing(record).ends_at
                     ends_at = end.timestamp() if end else None
                     links.append({"id": record["id"], "alias": record["alias"], "ends": ends_at})
+                if not api_url:  # what the sensor's hook found in the worker before deferring
+                    (workdir / "links.json.profile").write_text(json.dumps(_worker_profile(emu.url, version)))
                 emu.reset_stats()
                 (workdir / "links.tmp").write_text(json.dumps(links))
                 (workdir / "links.tmp").rename(links_file)
@@ -169,6 +178,27 @@ def run_waits(
         sent=[_shown(r) for r in sent],
     )  # fmt: skip
     return result
+
+
+def _worker_profile(url: str, version: str) -> dict[str, Any] | None:
+    """The service profile a deferring sensor hands over: the worker's discovery of the API root
+    (in the worker, so not counted with the triggerer's requests); None with a provider without it."""
+    try:
+        from airflow_provider_linkstats.client.api import LinkstatsClient
+        from airflow_provider_linkstats.client.auth import ApiKey
+        from airflow_provider_linkstats.client.generations import generation_for
+        from airflow_provider_linkstats.client.protocol import api_roots
+        from airflow_provider_linkstats.client.settings import ClientSettings
+        from benchmarks.common import API_KEY
+    except ImportError:
+        return None
+    roots = api_roots(url)
+    client = LinkstatsClient(ClientSettings(root=roots[0]), ApiKey(API_KEY))
+    try:
+        profile = client.discover("links", roots=roots, generation=generation_for("links", version))
+    finally:
+        client.close()
+    return {"service": profile.service, "root": profile.root, "generation": profile.generation}
 
 
 def _shown(request: dict[str, Any]) -> str:

@@ -38,6 +38,10 @@ if TYPE_CHECKING:
 
 Facts = dict[str, Any]
 
+# Handed-over profiles an answer contradicted in this process, by (conn id, root, generation):
+# a trigger started again with the same kwargs finds the service out instead.
+_CONTRADICTED: set[tuple[str | None, str, str]] = set()
+
 
 class KnownService:
     """What is known about one connection's service (``resource``: its main collection).
@@ -72,6 +76,7 @@ class KnownService:
         self.log = log
         self.on_found = on_found
         self.profile: ServiceProfile | None = None  # what discovery learned, once it has
+        self.handed: ServiceProfile | None = None  # the profile adopted from another process, if any
         self.client: LinkstatsClient | None = None  # the sync client that reads this profile, if any
 
     def __repr__(self) -> str:
@@ -121,6 +126,31 @@ class KnownService:
         except LinkstatsApiError as error:
             raise self.discovery_failed(error) from error
         return self._found(client.adopt(profile))
+
+    def adopt(self, handed: Any) -> ServiceProfile | None:
+        """Keep a profile another process handed over (a sensor that deferred: ``ServiceProfile``
+        JSON) instead of discovering it, unless it is not this connection's: its root must be one
+        of the roots the base URL allows (so no kwargs can send the key elsewhere) and its
+        generation the ``api_version`` extra's when that is set. None: ignored, discovery as usual."""
+        profile = self._from_facts(dict(handed)) if isinstance(handed, dict) else None
+        if profile is None:
+            why = "not a service profile of this version"
+        elif profile.root not in self.roots:
+            why = f"its root {profile.root} is not one of the connection's ({', '.join(self.roots)})"
+        elif self.pinned is not None and profile.generation != self.pinned.name:
+            why = f"its version {profile.generation} is not the api_version extra's ({self.pinned.name})"
+        elif (self.conn_id, profile.root, profile.generation) in _CONTRADICTED:
+            why = "an answer contradicted it earlier"
+        else:
+            self.handed = self.profile = profile
+            self.log.info("Linkstats connection %r: %s at %s, as handed over by the task that deferred",
+                          self.conn_id, profile.spoken.label, profile.root)  # fmt: skip
+            if self.on_found is not None:
+                self.on_found(profile)
+            return profile
+        self.log.info("Linkstats connection %r: not using the service profile handed over (%s); finding it out",
+                      self.conn_id, why)  # fmt: skip
+        return None
 
     def generation(self, client: Callable[[], LinkstatsClient]) -> Generation:
         """The pinned generation when it needs no probe to find the root, else the profile's."""
@@ -233,6 +263,7 @@ class KnownService:
         if learned is not None:
             store, key = learned
             store.forget(key, reason)
+        self._drop_handed()
         self.profile = None
         if self.client is not None:
             self.client.forget(self.resource.service)
@@ -243,6 +274,15 @@ class KnownService:
         if learned is not None:
             store, key = learned
             store.forget(key, reason)
+        self._drop_handed()
+
+    def _drop_handed(self) -> None:
+        """A contradicted handed profile is dropped, and refused if handed again in this process."""
+        if self.handed is not None:
+            _CONTRADICTED.add((self.conn_id, self.handed.root, self.handed.generation))
+            if self.profile == self.handed:
+                self.profile = None
+            self.handed = None
 
     def watch(self, record: dict[str, Any], resource: Resource | None) -> dict[str, Any]:
         """``record``; one of the main collection in another generation's fields than the one

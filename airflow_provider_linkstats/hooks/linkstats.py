@@ -276,11 +276,13 @@ class LinkstatsBaseHook(BaseHook):
 
     aget_dialect = aget_generation
 
-    async def get_async_client(self, **options: Any) -> AsyncLinkstatsClient:
+    async def get_async_client(self, *, handed: Any = None, **options: Any) -> AsyncLinkstatsClient:
         """An async client for the triggerer, from the same settings; the connection is fetched without blocking.
 
         ``options`` go to ``AsyncLinkstatsClient`` (``retry``, ``keep_alive``, ``max_connections``,
-        ``limiter``). Close it with ``async with`` or ``aclose()``.
+        ``limiter``). ``handed``: a ``ServiceProfile`` as JSON from the task that deferred, used
+        instead of a look-up if it is this connection's (``KnownService.adopt``). Close it with
+        ``async with`` or ``aclose()``.
         """
         from airflow_provider_linkstats.client.aio import AsyncLinkstatsClient
 
@@ -299,6 +301,8 @@ class LinkstatsBaseHook(BaseHook):
         settings, known = await sync_to_async(lambda: (self.settings, self.known))()
         client = await AsyncLinkstatsClient.open(settings, self._api_key(), **options)
         client.contradicted = known.contradicted
+        if handed is not None and known.profile is None:
+            known.adopt(handed)
         if len(self._roots) > 1:
             try:
                 await known.aget(client)
@@ -307,7 +311,9 @@ class LinkstatsBaseHook(BaseHook):
                 raise
         return client
 
-    async def get_polling_client(self, interval: float, max_connections: int) -> AsyncLinkstatsClient:
+    async def get_polling_client(
+        self, interval: float, max_connections: int, handed: Any = None
+    ) -> AsyncLinkstatsClient:
         """``get_async_client`` for a poll loop in the triggerer: one attempt per request (the loop,
         paced by ``interval``, is the retry), connections kept alive only if polls come that often."""
         from airflow_provider_linkstats.client.retry import RetryPolicy
@@ -315,7 +321,7 @@ class LinkstatsBaseHook(BaseHook):
 
         keep_alive = interval <= KEEP_ALIVE_MAX_IDLE
         return await self.get_async_client(
-            retry=RetryPolicy(max_retries=0), keep_alive=keep_alive, max_connections=max_connections
+            retry=RetryPolicy(max_retries=0), keep_alive=keep_alive, max_connections=max_connections, handed=handed
         )
 
     def _api_key(self) -> ApiKey:

@@ -222,12 +222,23 @@ class LinkstatsLinkExpiredSensor(BaseSensorOperator):
                 known=watch.to_known() or None,
                 deadline=dt.datetime.fromtimestamp(deadline, dt.timezone.utc).isoformat(),
                 verified=watch.verified,
+                service_profile=self._handed_profile(),
             )
         )
         self.log.info("Deferring: the triggerer waits for %s to expire", watch.describe())
         # Airflow's own trigger timeout is only a backstop: the trigger reports the deadline itself.
         backstop = dt.timedelta(seconds=self.timeout + max(60.0, 2 * float(self.poke_interval)))
         self.defer(trigger=trigger, method_name="execute_complete", timeout=backstop)
+
+    def _handed_profile(self) -> dict[str, Any] | None:
+        """Where the hook found the API and its version, if it did (no request, no secret): the
+        triggerer then needs no look-up of its own (``KnownService.adopt``)."""
+        hook = self.__dict__.get("hook")
+        known = hook.__dict__.get("known") if hook is not None else None
+        profile = known.profile if known is not None else None
+        if profile is None or not profile.generation:
+            return None
+        return {"service": profile.service, "root": profile.root, "generation": profile.generation}
 
     def _trigger_kwargs(self, **inputs: Any) -> dict[str, Any]:
         """The trigger's kwargs: what the wait is about (``inputs``), and the sensor's settings."""

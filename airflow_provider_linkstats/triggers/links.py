@@ -72,6 +72,10 @@ class LinkstatsLinkExpiredTrigger(_Arguments, BaseTrigger):
     :param verified: the sensor already checked that the link exists (skips the first check).
     :param known: what the sensor learnt from the links' records, ``{"<id>": [end epoch or None,
         click limit set]}``, so the trigger sleeps until an end without reading it first.
+    :param service_profile: where the sensor's hook found the API and its version (``{"service",
+        "root", "generation"}``, no secret), so the triggerer need not look the root up. Used only
+        if the root is one the connection's base URL gives and the version matches its
+        ``api_version`` extra; otherwise the triggerer finds them out as without it.
 
     Events: ``{"status": "success", "links": [...]}``, ``{"status": "timeout", "message", "pending"}``
     or ``{"status": "error", "reason": "gone"|"input"|"api"|"transport"|"connection"|"poller", "message", ...}``.
@@ -92,6 +96,7 @@ class LinkstatsLinkExpiredTrigger(_Arguments, BaseTrigger):
         existence_check_every: int = DEFAULT_EXISTENCE_CHECK_EVERY,
         verified: bool = False,
         known: dict[str, Any] | None = None,  # a default: triggers stored by earlier versions have none
+        service_profile: dict[str, Any] | None = None,
     ) -> None:
         super().__init__()
         # Named like the sensor's template fields: on Airflow >= 3.3, start_from_trigger renders
@@ -106,6 +111,7 @@ class LinkstatsLinkExpiredTrigger(_Arguments, BaseTrigger):
         self.existence_check_every = existence_check_every
         self.verified = bool(verified)
         self.known = known
+        self.service_profile = service_profile
 
     async def run(self) -> AsyncIterator[TriggerEvent]:
         try:
@@ -123,7 +129,7 @@ class LinkstatsLinkExpiredTrigger(_Arguments, BaseTrigger):
             return
 
         self.log.info("Waiting for %s to expire (poke every %.1f s)", watch.describe(), self.poke_interval)
-        subscription = Subscription(watch, interval=self.poke_interval)
+        subscription = Subscription(watch, interval=self.poke_interval, handed=self.service_profile)
         poller = SharedPoller.join(self.linkstats_conn_id, subscription)
         try:
             while True:

@@ -46,9 +46,10 @@ class Note:
 class Subscription:
     """One trigger's membership: its watch, its pace, and the notes addressed to it."""
 
-    def __init__(self, watch: Watch, *, interval: float) -> None:
+    def __init__(self, watch: Watch, *, interval: float, handed: dict[str, Any] | None = None) -> None:
         self.watch = watch
         self.interval = interval
+        self.handed = handed  # the service profile the sensor handed over, if any
         self.failures = 0
         self.notes: asyncio.Queue[Note] = asyncio.Queue()
 
@@ -99,6 +100,10 @@ class SharedPoller:
         self.poll.watches = list(self.subscriptions)
         self._changed.set()
 
+    def handed(self) -> dict[str, Any] | None:
+        """The first service profile a trigger was handed (the hook checks it is the connection's)."""
+        return next((s.handed for s in self.subscriptions.values() if s.handed), None)
+
     def min_interval(self) -> float:
         return min((s.interval for s in self.subscriptions.values()), default=0.0)
 
@@ -109,7 +114,8 @@ class SharedPoller:
 
         await asyncio.sleep(0)  # triggers started together join before the first round
         try:
-            client = await LinkstatsLinksHook(self.conn_id).get_polling_client(self.min_interval(), MAX_CONNECTIONS)
+            hook = LinkstatsLinksHook(self.conn_id)
+            client = await hook.get_polling_client(self.min_interval(), MAX_CONNECTIONS, handed=self.handed())
         except Exception as error:  # connection missing or unusable: say which, never its content
             return self._end_all("connection", f"connection {self.conn_id!r} is unusable: {describe(error)}")
         self.limiter = client.limiter

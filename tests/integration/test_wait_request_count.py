@@ -3,13 +3,15 @@
 The plan behind ``benchmarks/end_times.py`` (docs/waiting.md, "Cost per mode"), at a tenth of its
 time scale so that it runs in seconds: 20 ``LinkstatsLinkExpiredTrigger``s of one connection in
 one event loop, as a triggerer runs them, handed their links' end times as the sensor hands them
-over when it defers from a create task's record, ``poke_interval`` 0.5 s and
+over when it defers from a create task's record (with the service profile its hook found),
+``poke_interval`` 0.5 s and
 ``existence_check_every`` 10 (a staleness bound of 5 s), the shared poller's batch 1 s instead
 of 7 s (phpShort 49 keeps whole seconds: ends a second apart share a read). The connection gives
 the bare site URL, as the benchmark's does. The requests the emulator got must be exactly the
 plan's kinds and no more than its count:
 
-- one look-up of the API root (a bare site URL; none with the API URL as Base URL),
+- no look-up of the API root: the bare site URL's root was found by the sensor in the worker and
+  handed over (``service_profile``), so the triggerer asks nothing about the service,
 - one page of the All listing when the bound passes before the first end (a read of every
   pending link: the periodic check),
 - one page of the All listing per batch of ends (each is the periodic check too),
@@ -36,18 +38,18 @@ PAGE = f"{API}/links"
 
 
 def planned(ends: list[float], start: float) -> int:
-    """The plan's figure: the look-up, a read each time the bound passes before the first end, and
-    one page per batch (the first pending end, and every end within ``BATCH`` seconds of it)."""
+    """The plan's figure: a read each time the bound passes before the first end, and one page per
+    batch (the first pending end, and every end within ``BATCH`` seconds of it); no look-up."""
     batches, pending = 0, sorted(ends)
     while pending:
         first = pending[0]
         pending = [e for e in pending if e > first + BATCH]
         batches += 1
     bound_reads = max(0, math.ceil((min(ends) - start) / (INTERVAL * EVERY)) - 1)
-    return 1 + bound_reads + batches
+    return bound_reads + batches
 
 
-def run_waits(emu, links: list[dict], ends: list[float]) -> dict:
+def run_waits(emu, links: list[dict], ends: list[float], generation: str) -> dict:
     from airflow_provider_linkstats.triggers.links import LinkstatsLinkExpiredTrigger
 
     async def scenario() -> list[dict]:
@@ -59,6 +61,7 @@ def run_waits(emu, links: list[dict], ends: list[float]) -> dict:
                 existence_check_every=EVERY,
                 verified=True,  # as the sensor defers from a create task's record
                 known={str(link["id"]): [end, False]},
+                service_profile={"service": "links", "root": emu.url + API, "generation": generation},
             )
             for link, end in zip(links, ends, strict=True)
         ]
@@ -90,7 +93,7 @@ def check(result: dict, links: list[dict], ends: list[float], start: float) -> N
     sent = [(r["method"], r["path"], r["query"].get("status")) for r in result["requests"]]
     lookups = [s for s in sent if s[1] == LOOKUP]
     pages = [s for s in sent if s[1] == PAGE]
-    assert len(lookups) == 1, sent  # the bare site URL: one look-up of the API root, shared by all
+    assert lookups == [], sent  # the root was handed over by the sensor: no look-up in the triggerer
     assert all(s[2] == ["0"] for s in pages), sent  # the All listing only: no Expired walk
     assert len(lookups) + len(pages) == len(sent), sent  # nothing else: no GET per link
     assert len(sent) <= planned(ends, start), (len(sent), planned(ends, start), sent)
@@ -103,7 +106,7 @@ def test_20_waits_ending_a_second_apart_on_49_cost_the_plans_requests(emulators,
         "AIRFLOW_CONN_LINKSTATS_LINKS_DEFAULT", connection_json(emu.url, probing=True, api_version="49")
     )
     # phpShort 49 keeps seconds: 20 ends over 7 whole seconds, the first 7-8 s ahead, so the bound
-    # (5 s) passes once before it. Planned: the look-up, the bound's read, 4 batches (two seconds each) = 6.
+    # (5 s) passes once before it. Planned: the bound's read, 4 batches (two seconds each) = 5.
     start = emu.clock.now().timestamp()
     first = math.ceil(start) + 7
     ends = [float(first + i // 3) for i in range(WAITS)]
@@ -116,10 +119,10 @@ def test_20_waits_ending_a_second_apart_on_49_cost_the_plans_requests(emulators,
             "active_period_end_at": moment.strftime(fmt),
         }
         links.append(emu.store.add_link(url=f"https://example.com/{i}", alias=f"w{i}", **window))
-    assert planned(ends, start) == 6
+    assert planned(ends, start) == 5
     emu.stats.reset()
     try:
-        result = run_waits(emu, links, ends)
+        result = run_waits(emu, links, ends, "46")
     finally:
         emu.reset()
     check(result, links, ends, start)
@@ -134,7 +137,7 @@ def test_20_waits_ending_at_one_minute_on_44_cost_the_plans_requests(emulators, 
         "AIRFLOW_CONN_LINKSTATS_LINKS_DEFAULT", connection_json(emu.url, probing=True, api_version="44")
     )
     # phpShort 44 keeps minutes: the emulator's clock is set 7 s before a whole minute, and the
-    # waits follow its clock. Planned: the look-up, the bound's read, one batch = 3.
+    # waits follow its clock. Planned: the bound's read, one batch = 2.
     minute = (dt.datetime.now(dt.timezone.utc) + dt.timedelta(minutes=2)).replace(second=0, microsecond=0)
     emu.clock.set(minute - dt.timedelta(seconds=7))
     monkeypatch.setattr(plan, "now", lambda: emu.clock.now().timestamp())
@@ -142,10 +145,10 @@ def test_20_waits_ending_at_one_minute_on_44_cost_the_plans_requests(emulators, 
     ends = [minute.timestamp()] * WAITS
     expiry = {"expiration_date": minute.strftime("%Y-%m-%d"), "expiration_time": minute.strftime("%H:%M")}
     links = [emu.store.add_link(url=f"https://example.com/{i}", alias=f"m{i}", **expiry) for i in range(WAITS)]
-    assert planned(ends, start) == 3
+    assert planned(ends, start) == 2
     emu.stats.reset()
     try:
-        result = run_waits(emu, links, ends)
+        result = run_waits(emu, links, ends, "44")
     finally:
         emu.reset()
     check(result, links, ends, start)

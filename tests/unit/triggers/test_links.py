@@ -117,6 +117,7 @@ def test_serialize_round_trip_is_json_and_holds_no_key():
         max_transport_failures=4,
         existence_check_every=6,
         verified=True,
+        service_profile={"service": "links", "root": "https://links.example.com/api/v1", "generation": "46"},
     )
     classpath, kwargs = original.serialize()
     assert classpath == CLASSPATH
@@ -135,6 +136,7 @@ def test_serialize_round_trip_is_json_and_holds_no_key():
         "existence_check_every": 6,
         "verified": True,
         "known": None,
+        "service_profile": {"service": "links", "root": "https://links.example.com/api/v1", "generation": "46"},
     }
 
 

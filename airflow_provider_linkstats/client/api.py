@@ -201,10 +201,11 @@ class LinkstatsClient:
         """``fields`` checked once and made ready for the connected generation, before any write."""
         if resource is not LINKS:
             return fields
+        if isinstance(fields, Fields) and fields.ready_for and fields.operation == operation:
+            if fields.ready_for == self.generation("links").name:  # made ready already (an operator asks first)
+                return fields
         values = check_link(fields, operation)  # refuses a past expiry before any request
         generation = self.generation("links")
-        if values.ready_for == generation.name:  # made ready already (an operator asks before it writes)
-            return values
         timezone, domain = self.settings.timezone, self.settings.default_domain_id
         if needs_account(values, generation, timezone=timezone, default_domain_id=domain, operation=operation):
             zone_needed = values.get("expires_at") is not None and not timezone

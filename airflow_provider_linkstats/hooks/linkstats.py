@@ -638,8 +638,8 @@ class LinkstatsAnalyticsHook(LinkstatsBaseHook):
 
 def _checked(fields: JsonDict, operation: str, resource: Resource) -> JsonDict:
     """A link's fields checked before the client is built (so before any probe or account read)."""
-    if resource is not LINKS:
-        return fields
+    if resource is not LINKS or getattr(fields, "ready_for", "") and getattr(fields, "operation", "") == operation:
+        return fields  # not a link, or checked once already and made ready (``prepare_link_fields``)
     from airflow_provider_linkstats.client.links import check_link
 
     return check_link(fields, operation)

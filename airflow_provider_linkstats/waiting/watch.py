@@ -359,8 +359,8 @@ class Poll:
         """Pages a walk of the Expired listing may read in a round that reads ``to_read`` anyway:
         at best it spares the All walk for ``to_read`` down to the one for what it cannot list
         (the links neither polled for clicks nor due by date), each estimated from the id spread;
-        that, less one, is its budget: 0 when its expected cost (its last, and a page per 100
-        links it may list) is no less; None (a whole walk) before a walk showed the newest id."""
+        that, less one, is its budget: 0 unless its expected cost (its last, and a page per 100
+        links it may list) is less still; None (a whole walk) before a walk showed the newest id."""
         if self.pages.newest is None:
             return None
         hints = Pages(dict(self.pages.first_ids), max(self.pages.newest or 0, *pending))
@@ -368,7 +368,7 @@ class Poll:
         rest = len(left) if len(left) <= GETS_MAX else hints.all_cost(left)
         budget = hints.all_cost(to_read) - rest - 1
         expected = max(self.expired_pages or 1, -(-len(set(listable)) // MAX_PER_PAGE))
-        return budget if expected <= budget else 0
+        return budget if expected < budget else 0  # a page to spare: the estimates are rough
 
     def _learn_generation(self, records: Iterable[JsonDict | None]) -> None:
         """``dates_listed`` from the records' end keys (each generation names the end its own way)."""

@@ -193,7 +193,25 @@ def base_url(conn: Any) -> str:
             host = f"{host}:{conn.port}"
         if schema and schema not in ("http", "https"):
             host = f"{host}/{schema}"
+    _refuse_credentials(host)
     return host
+
+
+def _refuse_credentials(url: str) -> None:
+    """A user or password in the base URL would be written wherever the URL is (logs, error
+    messages, the learned-service cache, a deferred wait's trigger): refused, before any request."""
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(url)
+    if parts.username is None and parts.password is None:
+        return
+    shown = parts._replace(netloc=f"***@{parts.netloc.rpartition('@')[2]}").geturl()
+    raise LinkstatsInputError(
+        "host",
+        shown,
+        "a base URL without a user or password in it (the API key goes in the connection's password "
+        "field; a URL's credentials would be written to logs and error messages)",
+    )
 
 
 def _uri_scheme(conn: Any) -> str | None:

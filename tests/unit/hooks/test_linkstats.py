@@ -506,3 +506,15 @@ def test_without_any_domain_the_create_is_sent_and_the_422_names_the_field(monke
         LinkstatsLinksHook().create_link("https://example.com/a")
     assert [r["path"] for r in scripted.requests] == ["/public/api/v1/account", "/public/api/v1/links"]
     assert "domain_id" not in dict(scripted.requests[1]["form"])
+
+
+def test_credentials_in_the_base_url_are_refused_before_any_request_and_never_shown(monkeypatch, scripted):
+    # A user:password in the host would travel with the URL into logs, errors, the learned-service
+    # cache and a deferred wait's trigger kwargs.
+    with_credentials = scripted.url.replace("http://", "http://proxyuser:proxy-s3cret@") + "/api/v1"
+    monkeypatch.setenv("AIRFLOW_CONN_LINKSTATS_LINKS_DEFAULT", connection_json(with_credentials))
+    with pytest.raises(LinkstatsInputError, match="'host'") as caught:
+        LinkstatsLinksHook().get_link(1)
+    assert "proxy-s3cret" not in str(caught.value) and "proxyuser" not in str(caught.value)
+    assert "***@127.0.0.1" in str(caught.value) and "password field" in str(caught.value)
+    assert scripted.requests == []

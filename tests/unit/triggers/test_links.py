@@ -219,11 +219,13 @@ def test_a_list_fires_only_when_all_expired_and_costs_ceil_n_over_100_per_poke(e
 
 def test_steady_state_poke_with_an_alias_is_one_request(emu):
     emu.store.add_link(url="https://example.com/a", alias="spring", expiration_clicks=5)
-    payload = run(trigger(link_id=1, alias="spring", verified=True, existence_check_every=0, deadline=in_seconds(0.55)))
+    # 1.5 s of polls every 0.1 s: a loaded CI machine (Airflow 2.11 under xdist) spent most of a
+    # 0.55 s window starting the trigger and polled twice; at most one request per interval either way.
+    payload = run(trigger(link_id=1, alias="spring", verified=True, existence_check_every=0, deadline=in_seconds(1.5)))
     assert payload["status"] == "timeout"
     first, *requests = emu.stats.requests()
     assert first["path"] == f"{LISTING}/1"  # the end time and click limit, read once
-    assert 3 <= len(requests) <= 8
+    assert 3 <= len(requests) <= 16
     assert all(r["path"] == LISTING and r["query"]["search"] == ["spring"] for r in requests)
 
 

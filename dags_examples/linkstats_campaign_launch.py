@@ -67,7 +67,9 @@ with DAG(
         """One create call per link; a retried run finds them again by alias (if_exists="skip")."""
         params = params or {}
         campaign, landing, clicks = params["campaign"], params["landing_url"], params["expire_after_clicks"]
-        expires_at = pendulum.now("UTC").add(minutes=params["expire_after_minutes"]).isoformat()
+        # A lifetime, counted when the create is sent: a create that waits in the queue (or a retry)
+        # still gets the whole of it, where a moment computed here could have passed by then.
+        lifetime = f"PT{int(params['expire_after_minutes'])}M"
         # None: the hook fills in the connection's default_domain_id (real installs require one).
         domain = {"domain_id": params.get("domain_id")}
         return [
@@ -99,7 +101,7 @@ with DAG(
                 "alias": f"{campaign}-ab",
                 "target_type": 4,
                 "rotation": [{"value": f"{landing}?variant=a"}, {"value": f"{landing}?variant=b"}],
-                "expires_at": expires_at,
+                "expires_at": lifetime,
                 "expiration_url": f"{landing}?ended=1",
                 **domain,
             },

@@ -105,7 +105,7 @@ class Kind(str, enum.Enum):
     ID_LIST = "id_list"  # list of positive integer identifiers
     CHOICE = "choice"  # one of ``choices``
     DATE = "date"  # YYYY-MM-DD
-    DATETIME = "datetime"  # an aware moment: datetime, pendulum DateTime or ISO 8601 with offset
+    DATETIME = "datetime"  # an aware moment (datetime, pendulum DateTime, ISO 8601 with offset) or a duration from now
     TIME = "time"  # HH:MM
     POSITIVE_INT = "positive_int"
     TARGETING = "targeting"  # list of {"key": ..., "value": ...}
@@ -157,7 +157,10 @@ _KIND_DESCRIPTIONS = {
     Kind.ID: "a positive integer",
     Kind.ID_LIST: "a list of positive integers",
     Kind.DATE: "a date formatted YYYY-MM-DD",
-    Kind.DATETIME: "a time-zone-aware datetime, pendulum DateTime or ISO-8601 string with offset",
+    Kind.DATETIME: (
+        "a time-zone-aware datetime, pendulum DateTime or ISO-8601 string with offset, "
+        "or a duration from now (timedelta, or ISO-8601 such as PT1H)"
+    ),
     Kind.TIME: "a time formatted HH:MM (24-hour)",
     Kind.POSITIVE_INT: "a positive integer",
     Kind.TARGETING: 'a list of {"key": ..., "value": <URL>} dicts',

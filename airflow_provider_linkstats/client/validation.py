@@ -315,18 +315,47 @@ def _date(value: Any, bad: Any) -> str:
 
 
 def aware_moment(field: str, value: Any) -> dt.datetime:
-    """An aware datetime from a datetime, pendulum DateTime or ISO-8601 string with offset."""
+    """An aware datetime from a datetime, pendulum DateTime or ISO-8601 string with offset, or a
+    duration from now (a timedelta or an ISO-8601 duration such as ``PT1H``).
+
+    A duration is resolved here, when the task checks its fields just before the request: a
+    campaign's lifetime counts from the create, however late a queued or retried task runs.
+    """
     moment = value
+    if isinstance(moment, str) and moment.strip()[:1] in ("P", "p"):
+        moment = _iso_duration(field, value)
+    if isinstance(moment, dt.timedelta):
+        return (dt.datetime.now(dt.timezone.utc) + moment).replace(microsecond=0)
     if isinstance(moment, str):
         try:
             moment = dt.datetime.fromisoformat(moment.strip().replace("Z", "+00:00"))
         except ValueError:
-            raise LinkstatsInputError(field, value, "an ISO-8601 date-time with a UTC offset") from None
+            raise LinkstatsInputError(field, value, f"{_MOMENT} (an ISO-8601 date-time needs a UTC offset)") from None
     if not isinstance(moment, dt.datetime) or moment.tzinfo is None or moment.utcoffset() is None:
-        raise LinkstatsInputError(
-            field, value, "a time-zone-aware datetime, pendulum DateTime or ISO-8601 string with offset"
-        )
+        raise LinkstatsInputError(field, value, _MOMENT)
     return moment
+
+
+_MOMENT = (
+    "a time-zone-aware datetime, pendulum DateTime or ISO-8601 string with offset, "
+    "or a duration from now (timedelta, or ISO-8601 such as PT1H)"
+)
+
+
+def _iso_duration(field: str, value: str) -> dt.timedelta:
+    """An ISO-8601 duration (``PT90M``, ``P2DT3H``); months and years are refused (their length varies)."""
+    import pendulum
+
+    text = value.strip().upper()
+    try:
+        duration = pendulum.parse(text)
+    except (ValueError, TypeError, pendulum.parsing.exceptions.ParserError):
+        duration = None
+    if not isinstance(duration, pendulum.Duration) or duration.years or duration.months:
+        raise LinkstatsInputError(
+            field, value, "an ISO-8601 duration in weeks, days, hours, minutes or seconds, such as PT90M or P2DT3H"
+        )
+    return dt.timedelta(seconds=duration.total_seconds())
 
 
 def _time(value: Any, bad: Any) -> str:

@@ -481,7 +481,8 @@ class LinkstatsLinksHook(LinkstatsBaseHook):
     def create_link(self, url: str, *, expires_at: Any = None, **fields: Any) -> JsonDict:
         """Create a link. ``fields`` take the vocabulary's names (alias, domain_id, country, ...) on every version.
 
-        ``expires_at`` (an aware datetime, pendulum DateTime or ISO-8601 string with offset): on
+        ``expires_at`` (an aware datetime, pendulum DateTime or ISO-8601 string with offset, or a
+        duration from the create such as ``timedelta(days=7)`` or ``"P7D"``): on
         phpShort 44-45 expiration_date and expiration_time in the service's time zone, seconds
         rounded up to the minute; on 46+ the end of the link's active window, sent in UTC, whose
         start is ``starts_at`` (default: now). A field the connected version lacks, or an expiry

@@ -96,7 +96,7 @@ _ANNOTATIONS = {
     Kind.ID: "int | str",
     Kind.ID_LIST: "Sequence[int]",
     Kind.POSITIVE_INT: "int | str",
-    Kind.DATETIME: "datetime | str",
+    Kind.DATETIME: "datetime | timedelta | str",
     Kind.TARGETING: "Sequence[dict[str, str]]",
     Kind.LINES: "Sequence[str]",
     Kind.IP_LINES: "Sequence[str]",

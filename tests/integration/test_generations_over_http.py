@@ -70,6 +70,42 @@ def test_create_operator_refuses_a_past_expiry_before_any_request(emu_any, writt
     assert emu_any.stats.count() == before  # no probe, no account read, no create
 
 
+@pytest.mark.parametrize("written", ["iso duration", "timedelta"])
+def test_an_expiry_given_as_a_duration_counts_from_the_create(emu_any, written):
+    """A lifetime is resolved when the task sends the create, not when the DAG (or an upstream task
+    that planned the links) ran: a create that waited in the queue still gets the whole lifetime."""
+    from airflow_provider_linkstats.client.records import link_timing
+    from airflow_provider_linkstats.operators.links import LinkstatsCreateLinkOperator
+
+    value = "PT2H" if written == "iso duration" else dt.timedelta(hours=2)
+    task = LinkstatsCreateLinkOperator(task_id="lifetime", url=URL, alias="lifetime", expires_at=value)
+    sent = dt.datetime.now(dt.timezone.utc)
+    record, _ = run_operator(task)
+    ends_at = link_timing(LinkstatsLinksHook().get_link(record["id"])).ends_at
+    assert ends_at is not None, record
+    # 44-45 round up to the minute in the account's zone; 46+ keep the second.
+    assert sent + dt.timedelta(hours=2) - dt.timedelta(seconds=1) <= ends_at <= sent + dt.timedelta(hours=2, minutes=2)
+
+
+@pytest.mark.parametrize(
+    ("value", "allowed"),
+    [
+        (dt.timedelta(hours=-1), "has passed"),  # a lifetime that ended before the create
+        ("P1M", "weeks, days, hours, minutes or seconds"),  # a month has no fixed length
+        ("PT5Q", "such as PT90M"),  # not a duration
+    ],
+)
+def test_a_bad_duration_is_refused_before_any_request(emu_any, value, allowed):
+    from airflow_provider_linkstats.operators.links import LinkstatsCreateLinkOperator
+
+    task = LinkstatsCreateLinkOperator(task_id="bad_lifetime", url=URL, alias="bad-lifetime", expires_at=value)
+    before = emu_any.stats.count()
+    with pytest.raises(Exception) as caught:
+        run_operator(task)
+    assert "'expires_at'" in str(caught.value) and allowed in str(caught.value), caught.value
+    assert emu_any.stats.count() == before
+
+
 # -- finding the API root is never fooled -----------------------------------------------------------
 
 WEB_APP_404 = ("respond", 404, {"message": "This link does not exist or is disabled."})

@@ -131,7 +131,8 @@ class Deployment:
         tasks = {t for (t,) in self.query(f"SELECT task_id FROM task_instance WHERE dag_id = ? AND ({failed})", dag_id)}
         parts = []
         for task_id in sorted(tasks):
-            for path in sorted((self.home / "logs").rglob(f"dag_id={dag_id}/**/task_id={task_id}/*")):
+            # A mapped task's logs are one level deeper (task_id=.../map_index=N/attempt=1.log).
+            for path in sorted((self.home / "logs").rglob(f"dag_id={dag_id}/**/task_id={task_id}/**/*.log")):
                 if path.is_file():
                     parts.append(f"--- {path.relative_to(self.home)}\n{path.read_text(errors='replace')[-tail:]}")
         return "\n".join(parts) or f"(no task log of {dag_id} names a failed task)"

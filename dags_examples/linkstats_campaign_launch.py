@@ -150,7 +150,9 @@ with DAG(
         print("Clicks per campaign link:\n" + "\n".join(lines))
         return report
 
-    delete_links = LinkstatsDeleteLinkOperator(task_id="delete_links", link_ids=ids, missing_ok=True)
+    # The creates' own records, not `ids`: when one create fails, link_ids never runs, and the
+    # teardown still deletes the links the other creates made.
+    delete_links = LinkstatsDeleteLinkOperator(task_id="delete_links", link_ids=links.output, missing_ok=True)
     delete_website = LinkstatsDeleteWebsiteOperator(
         task_id="delete_website",
         website_id="{{ ti.xcom_pull(task_ids='create_website')['id'] }}",

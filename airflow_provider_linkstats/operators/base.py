@@ -492,9 +492,17 @@ class LinkstatsDeleteOperatorBase(LinkstatsLineageMixin, LinkstatsBaseOperator):
 
         missing_ok = check_bool("missing_ok", self.missing_ok)
         single, many = getattr(self, self.id_argument), getattr(self, self.ids_argument)
-        if (single is None) == (many is None):
+        if single is not None and many is not None:
             raise LinkstatsInputError(
                 f"{self.id_argument}/{self.ids_argument}", (single, many), "exactly one of the two"
+            )
+        if single is None and many is None:
+            # Most often an XCom: the task that returns the id(s) failed, was skipped or returned None.
+            raise LinkstatsInputError(
+                f"{self.id_argument}/{self.ids_argument}",
+                None,
+                f"one of the two; both are None here (a value taken from another task's output is None when "
+                f"that task failed, was skipped or returned nothing: check the upstream task of {self.task_id!r})",
             )
         if single is not None:
             record_id = self.record_id(self.id_argument)

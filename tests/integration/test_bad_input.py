@@ -156,7 +156,7 @@ BAD_INPUT = [
     case(GetLink, {"link_id": True}, "link_id", True, ID),
     case(GetLink, {"link_id": "{{ params.id }}"}, "link_id", "-5", ID, {"id": -5}),
     # -- delete link
-    case(DeleteLink, {}, "link_id/link_ids", (None, None), "exactly one of the two"),
+    case(DeleteLink, {}, "link_id/link_ids", None, "both are None here (a value taken from another task's output"),
     case(DeleteLink, {"link_id": 1, "link_ids": [2]}, "link_id/link_ids", (1, [2]), "exactly one of the two"),
     case(DeleteLink, {"link_ids": [1], "max_workers": 100}, "max_workers", 100, "a whole number from 1 to 16"),
     case(DeleteLink, {"link_id": 1, "missing_ok": "maybe"}, "missing_ok", "maybe", "true or false"),

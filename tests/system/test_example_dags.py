@@ -91,6 +91,28 @@ def test_campaign_dag_end_to_end(emu_any, airflow_db, monkeypatch):
     assert emu.stats.count(method="POST", path_prefix="/public/api/v1/links") == 3
 
 
+def test_campaign_teardown_deletes_the_links_made_when_one_create_fails(emu_any, airflow_db):
+    """One create refused (a 422 no retry mends): the run fails, link_ids never runs, and the teardown
+    still deletes the two links the other creates made (it used to fail on link_ids=None and leave them)."""
+    import json
+
+    emu = emu_any
+    refusal = json.dumps({"message": {"url": ["The url format is invalid."]}, "status": 422})
+    emu.faults.fail_next(status=422, method="POST", path_prefix="/links", body=refusal, content_type="application/json")
+    run = load("linkstats_campaign_launch").test(
+        run_conf={"campaign": "half", "expire_after_clicks": 4, "website_domain": "half.example.com"}
+    )
+    assert run.state == "failed"
+    tis = run.get_task_instances()
+    creates = sorted(ti.state for ti in tis if ti.task_id == "create_links")
+    assert creates == ["failed", "success", "success"], creates
+    states = {ti.task_id: ti.state for ti in tis if ti.task_id != "create_links"}
+    assert states["link_ids"] == "upstream_failed" and states["wait_for_expiry"] == "upstream_failed"
+    assert states["delete_links"] == "success" and states["delete_website"] == "success", states
+    assert emu.stats.count(method="POST", path_prefix="/public/api/v1/links") == 3  # the refused one included
+    assert emu.store.links() == [] and emu.store.websites() == []  # nothing left behind
+
+
 def test_bulk_launch_dag_creates_the_campaign_from_its_csv_and_a_second_run_creates_nothing(
     emu_any, airflow_db, tmp_path
 ):

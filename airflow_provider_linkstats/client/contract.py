@@ -143,6 +143,11 @@ class FieldSpec:
         return _KIND_DESCRIPTIONS[self.kind]
 
 
+def describe_kind(kind: Kind) -> str:
+    """What a value of ``kind`` may be, in the words every error message uses."""
+    return _KIND_DESCRIPTIONS[kind]
+
+
 def _describe_choice(choice: object) -> str:
     if isinstance(choice, enum.Enum):
         return f"{choice.value!r} ({choice.name})"

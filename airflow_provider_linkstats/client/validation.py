@@ -20,6 +20,7 @@ from airflow_provider_linkstats.client.contract import (
     ListParamSpec,
     Resource,
     StatsSpec,
+    describe_kind,
 )
 from airflow_provider_linkstats.client.errors import LinkstatsInputError
 
@@ -325,36 +326,39 @@ def aware_moment(field: str, value: Any) -> dt.datetime:
     if isinstance(moment, str) and moment.strip()[:1] in ("P", "p"):
         moment = _iso_duration(field, value)
     if isinstance(moment, dt.timedelta):
-        return (dt.datetime.now(dt.timezone.utc) + moment).replace(microsecond=0)
+        return (dt.datetime.now(dt.timezone.utc) + _fixed_length(field, value, moment)).replace(microsecond=0)
     if isinstance(moment, str):
         try:
             moment = dt.datetime.fromisoformat(moment.strip().replace("Z", "+00:00"))
         except ValueError:
-            raise LinkstatsInputError(field, value, f"{_MOMENT} (an ISO-8601 date-time needs a UTC offset)") from None
+            allowed = f"{describe_kind(Kind.DATETIME)} (an ISO-8601 date-time needs a UTC offset)"
+            raise LinkstatsInputError(field, value, allowed) from None
     if not isinstance(moment, dt.datetime) or moment.tzinfo is None or moment.utcoffset() is None:
-        raise LinkstatsInputError(field, value, _MOMENT)
+        raise LinkstatsInputError(field, value, describe_kind(Kind.DATETIME))
     return moment
 
 
-_MOMENT = (
-    "a time-zone-aware datetime, pendulum DateTime or ISO-8601 string with offset, "
-    "or a duration from now (timedelta, or ISO-8601 such as PT1H)"
-)
+_FIXED_LENGTH = "duration in weeks, days, hours, minutes or seconds, such as PT90M or P2DT3H"
 
 
 def _iso_duration(field: str, value: str) -> dt.timedelta:
-    """An ISO-8601 duration (``PT90M``, ``P2DT3H``); months and years are refused (their length varies)."""
+    """An ISO-8601 duration (``PT90M``, ``P2DT3H``)."""
     import pendulum
 
-    text = value.strip().upper()
     try:
-        duration = pendulum.parse(text)
+        duration = pendulum.parse(value.strip().upper())
     except (ValueError, TypeError, pendulum.parsing.exceptions.ParserError):
         duration = None
-    if not isinstance(duration, pendulum.Duration) or duration.years or duration.months:
-        raise LinkstatsInputError(
-            field, value, "an ISO-8601 duration in weeks, days, hours, minutes or seconds, such as PT90M or P2DT3H"
-        )
+    if not isinstance(duration, dt.timedelta):
+        raise LinkstatsInputError(field, value, f"an ISO-8601 {_FIXED_LENGTH}")
+    return duration
+
+
+def _fixed_length(field: str, value: Any, duration: dt.timedelta) -> dt.timedelta:
+    """``duration`` as a plain timedelta; months and years (a pendulum Duration's) are refused, as
+    their length varies."""
+    if getattr(duration, "years", 0) or getattr(duration, "months", 0):
+        raise LinkstatsInputError(field, value, f"a {_FIXED_LENGTH}")
     return dt.timedelta(seconds=duration.total_seconds())
 
 

@@ -7,6 +7,7 @@ import dataclasses
 import datetime as dt
 import json
 
+import pendulum
 import pytest
 
 from airflow_provider_linkstats.client import LINKS, LinkstatsInputError
@@ -92,6 +93,7 @@ def test_an_expiry_given_as_a_duration_counts_from_the_create(emu_any, written):
     [
         (dt.timedelta(hours=-1), "has passed"),  # a lifetime that ended before the create
         ("P1M", "weeks, days, hours, minutes or seconds"),  # a month has no fixed length
+        (pendulum.duration(months=1), "weeks, days, hours, minutes or seconds"),  # nor as a pendulum Duration
         ("PT5Q", "such as PT90M"),  # not a duration
     ],
 )

@@ -63,6 +63,9 @@ def test_a_past_expiry_is_judged_by_the_service_clock(skewed):
     assert link_timing(client.get(LINKS, created["id"])).ends_at == alive
     before = emulator.stats.count(method="POST")
     with pytest.raises(LinkstatsInputError) as caught:
-        client.create(LINKS, {"url": URL, "alias": "skew-dead", "domain_id": 1, "expires_at": worker_now - dt.timedelta(minutes=11)})
+        client.create(
+            LINKS,
+            {"url": URL, "alias": "skew-dead", "domain_id": 1, "expires_at": worker_now - dt.timedelta(minutes=11)},
+        )
     assert "'expires_at'" in str(caught.value) and "has passed" in str(caught.value)
     assert emulator.stats.count(method="POST") == before

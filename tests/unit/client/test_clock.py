@@ -25,7 +25,10 @@ def http_date(epoch: float) -> str:
 
 
 def test_parse_http_date_reads_rfc_7231_and_refuses_junk():
-    assert parse_http_date("Sun, 06 Nov 1994 08:49:37 GMT") == dt.datetime(1994, 11, 6, 8, 49, 37, tzinfo=dt.timezone.utc).timestamp()
+    assert (
+        parse_http_date("Sun, 06 Nov 1994 08:49:37 GMT")
+        == dt.datetime(1994, 11, 6, 8, 49, 37, tzinfo=dt.timezone.utc).timestamp()
+    )
     assert parse_http_date("Sunday, 06-Nov-94 08:49:37 GMT") is not None  # RFC 850, still legal to receive
     for junk in (None, "", "yesterday", "Sun, 99 Nov 1994 08:49:37 GMT"):
         assert parse_http_date(junk) is None
@@ -49,7 +52,7 @@ def test_answers_narrow_the_offset_and_a_stepped_clock_starts_afresh():
     wall = FakeWall(1_800_000_000.0)
     clock = ServiceClock(wall=wall)
     true_offset = -600.25
-    for step in range(6):  # answers at different fractions of a second narrow the interval
+    for _ in range(6):  # answers at different fractions of a second narrow the interval
         wall.value += 1.37
         sent = wall.value
         wall.value += 0.05

@@ -111,16 +111,19 @@ class _Api:
             record_id = request.path_params["record_id"]
             version = store.links_version if service == "links" else store.analytics_version
             # The form request runs before the controller: a bad name is a 422 even for record 0.
-            query = traffic.StatsQuery(formdata.decode(request.url.query), version, service, user["timezone"])
+            # The account's zone as it is now: a change of zone moves phpShort 46+'s buckets at once.
+            query = traffic.StatsQuery(
+                formdata.decode(request.url.query), version, service, user["timezone"], store.clock.now()
+            )
             store.read(table, user, record_id)  # 404 for another account's or a missing record
             if service == "links":
                 clicks = query.in_period(store.clicks_of(user, record_id))
                 if query.name == "click":  # v49: a plain list, bucketed by the span of from/to
                     return JSONResponse({"data": query.click_series(clicks), "status": 200})
-                counts = traffic.link_rows(query.name, clicks, query.zone, version)
+                counts = traffic.link_rows(query.name, clicks, version)
             else:
                 rows = query.in_period(store.events_of(user, record_id))
-                counts = traffic.website_rows(query.name, rows, query.zone)
+                counts = traffic.website_rows(query.name, rows)
             return JSONResponse(query.answer(counts, _path_url(request)))
 
         app.add_route(f"{root}/account", account, methods=["GET"])

@@ -9,12 +9,13 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import datetime as dt
 import os
 import signal
 import socket
 import threading
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any
 
 import uvicorn
@@ -130,6 +131,23 @@ class Emulator:
         """See ``Store.configure_account``: api_access, timezone, default_domain, default_space,
         features (the plan's, e.g. ``{"link_stats": False}``)..."""
         return self.store.configure_account(user_id, **settings)
+
+    def record_clicks(
+        self, link_id: int, at: dt.datetime | str | None = None, count: int = 1, **visitor: object
+    ) -> dict:
+        """``count`` clicks on a link at the instant ``at`` (the clock's now by default), with the
+        visitor's country, city, platform, browser, device, language, referrer; see ``Store.record_clicks``."""
+        return self.store.record_clicks(link_id, at, count, **visitor)
+
+    def record_pageviews(
+        self, website_id: int, at: dt.datetime | str | None = None, count: int = 1, **fields: object
+    ) -> dict:
+        """``count`` pageviews (or custom events) of a website at ``at``; see ``Store.record_pageviews``."""
+        return self.store.record_pageviews(website_id, at, count, **fields)
+
+    def record_traffic(self, clicks: Iterable[Mapping] = (), pageviews: Iterable[Mapping] = ()) -> dict:
+        """Many of both at once, all or none; see ``Store.record_traffic``."""
+        return self.store.record_traffic(clicks, pageviews)
 
     def set_rate_limit(
         self, limit: int | None, window: float = 60.0, key_limit: int | None = None, analytics_limit: int | None = None

@@ -134,17 +134,19 @@ class _Api:
         store = self.store
 
         async def event(request: Request) -> Response:
+            # Always HTTP 200 with a bare number as an HTML body: "404" for a page of no tracked
+            # website, "403" for an excluded visitor, "200" when recorded.
             data = await _form(request)
             page = data.get("page")
             host = (urlsplit(page).hostname or "") if isinstance(page, str) else ""
             website = store.website_for_page(host) if host else None
             if website is None:
-                raise not_found()
+                return HTMLResponse("404")
             client = (request.client.host if request.client else "") or ""
-            recorded = traffic.event_from_request(data, request.headers, client, website, store.clock.now())
+            answer, recorded = traffic.event_from_request(data, request.headers, client, website, store.clock.now())
             if recorded is not None:
                 store.record_event(recorded)
-            return JSONResponse({"status": 200})
+            return HTMLResponse(answer)
 
         app.add_route(path, event, methods=["POST"])
 

@@ -515,6 +515,18 @@ class Store:
             self._events.append(row)
             return row
 
+    def recorded_clicks(self, link_id: int | None = None) -> list[Row]:
+        """The clicks recorded so far (every account's), oldest first: ``{"link_id", "at" (UTC ISO
+        8601), "count", "country", ...}``; the truth a test compares statistics with."""
+        with self._lock:
+            return [dict(c) for c in self._clicks if link_id is None or c["link_id"] == link_id]
+
+    def recorded_pageviews(self, website_id: int | None = None) -> list[Row]:
+        """The pageviews and custom events recorded so far: ``{"website_id", "at", "count", "page",
+        "referrer", "visit", "event", ...}``."""
+        with self._lock:
+            return [dict(e) for e in self._events if website_id is None or e["website_id"] == website_id]
+
     def _moment(self, at: dt.datetime | str | None) -> dt.datetime:
         if at is None:
             return self.clock.now().astimezone(dt.timezone.utc)

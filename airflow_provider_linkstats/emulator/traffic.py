@@ -217,22 +217,23 @@ def _iso(day: dt.date | None) -> str | None:
 
 def event_from_request(
     data: Mapping[str, Any], headers: Mapping[str, str], client_ip: str, website: Mapping[str, Any], now: dt.datetime
-) -> dict[str, Any] | None:
-    """What one beacon records, or None when the website excludes it (bots, listed IPs) or a
-    custom event has no name (the install then records nothing)."""
+) -> tuple[str, dict[str, Any] | None]:
+    """What one beacon answers (EventController returns a bare number, or nothing) and records:
+    "403" and nothing for what the website excludes (bots, listed IPs), "" and nothing for a
+    custom event without a name, "200" and the row otherwise."""
     agent = headers.get("user-agent", "")
     if website.get("exclude_bots") and is_bot(agent):
-        return None
+        return "403", None
     if client_ip in (website.get("exclude_ips") or "").split():
-        return None
+        return "403", None
     visitor = Visitor.from_headers(headers)
     page = urlsplit(str(data["page"]))
     custom = data.get("event")
     if custom is not None:
         custom = custom_event(custom)
         if custom is None:
-            return None
-    return pageview(
+            return "", None
+    return "200", pageview(
         website,
         now,
         page=page.path + (f"?{page.query}" if page.query else ""),

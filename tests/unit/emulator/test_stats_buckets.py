@@ -80,6 +80,8 @@ def test_v44_counts_each_click_on_its_utc_day_whatever_the_accounts_zone(v44, zo
     v44.configure_account(timezone="Pacific/Kiritimati")  # UTC+14: the day rows do not move
     assert stats(v44, link["id"], "clicks", "2029-12-31", "2030-01-03") == wide
     assert Api(v44.url).get(f"/links/{link['id']}").json()["data"]["clicks"] == 7  # the counter moved too
+    assert v44.clicks_per_day("UTC") == {(link["id"], utc_day): 7}  # the truth a loaded table is compared with
+    assert sum(v44.clicks_per_day(zone).values()) == 7 and len(v44.clicks_per_day(zone)) == 2  # local: 2 days
 
 
 def test_v44_clicks_hour_sums_each_utc_hour_of_day_over_the_range(v44):
@@ -128,6 +130,7 @@ def test_v49_click_days_follow_the_accounts_zone_as_it_is_when_asked(v49):
     ]
     assert stats(v49, link["id"], "click", "2030-01-01", "2030-01-01") == [{"value": "2030-01-01 23", "count": 2}]
     assert stats(v49, link["id"], "country", "2030-01-01", "2030-01-01") == [{"value": None, "count": 2}]
+    assert v49.clicks_per_day(NEW_YORK) == {(link["id"], "2030-01-01"): 2, (link["id"], "2030-01-02"): 3}
     v49.configure_account(timezone=KOLKATA)  # the same instants are 10:29-10:30 on Jan 2 there
     assert stats(v49, link["id"], "click", "2030-01-01", "2030-01-02") == [{"value": "2030-01-02", "count": 5}]
     assert stats(v49, link["id"], "click", "2030-01-02", "2030-01-02") == [
@@ -210,6 +213,9 @@ def test_analytics_days_and_hours_are_utc_and_visitors_are_external_referrals(em
         return {r["value"]: r["count"] for r in data}
 
     assert rows("pageviews") == {"2030-01-01": "2", "2030-01-02": "5", "2030-01-03": "1"}
+    truth = emu.pageviews_per_day("UTC", site["id"])
+    assert truth == {(site["id"], day): int(count) for day, count in rows("pageviews").items()}
+    assert sum(emu.pageviews_per_day("UTC", visits=True).values()) == 3
     assert rows("visitors") == {"2030-01-01": "1", "2030-01-02": "1", "2030-01-03": "1"}
     assert rows(hourly) == {"23": "7", "00": "1"}  # pageviews, each hour of day summed over the days
     assert rows(hourly.replace("pageviews", "visitors")) == {"23": "2", "00": "1"}

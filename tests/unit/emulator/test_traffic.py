@@ -140,8 +140,9 @@ def test_events_feed_website_stats(emu):
     # Two visitors: one lands from a search engine on a campaign page and reads two more pages;
     # the other comes directly from an iPhone in France and triggers a custom event.
     # A visit is a pageview whose referrer is not the site itself (no visitor id): a, b and c.
-    assert beacon(emu, page="https://shop.example.com/?utm_campaign=spring", referrer="https://search.example/q",
-                  screen_resolution="1920x1080").json() == {"status": 200}  # fmt: skip
+    first = beacon(emu, page="https://shop.example.com/?utm_campaign=spring", referrer="https://search.example/q",
+                   screen_resolution="1920x1080")  # fmt: skip
+    assert (first.status_code, first.text, first.headers["content-type"][:9]) == (200, "200", "text/html")
     beacon(emu, page="https://shop.example.com/shoes", referrer="https://www.shop.example.com/")  # a's next page
     beacon(emu, page="https://www.shop.example.com/cart", referrer="https://shop.example.com/shoes")
     beacon(emu, page="https://shop.example.com/shoes", agent=SAFARI_IPHONE, country="FR",
@@ -149,7 +150,7 @@ def test_events_feed_website_stats(emu):
     beacon(emu, page="https://shop.example.com/shoes", country="FR", **{"event[name]": "add_to_cart"})
     paid = {"event[name]": "pay:now", "event[value]": "19.5", "event[unit]": "EUR"}
     beacon(emu, page="https://shop.example.com/shoes", country="FR", **paid)
-    beacon(emu, page="https://shop.example.com/shoes", **{"event[value]": "3"})  # no name: nothing recorded
+    assert beacon(emu, page="https://shop.example.com/shoes", **{"event[value]": "3"}).text == ""  # no name: nothing
     beacon(emu, page="https://shop.example.com/cart", country="ZZ", agent="Mozilla/5.0", referrer="https://m.example/")
 
     def rows(name: str) -> dict:
@@ -174,13 +175,14 @@ def test_events_feed_website_stats(emu):
 def test_events_honour_the_websites_exclusions_and_need_a_tracked_site(emu):
     site = emu.store.add_website(domain="e.com", exclude_ips="10.9.9.9\n127.0.0.1")
     other = emu.store.add_website(domain="f.com", exclude_bots=1)
-    beacon(emu, page="https://e.com/")  # this client's IP is excluded on e.com
-    beacon(emu, page="https://f.com/", agent="Googlebot/2.1 (+http://www.google.com/bot.html)")
+    assert beacon(emu, page="https://e.com/").text == "403"  # this client's IP is excluded on e.com
+    assert beacon(emu, page="https://f.com/", agent="Googlebot/2.1 (+http://www.google.com/bot.html)").text == "403"
     beacon(emu, page="https://f.com/", agent=FIREFOX_LINUX)
     analytics = Api(emu.analytics_url)
     assert analytics.get(f"/stats/{site['id']}", name="pageviews").json()["total"] == 0
     assert analytics.get(f"/stats/{other['id']}", name="browser").json()["data"] == [{"value": "Firefox", "count": "1"}]
-    assert beacon(emu, page="https://unknown.example/").status_code == 404
+    unknown = beacon(emu, page="https://unknown.example/")
+    assert (unknown.status_code, unknown.text) == (200, "404")  # always HTTP 200: the body says it
     assert analytics.get(f"/stats/{site['id']}", name="clicks").status_code == 422  # a links-service name
 
 

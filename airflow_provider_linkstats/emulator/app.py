@@ -22,7 +22,7 @@ from airflow_provider_linkstats.emulator.admin import add_admin_routes
 from airflow_provider_linkstats.emulator.errors import ApiError, forbidden, not_found
 from airflow_provider_linkstats.emulator.links import Visitor
 from airflow_provider_linkstats.emulator.listing import read_query
-from airflow_provider_linkstats.emulator.middleware import ClientRateLimit, FaultsAndStats, wants_json
+from airflow_provider_linkstats.emulator.middleware import ClientRateLimit, FaultsAndStats, ServerDate, wants_json
 from airflow_provider_linkstats.emulator.state import EmulatorState
 
 SERVICES = ("links", "analytics")
@@ -62,7 +62,7 @@ def build_app(state: EmulatorState, services: Iterable[str] = SERVICES, *, share
             api.add_fallback(app, mount + root, service)
     if "links" in services:
         _add_redirect(app, state)  # last: it catches every other GET path
-    return FaultsAndStats(ClientRateLimit(app, state.limiter), state.faults, state.stats)
+    return ServerDate(FaultsAndStats(ClientRateLimit(app, state.limiter), state.faults, state.stats), state.clock)
 
 
 class _Api:

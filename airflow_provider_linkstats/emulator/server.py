@@ -298,6 +298,7 @@ def _server(app: Any, log_level: str) -> uvicorn.Server:
         lifespan="off",
         proxy_headers=False,  # the client address is what the statistics count
         server_header=False,
+        date_header=False,  # middleware.ServerDate: the emulator's clock, not the host's
         timeout_keep_alive=KEEP_ALIVE_SECONDS,
     )
     return _Server(config)

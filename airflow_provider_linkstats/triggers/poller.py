@@ -148,6 +148,7 @@ class SharedPoller:
         extra_wait = 0.0
         while self.subscriptions:
             self.poll.interval = self.min_interval()
+            self._adopt_clock(client)  # before the ends are converted to this loop's sleeps
             if last is not None:  # the time to the next round, counted on the loop's clock from the last one
                 wake = started + max(self.poll.next_round(last) - last, extra_wait)
                 if wake > loop.time():
@@ -178,7 +179,6 @@ class SharedPoller:
             self.requests += 1
             return await client.call(request)
 
-        self._adopt_clock(client)
         try:
             result = await adrive(self.poll.round(now), call)
         except LinkstatsError as error:
@@ -197,7 +197,8 @@ class SharedPoller:
 
     def _adopt_clock(self, client: AsyncLinkstatsClient) -> None:
         """Before the service has answered this poller, the clock a deferring sensor measured stands
-        in for it (not the triggerer's own): the first answer replaces it where they disagree."""
+        in for it (not the triggerer's own): the first answer replaces it where they disagree (the
+        worker's and the triggerer's clocks, both kept by NTP, usually differ by far less than a second)."""
         if client.clock.known:
             return
         handed = next((s.clock for s in self.subscriptions.values() if s.clock is not None), None)

@@ -226,3 +226,35 @@ def test_no_warning_while_the_clocks_agree(emulators, monkeypatch, skew_warnings
     sensor(link, mode="poke").execute({})
     assert_fired_by_the_service_clock(emu.clock.now(), end)
     assert skew_warnings == [] and LARGE_SKEW > 1
+
+
+def test_a_trigger_joining_a_poller_that_has_not_heard_the_service_sleeps_by_its_handed_clock(skewed):
+    """The shared poller's client has not had an answer yet (its one trigger sleeps towards an end
+    a day away); a deferred sensor's trigger joins with the clock the sensor measured: the poller
+    takes it up before it plans its next sleep, and confirms the new end with one read at it."""
+    from airflow_provider_linkstats.triggers.links import LinkstatsLinkExpiredTrigger
+
+    emu, _ = skewed
+    far, far_end = ending_link(emu, "far", seconds=86400)
+    soon, end = ending_link(emu, "soon")
+
+    def waiting(link: dict, end: dt.datetime, **handed) -> LinkstatsLinkExpiredTrigger:
+        kwargs = {"link_id": link["id"], "alias": link["alias"], "poke_interval": 1, "existence_check_every": 0}
+        kwargs["verified"] = True
+        kwargs["known"] = {str(link["id"]): [end.timestamp(), False]}  # as a sensor defers from a record
+        return LinkstatsLinkExpiredTrigger(**json.loads(json.dumps({**kwargs, **handed})))
+
+    async def scenario() -> tuple[dict, dt.datetime]:
+        sleeper = asyncio.create_task(waiting(far, far_end).run().__anext__())
+        await asyncio.sleep(0.5)  # the poller's first round: nothing due, no request
+        assert emu.stats.count() == 0
+        measured = {"offset": emu.clock.now().timestamp() - time.time(), "uncertainty": 0.5}
+        event = (await asyncio.wait_for(waiting(soon, end, service_clock=measured).run().__anext__(), 60)).payload
+        fired = emu.clock.now()
+        sleeper.cancel()
+        return event, fired
+
+    event, fired = asyncio.run(scenario())
+    assert event["status"] == "success", event
+    assert_fired_by_the_service_clock(fired, end)
+    assert reads(emu, soon) == 1 and reads(emu, far) == 0

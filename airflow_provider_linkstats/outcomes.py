@@ -62,13 +62,17 @@ def failing_fast(task: Any = None) -> Iterator[None]:
 
 
 def uses_retry_policy(task: Any) -> bool:
-    """Whether ``task``'s retry policy decides its retries (Airflow 3.3+); gives it the provider's if it has none.
+    """Whether ``task``'s retry policy decides its retries (Airflow 3.3+, in a task run); gives it ours if it has none.
 
     Set here, in the worker, when the task runs: importing Airflow's retry-policy module when the
     operator is built would add about 2 ms to every DAG parse. A policy the DAG gives (the operator's
     or ``default_args``' ``retry_policy``) is kept as it is.
     """
     if not hasattr(task, "retry_policy"):  # Airflow before 3.3
+        return False
+    # Only in Airflow's task runner, which consults the policy: it runs the copy prepare_for_execution()
+    # made and locked for execution. Called directly (op.execute({}) in a notebook), the task fails fast.
+    if not getattr(task, "_lock_for_execution", False):
         return False
     if task.retry_policy is None:
         from airflow_provider_linkstats.operators.retry_policy import AVAILABLE, LinkstatsRetryPolicy

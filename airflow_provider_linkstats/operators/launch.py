@@ -155,9 +155,9 @@ class LinkstatsBulkCreateLinksOperator(LinksServiceMixin, LinkstatsLineageMixin,
 # -- reading the input ------------------------------------------------------------------------------
 
 
-def load_rows(links: Any, source: str | None, name: str = "links") -> list[dict[str, Any]]:
+def load_rows(links: Any, source: str | None, *, from_file: bool = False) -> list[dict[str, Any]]:
     """The items as dicts (``Row``: each knows where it came from), from ``links`` or from the file at
-    ``source`` (exactly one of the two); ``name`` is what a JSON file's items are named after."""
+    ``source`` (exactly one of the two); ``from_file``: ``links`` is a JSON file's list."""
     from airflow_provider_linkstats.client.errors import LinkstatsInputError
 
     if (links is None) == (source is None or source == ""):
@@ -173,7 +173,7 @@ def load_rows(links: Any, source: str | None, name: str = "links") -> list[dict[
         raise LinkstatsInputError("links", links, "a list of dicts of link fields")
     rows = []
     for index, row in enumerate(links):
-        where = f"links[{index}]" if name == "links" else f"item {index + 1} of {name}"
+        where = f"item {index + 1}" if from_file else f"links[{index}]"
         if not isinstance(row, Mapping):
             raise LinkstatsInputError(where, row, "a dict of link fields (url, alias, ...)")
         rows.append(Row(row, where))
@@ -212,7 +212,7 @@ def _read_source(source: str) -> list[dict[str, Any]]:
             raise LinkstatsInputError("source", source, f"a JSON list of link objects ({error})") from None
         if isinstance(data, Mapping) and isinstance(data.get("links"), list):
             data = data["links"]
-        return load_rows(data, None, name=f"the JSON file {source!r}")
+        return load_rows(data, None, from_file=True)
     reader = csv.DictReader(io.StringIO(text))
     rows = []
     for row in reader:  # reader.line_num: the file's line where this row ends (the header is line 1)

@@ -167,3 +167,14 @@ def test_bad_items_of_a_list_are_named_by_their_index(emu):
 def test_an_input_error_never_ends_in_two_full_stops():
     error = LinkstatsInputError("url", "ftp://x", "an http(s) URL, e.g. https://example.com/.")
     assert str(error) == "Invalid value for 'url': 'ftp://x'. Allowed: an http(s) URL, e.g. https://example.com/."
+
+
+def test_bad_items_of_a_json_file_are_named_by_their_place_in_it(emu, tmp_path):
+    path = tmp_path / "spring.json"
+    path.write_text('[{"url": "https://a.example", "alias": "a"}, {"url": "mailto:b@example.com", "alias": "b"}]')
+    with fails_without_retry(LinkstatsInputError) as caught:
+        run_operator(bulk(source=f"file://{path}"))
+    lines = str(caught.value.__cause__).splitlines()
+    assert lines[0] == f"1 of 2 rows of source 'file://{path}' are invalid; nothing was sent:"
+    assert lines[1].startswith("- item 2 (alias 'b'): invalid value for 'url': 'mailto:b@example.com'; allowed: ")
+    assert emu.stats.requests() == []

@@ -15,7 +15,9 @@ from airflow_provider_linkstats.client.discovery import ServiceProfile, discover
 from airflow_provider_linkstats.client.errors import (
     RETRY_STATUSES,
     LinkstatsApiError,
+    LinkstatsConfigError,
     LinkstatsError,
+    LinkstatsInputError,
     LinkstatsNotFoundError,
     LinkstatsOutcomeUnknownError,
     LinkstatsTransportError,
@@ -87,6 +89,11 @@ class LinkstatsClient:
         # Where profiles come from: the hook's ``service_profile`` (which may keep them elsewhere), else ``discover``.
         self._profile_source = profiles
         self._account_error: dict[str, str] = {}
+        self._domain_retried = False  # a refused learned domain is read again once per client
+        self._domain_said: int | None = None  # the domain a create without one went to, logged once
+        # Reads the account again and keeps it (the hook's ``KnownService.relearn_account``, which
+        # also saves it for the host's other tasks); None: ``relearn_account`` does it here.
+        self.account_reader: Callable[[str], ServiceProfile] | None = None
         # Told when an answer contradicts what discovery learned (the hook drops it from its cache).
         self.contradicted: Callable[[str], None] | None = None
 
@@ -227,8 +234,48 @@ class LinkstatsClient:
                     error,
                 )
             else:
-                timezone, domain = timezone or profile.timezone, domain or profile.default_domain_id
+                if zone_needed and not profile.timezone:
+                    raise LinkstatsConfigError(
+                        f"{generation.label} reads expires_at in the account's time zone, and the account's is not "
+                        f"one this worker knows: set the timezone extra of connection {self.settings.conn_id!r} "
+                        "(e.g. Europe/Paris)"
+                    )
+                timezone = timezone or profile.timezone
+                if domain is None and operation == "create" and values.get("domain_id") is None:
+                    domain = self._account_domain(profile)
         return for_generation(values, generation, timezone=timezone, default_domain_id=domain)
+
+    def _account_domain(self, profile: ServiceProfile) -> int | None:
+        """The domain of a create that names none, when the connection has no default_domain_id
+        extra: the account's default, else the only domain it can use (logged), else an error
+        naming the domains to choose from (before any create). None: unknown (the read failed)."""
+        from airflow_provider_linkstats.client.discovery import drive_usable_domains
+
+        if profile.default_domain_id is not None:
+            return profile.default_domain_id
+        if profile.sole_domain_id is not None:
+            if self._domain_said != profile.sole_domain_id:
+                self._domain_said = profile.sole_domain_id
+                log.info(
+                    "Linkstats connection %r: a link created without domain_id goes to domain %s, the only domain "
+                    "the account can use (it has no default domain and no domain of its own; %s is the install's "
+                    "global domain). Give domain_id or set the default_domain_id extra to choose another.",
+                    self.settings.conn_id, profile.sole_domain_id, profile.sole_domain_id,
+                )  # fmt: skip
+            return profile.sole_domain_id
+        choices = profile.domain_choices
+        if choices is None:  # from the host cache, which keeps no names: read them (a failing create's cost)
+            choices = drive_usable_domains(profile.root, self.probe)[1]
+        if not choices:
+            return None
+        listed = ", ".join(f"{number} ({name})" if name else str(number) for number, name in choices)
+        raise LinkstatsInputError(
+            "domain_id",
+            None,
+            f"a domain the account can use: {listed}. The account has no default domain and can use several: "
+            f"give domain_id, or set the default_domain_id extra of connection {self.settings.conn_id!r} (or a "
+            "default domain in the account's settings)",
+        )
 
     def create(
         self,
@@ -268,12 +315,13 @@ class LinkstatsClient:
                 record = parse_record(request, response, generation)
                 return self.verified(resource, "create", fields, record, generation, zone, request, response.status)
             except LinkstatsValidationError as error:
-                failed = self._account_error.get(resource.service)
-                if "domain_id" in error.errors and failed is not None:
-                    raise error.reworded(
-                        f"{error.message}: give domain_id, or set the connection's default_domain_id extra "
-                        f"(reading the account's default domain failed: {failed})"
-                    ) from error
+                if resource is LINKS and "domain_id" in error.errors:
+                    other = self._domain_relearned(fields)
+                    if other is None:
+                        raise self._domain_refused(error, fields) from error
+                    fields = fields.changed(domain_id=other)  # a refused create made nothing: safe to send
+                    request = build_create(resource, fields, generation)
+                    continue
                 raise
             except LinkstatsTransportError as error:
                 if not error.sent:
@@ -310,6 +358,48 @@ class LinkstatsClient:
         raise LinkstatsOutcomeUnknownError(
             f"{request.describe()}: every answer was lost ({self.retry.max_retries + 1} tries); "
             f"the {resource.singular} may or may not exist"
+        )
+
+    def _domain_relearned(self, fields: Mapping[str, Any]) -> int | None:
+        """Another domain for a create refused on the one learned from the account (its default
+        changed, or the domain was deleted): the account is read again; None if it names no other."""
+        sent = fields.get("domain_id")
+        given = getattr(fields, "given", {}).get("domain_id")
+        if sent is None or given is not None or sent == self.settings.default_domain_id or self._domain_retried:
+            return None
+        self._domain_retried = True
+        profile = self.relearn_account("links", f"the service refused domain_id {sent}, learned from the account")
+        try:
+            other = self._account_domain(profile)
+        except LinkstatsInputError:
+            return None
+        if other is None or other == sent:
+            return None
+        log.warning("Linkstats connection %r: the service refused domain_id %s; the account now gives %s: "
+                    "sending the create with it", self.settings.conn_id, sent, other)  # fmt: skip
+        return other
+
+    def _domain_refused(self, error: LinkstatsValidationError, fields: Mapping[str, Any]) -> LinkstatsValidationError:
+        """A create's 422 on domain_id, with what to do: the domain it was sent with, and where that came from."""
+        sent = fields.get("domain_id")
+        extra = f"the default_domain_id extra of connection {self.settings.conn_id!r}"
+        if sent is None:
+            failed = self._account_error.get("links")
+            why = (
+                f" (reading the account's default domain failed: {failed})"
+                if failed
+                else (" (the account has no default domain)")
+            )
+            return error.reworded(f"{error.message}: give domain_id, or set {extra}{why}")
+        if getattr(fields, "given", {}).get("domain_id") is not None:
+            origin = "as asked"
+        elif sent == self.settings.default_domain_id:
+            origin = f"from {extra}"
+        else:
+            origin = "the account's, read again just now"
+        return error.reworded(
+            f"{error.message}: domain_id {sent} ({origin}) is not one the account may use; give another "
+            f"domain_id, or set {extra}"
         )
 
     def get(self, resource: Resource, record_id: Any) -> dict[str, Any]:
@@ -365,6 +455,13 @@ class LinkstatsClient:
         known = self._profiles.get(resource.service)
         return self.settings.timezone or (known.timezone if known is not None else None)
 
+    def relearn_account(self, service: str, reason: str) -> ServiceProfile:
+        """Read the account again (one GET /account) and use what it says from now on."""
+        if self.account_reader is not None:
+            return self.account_reader(reason)
+        known = self._profiles.get(service)
+        return self.discover(service, account=True, known=replace(known, account_read=False) if known else None)
+
     def forget(self, service: str) -> None:
         """Drop what was learned about ``service`` (its version is detected again on next use)."""
         self._profiles.pop(service, None)
@@ -389,6 +486,8 @@ class LinkstatsClient:
         found = differences(resource, asked, record, zone=zone or self.zone(resource))
         if not found:
             return record
+        if zone is None and (mended := self._mend_zone(resource, asked, record, generation, found)) is not None:
+            return mended
         believed = generation.label if generation is not None else "an unknown version"
         raise mismatch_error(
             resource,
@@ -401,6 +500,42 @@ class LinkstatsClient:
             status=status,
             conn_id=self.settings.conn_id,
         )
+
+    def _mend_zone(
+        self,
+        resource: Resource,
+        asked: Mapping[str, Any],
+        record: dict[str, Any],
+        generation: Generation | None,
+        found: list[Any],
+    ) -> dict[str, Any] | None:
+        """A phpShort 44-45 end stored hours off the one asked: the account's time zone (which reads
+        the date and time sent) changed since it was learned. The account is read again (one GET);
+        if its zone is another, the link's end is brought to the moment asked with one update, and
+        the new zone is kept (here and in the host cache). None: not that (the caller reports it)."""
+        from airflow_provider_linkstats.client.verify import zone_mismatch
+
+        used = self.zone(resource)
+        moment = zone_mismatch(resource, asked, found, used)
+        if moment is None or record.get("id") is None:
+            return None
+        profile = self.relearn_account(resource.service, f"a link's end was stored as if in another zone than {used}")
+        if not profile.timezone or profile.timezone == used:
+            return None
+        if self.settings.timezone:
+            raise LinkstatsConfigError(
+                f"{resource.singular} id={record['id']} ends at {record.get('expires_at')}, not "
+                f"{moment.isoformat()} as asked: the timezone extra of connection {self.settings.conn_id!r} says "
+                f"{used}, the account's time zone is {profile.timezone}. Set the extra to {profile.timezone} (or "
+                "empty: the account's is read), then update the link's expires_at"
+            )
+        log.warning(
+            "Linkstats connection %r: %s id=%s was stored ending %s, not %s: the account's time zone is now %s "
+            "(it was %s when learned); mending its end with an update",
+            self.settings.conn_id, resource.singular, record["id"], record.get("expires_at"), moment.isoformat(),
+            profile.timezone, used,
+        )  # fmt: skip
+        return self._update(resource, record["id"], {"expires_at": moment}, generation, None)
 
     def create_or_reconcile(
         self, resource: Resource, fields: Mapping[str, Any], if_exists: str = "fail"

@@ -191,6 +191,7 @@ class LinkstatsBaseHook(BaseHook):
                     settings, self._api_key(), generation=self._explicit, profiles=self._profile_for
                 )
                 known.client.contradicted = known.contradicted
+                known.client.account_reader = known.relearn_account
             if len(self._roots) > 1:
                 self.service_profile()
             return self.__dict__["client"]

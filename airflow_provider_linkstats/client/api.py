@@ -442,13 +442,15 @@ class LinkstatsClient:
         return self.verified(resource, "update", fields, record, generation, zone, request, response.status)
 
     def default_domain_id(self) -> int | None:
-        """The settings' ``default_domain_id``, else the account's default domain (read once), else None."""
+        """The settings' ``default_domain_id``, else the account's default domain (read once), else the
+        only domain the account can use, else None."""
         if self.settings.default_domain_id is not None:
             return self.settings.default_domain_id
         try:
-            return self.profile("links", account=True).default_domain_id
+            profile = self.profile("links", account=True)
         except (LinkstatsError, ValueError):
             return None
+        return profile.default_domain_id or profile.sole_domain_id
 
     def zone(self, resource: Resource) -> str | None:
         """The zone phpShort 44-45's expiration_date and expiration_time are written in."""

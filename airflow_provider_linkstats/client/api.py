@@ -54,7 +54,7 @@ from airflow_provider_linkstats.client.websites import say_stored_domain, write_
 log = logging.getLogger(__name__)
 
 
-ProfileSource = Callable[[str, bool], ServiceProfile]
+ProfileSource = Callable[..., ServiceProfile]  # (service, account[, domains=True])
 
 
 class LinkstatsClient:
@@ -168,10 +168,11 @@ class LinkstatsClient:
         generation: Generation | None = None,
         account: bool = False,
         known: ServiceProfile | None = None,
+        domains: bool = False,
     ) -> ServiceProfile:
         """Run the discovery plan (``client/discovery.py``) through this client and keep its answer."""
         generation = generation or self._named(service)
-        plan = discover(service, roots or (self.root,), generation, account=account, known=known)
+        plan = discover(service, roots or (self.root,), generation, account=account, known=known, domains=domains)
         return self.adopt(drive(plan, self.probe))
 
     def adopt(self, profile: ServiceProfile) -> ServiceProfile:
@@ -182,13 +183,17 @@ class LinkstatsClient:
             self.settings = self._transport.settings = replace(self.settings, root=profile.root)
         return profile
 
-    def profile(self, service: str, *, account: bool = False) -> ServiceProfile:
+    def profile(self, service: str, *, account: bool = False, domains: bool = False) -> ServiceProfile:
+        """What is known of ``service``; with ``account`` its account's facts, with ``domains`` also
+        the domain a create without one gets (``discovery.usable_domains``)."""
         known = self._profiles.get(service)
-        if known is not None and (known.account_read or not account):
+        if known is not None and (known.account_read or not account) and known.knows_domain(domains):
             return known
         if self._profile_source is not None:
-            return self.adopt(self._profile_source(service, account))
-        return self.discover(service, account=account, known=known)
+            found = self._profile_source(service, account, domains=True) if domains else (
+                self._profile_source(service, account))  # fmt: skip
+            return self.adopt(found)
+        return self.discover(service, account=account, known=known, domains=domains)
 
     def generation(self, service: str) -> Generation:
         """The connected generation of ``service``: given, or detected once (one read-only GET)."""
@@ -216,8 +221,9 @@ class LinkstatsClient:
         timezone, domain = self.settings.timezone, self.settings.default_domain_id
         if needs_account(values, generation, timezone=timezone, default_domain_id=domain, operation=operation):
             zone_needed = values.get("expires_at") is not None and not timezone
+            domain_needed = domain is None and operation == "create" and values.get("domain_id") is None
             try:
-                profile = self.profile("links", account=True)
+                profile = self.profile("links", account=True, domains=domain_needed)
             except (LinkstatsApiError, LinkstatsTransportError) as error:
                 if zone_needed and isinstance(error, LinkstatsApiError):
                     raise error.reworded(
@@ -447,7 +453,7 @@ class LinkstatsClient:
         if self.settings.default_domain_id is not None:
             return self.settings.default_domain_id
         try:
-            profile = self.profile("links", account=True)
+            profile = self.profile("links", account=True, domains=True)
         except (LinkstatsError, ValueError):
             return None
         return profile.default_domain_id or profile.sole_domain_id
@@ -462,7 +468,8 @@ class LinkstatsClient:
         if self.account_reader is not None:
             return self.account_reader(reason)
         known = self._profiles.get(service)
-        return self.discover(service, account=True, known=replace(known, account_read=False) if known else None)
+        stale = replace(known, account_read=False) if known else None
+        return self.discover(service, account=True, known=stale, domains=bool(known and known.domains_read))
 
     def forget(self, service: str) -> None:
         """Drop what was learned about ``service`` (its version is detected again on next use)."""

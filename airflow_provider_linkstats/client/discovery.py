@@ -68,12 +68,17 @@ class ServiceProfile:
     account_read: bool = False  # whether the two above come from an account read
     # links, an account without a default domain: the only domain it can use (see the module's doc)
     sole_domain_id: int | None = None
+    domains_read: bool = False  # whether sole_domain_id comes from a read of the account's domains
     learned_at: float = 0.0  # time.time() when the root and generation were found
     account_read_at: float = 0.0  # time.time() of the account read
     # Not stored (``to_json``): the probe's answer for this task's log, and the domains to choose from.
     note: str = field(default="", compare=False)
     # None: not read by this process (the host cache does not keep names); (): the read failed.
     domain_choices: tuple[tuple[int, str], ...] | None = field(default=None, compare=False)
+
+    def knows_domain(self, domains: bool) -> bool:
+        """Whether the account's facts answer which domain a create gets (when ``domains`` is asked)."""
+        return not domains or self.default_domain_id is not None or self.domains_read
 
     @property
     def spoken(self) -> Generation:
@@ -109,6 +114,7 @@ def facts_problem(data: Any) -> str | None:
         "default_domain_id": (lambda v: v is None or _domain_number(v), "null or a domain id"),
         "sole_domain_id": (lambda v: v is None or _domain_number(v), "null or a domain id"),
         "account_read": (lambda v: isinstance(v, bool), "true or false"),
+        "domains_read": (lambda v: isinstance(v, bool), "true or false"),
         "learned_at": (_moment, "a finite time"),
         "account_read_at": (_moment, "a finite time"),
     }
@@ -152,6 +158,7 @@ def discover(
     *,
     account: bool = False,
     known: ServiceProfile | None = None,
+    domains: bool = False,
 ) -> Plan:
     """The ``ServiceProfile`` of ``service`` behind one of ``roots`` (tried in order).
 
@@ -166,7 +173,10 @@ def discover(
     elif generation is not None and profile.generation != generation.name:
         profile = replace(profile, generation=generation.name)
     if account and not profile.account_read:
-        profile = yield from read_account(profile)
+        profile = yield from read_account(profile, domains=domains)
+    elif domains and profile.account_read and profile.default_domain_id is None and not profile.domains_read:
+        sole, choices = yield from usable_domains(profile.root)
+        profile = replace(profile, sole_domain_id=sole, domain_choices=choices, domains_read=bool(choices))
     return profile
 
 
@@ -197,9 +207,10 @@ def _locate(service: str, roots: tuple[str, ...], generation: Generation | None)
     raise no_api_answered(service, tried, conn_id)
 
 
-def read_account(profile: ServiceProfile) -> Plan:
-    """``profile`` with the account's time zone and default domain (one GET /account); for a links
-    account without a default domain, the domain it can use (one GET /domains, ``usable_domains``)."""
+def read_account(profile: ServiceProfile, *, domains: bool = False) -> Plan:
+    """``profile`` with the account's time zone and default domain (one GET /account); with
+    ``domains``, for a links account without a default domain, the domain it can use (one GET
+    /domains, ``usable_domains``)."""
     request = build_account(root=profile.root)
     response = yield request
     raise_for_status(request, response)
@@ -207,7 +218,7 @@ def read_account(profile: ServiceProfile) -> Plan:
     zone = account.get("timezone") or "UTC"
     default = _domain_id(account)
     sole, choices = None, None
-    if profile.service == "links" and default is None:
+    if domains and profile.service == "links" and default is None:
         sole, choices = yield from usable_domains(profile.root)
     return replace(
         profile,
@@ -215,6 +226,7 @@ def read_account(profile: ServiceProfile) -> Plan:
         default_domain_id=default,
         sole_domain_id=sole,
         domain_choices=choices,
+        domains_read=bool(choices),
         account_read=True,
         account_read_at=time.time(),
     )

@@ -91,13 +91,18 @@ class KnownService:
 
     # -- the profile, found once --------------------------------------------------------------
 
-    def _sufficient(self, account: bool) -> ServiceProfile | None:
+    def _sufficient(self, account: bool, domains: bool = False) -> ServiceProfile | None:
         known = self.profile
-        return known if known is not None and (known.account_read or not account) else None
+        if known is None or (account and not known.account_read) or not known.knows_domain(domains):
+            return None
+        return known
 
-    def get(self, client: Callable[[], LinkstatsClient], *, account: bool = False) -> ServiceProfile:
-        """The profile, discovered through the sync ``client()`` unless known (here or in the store)."""
-        known = self._sufficient(account)
+    def get(
+        self, client: Callable[[], LinkstatsClient], *, account: bool = False, domains: bool = False
+    ) -> ServiceProfile:
+        """The profile, discovered through the sync ``client()`` unless known (here or in the store);
+        ``domains``: with the domain a create without one gets (``discovery.usable_domains``)."""
+        known = self._sufficient(account, domains)
         if known is not None:
             return known
         sync_client = client()
@@ -106,11 +111,11 @@ class KnownService:
         def discover(previous: ServiceProfile | None) -> ServiceProfile:
             return sync_client.discover(
                 self.resource.service, roots=self.roots, generation=self.pinned, account=account,
-                known=known or previous,
+                known=known or previous, domains=domains,
             )  # fmt: skip
 
         try:
-            profile, recalled = self._shared(discover, account)
+            profile, recalled = self._shared(discover, account, domains)
         except LinkstatsApiError as error:
             raise self.discovery_failed(error) from error
         return self._found(sync_client.adopt(profile), recalled)
@@ -141,8 +146,9 @@ class KnownService:
         current = self.profile or self.client._profiles.get(self.resource.service)
         stale = replace(current, account_read=False) if current is not None else None
         profile = self.client.discover(
-            self.resource.service, roots=self.roots, generation=self.pinned, account=True, known=stale
-        )
+            self.resource.service, roots=self.roots, generation=self.pinned, account=True, known=stale,
+            domains=bool(current is not None and current.domains_read),
+        )  # fmt: skip
         learned = self.learned
         if learned is not None:
             store, key = learned
@@ -253,7 +259,7 @@ class KnownService:
             return None
         return profile if profile.service == self.resource.service else None
 
-    def _enough(self, account: bool) -> Callable[[Facts], bool]:
+    def _enough(self, account: bool, domains: bool = False) -> Callable[[Facts], bool]:
         said: set[int] = set()
 
         def enough(facts: Facts) -> bool:
@@ -261,7 +267,8 @@ class KnownService:
             said.add(id(facts))
             if profile is None:
                 return False
-            return not account or (profile.account_read and _account_fresh(profile))
+            fresh = profile.account_read and _account_fresh(profile) and profile.knows_domain(domains)
+            return not account or fresh
 
         return enough
 
@@ -273,7 +280,7 @@ class KnownService:
         return profile
 
     def _shared(
-        self, discover: Callable[[ServiceProfile | None], ServiceProfile], account: bool
+        self, discover: Callable[[ServiceProfile | None], ServiceProfile], account: bool, domains: bool = False
     ) -> tuple[ServiceProfile, bool]:
         learned = self.learned if self.needs_discovery(account) else None
         if learned is None:
@@ -285,7 +292,9 @@ class KnownService:
             found.append(discover(self._previous(previous, account)))
             return found[-1].to_json()
 
-        facts, recalled = store.recall_or_learn(key, self.roots, learn, wait=self.wait, enough=self._enough(account))
+        facts, recalled = store.recall_or_learn(
+            key, self.roots, learn, wait=self.wait, enough=self._enough(account, domains)
+        )
         return self._recalled(found[-1] if found and not recalled else facts, recalled), recalled
 
     async def _ashared(

@@ -259,19 +259,19 @@ class LinkstatsClient:
 
         if profile.default_domain_id is not None:
             return profile.default_domain_id
-        if profile.sole_domain_id is not None:
-            if self._domain_said != profile.sole_domain_id:
-                self._domain_said = profile.sole_domain_id
+        sole, choices = profile.sole_domain_id, profile.domain_choices
+        if sole is None and choices is None:  # the host cache keeps no names: read them (a failing create's cost)
+            sole, choices = drive_usable_domains(profile.root, self.probe)
+        if sole is not None:
+            if self._domain_said != sole:
+                self._domain_said = sole
                 log.info(
                     "Linkstats connection %r: a link created without domain_id goes to domain %s, the only domain "
                     "the account can use (it has no default domain and no domain of its own; %s is the install's "
                     "global domain). Give domain_id or set the default_domain_id extra to choose another.",
-                    self.settings.conn_id, profile.sole_domain_id, profile.sole_domain_id,
+                    self.settings.conn_id, sole, sole,
                 )  # fmt: skip
-            return profile.sole_domain_id
-        choices = profile.domain_choices
-        if choices is None:  # from the host cache, which keeps no names: read them (a failing create's cost)
-            choices = drive_usable_domains(profile.root, self.probe)[1]
+            return sole
         if not choices:
             return None
         listed = ", ".join(f"{number} ({name})" if name else str(number) for number, name in choices)
@@ -325,9 +325,15 @@ class LinkstatsClient:
                     other = self._domain_relearned(fields)
                     if other is None:
                         raise self._domain_refused(error, fields) from error
-                    fields = fields.changed(domain_id=other)  # a refused create made nothing: safe to send
-                    request = build_create(resource, fields, generation)
-                    continue
+                    # A refused create made nothing: safe to send again, once (``_domain_retried``).
+                    return self._create(resource, fields.changed(domain_id=other), generation, zone)
+                raise
+            except LinkstatsNotFoundError as error:
+                # A create's 404 is a referenced record missing; "...[App\Models\Domain]": the domain.
+                if resource is LINKS and "Domain" in error.message:
+                    other = self._domain_relearned(fields)
+                    if other is not None:
+                        return self._create(resource, fields.changed(domain_id=other), generation, zone)
                 raise
             except LinkstatsTransportError as error:
                 if not error.sent:
@@ -469,7 +475,7 @@ class LinkstatsClient:
             return self.account_reader(reason)
         known = self._profiles.get(service)
         stale = replace(known, account_read=False) if known else None
-        return self.discover(service, account=True, known=stale, domains=bool(known and known.domains_read))
+        return self.discover(service, account=True, known=stale, domains=service == "links")
 
     def forget(self, service: str) -> None:
         """Drop what was learned about ``service`` (its version is detected again on next use)."""

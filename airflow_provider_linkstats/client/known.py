@@ -147,7 +147,7 @@ class KnownService:
         stale = replace(current, account_read=False) if current is not None else None
         profile = self.client.discover(
             self.resource.service, roots=self.roots, generation=self.pinned, account=True, known=stale,
-            domains=bool(current is not None and current.domains_read),
+            domains=self.resource.service == "links",  # the domain a create gets may have changed too
         )  # fmt: skip
         learned = self.learned
         if learned is not None:

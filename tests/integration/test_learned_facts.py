@@ -173,3 +173,25 @@ def test_an_entry_with_nan_times_is_not_fresh(tmp_path):
     path = tmp_path / "c" / f"{key.name}.json"
     path.write_text(path.read_text().replace('"saved_at": ', '"saved_at": NaN, "was": '))
     assert store.recall(key, ("http://127.0.0.1:9/api/v1",)) is None
+
+
+def test_a_deleted_default_domain_is_read_again_and_the_create_sent_once_more(emu44, caplog, capsys):
+    caplog.set_level(logging.INFO)
+    own = emu44.store.add_domain(name="go.example.com")["id"]
+    emu44.configure_account(default_domain=own)
+    assert LinkstatsLinksHook().create_link("https://example.com/a", alias="gone-a")["domain"]["id"] == own
+    # In the account's settings: the domain is deleted (its default goes with it).
+    from tests.support.emulator_http import Api
+
+    assert Api(emu44.url).delete(f"/domains/{own}").status_code == 200
+    emu44.configure_account(default_domain=None)
+    start = len(emu44.stats.requests())
+    link = LinkstatsLinksHook().create_link("https://example.com/b", alias="gone-b")  # the cache still says `own`
+    assert link["domain"]["id"] == 1  # now the only domain the account can use
+    assert requests_of(emu44, start) == [
+        ("POST", "/links"),  # refused: no such domain (HTTP 404), nothing created
+        ("GET", "/account"),
+        ("GET", "/domains"),
+        ("POST", "/links"),
+    ]
+    assert f"the service refused domain_id {own}; the account now gives 1" in logged(caplog, capsys)

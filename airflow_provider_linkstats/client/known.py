@@ -424,4 +424,5 @@ def describe_account(profile: ServiceProfile, how: str) -> str:
         domain = f"no default domain (the only one it can use: {profile.sole_domain_id})"
     else:
         domain = "no default domain"
-    return f"the account's time zone {profile.timezone}, {domain}, {how}"
+    zone = profile.timezone or "not one this worker knows"
+    return f"the account's time zone {zone}, {domain}, {how}"

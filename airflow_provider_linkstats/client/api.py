@@ -197,7 +197,7 @@ class LinkstatsClient:
             found = self._profile_source(service, account, domains=True) if domains else (
                 self._profile_source(service, account))  # fmt: skip
             return self.adopt(found)
-        return self.discover(service, account=account, known=known, domains=domains)
+        return self.discover(service, account=account, known=known.aged(domains) if known else None, domains=domains)
 
     def generation(self, service: str) -> Generation:
         """The connected generation of ``service``: given, or detected once (one read-only GET)."""

@@ -49,6 +49,12 @@ from airflow_provider_linkstats.client.protocol import (
 # The domain phpShort makes at install (``short_domain``): every account may shorten on it, though
 # ``GET /domains`` never lists it.
 INSTALL_DOMAIN_ID = 1
+# Seconds the account's domain facts are trusted for a create that relies on them (a create
+# without domain_id, no default_domain_id extra); older ones are read again (one GET /account).
+# No answer can check them: the create sends the domain, so its answer holds it whatever the
+# account now prefers. The 44-45 time zone needs no such bound: every write's answer is checked
+# against it, and a change is mended there and then (``client/api.py``).
+ACCOUNT_FRESH = 300.0
 MAX_DOMAINS_READ = 100  # one page of GET /domains; past it the account has several anyway
 _NOT_STORED = ("note", "domain_choices")  # in memory only: the service's free text
 _ROOT = re.compile(r"https?://[^\s]{1,2040}")
@@ -77,8 +83,18 @@ class ServiceProfile:
     domain_choices: tuple[tuple[int, str], ...] | None = field(default=None, compare=False)
 
     def knows_domain(self, domains: bool) -> bool:
-        """Whether the account's facts answer which domain a create gets (when ``domains`` is asked)."""
-        return not domains or self.default_domain_id is not None or self.domains_read
+        """Whether the account's facts answer which domain a create gets (when ``domains`` is asked),
+        read at most ``ACCOUNT_FRESH`` seconds ago."""
+        if not domains:
+            return True
+        return self.account_read and self.fresh() and (self.default_domain_id is not None or self.domains_read)
+
+    def fresh(self) -> bool:
+        return 0 <= time.time() - self.account_read_at < ACCOUNT_FRESH
+
+    def aged(self, domains: bool) -> ServiceProfile:
+        """This profile to build on: for a create's domain, account facts too old are read again."""
+        return replace(self, account_read=False) if domains and self.account_read and not self.fresh() else self
 
     @property
     def spoken(self) -> Generation:

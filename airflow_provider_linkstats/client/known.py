@@ -43,12 +43,6 @@ Facts = dict[str, Any]
 # a trigger started again with the same kwargs finds the service out instead.
 _CONTRADICTED: set[tuple[str | None, str, str]] = set()
 
-# Seconds the account's facts from the host cache are trusted for a write that relies on them
-# (the default domain, the 44-45 time zone); older ones are read again (one GET /account). The
-# time zone is also checked on every write's answer (``client/api.py``), the domain cannot be:
-# the create sends it, so its answer holds it whatever the account now prefers.
-ACCOUNT_FRESH = 300.0
-
 
 class KnownService:
     """What is known about one connection's service (``resource``: its main collection).
@@ -106,7 +100,7 @@ class KnownService:
         if known is not None:
             return known
         sync_client = client()
-        known = self.profile  # the client's first use may have found it
+        known = self._aged(self.profile, domains)  # the client's first use may have found it (in the store)
 
         def discover(previous: ServiceProfile | None) -> ServiceProfile:
             return sync_client.discover(
@@ -267,17 +261,17 @@ class KnownService:
             said.add(id(facts))
             if profile is None:
                 return False
-            fresh = profile.account_read and _account_fresh(profile) and profile.knows_domain(domains)
-            return not account or fresh
+            return not account or (profile.account_read and profile.knows_domain(domains))
 
         return enough
 
-    def _previous(self, facts: Facts | None, account: bool) -> ServiceProfile | None:
-        """What the store held, to build on: its account read again when it is too old for a write."""
-        profile = self._from_facts(facts)
-        if profile is not None and account and profile.account_read and not _account_fresh(profile):
-            profile = replace(profile, account_read=False)
-        return profile
+    def _previous(self, facts: Facts | None, domains: bool) -> ServiceProfile | None:
+        """What the store held, to build on: its account read again when too old for a create's domain."""
+        return self._aged(self._from_facts(facts), domains)
+
+    @staticmethod
+    def _aged(profile: ServiceProfile | None, domains: bool) -> ServiceProfile | None:
+        return profile.aged(domains) if profile is not None else None
 
     def _shared(
         self, discover: Callable[[ServiceProfile | None], ServiceProfile], account: bool, domains: bool = False
@@ -289,7 +283,7 @@ class KnownService:
         found: list[ServiceProfile] = []
 
         def learn(previous: Facts | None) -> Facts:
-            found.append(discover(self._previous(previous, account)))
+            found.append(discover(self._previous(previous, domains)))
             return found[-1].to_json()
 
         facts, recalled = store.recall_or_learn(
@@ -298,8 +292,9 @@ class KnownService:
         return self._recalled(found[-1] if found and not recalled else facts, recalled), recalled
 
     async def _ashared(
-        self, discover: Callable[[ServiceProfile | None], Awaitable[ServiceProfile]], account: bool
-    ) -> tuple[ServiceProfile, bool]:
+        self, discover: Callable[[ServiceProfile | None], Awaitable[ServiceProfile]], account: bool,
+        domains: bool = False,
+    ) -> tuple[ServiceProfile, bool]:  # fmt: skip
         learned = self.learned if self.needs_discovery(account) else None
         if learned is None:
             return await discover(None), False
@@ -307,7 +302,7 @@ class KnownService:
         found: list[ServiceProfile] = []
 
         async def learn(previous: Facts | None) -> Facts:
-            found.append(await discover(self._previous(previous, account)))
+            found.append(await discover(self._previous(previous, domains)))
             return found[-1].to_json()
 
         facts, recalled = await store.arecall_or_learn(
@@ -403,10 +398,6 @@ class KnownService:
                 self.profile.generation,
             )
             self.forget(f"a write's answer did not hold what was sent as {self.profile.generation}")
-
-
-def _account_fresh(profile: ServiceProfile) -> bool:
-    return 0 <= time.time() - profile.account_read_at < ACCOUNT_FRESH
 
 
 def _learned_when(moment: float, verb: str) -> str:

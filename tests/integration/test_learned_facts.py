@@ -195,3 +195,29 @@ def test_a_deleted_default_domain_is_read_again_and_the_create_sent_once_more(em
         ("POST", "/links"),
     ]
     assert f"the service refused domain_id {own}; the account now gives 1" in logged(caplog, capsys)
+
+
+def test_a_default_domain_older_than_five_minutes_is_read_again_before_a_create(emu44, cache_dir):
+    first, second = (emu44.store.add_domain(name=f"{n}.example.com")["id"] for n in ("first", "second"))
+    emu44.configure_account(default_domain=first)
+    LinkstatsLinksHook().create_link("https://example.com/a", alias="old-a")
+    emu44.configure_account(default_domain=second)  # changed in the account's settings
+    path = entry_path(cache_dir, emu44.url)
+
+    def age(seconds: float) -> None:
+        rewrite(path, lambda e: e["facts"].update(account_read_at=e["facts"]["account_read_at"] - seconds))
+
+    start = len(emu44.stats.requests())
+    end = pendulum.now("UTC").add(days=1)
+    # A create that names its domain relies only on the zone, which every answer checks: not read again.
+    age(400)
+    LinkstatsLinksHook().create_link("https://example.com/z", alias="old-z", domain_id=first, expires_at=end)
+    assert requests_of(emu44, start) == [("POST", "/links")]
+    # A create without domain_id relies on the default domain, which no answer can check: read again.
+    start = len(emu44.stats.requests())
+    link = LinkstatsLinksHook().create_link("https://example.com/b", alias="old-b")
+    assert requests_of(emu44, start) == [("GET", "/account"), ("POST", "/links")]
+    assert link["domain"]["id"] == second
+    start = len(emu44.stats.requests())
+    LinkstatsLinksHook().create_link("https://example.com/c", alias="old-c")  # fresh again: kept
+    assert requests_of(emu44, start) == [("POST", "/links")]

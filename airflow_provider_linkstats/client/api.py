@@ -403,11 +403,7 @@ class LinkstatsClient:
         extra = f"the default_domain_id extra of connection {self.settings.conn_id!r}"
         if sent is None:
             failed = self._account_error.get("links")
-            why = (
-                f" (reading the account's default domain failed: {failed})"
-                if failed
-                else (" (the account has no default domain)")
-            )
+            why = f" (reading the account's default domain failed: {failed})" if failed else ""
             return error.reworded(f"{error.message}: give domain_id, or set {extra}{why}")
         if getattr(fields, "given", {}).get("domain_id") is not None:
             origin = "as asked"

@@ -221,3 +221,19 @@ def test_a_default_domain_older_than_five_minutes_is_read_again_before_a_create(
     start = len(emu44.stats.requests())
     LinkstatsLinksHook().create_link("https://example.com/c", alias="old-c")  # fresh again: kept
     assert requests_of(emu44, start) == [("POST", "/links")]
+
+
+def test_a_timezone_extra_the_account_contradicts_fails_naming_the_extra(emu44, monkeypatch):
+    monkeypatch.setenv(
+        "AIRFLOW_CONN_LINKSTATS_LINKS_DEFAULT",
+        connection_json(emu44.url, api_version="44", default_domain_id=1, timezone="Asia/Tokyo"),
+    )
+    from airflow_provider_linkstats.client.errors import LinkstatsConfigError
+
+    end = pendulum.now("UTC").add(days=2).replace(second=0, microsecond=0)
+    with pytest.raises(LinkstatsConfigError) as caught:
+        LinkstatsLinksHook().create_link("https://example.com/a", alias="extra-a", expires_at=end)
+    text = str(caught.value)
+    assert "timezone extra of connection 'linkstats_links_default' says Asia/Tokyo" in text
+    assert "the account's time zone is Europe/Paris. Set the extra to Europe/Paris" in text
+    assert "another version" not in text

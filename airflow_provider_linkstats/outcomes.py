@@ -91,6 +91,7 @@ PERMANENT_WHY = {
     "LinkstatsExistsError": "the record exists and if_exists is 'fail'",
     "LinkstatsAuthError": "the API key was refused or lacks permission",
     "LinkstatsNotFoundError": "the service has no such record",
+    "LinkstatsRouteMissError": "the connection's Base URL or path leads outside the service's API",
     "LinkstatsValidationError": "the service rejected the input",
     "LinkstatsWriteMismatchError": "the service ignored a field of the pinned api_version",
     "LinkstatsTransportError": "the TLS handshake failed",

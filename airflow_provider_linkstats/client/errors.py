@@ -108,6 +108,11 @@ class LinkstatsNotFoundError(LinkstatsApiError):
     """404: no record with that id."""
 
 
+class LinkstatsRouteMissError(LinkstatsApiError):
+    """404 from outside the API (a wrong Base URL or path): not "no such record", so never taken as
+    a record that is gone (a delete with ``missing_ok``, a watched link) but as a setting to fix."""
+
+
 class LinkstatsValidationError(LinkstatsApiError):
     """422: the service rejected the input; ``errors`` maps each field to its messages."""
 

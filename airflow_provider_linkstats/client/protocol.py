@@ -29,6 +29,7 @@ from airflow_provider_linkstats.client.errors import (
     LinkstatsApiError,
     LinkstatsAuthError,
     LinkstatsNotFoundError,
+    LinkstatsRouteMissError,
     LinkstatsRateLimitError,
     LinkstatsResponseError,
     LinkstatsServerError,
@@ -286,8 +287,8 @@ def raise_for_status(
     if status in (401, 403) or _is_login_redirect(response):
         raise LinkstatsAuthError(message, hint=hint, **common)
     if status == 404:
-        message, hint = _not_found(request, response, payload, message, hint)
-        raise LinkstatsNotFoundError(message, hint=hint, **common)
+        message, hint, route_miss = _not_found(request, response, payload, message, hint)
+        raise (LinkstatsRouteMissError if route_miss else LinkstatsNotFoundError)(message, hint=hint, **common)
     retry_after = parse_retry_after(response.headers)
     if status == 429:
         raise LinkstatsRateLimitError(message, retry_after=retry_after, **common)
@@ -336,8 +337,11 @@ _MODEL_NOT_FOUND = re.compile(r"No query results for model \[(?:[\w\\]*\\)?(\w+)
 _ROUTE_MISS = re.compile(r"^(|The route .* could not be found\.?|Not Found)$", re.IGNORECASE)
 
 
-def _not_found(request: ApiRequest, response: ApiResponse, payload: Any, message: str, hint: str) -> tuple[str, str]:
-    """A 404's message and hint: the field whose id named no record, or the Base URL of a route miss."""
+def _not_found(
+    request: ApiRequest, response: ApiResponse, payload: Any, message: str, hint: str
+) -> tuple[str, str, bool]:
+    """A 404's message, hint and whether it is a route miss: the field whose id named no record, or
+    the Base URL of a route miss."""
     said = payload.get("message", payload.get("detail")) if isinstance(payload, dict) else None
     model = _MODEL_NOT_FOUND.search(message)
     if model:
@@ -346,8 +350,10 @@ def _not_found(request: ApiRequest, response: ApiResponse, payload: Any, message
             shown = values[0] if len(values) == 1 else "[" + ", ".join(values) + "]"
             which = "is not" if len(values) == 1 else "holds one that is not"
             noun = model.group(1).lower()
-            return f"{name}={shown} {which} a {noun} of this account (the service answered {message!r})", (
-                f"Check {name}: give the id of a {noun} this account can use"
+            return (
+                f"{name}={shown} {which} a {noun} of this account (the service answered {message!r})",
+                f"Check {name}: give the id of a {noun} this account can use",
+                False,
             )
     if isinstance(said, str) and _ROUTE_MISS.match(said.strip()):
         root = _api_root(request, response)
@@ -356,8 +362,9 @@ def _not_found(request: ApiRequest, response: ApiResponse, payload: Any, message
         return (
             f"the service has no route {request.path} under {root} (a 404 with {answered}: a path outside its API)",
             f"Check {conn}'s Base URL: the API usually answers at <site>/api/v1 or <site>/public/api/v1",
+            True,
         )
-    return message, hint
+    return message, hint, False
 
 
 def _referencing_field(request: ApiRequest, model: str) -> tuple[str, list[str]]:
@@ -398,9 +405,7 @@ def parse_record(request: ApiRequest, response: ApiResponse, generation: Generat
     raise _shape_error(request, response, "a record object")
 
 
-def parse_page(
-    request: ApiRequest, response: ApiResponse, per_page: int, generation: Generation | None = None
-) -> Page:
+def parse_page(request: ApiRequest, response: ApiResponse, per_page: int, generation: Generation | None = None) -> Page:
     """One page of a listing in any shape the service may use.
 
     Accepted: the Laravel envelope (``data`` + ``meta`` and/or ``links``), ``data`` alone, or a

@@ -18,7 +18,11 @@ import re
 
 import pytest
 
-from airflow_provider_linkstats.client.errors import LinkstatsInputError, LinkstatsNotFoundError
+from airflow_provider_linkstats.client.errors import (
+    LinkstatsInputError,
+    LinkstatsNotFoundError,
+    LinkstatsRouteMissError,
+)
 from airflow_provider_linkstats.operators.launch import LinkstatsBulkCreateLinksOperator
 from tests.conftest import connection_json, fails_without_retry, run_operator
 
@@ -81,7 +85,7 @@ def test_an_unknown_domain_on_phpshort_49_names_domain_id(emulators, make_hook, 
 )
 def test_a_route_miss_names_the_base_url_to_fix(links, scripted, body):
     scripted.add(("respond", 404, body))
-    with pytest.raises(LinkstatsNotFoundError) as caught:
+    with pytest.raises(LinkstatsRouteMissError) as caught:
         links.list_links(search="promo", max_items=1)
     text = str(caught.value)
     root = f"{scripted.url}/public/api/v1"
@@ -94,6 +98,21 @@ def test_a_route_miss_names_the_base_url_to_fix(links, scripted, body):
     ), text
     if body == {"message": ""}:
         assert "(a 404 with an empty message:" in text
+
+
+def test_a_route_miss_is_never_a_record_already_gone(links, scripted):
+    """A delete with missing_ok counts the API's 404 as "already deleted"; a 404 from outside the
+    API (a Base URL typo) deleted nothing, so it fails, naming the Base URL, and is not retried."""
+    from airflow_provider_linkstats.outcomes import retry_advice
+
+    scripted.add(("respond", 404, {"message": ""}))
+    with pytest.raises(LinkstatsRouteMissError) as caught:
+        links.delete_link(41, missing_ok=True)
+    assert "Base URL" in str(caught.value)
+    assert not isinstance(caught.value, LinkstatsNotFoundError)
+    assert retry_advice(caught.value)[0] == "fail"
+    scripted.add(("respond", 404, {"message": "Resource not found.", "status": 404}))
+    assert links.delete_link(41, missing_ok=True) is False  # the API's own: gone already
 
 
 def test_the_apis_own_not_found_is_still_about_the_record(links, scripted):

@@ -1,0 +1,62 @@
+"""One Airflow process that runs example DAGs one after the other with ``dag.test()``, for the demo.
+
+``airflow dags test`` in a process of its own costs, per DAG, Airflow's imports and the start of
+its in-process Execution API (about 35 s of a busy 2-core machine); a runner pays them once, then
+runs each DAG as ``airflow dags test`` does. The demo starts one runner per line of steps (the
+background campaign has its own, with its own SQLite database).
+
+Protocol: after ``airflow db migrate`` (in process) the runner prints ``DEMO-RUNNER ready``; then
+for each JSON line on stdin, ``{"dag_id": ..., "conf": {...}}``, it runs that DAG, its tasks'
+log lines streaming on stdout as they are written, and prints ``DEMO-RUNNER <dag_id> <state>``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import runpy
+import sys
+from pathlib import Path
+
+MARK = "DEMO-RUNNER"
+# The demo's dags folder is dags_examples/ (AIRFLOW__CORE__DAGS_FOLDER says so); a test may set another.
+DAGS = Path(os.environ.get("AIRFLOW__CORE__DAGS_FOLDER") or Path(__file__).resolve().parents[1])
+
+
+def say(message: str) -> None:
+    print(f"{MARK} {message}", flush=True)
+
+
+def load_dag(dag_id: str):
+    """The DAG from its file in the dags folder (dag.test() on Airflow 3.3 runs only those)."""
+    from airflow.providers.common.compat.sdk import DAG
+
+    namespace = runpy.run_path(str(DAGS / f"{dag_id}.py"), run_name=f"demo_{dag_id}")
+    found = [value for value in namespace.values() if isinstance(value, DAG) and value.dag_id == dag_id]
+    if not found:
+        raise LookupError(f"no DAG {dag_id!r} in {DAGS / f'{dag_id}.py'}")
+    return found[0]
+
+
+def main() -> int:
+    from airflow.utils import db
+
+    db.upgradedb()
+    say("ready")
+    for line in sys.stdin:
+        if not line.strip():
+            continue
+        request = json.loads(line)
+        dag_id = request["dag_id"]
+        try:
+            run = load_dag(dag_id).test(run_conf=request.get("conf") or {})
+            state = str(getattr(run, "state", None) or "unknown")
+        except Exception as error:  # the demo reports it and goes on with its other steps
+            print(f"{type(error).__name__}: {error}", flush=True)
+            state = "error"
+        say(f"{dag_id} {state.split('.')[-1].lower()}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -31,6 +31,8 @@ def test_progress_lines_of_a_run_of_a_few_links_are_left_to_its_summary():
         assert shown_line(LOG.format(progress)) == progress
     assert shown_line(LOG.format("Task instance state updated")) is None  # Airflow's own noise
     assert shown_line("alias   clicks") == "alias   clicks"  # what a task prints: its tables
+    started = LOG.format("[DAG TEST] starting task_id=create_links map_index=2")
+    assert shown_line(started) == "task create_links[2] started"  # each task as it starts
 
 
 def test_the_steps_name_dags_that_exist():

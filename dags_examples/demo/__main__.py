@@ -287,16 +287,21 @@ class Runner:
             say(f"{self.name}: Airflow ready (imports and metadata database) in {self.ready_after:.1f} s")
         return True
 
-    def run(self, dag_id: str, conf: dict, label: str) -> bool:
-        """What ``airflow dags test <dag_id> --conf ...`` does, its output in demo-output/<dag_id>.log."""
+    def run(
+        self, dag_id: str, conf: dict, label: str, *, logical_date: str | None = None, env: dict | None = None
+    ) -> bool:
+        """What ``airflow dags test <dag_id> [<logical_date>] --conf ...`` does, its output in
+        demo-output/<dag_id>.log (<dag_id>-<date>.log for one run of a backfill)."""
         if not self.wait_ready():
             return False
-        log = OUT / f"{dag_id}.log"
-        say(f"{label}: dag.test() of {dag_id}, as `airflow dags test` runs it (log: {log.relative_to(REPO)})")
+        log = OUT / (f"{dag_id}-{logical_date[:10]}.log" if logical_date else f"{dag_id}.log")
+        when = f" for {logical_date}" if logical_date else ""
+        say(f"{label}: dag.test() of {dag_id}{when}, as `airflow dags test` runs it (log: {log.relative_to(REPO)})")
         self.label, self.dag_log = label, log.open("w")
+        request = {"dag_id": dag_id, "conf": conf, "logical_date": logical_date, "env": env or {}}
         try:
             assert self.process.stdin is not None
-            self.process.stdin.write(json.dumps({"dag_id": dag_id, "conf": conf}) + "\n")
+            self.process.stdin.write(json.dumps(request) + "\n")
             self.process.stdin.flush()
             answer = self.answers.get()
         finally:
@@ -353,7 +358,8 @@ class Step:
     beside the others (its time is mostly waiting). ``own_emulator`` gives the step an emulator of
     its own at that many requests a minute (a second install: its records, accounts and rate
     limit apart from the other steps'), else it uses the demo's. ``prepare`` seeds the emulator
-    before the run, ``check`` says whether the run left what it should.
+    before the run, ``check`` says whether the run left what it should. A step that should stay
+    on the demo's raised limit goes before the launch, which sets the real one.
     """
 
     name: str
@@ -363,6 +369,10 @@ class Step:
     check: Callable[[Demo, Emulator], bool] = _no_check
     background: bool = False
     own_emulator: int | None = None
+    # One run per logical date (ISO 8601), in order: a backfill; None: one manual run.
+    logical_dates: Callable[[Demo], list[str]] | None = None
+    # Variables the runner sets before the step's runs (e.g. an AIRFLOW_CONN_* the DAG needs).
+    env: Callable[[Demo], dict[str, str]] | None = None
 
 
 def connections(emulator: Emulator, api_key: str) -> dict[str, str]:
@@ -522,7 +532,11 @@ def run_step(step: Step, demo: Demo, emulator: Emulator, runner: Runner, results
     try:
         step.prepare(demo, emulator)
         before = emulator.requests_served()
-        ok = runner.run(step.dag_id, step.conf(demo), step.name)
+        env = step.env(demo) if step.env else None
+        dates: list[str | None] = list(step.logical_dates(demo)) if step.logical_dates else [None]
+        ok = bool(dates)
+        for date in dates:  # every run, even after a failed one: a backfill's days stand apart
+            ok = runner.run(step.dag_id, step.conf(demo), step.name, logical_date=date, env=env) and ok
         demo.requests[step.name] = emulator.requests_served() - before
         ok = step.check(demo, emulator) and ok
     except Exception as error:  # one step's failure is reported, the others still run

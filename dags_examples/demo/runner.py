@@ -6,12 +6,15 @@ runs each DAG as ``airflow dags test`` does. The demo starts one runner per line
 background campaign has its own, with its own SQLite database).
 
 Protocol: after ``airflow db migrate`` (in process) the runner prints ``DEMO-RUNNER ready``; then
-for each JSON line on stdin, ``{"dag_id": ..., "conf": {...}}``, it runs that DAG, its tasks'
-log lines streaming on stdout as they are written, and prints ``DEMO-RUNNER <dag_id> <state>``.
+for each JSON line on stdin, ``{"dag_id": ..., "conf": {...}}`` with optionally ``"logical_date"``
+(ISO 8601: one run of a backfill) and ``"env"`` (variables set first, e.g. an ``AIRFLOW_CONN_*``),
+it runs that DAG, its tasks' log lines streaming on stdout as they are written, and prints
+``DEMO-RUNNER <dag_id> <state>``.
 """
 
 from __future__ import annotations
 
+import inspect
 import json
 import os
 import runpy
@@ -28,14 +31,35 @@ def say(message: str) -> None:
 
 
 def load_dag(dag_id: str):
-    """The DAG from its file in the dags folder (dag.test() on Airflow 3.3 runs only those)."""
+    """The DAG from its file in the dags folder (dag.test() on Airflow 3.3 runs only those):
+    ``<dag_id>.py``, else the file that names it (a file may define several DAGs)."""
     from airflow.providers.common.compat.sdk import DAG
 
-    namespace = runpy.run_path(str(DAGS / f"{dag_id}.py"), run_name=f"demo_{dag_id}")
-    found = [value for value in namespace.values() if isinstance(value, DAG) and value.dag_id == dag_id]
-    if not found:
-        raise LookupError(f"no DAG {dag_id!r} in {DAGS / f'{dag_id}.py'}")
-    return found[0]
+    files = [DAGS / f"{dag_id}.py"]
+    files += [path for path in sorted(DAGS.glob("*.py")) if path not in files and dag_id in path.read_text()]
+    for path in files:
+        if not path.is_file():
+            continue
+        namespace = runpy.run_path(str(path), run_name=f"demo_{path.stem}")
+        found = [value for value in namespace.values() if isinstance(value, DAG) and value.dag_id == dag_id]
+        if found:
+            return found[0]
+    raise LookupError(f"no DAG {dag_id!r} in {DAGS}")
+
+
+def run(request: dict) -> str:
+    os.environ.update(request.get("env") or {})
+    dag = load_dag(request["dag_id"])
+    kwargs = {"run_conf": request.get("conf") or {}}
+    if request.get("logical_date"):
+        import pendulum
+
+        # Airflow 3 names it logical_date, 2.x execution_date.
+        name = "logical_date" if "logical_date" in inspect.signature(dag.test).parameters else "execution_date"
+        kwargs[name] = pendulum.parse(request["logical_date"])
+    dag_run = dag.test(**kwargs)
+    state = str(getattr(dag_run, "state", None) or "unknown")
+    return state.split(".")[-1].lower()
 
 
 def main() -> int:
@@ -47,14 +71,12 @@ def main() -> int:
         if not line.strip():
             continue
         request = json.loads(line)
-        dag_id = request["dag_id"]
         try:
-            run = load_dag(dag_id).test(run_conf=request.get("conf") or {})
-            state = str(getattr(run, "state", None) or "unknown")
+            state = run(request)
         except Exception as error:  # the demo reports it and goes on with its other steps
             print(f"{type(error).__name__}: {error}", flush=True)
             state = "error"
-        say(f"{dag_id} {state.split('.')[-1].lower()}")
+        say(f"{request['dag_id']} {state}")
     return 0
 
 

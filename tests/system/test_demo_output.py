@@ -44,6 +44,7 @@ def test_the_steps_name_dags_that_exist():
 
 PROBE_DAG = """
 import logging
+import os
 import time
 
 import pendulum
@@ -52,9 +53,9 @@ from airflow.providers.common.compat.sdk import DAG, task
 with DAG(dag_id="demo_stream_probe", schedule=None, start_date=pendulum.datetime(2026, 1, 1, tz="UTC")) as dag:
 
     @task
-    def slow():
+    def slow(ds=None):
         log = logging.getLogger("airflow.task")
-        log.info("created 10/20 links (1.0/s, about 10 s left)")
+        log.info("created 10/20 links (for %s, probe %s)", ds, os.environ.get("DEMO_PROBE"))
         time.sleep(4)
         log.info("created 20/20 links (1.0/s)")
 
@@ -65,7 +66,8 @@ with DAG(dag_id="demo_stream_probe", schedule=None, start_date=pendulum.datetime
 @pytest.mark.slow
 def test_a_tasks_lines_are_shown_while_the_dag_runs(tmp_path, monkeypatch):
     """Issue 32: the task's lines came after the run ended, all stamped alike. The runner shows each
-    line when the task writes it: the first one seconds before the second and before the run ends."""
+    line when the task writes it: the first one seconds before the second and before the run ends.
+    A step's run may have a logical date (one day of a backfill) and variables of its own."""
     dags = tmp_path / "dags"
     dags.mkdir()
     (dags / "demo_stream_probe.py").write_text(textwrap.dedent(PROBE_DAG))
@@ -81,12 +83,16 @@ def test_a_tasks_lines_are_shown_while_the_dag_runs(tmp_path, monkeypatch):
         "AIRFLOW__DATABASE__SQL_ALCHEMY_CONN": f"sqlite:///{tmp_path}/probe.db",
     }
     runner = demo.Runner(env, "probe")
+    log = tmp_path / "demo_stream_probe-2026-03-04.log"
     try:
-        assert runner.run("demo_stream_probe", {}, "probe"), (tmp_path / "demo_stream_probe.log").read_text()[-3000:]
+        day = "2026-03-04T00:00:00+00:00"
+        ran = runner.run("demo_stream_probe", {}, "probe", logical_date=day, env={"DEMO_PROBE": "on"})
+        assert ran, log.read_text()[-3000:]
         ended = time.monotonic()
     finally:
         runner.close()
     at = {message.split("| ", 1)[1]: when for when, message in shown if "| " in message}
-    first, second = at["created 10/20 links (1.0/s, about 10 s left)"], at["created 20/20 links (1.0/s)"]
+    first, second = at["created 10/20 links (for 2026-03-04, probe on)"], at["created 20/20 links (1.0/s)"]
     assert second - first >= 3.5 and ended - first >= 3.5, shown  # shown as written, not at the end
-    assert "created 10/20 links" in (tmp_path / "demo_stream_probe.log").read_text()  # the full log is kept
+    assert "task slow started" in at
+    assert "created 10/20 links" in log.read_text()  # the full log is kept

@@ -211,11 +211,6 @@ PROGRESS_LINE = re.compile(r"^(?:deleted|created) \d+/(\d+) ")
 SHORT_RUN = 10
 
 
-def excerpt(text: str) -> list[str]:
-    """What the tasks printed (tables, summaries) and their key log messages, without the noise."""
-    return [shown for line in text.splitlines() if (shown := shown_line(line)) is not None]
-
-
 def shown_line(line: str) -> str | None:
     """The part of one output line the demo shows, or None for noise."""
     match = LOG_LINE.match(line)
@@ -268,7 +263,7 @@ class Runner:
     def _read(self) -> None:
         assert self.process.stdout is not None
         for line in self.process.stdout:
-            (self.dag_log or self.log).write(line)
+            self._keep(line)
             if line.startswith(RUNNER_MARK):
                 self.answers.put(line.split()[1:])
                 continue
@@ -276,6 +271,16 @@ class Runner:
             if shown is not None:
                 say(f"  {self.label} | " + shorten(shown))
         self.answers.put(None)  # the process ended
+
+    def _keep(self, line: str) -> None:
+        """Into the running DAG's log, or the runner's (a late line after its run's log closed)."""
+        for handle in (self.dag_log, self.log):
+            try:
+                if handle is not None:
+                    handle.write(line)
+                    return
+            except ValueError:  # closed meanwhile
+                continue
 
     def wait_ready(self) -> bool:
         if self.ready_after is None:
@@ -331,11 +336,9 @@ class Runner:
 
 @dataclass
 class Demo:
-    """What the steps share: the emulator, the Airflow environment, and what each step found."""
+    """What the steps share: the demo's emulator, the generation it serves, and each step's figures."""
 
     emulator: Emulator
-    env: dict
-    api_key: str
     api_version: str
     seconds: dict[str, float] = field(default_factory=dict)
     requests: dict[str, int] = field(default_factory=dict)
@@ -588,7 +591,7 @@ def main(argv: list[str] | None = None) -> int:
         "LINKSTATS_CAMPAIGN_POKE_INTERVAL": "5",
         "LINKSTATS_CAMPAIGN_WAIT_TIMEOUT": "300",
     }
-    demo = Demo(emulator, env, api_key, options.api_version)
+    demo = Demo(emulator, options.api_version)
     results: dict[str, bool] = {}
     emulators, runners, lanes = [emulator], [], []
     try:
@@ -611,7 +614,9 @@ def main(argv: list[str] | None = None) -> int:
                 # starts): the others, which have time to spare, yield the CPU to its start.
                 os.setpriority(os.PRIO_PROCESS, runner.process.pid, 5)
             runners.append(runner)
-            lanes.append(threading.Thread(target=run_lane, args=(steps, demo, lane_emulator, runner, results)))
+            lanes.append(
+                threading.Thread(target=run_lane, args=(steps, demo, lane_emulator, runner, results), daemon=True)
+            )
         lines = "; ".join(f"{name}: {', '.join(step.name for step in steps)}" for name, steps in plan)
         say(f"starting Airflow, one process per line of steps ({lines})")
         for lane in lanes:

@@ -93,6 +93,8 @@ class ApiResponse:
 class Page:
     items: list[dict[str, Any]]
     has_next: bool
+    last_page: int | None = None  # what the answer's meta said, when it said it (it may not be true)
+    total: int | None = None
 
 
 # -- plans: request/answer exchanges as generators, and the one stepper that runs them ------------
@@ -348,9 +350,7 @@ def parse_record(request: ApiRequest, response: ApiResponse, generation: Generat
     raise _shape_error(request, response, "a record object")
 
 
-def parse_page(
-    request: ApiRequest, response: ApiResponse, per_page: int, generation: Generation | None = None
-) -> Page:
+def parse_page(request: ApiRequest, response: ApiResponse, per_page: int, generation: Generation | None = None) -> Page:
     """One page of a listing in any shape the service may use.
 
     Accepted: the Laravel envelope (``data`` + ``meta`` and/or ``links``), ``data`` alone, or a
@@ -376,7 +376,14 @@ def parse_page(
         has_next = bool(links["next"])
     else:
         has_next = len(items) >= per_page
-    return Page(items=items, has_next=has_next and bool(items))
+    told = meta if isinstance(meta, dict) else {}
+    last_page, total = told.get("last_page"), told.get("total")
+    return Page(
+        items=items,
+        has_next=has_next and bool(items),
+        last_page=last_page if _is_int(last_page) and last_page >= 1 else None,
+        total=total if _is_int(total) and total >= 0 else None,
+    )
 
 
 def resource_of(request: ApiRequest) -> Resource | None:

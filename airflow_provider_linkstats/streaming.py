@@ -585,7 +585,9 @@ class Reporter:
         self.reader = reader
         self.limiter = getattr(cleanup.client, "limiter", None)
         self.progress = Progress(limiter=self.limiter)
-        self.waiting_until = 0.0
+        self.waiting_until = 0.0  # the limiter holds a request until then (monotonic)
+        self.held = 0.0  # seconds some request was held by the limiter (overlapping waits once)
+        self.held_said = 0.0  # of which told in a line already
         self.last_line = time.monotonic()
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._loop, name="linkstats-cleanup-progress", daemon=True)
@@ -600,7 +602,10 @@ class Reporter:
     def on_wait(self, seconds: float) -> None:
         """The rate limiter holds a request for ``seconds`` (called from the waiting thread)."""
         now = time.monotonic()
-        self.waiting_until = max(self.waiting_until, now + seconds)
+        until = now + seconds
+        if until > self.waiting_until:
+            self.held += until - max(now, self.waiting_until)
+            self.waiting_until = until
         if seconds >= self.cleanup.LOG_EVERY and now - self.last_line >= 1.0:
             self.line()  # a long wait is said when it begins, not 10 s into it
 
@@ -628,6 +633,9 @@ class Reporter:
         wait = self.waiting_until - time.monotonic()
         if wait >= 0.5:
             parts.append(f"waiting {wait:.0f} s for the service's rate limit")
+        elif self.held - self.held_said >= 0.5:
+            parts.append(f"waited {self.held - self.held_said:.0f} s for the service's rate limit since the last line")
+        self.held_said = self.held
         self.cleanup.log.info(
             "%s %s of %s matching links, %s of %s listed examined, %s listing request(s) (%s)",
             "would delete" if dry else "deleted",

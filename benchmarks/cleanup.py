@@ -181,7 +181,8 @@ def request_rows(f: dict, n: int, share: float, label: str) -> list[Row]:
         Row(
             "6. cleanup",
             f"  requests{label} (server-side): {f['deletes_sent']:,} DELETE + {f['pages_sent']:,} listing GET "
-            f"({f['confirming_reads']:,} confirming) + {extra} other",
+            f"(of which {f['confirming_reads']:,} confirming reads, 1 the count of all links for max_share)"
+            + (f" + {extra} other" if extra else ""),
             f"{f['requests']:,}",
             f"{f['requests'] / ideal:.4f}x N + ceil(N/100) = {ideal:,}",
             f"<= +{share:.0%}",

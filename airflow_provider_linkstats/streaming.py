@@ -590,6 +590,7 @@ class Reporter:
         self.held_said = 0.0  # of which told in a line already
         self.last_line = time.monotonic()
         self._stop = threading.Event()
+        self._lock = threading.Lock()
         self._thread = threading.Thread(target=self._loop, name="linkstats-cleanup-progress", daemon=True)
 
     def start(self) -> None:
@@ -615,6 +616,10 @@ class Reporter:
                 self.line()
 
     def line(self) -> None:
+        with self._lock:  # the reporter's thread and a waiting one may both tell
+            self._line()
+
+    def _line(self) -> None:
         self.last_line = time.monotonic()
         outcome = self.outcome
         dry = outcome.dry_run

@@ -386,16 +386,23 @@ class PagingShort(FilterBlindShort):
     """FilterBlindShort whose listing sends ``data`` only (no meta), and with ``ignore_page`` the first
     page whatever ``page`` asks (a proxy that drops it)."""
 
-    def __init__(self, *, ignore_page: bool = False, meta: dict | None = None) -> None:
+    def __init__(
+        self, *, ignore_page: bool = False, meta: dict | None = None, page_size: int | None = None, keep_meta=False
+    ) -> None:
         super().__init__("44")
+        self.keep_meta = keep_meta  # the meta of its own paging, as it is
         self.ignore_page = ignore_page
         self.meta = meta
+        self.page_size = page_size  # its own page size, whatever per_page asks
 
     def __call__(self, request: dict) -> tuple:
-        if request["method"] == "GET" and request["path"].endswith("/links") and self.ignore_page:
-            request = {**request, "query": [(k, v) for k, v in request["query"] if k != "page"]}
+        if request["method"] == "GET" and request["path"].endswith("/links"):
+            query = [(k, v) for k, v in request["query"] if not (k == "page" and self.ignore_page)]
+            if self.page_size:
+                query = [(k, str(self.page_size) if k == "per_page" else v) for k, v in query]
+            request = {**request, "query": query}
         verb, status, body = super().__call__(request)
-        if isinstance(body, dict) and "meta" in body:
+        if isinstance(body, dict) and "meta" in body and not self.keep_meta:
             body = {"data": body["data"], **({"meta": self.meta} if self.meta else {})}
         return verb, status, body
 
@@ -420,6 +427,30 @@ def test_a_listing_without_meta_ends(scripted, monkeypatch, kwargs):
     assert len(listing_requests(scripted)) <= walks * 2 * math.ceil(250 / 100) + 1
     if not kwargs.get("dry_run"):
         assert result["deleted"] == 200 and len(server.records) == 50
+
+
+@pytest.mark.parametrize(
+    "shape",
+    [
+        {"meta": {"current_page": 1, "last_page": 1_000_000, "per_page": 100, "total": 250}},  # a lying last_page
+        {"meta": {"current_page": 1, "last_page": 1, "per_page": 100, "total": 250}},  # one that says too few
+        {"page_size": 250},  # more rows than per_page asks, no meta
+        {"page_size": 15, "keep_meta": True},  # fewer, with the meta of its own page size
+    ],
+    ids=["last_page-too-high", "last_page-too-low", "more-than-per_page", "fewer-than-per_page"],
+)
+def test_a_listing_whose_paging_is_off_is_walked_to_its_end_within_the_bound(scripted, monkeypatch, shape):
+    server = PagingShort(**shape)
+    for link_id in range(1, 251):
+        server.add(link_id, ended=link_id % 5 != 0)  # 200 ended, 50 live
+    scripted.set_default(server)
+    monkeypatch.setenv("AIRFLOW_CONN_LINKSTATS_LINKS_DEFAULT", connection_json(scripted.url))
+
+    result, _ = run_operator(cleanup(max_share=None))
+
+    assert result["deleted"] == 200 and sorted(server.records) == list(range(5, 251, 5))
+    size = shape.get("page_size", 100)
+    assert len(listing_requests(scripted)) <= 2 * (math.ceil(250 / size) + 2)
 
 
 @pytest.mark.parametrize("meta", [None, {"current_page": 1, "last_page": 3, "per_page": 100, "total": 250}])

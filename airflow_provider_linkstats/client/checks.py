@@ -28,11 +28,8 @@ def check_whole_number(
     number: Any = value
     if isinstance(value, str) and value.strip().lstrip("-").isdigit():
         number = int(value.strip())
-    if (
-        isinstance(number, bool)
-        or not isinstance(number, int)
-        or number < minimum
-        or (maximum is not None and number > maximum)
+    if isinstance(number, bool) or not isinstance(number, int) or number < minimum or (
+        maximum is not None and number > maximum
     ):
         bounds = f"from {minimum} to {maximum}" if maximum is not None else f">= {minimum}"
         raise LinkstatsInputError(field, value, allowed or f"a whole number {bounds}")

@@ -401,18 +401,8 @@ RESOURCES = {r.name: r for r in (LINKS, WEBSITES, SPACES, PIXELS, DOMAINS)}
 # it spells them, or that it has no counterpart (refused naming the version). Listed here so that
 # the stats operators' docstrings, built at every DAG parse, name them without the generations.
 LINK_STAT_NAMES: tuple[str, ...] = (
-    "browser",
-    "cities",
-    "city",
-    "clicks",
-    "click",
-    "clicks_hour",
-    "country",
-    "device",
-    "language",
-    "platform",
-    "operating_system",
-    "referrer",
+    "browser", "cities", "city", "clicks", "click", "clicks_hour", "country", "device", "language",
+    "platform", "operating_system", "referrer",
 )
 WEBSITE_STAT_NAMES: tuple[str, ...] = (
     "browser", "campaign", "city", "continent", "country", "device", "event", "landing_page", "language",

@@ -252,7 +252,7 @@ def transport_error(
 
 
 def _cause_kind(error: BaseException) -> str:
-    """ "tls", "dns", "refused" or "": what the chain of causes of a transport error says."""
+    """"tls", "dns", "refused" or "": what the chain of causes of a transport error says."""
     seen: set[int] = set()
     todo: list[object] = [error]
     while todo:

@@ -350,7 +350,9 @@ def parse_record(request: ApiRequest, response: ApiResponse, generation: Generat
     raise _shape_error(request, response, "a record object")
 
 
-def parse_page(request: ApiRequest, response: ApiResponse, per_page: int, generation: Generation | None = None) -> Page:
+def parse_page(
+    request: ApiRequest, response: ApiResponse, per_page: int, generation: Generation | None = None
+) -> Page:
     """One page of a listing in any shape the service may use.
 
     Accepted: the Laravel envelope (``data`` + ``meta`` and/or ``links``), ``data`` alone, or a

@@ -181,7 +181,9 @@ def validate_list_params(resource: Resource, params: Mapping[str, Any]) -> dict[
     clean: dict[str, Any] = {}
     for name, value in params.items():
         if name not in specs:
-            raise LinkstatsInputError(name, value, f"a {resource.name} listing parameter: " + ", ".join(specs))
+            raise LinkstatsInputError(
+                name, value, f"a {resource.name} listing parameter: " + ", ".join(specs)
+            )
         if value is None:
             continue
         clean[name] = validate_value(specs[name], value)

@@ -77,7 +77,9 @@ def stored_key(domain: str, generation: Generation) -> str:
     return generation.stored_domain(normalize_domain(domain))
 
 
-def say_stored_domain(fields: Mapping[str, Any], record: Any, generation: Callable[[], Generation]) -> Any:
+def say_stored_domain(
+    fields: Mapping[str, Any], record: Any, generation: Callable[[], Generation]
+) -> Any:
     """``record``, after logging when the service stored the website's domain other than as given."""
     given, stored = fields.get("domain"), record.get("domain") if isinstance(record, dict) else None
     if isinstance(given, str) and isinstance(stored, str):

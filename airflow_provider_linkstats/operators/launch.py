@@ -367,12 +367,8 @@ class Launch:
         summary = self.outcome.summary()
         self.log.info(
             "bulk create finished in %.1f s: %d created, %d skipped, %d updated, %d failed, of %d links",
-            time.monotonic() - started,
-            summary["created"],
-            summary["skipped"],
-            summary["updated"],
-            summary["failed"],
-            total,
+            time.monotonic() - started, summary["created"], summary["skipped"], summary["updated"],
+            summary["failed"], total,
         )
         return self.outcome
 
@@ -398,9 +394,7 @@ class Launch:
             found[alias] = record
         self.log.info(
             "%d of %d links exist already (one listing walk%s)",
-            len(found),
-            len(wanted),
-            f" of aliases containing {prefix!r}" if prefix else "",
+            len(found), len(wanted), f" of aliases containing {prefix!r}" if prefix else "",
         )
         return found
 

@@ -67,7 +67,10 @@ class LinkGoneError(LinkstatsNotFoundError):
             )
         elif message is None:
             asked = f"GET {url or '/links?search_by=alias'} listed none"
-            message = f"Check the alias {alias!r}, or whether the link was deleted: no link on {conn} has it ({asked})"
+            message = (
+                f"Check the alias {alias!r}, or whether the link was deleted: no link on {conn} has it "
+                f"({asked})"
+            )
         super().__init__(message)
         self.status, self.method, self.url, self.conn_id = 404, "GET", url, conn_id
         self.args = (self.message,)  # the message says it all (the 404, the URL, the connection)

@@ -53,8 +53,6 @@ def staleness_bound(interval: float, every: int) -> float:
     alone when ``every`` is 0, or with no known interval), and never less than one ``interval``."""
     period = interval * every if every > 0 and interval > 0 else STALENESS_CAP
     return max(interval, min(period, STALENESS_CAP))
-
-
 _TIMING_KEYS = ("ends_at", "active_period_end_at", "expires_at", "expiration_clicks", "clicks_limit")
 
 

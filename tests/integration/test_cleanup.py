@@ -6,6 +6,7 @@ Each test reads its outcome at the server: what was deleted, how many requests o
 from __future__ import annotations
 
 import copy
+import itertools
 import json
 import math
 import os
@@ -304,6 +305,20 @@ def log_text(caplog, capsys) -> str:
     return "\n".join(r.getMessage() for r in caplog.records) + capsys.readouterr().out
 
 
+def timed_lines(caplog, capsys) -> list[tuple[float, str]]:
+    """(epoch seconds, text) of the task's log lines, in order."""
+    import datetime as dt
+    import re
+
+    lines = [(record.created, record.getMessage()) for record in caplog.records]
+    lines += [
+        (dt.datetime.fromisoformat(line.split()[0].replace("Z", "+00:00")).timestamp(), line)
+        for line in capsys.readouterr().out.splitlines()
+        if re.match(r"^\d{4}-\d\d-\d\dT\S+ ", line)
+    ]
+    return sorted(lines)
+
+
 @pytest.fixture
 def emu49(emulators, monkeypatch):
     """The phpShort 49 emulator: its Expired filter misses links ended by date, so the walk covers all
@@ -516,8 +531,13 @@ def test_under_the_rate_limit_deletes_wait_no_longer_than_their_evidence_allows(
     assert deletes_by_id(emu) == Counter({(i, 200): 1 for i in expired})
     assert result["deleted"] == 30 and result["evidence_age_max"] <= 1.0
     assert result["confirming_reads"] > 1  # the page was read again for the deletes held past 1 s
-    text = log_text(caplog, capsys)
-    assert "for the service's rate limit" in text
+    lines = timed_lines(caplog, capsys)
+    assert any("for the service's rate limit" in text for _, text in lines)
+    # A progress line at least every LOG_EVERY (1 s here) while work is pending, from start to finish.
+    said = ("cleanup of links matching", "matching links,", "cleanup finished in")
+    stamps = [at for at, text in lines if any(phrase in text for phrase in said)]
+    gaps = [later - earlier for earlier, later in itertools.pairwise(stamps)]
+    assert len(stamps) >= 5 and max(gaps) <= 2.5, gaps  # 1 s apart, with room for a loaded machine
 
 
 def test_evidence_max_age_is_checked_before_any_request(emu):

@@ -462,6 +462,7 @@ class StreamingCleanup:
                 run = _PageRun(plan, removed_before=outcome.deleted + outcome.already_gone)
                 if plan.pending:
                     self._confirm(run, walk, reader, deleter, outcome)
+                walk.settle(plan)  # before the next page is read: it leaves out what this one handled
                 if walk.backward:
                     previous = run  # its deletes go on while the next page is read
                 else:

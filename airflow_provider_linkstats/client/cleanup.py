@@ -186,6 +186,7 @@ class PagePlan:
         self.kept = 0  # did not match at their first read here
         self.listed_not_matching = 0  # of those, listed under a filter the server was asked to apply
         self.rounds = 0  # confirming reads so far
+        self.handled: tuple[int | None, int] = (None, 0)  # the walk's ``below`` and ``seen_up_to`` before it
         self.left = 0  # candidates not on the page at a confirming read, not to be read again
 
     @property
@@ -304,7 +305,8 @@ class CleanupWalk:
         """The walk's read of page ``number``: its records not handled yet, judged at ``now``."""
         self.guard.read(number, items, url=self.url, total=total if total is not None else self.total)
         plan = PagePlan(self, number)
-        fresh = [record for record in items if self._unhandled(record["id"])]
+        plan.handled = (self.below, self.seen_up_to)  # what other pages handled: its own re-reads leave it out
+        fresh = [record for record in items if self._unhandled(record["id"], plan)]
         if not self.backward and items and len(items) >= self.size and not fresh:
             raise UntrustedListingError(
                 f"Check the service's paging (or a proxy in front of it): {self.url} answered page {number} with "
@@ -319,26 +321,33 @@ class CleanupWalk:
     def confirming(self, plan: PagePlan, items: list[JsonDict]) -> list[JsonDict]:
         """The records of a confirming read of ``plan``'s page that belong to it (not handled on another)."""
         self.guard.read(plan.number, items, url=self.url, counted=False)
-        return [record for record in items if self._unhandled(record["id"])]
+        return [record for record in items if self._unhandled(record["id"], plan)]
 
     def open_below(self, plan: PagePlan) -> bool:
         """Whether a record that left ``plan``'s page for an earlier one will still be read there."""
         return plan.rounds == 1 and self.backward and plan.number > 1
 
-    def _unhandled(self, record_id: int) -> bool:
+    def _unhandled(self, record_id: int, plan: PagePlan) -> bool:
+        below, seen_up_to = plan.handled
         if self.backward:
-            return self.below is None or record_id < self.below
-        return record_id > self.seen_up_to
+            return below is None or record_id < below
+        return record_id > seen_up_to
+
+    def settle(self, plan: PagePlan) -> None:
+        """What ``plan``'s page holds is known (its first confirming read, or its walk read when none
+        is needed): the backward walk's next page leaves out what it handled. The driver calls it
+        before reading the next page; ``done`` calls it again (idempotent)."""
+        self.counted = set(plan.examined)
+        if self.backward and plan.examined:
+            # A record that moved to an earlier page was dropped from ``examined``: it stays below.
+            self.below = min(plan.examined) if self.below is None else min(self.below, min(plan.examined))
 
     def done(self, plan: PagePlan, *, removed: int) -> None:
         """``plan``'s page is handled: ``removed`` of its records are no longer listed."""
         self.examined += len(plan.examined)
         self.removed += removed
-        self.counted = set(plan.examined)
+        self.settle(plan)
         if self.backward:
-            # A record that moved to an earlier page was dropped from ``examined``: it stays below.
-            if plan.examined:
-                self.below = min(plan.examined) if self.below is None else min(self.below, min(plan.examined))
             return
         if plan.examined:
             self.seen_up_to = max(self.seen_up_to, max(plan.examined))

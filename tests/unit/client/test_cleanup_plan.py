@@ -95,6 +95,7 @@ def test_a_delete_held_too_long_goes_back_for_another_confirming_read():
     plan = walk.page(1, rows, NOW)
     verdict = plan.confirm(walk.confirming(plan, rows), NOW, sent_at=0.0)
     assert verdict.delete == [1, 2, 3] and not plan.pending
+    walk.settle(plan)  # as the driver does after the first confirming read: the page's own re-reads still count
     plan.requeue([{"id": 3}])  # its delete waited past the freshness window: not sent
     assert plan.pending
     verdict = plan.confirm(walk.confirming(plan, rows[2:]), NOW, sent_at=130.0)
@@ -162,3 +163,17 @@ def test_the_guard_learns_a_larger_page_size_than_asked():
     guard = PageGuard(10)
     guard.read(1, [{"id": i} for i in range(25)], url=URL, total=50)
     assert guard.page_size == 25 and guard.bound == 4
+
+
+def test_a_record_handled_on_a_later_page_is_not_handled_again_when_it_moves_down():
+    live = NOW + dt.timedelta(days=9)
+    rows = [link(1), link(2), link(3), link(4, ends=live), link(5), link(6, ends=live)]
+    walk = walk_of(rows)
+    walk.next_number()
+    later = walk.page(2, rows[3:6], NOW)
+    verdict = later.confirm(walk.confirming(later, rows[3:6]), NOW, sent_at=0.0)
+    assert verdict.delete == [5] and later.kept == 2
+    walk.settle(later)  # before page 1 is read: the driver settles the page at its first confirming read
+    # Someone deleted link 2, and 5 is gone: page 1 now holds 1, 3 and 4 (kept on page 2 already).
+    earlier = walk.page(1, [rows[0], rows[2], rows[3]], NOW)
+    assert sorted(earlier.candidates) == [1, 3] and earlier.kept == 0

@@ -288,6 +288,7 @@ def raise_for_status(
     if status in (401, 403) or _is_login_redirect(response):
         raise LinkstatsAuthError(message, hint=hint, **common)
     if status == 404:
+        message, hint = _not_found(request, response, payload, message, hint)
         raise LinkstatsNotFoundError(message, hint=hint, **common)
     retry_after = parse_retry_after(response.headers)
     if status == 429:
@@ -326,6 +327,55 @@ def _hint(status: int, payload: Any, response: ApiResponse) -> str:
     if 300 <= status < 400 and location:  # http:// to https://, or a moved install: redirects are not followed
         return f"The service redirects to {location[:200]}: write that address as {conn}'s Base URL"
     return ""
+
+
+# Laravel's answer when a route's model binding (or firstOrFail) finds no record, e.g. phpShort 46+'s
+# link create for an unknown domain_id, before any validation.
+_MODEL_NOT_FOUND = re.compile(r"No query results for model \[(?:[\w\\]*\\)?(\w+)\]")
+# A 404 that is the framework's, not the API's "no such record": a path outside the API. Real installs
+# answer {"message": ""} (Laravel's JSON rendering of a route miss); other builds word it "The route
+# ... could not be found."; a bare ASGI/WSGI app says "Not Found".
+_ROUTE_MISS = re.compile(r"^(|The route .* could not be found\.?|Not Found)$", re.IGNORECASE)
+
+
+def _not_found(request: ApiRequest, response: ApiResponse, payload: Any, message: str, hint: str) -> tuple[str, str]:
+    """A 404's message and hint: the field whose id named no record, or the Base URL of a route miss."""
+    said = payload.get("message", payload.get("detail")) if isinstance(payload, dict) else None
+    model = _MODEL_NOT_FOUND.search(message)
+    if model:
+        name, values = _referencing_field(request, model.group(1))
+        if name:
+            shown = values[0] if len(values) == 1 else "[" + ", ".join(values) + "]"
+            which = "is not" if len(values) == 1 else "holds one that is not"
+            noun = model.group(1).lower()
+            return f"{name}={shown} {which} a {noun} of this account (the service answered {message!r})", (
+                f"Check {name}: give the id of a {noun} this account can use"
+            )
+    if isinstance(said, str) and _ROUTE_MISS.match(said.strip()):
+        root = _api_root(request, response)
+        conn = f"connection {response.conn_id!r}" if response.conn_id else "the connection"
+        answered = f"{said.strip()!r}" if said.strip() else "an empty message"
+        return (
+            f"the service has no route {request.path} under {root} (a 404 with {answered}: a path outside its API)",
+            f"Check {conn}'s Base URL: the API usually answers at <site>/api/v1 or <site>/public/api/v1",
+        )
+    return message, hint
+
+
+def _referencing_field(request: ApiRequest, model: str) -> tuple[str, list[str]]:
+    """The form field of ``request`` that refers to a ``model`` by id (``domain_id``, ``pixel_ids``), and its values."""
+    noun = re.sub(r"(?<!^)(?=[A-Z])", "_", model).lower()  # Domain -> domain, LinkPixel -> link_pixel
+    for name in (f"{noun}_id", f"{noun}_ids"):
+        values = [value for key, value in request.form if key in (name, f"{name}[]")]
+        if values:
+            return name, values
+    return "", []
+
+
+def _api_root(request: ApiRequest, response: ApiResponse) -> str:
+    """The API root a request went to: its full URL without the request's path and query."""
+    url = response.url.split("?", 1)[0]
+    return url[: -len(request.path)] if request.path and url.endswith(request.path) else (request.root or url)
 
 
 def _not_the_api_hint(response: ApiResponse) -> str:

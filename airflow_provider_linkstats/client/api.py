@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import datetime as dt
 import itertools
 import logging
+import time
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import replace
 from typing import Any
@@ -17,6 +19,7 @@ from airflow_provider_linkstats.client.errors import (
     RETRY_STATUSES,
     LinkstatsApiError,
     LinkstatsError,
+    LinkstatsExistsError,
     LinkstatsNotFoundError,
     LinkstatsOutcomeUnknownError,
     LinkstatsTransportError,
@@ -44,7 +47,7 @@ from airflow_provider_linkstats.client.protocol import (
 )
 from airflow_provider_linkstats.client.ratelimit import RateLimiter
 from airflow_provider_linkstats.client.records import record_domain_id, status_listing
-from airflow_provider_linkstats.client.retry import RetryPolicy
+from airflow_provider_linkstats.client.retry import RetryPolicy, is_unknown_outcome
 from airflow_provider_linkstats.client.settings import ClientSettings
 from airflow_provider_linkstats.client.transport import RequestsTransport
 from airflow_provider_linkstats.client.validation import Fields, validate_fields, validate_list_params
@@ -263,17 +266,27 @@ class LinkstatsClient:
     def _create(
         self, resource: Resource, fields: Mapping[str, Any], generation: Generation | None, zone: str | None
     ) -> dict[str, Any]:
-        fields = self.prepare(resource, fields, "create")
         generation = generation or self._spoken(resource)
-        request = build_create(resource, fields, generation)
-        # As sent, so normalised (a website's domain is lower-cased, without scheme or slash).
-        key_value = dict(request.form).get(resource.natural_key)
-        for _ in range(self.retry.max_retries + 1):
+        unknown: BaseException | None = None  # the latest try whose outcome was unknown
+        tries = self.retry.max_retries + 1
+        for attempt in range(1, tries + 1):
+            # Prepared at each send: a duration counts from this write (a resend's too).
+            fields = self.prepare(resource, fields, "create")
+            request = build_create(resource, fields, generation)
+            # As sent, so normalised (a website's domain is lower-cased, without scheme or slash).
+            key_value = dict(request.form).get(resource.natural_key)
+            sent_at = self.clock.now()
             try:
                 response = self.call(request)
                 record = parse_record(request, response, generation)
                 return self.verified(resource, "create", fields, record, generation, zone, request, response.status)
             except LinkstatsValidationError as error:
+                if unknown is not None and key_value and resource.natural_key in error.errors:
+                    # Taken since the look-up: by the earlier try, committed late (a 504's PHP request
+                    # runs on), or by another. Taken as ours only if it is what was asked.
+                    existing = self._created_earlier(resource, request, fields, key_value, None, unknown)
+                    if existing is not None:
+                        return self.verified(resource, "create", fields, existing, generation, zone, request, None)
                 failed = self._account_error.get(resource.service)
                 if "domain_id" in error.errors and failed is not None:
                     raise error.reworded(
@@ -281,42 +294,115 @@ class LinkstatsClient:
                         f"(reading the account's default domain failed: {failed})"
                     ) from error
                 raise
-            except LinkstatsTransportError as error:
-                if not error.sent:
+            except (LinkstatsTransportError, LinkstatsApiError) as error:
+                if not is_unknown_outcome(request, error):
                     raise
-                if not key_value:
-                    raise LinkstatsOutcomeUnknownError(
-                        f"{request.describe()}: the answer was lost, so the {resource.singular} may have been "
-                        f"created. Without a {resource.natural_key} it cannot be looked up, so it was not sent "
-                        f"again; check the service before retrying."
-                    ) from None
-                try:
-                    existing = self.find_by_natural_key(resource, key_value, fields.get("domain_id"))
-                except LinkstatsError as lookup_error:
-                    # Still unknown: say so, rather than report the lookup's GET as the failure.
-                    raise LinkstatsOutcomeUnknownError(
-                        f"{request.describe()}: the answer was lost, so the {resource.singular} may have been "
-                        f"created, and looking it up by {resource.natural_key} failed too ({lookup_error}); "
-                        f"it was not sent again"
-                    ) from lookup_error
-                if existing is not None:
-                    log.warning(
-                        "Linkstats %s: the answer was lost but the %s exists (id=%s); not sending again",
-                        request.describe(),
-                        resource.singular,
-                        existing.get("id"),
-                    )
-                    return self.verified(resource, "create", fields, existing, generation, zone, request, None)
+                unknown = error
+            time.sleep(self.retry.pause(attempt, unknown))  # let a late commit land before looking
+            existing = self._created_earlier(resource, request, fields, key_value, sent_at, unknown)
+            if existing is not None:
+                return self.verified(resource, "create", fields, existing, generation, zone, request, None)
+            if attempt < tries:
                 log.warning(
-                    "Linkstats %s: the answer was lost and no %s with that %s exists; sending again",
-                    request.describe(),
-                    resource.singular,
-                    resource.natural_key,
-                )
+                    "Linkstats %s: %s, and no %s it could have made exists; sending again",
+                    request.describe(), _unknown_reason(unknown), resource.singular,
+                )  # fmt: skip
+        if isinstance(unknown, LinkstatsApiError):  # a gateway each time, and nothing made: retry later
+            raise unknown.reworded(
+                f"{unknown.message}; each of {tries} tries was answered so, and no {resource.singular} it could "
+                "have made was found after it, so the task's retry may send it again"
+            ) from unknown
         raise LinkstatsOutcomeUnknownError(
-            f"{request.describe()}: every answer was lost ({self.retry.max_retries + 1} tries); "
-            f"the {resource.singular} may or may not exist"
+            f"{request.describe()}: no try of {tries} was answered with success ({_unknown_reason(unknown)}) and "
+            f"no {resource.singular} it could have made was found; the {resource.singular} may still appear "
+            f"(a gateway may answer before the service has finished): check the service before retrying"
         )
+
+    def _created_earlier(
+        self,
+        resource: Resource,
+        request: ApiRequest,
+        fields: Mapping[str, Any],
+        key_value: str | None,
+        since: dt.datetime | None,
+        unknown: BaseException | None,
+    ) -> dict[str, Any] | None:
+        """The record a create whose outcome is unknown made, if it made one: looked up by its
+        natural key, else (a link without alias) by its URL among the links made since ``since``
+        (the service's clock, before the send). Found but not what was asked (another long URL,
+        another domain): another's, ``LinkstatsExistsError``. Several candidates: unknown."""
+        from airflow_provider_linkstats.client.verify import identity_differences
+
+        reason = _unknown_reason(unknown)
+        what = f"{resource.natural_key} {key_value!r}" if key_value else f"url {fields.get('url')!r}"
+        try:
+            if key_value:
+                found = self.find_by_natural_key(resource, key_value, fields.get("domain_id"))
+                candidates = [found] if found is not None else []
+            elif resource is LINKS and since is not None and fields.get("url"):
+                candidates = self._links_made_since(str(fields["url"]), since, fields.get("domain_id"))
+            else:
+                raise LinkstatsOutcomeUnknownError(
+                    f"{request.describe()}: {reason}, so the {resource.singular} may have been created; "
+                    f"without a {resource.natural_key} it cannot be looked up, so it was not sent again: "
+                    "check the service before retrying"
+                )
+        except LinkstatsOutcomeUnknownError:
+            raise
+        except LinkstatsError as lookup_error:
+            # Still unknown: say so, rather than report the lookup's GET as the failure.
+            raise LinkstatsOutcomeUnknownError(
+                f"{request.describe()}: {reason}, so the {resource.singular} may have been created, and "
+                f"looking it up by {what} failed too ({lookup_error}); it was not sent again: check the "
+                "service before retrying"
+            ) from lookup_error
+        if not candidates:
+            return None
+        if len(candidates) > 1:
+            ids = ", ".join(str(record.get("id")) for record in candidates)
+            raise LinkstatsOutcomeUnknownError(
+                f"{request.describe()}: {reason}; links {ids} with that url were made since it was sent, so which "
+                "one is this create's is unknown (give links an alias so that a lost answer is looked up by it); "
+                "it was not sent again: check them before retrying"
+            )
+        record = candidates[0]
+        others = identity_differences(resource, fields, record)
+        if others:
+            error = LinkstatsExistsError(
+                f"{request.describe()}: {reason}; a {resource.singular} with {what} exists (id={record.get('id')}) "
+                f"but it is not the one asked ({'; '.join(d.describe() for d in others)}): it is another's, and "
+                f"nothing was written to it; choose another {resource.natural_key}",
+                conn_id=self.settings.conn_id,
+            )
+            error.record_id = record.get("id")
+            raise error
+        log.warning(
+            "Linkstats %s: %s, but the %s exists as asked (id=%s, found by %s); not sending again",
+            request.describe(), reason, resource.singular, record.get("id"), what,
+        )  # fmt: skip
+        return record
+
+    def _links_made_since(self, url: str, since: dt.datetime, domain_id: Any) -> list[dict[str, Any]]:
+        """Links whose long URL is ``url``, on ``domain_id``, created at or after ``since`` (newest first,
+        the walk stops at the first older one)."""
+        from airflow_provider_linkstats.client.records import parse_timestamp
+        from airflow_provider_linkstats.client.verify import identity_differences
+
+        # created_at keeps whole seconds; the clock's own uncertainty aside, nothing older is this create's
+        earliest = since - dt.timedelta(seconds=self.clock.uncertainty + 1.0)
+        found = []
+        filters = {"search": url, "search_by": "url", "sort_by": "id", "sort": "desc"}
+        for record in self.iter(LINKS, filters):
+            created = parse_timestamp(record.get("created_at"))
+            if created is None or created < earliest:
+                break
+            if identity_differences(LINKS, {"url": url}, record):
+                continue
+            on = record_domain_id(record)
+            if domain_id is not None and on is not None and str(on) != str(domain_id):
+                continue
+            found.append(record)
+        return found
 
     def get(self, resource: Resource, record_id: Any) -> dict[str, Any]:
         request = build_get(resource, record_id)
@@ -350,12 +436,46 @@ class LinkstatsClient:
         generation: Generation | None,
         zone: str | None,
     ) -> dict[str, Any]:
-        fields = self.prepare(resource, fields, "update")
         generation = generation or self._spoken(resource)
-        request = build_update(resource, record_id, fields, generation)
-        response = self.call(request)
-        record = parse_record(request, response, generation) or self.get(resource, record_id)  # a 204: no record
-        return self.verified(resource, "update", fields, record, generation, zone, request, response.status)
+        last: BaseException | None = None
+        for attempt in range(1, self.retry.max_retries + 2):
+            fields = self.prepare(resource, fields, "update")  # at each send: durations count from it
+            request = build_update(resource, record_id, fields, generation)
+            try:
+                response = self.call(request)
+            except (LinkstatsTransportError, LinkstatsApiError) as error:
+                if not is_unknown_outcome(request, error):
+                    raise
+                last = error
+            else:
+                record = parse_record(request, response, generation) or self.get(resource, record_id)  # a 204
+                return self.verified(resource, "update", fields, record, generation, zone, request, response.status)
+            # Unknown: sent again only if the record does not hold what was asked (a PUT resent is
+            # idempotent only while nothing else changed the record meanwhile).
+            time.sleep(self.retry.pause(attempt, last))
+            try:
+                record = self.get(resource, record_id)
+            except LinkstatsError as lookup_error:
+                raise last from lookup_error  # the update's own failure; its task retry may send it again
+            missing = self._unapplied(resource, fields, record, zone)
+            if not missing:
+                log.warning(
+                    "Linkstats %s: %s, but the %s holds what was asked; not sending again",
+                    request.describe(), _unknown_reason(last), resource.singular,
+                )  # fmt: skip
+                return self.verified(resource, "update", fields, record, generation, zone, request, None)
+            log.warning(
+                "Linkstats %s: %s, and the %s does not hold what was asked (%s); sending again",
+                request.describe(), _unknown_reason(last), resource.singular, "; ".join(d.describe() for d in missing),
+            )  # fmt: skip
+        assert last is not None
+        raise last
+
+    def _unapplied(self, resource: Resource, fields: Mapping[str, Any], record: dict[str, Any], zone: str | None):
+        from airflow_provider_linkstats.client.verify import unapplied
+
+        asked = fields if isinstance(fields, Fields) else validate_fields(resource, "update", fields)
+        return unapplied(resource, asked, record, zone=zone or self.zone(resource))
 
     def default_domain_id(self) -> int | None:
         """The settings' ``default_domain_id``, else the account's default domain (read once), else None."""
@@ -519,3 +639,11 @@ class LinkstatsClient:
                 continue
             return record
         return None
+
+
+def _unknown_reason(error: BaseException | None) -> str:
+    """Why a write's outcome is unknown, for logs and errors."""
+    status = getattr(error, "status", None)
+    if status is not None:
+        return f"a gateway answered HTTP {status} (the service may have done the work before it)"
+    return "the answer was lost"

@@ -211,6 +211,7 @@ class LinkstatsClient:
         if isinstance(fields, Fields) and fields.ready_for and fields.operation == operation:
             # Made ready already (an operator asks first), unless a duration must count from this write.
             if fields.ready_for == self.generation("links").name and not fields.has_durations:
+                self._still_ahead(fields)  # prepared a while ago (a bulk launch): a fixed end may have passed
                 return fields
         now = self.clock.now()  # the service's: durations count from it, a past expiry is past by it
         values = check_link(fields, operation, now=now)  # refuses a past expiry before any request
@@ -238,6 +239,16 @@ class LinkstatsClient:
             else:
                 timezone, domain = timezone or profile.timezone, domain or profile.default_domain_id
         return for_generation(values, generation, timezone=timezone, default_domain_id=domain, now=now)
+
+    def _still_ahead(self, fields: Fields) -> None:
+        """A fixed ``expires_at`` given to fields prepared earlier is still ahead by the service's clock:
+        else the write would make a link dead from the start (``LinkstatsInputError``, no request)."""
+        from airflow_provider_linkstats.client.checks import check_future
+        from airflow_provider_linkstats.client.validation import aware_moment
+
+        given = fields.given.get("expires_at")
+        if given is not None:
+            check_future(aware_moment("expires_at", given), now=self.clock.now())
 
     def create(
         self,

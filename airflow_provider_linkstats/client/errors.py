@@ -115,6 +115,12 @@ class LinkstatsExistsError(LinkstatsValidationError):
     record_id: object = None
 
 
+class LinkstatsConflictError(LinkstatsExistsError):
+    """The record under the natural key asked is another's: it differs in what identifies it (a
+    link's long URL, a website's domain). Nothing was written to it; ``if_exists="update"`` would
+    overwrite it, another alias or domain avoids it."""
+
+
 class LinkstatsWriteMismatchError(LinkstatsApiError):
     """A create or update was answered 2xx, but the record does not hold what was sent.
 

@@ -18,8 +18,9 @@ from airflow_provider_linkstats.client.discovery import ServiceProfile, discover
 from airflow_provider_linkstats.client.errors import (
     RETRY_STATUSES,
     LinkstatsApiError,
+    LinkstatsConflictError,
     LinkstatsError,
-    LinkstatsExistsError,
+    LinkstatsInputError,
     LinkstatsNotFoundError,
     LinkstatsOutcomeUnknownError,
     LinkstatsTransportError,
@@ -241,14 +242,23 @@ class LinkstatsClient:
         return for_generation(values, generation, timezone=timezone, default_domain_id=domain, now=now)
 
     def _still_ahead(self, fields: Fields) -> None:
-        """A fixed ``expires_at`` given to fields prepared earlier is still ahead by the service's clock:
-        else the write would make a link dead from the start (``LinkstatsInputError``, no request)."""
-        from airflow_provider_linkstats.client.checks import check_future
+        """A fixed ``expires_at`` given to fields prepared earlier is still ahead by the service's clock,
+        by more than its margin (the request takes time to be stored): else the write would make a
+        link dead from the start (``LinkstatsInputError``, no request)."""
         from airflow_provider_linkstats.client.validation import aware_moment
 
         given = fields.given.get("expires_at")
-        if given is not None:
-            check_future(aware_moment("expires_at", given), now=self.clock.now())
+        if given is None:
+            return
+        end, now, margin = aware_moment("expires_at", given), self.clock.now(), self.clock.margin
+        if end <= now + dt.timedelta(seconds=margin):
+            raise LinkstatsInputError(
+                "expires_at",
+                end.isoformat(),
+                f"a moment still ahead when the write is sent; it has passed, or is less than {margin:.0f} s "
+                f"ahead, by the service's clock ({now:%Y-%m-%d %H:%M:%S} UTC when this write was due), so the link "
+                "would be dead from the start",
+            )
 
     def create(
         self,
@@ -341,7 +351,7 @@ class LinkstatsClient:
         """The record a create whose outcome is unknown made, if it made one: looked up by its
         natural key, else (a link without alias) by its URL among the links made since ``since``
         (the service's clock, before the send). Found but not what was asked (another long URL,
-        another domain): another's, ``LinkstatsExistsError``. Several candidates: unknown."""
+        another domain): another's, ``LinkstatsConflictError``. Several candidates: unknown."""
         from airflow_provider_linkstats.client.verify import identity_differences
 
         reason = _unknown_reason(unknown)
@@ -379,7 +389,7 @@ class LinkstatsClient:
         record = candidates[0]
         others = identity_differences(resource, fields, record)
         if others:
-            error = LinkstatsExistsError(
+            error = LinkstatsConflictError(
                 f"{request.describe()}: {reason}; a {resource.singular} with {what} exists (id={record.get('id')}) "
                 f"but it is not the one asked ({'; '.join(d.describe() for d in others)}): it is another's, and "
                 f"nothing was written to it; choose another {resource.natural_key}",

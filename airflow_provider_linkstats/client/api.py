@@ -296,7 +296,7 @@ class LinkstatsClient:
             request = build_create(resource, fields, generation)
             # As sent, so normalised (a website's domain is lower-cased, without scheme or slash).
             key_value = dict(request.form).get(resource.natural_key)
-            sent_at = self.clock.now()
+            sent_at = self.clock.stamp()  # the worker's; read on the service's clock once it has answered
             try:
                 response = self.call(request)
                 record = parse_record(request, response, generation)
@@ -345,23 +345,29 @@ class LinkstatsClient:
         request: ApiRequest,
         fields: Mapping[str, Any],
         key_value: str | None,
-        since: dt.datetime | None,
+        sent_at: float | None,
         unknown: BaseException | None,
     ) -> dict[str, Any] | None:
         """The record a create whose outcome is unknown made, if it made one: looked up by its
-        natural key, else (a link without alias) by its URL among the links made since ``since``
-        (the service's clock, before the send). Found but not what was asked (another long URL,
-        another domain): another's, ``LinkstatsConflictError``. Several candidates: unknown."""
+        natural key where the service keeps it unique (a link's alias, a website's domain), else among
+        the records made since ``sent_at`` (the worker's clock before the send, read on the service's)
+        by a link's URL or by the name of a space, pixel or domain. Found but not what was asked
+        (another long URL, another domain): another's, ``LinkstatsConflictError``. Several
+        candidates: unknown."""
         from airflow_provider_linkstats.client.verify import identity_differences
 
         reason = _unknown_reason(unknown)
+        # When it was sent, on the service's clock as learned by now (the answers since taught it).
+        since = None if sent_at is None else dt.datetime.fromtimestamp(sent_at + self.clock.offset, dt.timezone.utc)
         what = f"{resource.natural_key} {key_value!r}" if key_value else f"url {fields.get('url')!r}"
         try:
-            if key_value:
+            if key_value and resource in (LINKS, WEBSITES):  # kept unique by the service: never ambiguous
                 found = self.find_by_natural_key(resource, key_value, fields.get("domain_id"))
                 candidates = [found] if found is not None else []
-            elif resource is LINKS and since is not None and fields.get("url"):
-                candidates = self._links_made_since(str(fields["url"]), since, fields.get("domain_id"))
+            elif since is not None and resource is LINKS and fields.get("url"):
+                candidates = self._made_since(LINKS, "url", str(fields["url"]), since, fields.get("domain_id"))
+            elif since is not None and key_value:  # a space's, pixel's or domain's name: not unique
+                candidates = self._made_since(resource, resource.natural_key, key_value, since, None)
             else:
                 raise LinkstatsOutcomeUnknownError(
                     f"{request.describe()}: {reason}, so the {resource.singular} may have been created; "
@@ -381,10 +387,11 @@ class LinkstatsClient:
             return None
         if len(candidates) > 1:
             ids = ", ".join(str(record.get("id")) for record in candidates)
+            by = "url" if resource is LINKS else "name"
             raise LinkstatsOutcomeUnknownError(
-                f"{request.describe()}: {reason}; links {ids} with that url were made since it was sent, so which "
-                "one is this create's is unknown (give links an alias so that a lost answer is looked up by it); "
-                "it was not sent again: check them before retrying"
+                f"{request.describe()}: {reason}; {resource.name} {ids} with that {by} "
+                "were made since it was sent, so which one is this create's is unknown (give links an alias so "
+                "that a lost answer is looked up by it); it was not sent again: check them before retrying"
             )
         record = candidates[0]
         others = identity_differences(resource, fields, record)
@@ -403,21 +410,23 @@ class LinkstatsClient:
         )  # fmt: skip
         return record
 
-    def _links_made_since(self, url: str, since: dt.datetime, domain_id: Any) -> list[dict[str, Any]]:
-        """Links whose long URL is ``url``, on ``domain_id``, created at or after ``since`` (newest first,
-        the walk stops at the first older one)."""
+    def _made_since(
+        self, resource: Resource, field: str, value: str, since: dt.datetime, domain_id: Any
+    ) -> list[dict[str, Any]]:
+        """Records whose ``field`` is ``value`` (a link's long URL, a space's name), on ``domain_id``,
+        created at or after ``since`` (newest first: the walk stops at the first older one)."""
         from airflow_provider_linkstats.client.records import parse_timestamp
-        from airflow_provider_linkstats.client.verify import identity_differences
+        from airflow_provider_linkstats.client.verify import same_text
 
         # created_at keeps whole seconds; the clock's own uncertainty aside, nothing older is this create's
         earliest = since - dt.timedelta(seconds=self.clock.uncertainty + 1.0)
         found = []
-        filters = {"search": url, "search_by": "url", "sort_by": "id", "sort": "desc"}
-        for record in self.iter(LINKS, filters):
+        filters = {"search": value, "search_by": field, "sort_by": "id", "sort": "desc"}
+        for record in self.iter(resource, filters):
             created = parse_timestamp(record.get("created_at"))
             if created is None or created < earliest:
                 break
-            if identity_differences(LINKS, {"url": url}, record):
+            if not isinstance(record.get(field), str) or not same_text(value, record[field]):
                 continue
             on = record_domain_id(record)
             if domain_id is not None and on is not None and str(on) != str(domain_id):

@@ -185,7 +185,7 @@ def identity_differences(resource: Resource, asked: Mapping[str, Any], record: M
             difference = _website_domain(value, record, asked, None)
         else:
             stored = record.get(name)
-            same = isinstance(stored, str) and _same_text(str(value), stored)
+            same = isinstance(stored, str) and same_text(str(value), stored)
             difference = None if same else Difference(name, value, stored, not stored)
         if difference is not None:
             found.append(difference)
@@ -207,7 +207,7 @@ def unapplied(
         if value is None or isinstance(value, (list, tuple, dict, dt.date, dt.time)) or name in DERIVED:
             continue
         stored = record.get(name)
-        if _int(value) == _int(stored) or (isinstance(stored, str) and _same_text(str(value), stored)):
+        if _int(value) == _int(stored) or (isinstance(stored, str) and same_text(str(value), stored)):
             continue
         found.append(Difference(name, value, stored, stored in (None, "", 0)))
     sent = [name for name, value in asked.items() if value is not None and name not in SECRETS]
@@ -220,7 +220,7 @@ def unapplied(
 DERIVED = frozenset({"expiration_time", "starts_at"})
 
 
-def _same_text(asked: str, stored: str) -> bool:
+def same_text(asked: str, stored: str) -> bool:
     """Equal as the service keeps text: surrounding blanks trimmed, a trailing slash of a URL aside."""
     return asked.strip() == stored.strip() or asked.strip().rstrip("/") == stored.strip().rstrip("/")
 

@@ -149,3 +149,14 @@ def test_a_delete_answered_by_a_gateway_after_commit_is_resent_and_its_404_is_su
     emu.faults.fail_next(status=504, method="DELETE", after_commit=True)
     assert links.delete_link(link["id"]) is True
     assert emu.store.links() == [] and sent(emu, "DELETE", "links") == 2
+
+
+def test_a_space_create_answered_by_a_gateway_is_found_among_the_spaces_made_since(emu, links):
+    """A space's name is not unique: an older space of the same name is never taken for this create's."""
+    older = emu.store.add_space(name="Spring")
+    emu.clock.advance(10)  # the older one was made well before
+    emu.faults.fail_next(status=504, method="POST", path_prefix="/spaces", after_commit=True)
+    record = links.create_space("Spring")
+    assert sent(emu, "POST", "spaces") == 1 and record["id"] != older["id"]
+    spaces = [space for space in links.list_spaces() if space["name"] == "Spring"]
+    assert sorted(space["id"] for space in spaces) == sorted([older["id"], record["id"]])  # no twin

@@ -49,7 +49,8 @@ with DAG(
             None,
             type=["null", "integer"],
             minimum=1,
-            description="Domain to shorten on; empty uses the connection's default_domain_id",
+            description="Domain to shorten on; empty: the connection's default_domain_id, else the account's "
+            "default domain, else the only domain the account can use",
         ),
     },
 ) as dag:
@@ -70,7 +71,8 @@ with DAG(
         # A lifetime, counted when the create is sent: a create that waits in the queue (or a retry)
         # still gets the whole of it, where a moment computed here could have passed by then.
         lifetime = f"PT{int(params['expire_after_minutes'])}M"
-        # None: the hook fills in the connection's default_domain_id (real installs require one).
+        # None: the hook fills in the connection's default_domain_id, else the account's default or
+        # only usable domain (real installs require one).
         domain = {"domain_id": params.get("domain_id")}
         return [
             {

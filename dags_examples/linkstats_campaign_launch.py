@@ -13,6 +13,7 @@ Runs against the real services or the local emulator: only the two connections c
 
 from __future__ import annotations
 
+import datetime as dt
 import os
 
 import pendulum
@@ -25,6 +26,10 @@ from airflow_provider_linkstats.operators.websites import (
 )
 from airflow_provider_linkstats.sensors.links import LinkstatsLinkExpiredSensor
 
+# A killed worker or a failure that may pass: three more tries, a minute apart (the service's
+# rate-limit window is a minute). Each try resumes; see docs/operators.md, "Retries and recovery".
+RETRIES = {"retries": 3, "retry_delay": dt.timedelta(minutes=1)}
+
 # How often the triggerer checks for expiry. A deployment setting rather than a per-run Param
 # (Airflow does not template poke_interval); the demo sets it low to finish quickly.
 POKE_INTERVAL = float(os.environ.get("LINKSTATS_CAMPAIGN_POKE_INTERVAL", "300"))
@@ -36,6 +41,7 @@ with DAG(
     schedule=None,
     start_date=pendulum.datetime(2026, 1, 1, tz="UTC"),
     catchup=False,
+    default_args=RETRIES,
     tags=["linkstats", "example"],
     params={
         "campaign": Param("spring-sale", type="string", pattern="^[a-z0-9-]{3,40}$", description="Alias prefix"),

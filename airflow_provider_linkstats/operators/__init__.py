@@ -1,4 +1,4 @@
 """Operators for links, websites, statistics, spaces and pixels, one module each, the links cleanup,
-and bulk link launches (``launch``)."""
+bulk link launches (``launch``), and the retry policy they use on Airflow 3.3+ (``retry_policy``)."""
 
-__all__ = ["links", "websites", "stats", "spaces", "pixels", "cleanup", "launch"]
+__all__ = ["links", "websites", "stats", "spaces", "pixels", "cleanup", "launch", "retry_policy"]

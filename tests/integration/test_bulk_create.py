@@ -117,7 +117,8 @@ def test_a_reused_alias_of_another_link_is_a_conflict_and_nothing_is_written(emu
     other = LinkstatsLinksHook().create_link("https://example.com/another-campaign", alias="spring-0001")
     before = len(emu_pinned.stats.requests())
     rows = (
-        r"1 of 3 rows name an alias that belongs to another link, so nothing was written: row 2 \(alias 'spring-0001'\)"
+        r"1 of 3 rows name an alias that belongs to another link, so nothing was written: "
+        r"links\[1\] \(alias 'spring-0001'\)"
     )
     with fails_without_retry(
         LinkstatsConflictError, match=rows + r": link id=\d+ .*url: asked 'https://example.com/p/1'"
@@ -198,7 +199,7 @@ def test_every_item_is_tried_and_the_failures_named_together(emu):
         run_operator(bulk(links=links))
     text = str(caught.value)
     assert text.startswith("2 of 6 links failed (4 done")
-    assert "row 2 (alias 'spring-0001'): " in text and "row 5 (alias 'spring-0004'): " in text
+    assert "links[1] (alias 'spring-0001'): " in text and "links[4] (alias 'spring-0004'): " in text
     stored = sorted(link["alias"] for link in emu.store.links())
     assert stored == ["spring-0000", "spring-0002", "spring-0003", "spring-0005"]
 
@@ -213,16 +214,12 @@ def test_if_exists_fail_counts_existing_links_as_failures(emu):
 @pytest.mark.parametrize(
     ("arguments", "match"),
     [
-        (
-            {"links": [{"url": "https://a.example", "alias": "a"}, {"url": "https://b.example", "alias": "a"}]},
-            r"row 2: alias 'a' again \(first in row 1\)",
-        ),
-        ({"links": [{"url": "https://a.example"}]}, r"row 1: no alias"),
-        ({"links": [{"url": "ftp://a.example", "alias": "a"}]}, r"row 1 \(alias 'a'\): Invalid value for 'url'"),
-        (
-            {"links": [{"url": "https://a.example", "alias": "a", "expires_at": "2001-01-01T00:00:00+00:00"}]},
-            r"expires_at",
-        ),
+        ({"links": [{"url": "https://a.example", "alias": "a"}, {"url": "https://b.example", "alias": "a"}]},
+         r"links\[1\] \(alias 'a'\): the alias again, first at links\[0\]\."),
+        ({"links": [{"url": "https://a.example"}]}, r"links\[0\]: no alias"),
+        ({"links": [{"url": "ftp://a.example", "alias": "a"}]}, r"links\[0\] \(alias 'a'\): invalid value for 'url'"),
+        ({"links": [{"url": "https://a.example", "alias": "a", "expires_at": "2001-01-01T00:00:00+00:00"}]},
+         r"expires_at"),
         ({"links": [], "source": "file:///x.csv"}, r"exactly one of the two"),
         ({"source": "file:///x.xlsx"}, r"a URL of a .json or .csv file"),
         ({"links": campaign(3), "xcom_limit": 2}, r"result_path"),
@@ -264,3 +261,15 @@ def test_progress_says_when_the_rate_limit_holds_the_launch(emu, caplog, capsys,
     for line in lines:  # never faster than the budget: 1.0/s
         rate = float(line.split("links done (")[1].split("/s")[0])
         assert rate <= 1.0 + 1e-9, line
+
+
+def test_a_conflict_in_a_csv_names_the_files_line(emu, tmp_path):
+    from airflow_provider_linkstats.client.errors import LinkstatsConflictError
+    from airflow_provider_linkstats.hooks.linkstats import LinkstatsLinksHook
+
+    LinkstatsLinksHook().create_link("https://example.com/another", alias="spring-hat")
+    path = tmp_path / "campaign.csv"
+    path.write_text("alias,url\nspring-shoe,https://example.com/shoe\nspring-hat,https://example.com/hat\n")
+    with fails_without_retry(LinkstatsConflictError, match=r"line 3 \(alias 'spring-hat'\): link id=\d+"):
+        run_operator(bulk(source=f"file://{path}"))
+    assert [link["alias"] for link in emu.store.links()] == ["spring-hat"]  # nothing written

@@ -7,6 +7,7 @@ import itertools
 import logging
 import time
 from collections.abc import Callable, Iterator, Mapping
+from contextvars import ContextVar
 from dataclasses import replace
 from typing import Any
 
@@ -30,6 +31,7 @@ from airflow_provider_linkstats.client.errors import (
 from airflow_provider_linkstats.client.generations import Generation, generation_for
 from airflow_provider_linkstats.client.learned import contradiction
 from airflow_provider_linkstats.client.links import check_link, for_generation, needs_account
+from airflow_provider_linkstats.client.paging import PageGuard
 from airflow_provider_linkstats.client.protocol import (
     ApiRequest,
     ApiResponse,
@@ -59,6 +61,11 @@ log = logging.getLogger(__name__)
 
 
 ProfileSource = Callable[..., ServiceProfile]  # (service, account[, domains=True])
+
+# Called with each request of this thread (or task) after the rate limiter let it go and just
+# before it is sent; raising keeps it unsent. The cleanup sets it around a delete so that a delete
+# held by the limiter past the freshness of its evidence is not sent (``client.cleanup``).
+BEFORE_SEND: ContextVar[Callable[[ApiRequest], None] | None] = ContextVar("linkstats_before_send", default=None)
 
 
 class LinkstatsClient:
@@ -137,6 +144,12 @@ class LinkstatsClient:
     def _send_paced(self, request: ApiRequest) -> ApiResponse:
         """One attempt, after the rate limiter allows it; the answer's headers update the limiter."""
         self.limiter.wait(self.settings.max_rate_limit_wait)
+        if (check := BEFORE_SEND.get()) is not None:
+            try:
+                check(request)  # e.g. the cleanup's evidence for a delete is still fresh, after the wait
+            except BaseException:
+                self.limiter.release()
+                raise
         sent_at, sent_wall = self.limiter.now(), self.clock.stamp()
         try:
             response = self._transport.send(request)
@@ -783,9 +796,12 @@ class LinkstatsClient:
             max_items = check_whole_number("max_items", max_items, allowed="a non-negative integer or None")
         yielded = 0
         page_number = 1
+        guard = PageGuard(per_page)  # a listing whose paging lies (no meta, pages that repeat) still ends
         while max_items is None or yielded < max_items:
             request = request_for_page(page_number)
-            page = parse_page(request, self.call(request), per_page, self._known(resource_of(request)))
+            response = self.call(request)
+            page = parse_page(request, response, per_page, self._known(resource_of(request)))
+            guard.read(page_number, page.items, url=response.url or request.describe(), total=page.total)
             for item in page.items:
                 if max_items is not None and yielded >= max_items:
                     return

@@ -62,13 +62,14 @@ def updatable(resource: Resource, fields: dict[str, Any]) -> dict[str, Any]:
     return {name: value for name, value in fields.items() if name in names}
 
 
-def created_since(record: JsonDict, moment: dt.datetime) -> bool:
+def created_since(record: JsonDict, moment: dt.datetime, *, slack: float = 1.0) -> bool:
     """Whether ``record`` was created at or after ``moment`` (the service's clock; its ``created_at``
-    keeps whole seconds, so a second's slack). No readable ``created_at``: not known to be, False."""
+    keeps whole seconds, so by default a second's slack: ``slack=0`` errs the other way, for a
+    decision that must not take another's record as ours). No readable ``created_at``: False."""
     from airflow_provider_linkstats.client.records import parse_timestamp
 
     created = parse_timestamp(record.get("created_at"))
-    return created is not None and created >= moment - dt.timedelta(seconds=1)
+    return created is not None and created >= moment - dt.timedelta(seconds=slack)
 
 
 def conflict_error(

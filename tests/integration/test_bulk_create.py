@@ -71,7 +71,8 @@ def test_a_retry_walks_once_and_creates_only_what_is_missing(emu_pinned):
 def test_a_link_the_service_left_without_its_click_limit_is_mended_on_the_retry(emu_pinned, make_hook):
     from airflow_provider_linkstats.hooks.linkstats import LinkstatsLinksHook
 
-    started = pendulum.now("UTC")  # the run's start; the first try made spring-0000 and died
+    # The run's start, seconds before its first try (which made spring-0000 and died).
+    started = pendulum.now("UTC").subtract(seconds=5)
     LinkstatsLinksHook().create_link("https://example.com/p/0", alias="spring-0000")  # no limit stored
     value, _ = run_operator(bulk(links=campaign(3), defaults={"expiration_clicks": 9}), run_started=started)
     assert (value["created"], value["created_earlier"], value["updated"]) == (2, 1, 0)
@@ -90,7 +91,7 @@ def test_a_resumed_launch_tells_who_made_each_link(emu_pinned, caplog, capsys):
     # The run starts later: the service's clock moves on (the hooks learn it from its Date header),
     # Airflow stamps the run's start by the worker's.
     emu_pinned.clock.advance(10)
-    started = pendulum.now("UTC")
+    started = pendulum.now("UTC").subtract(seconds=5)  # the run started seconds before its first try
     with pytest.raises(AirflowFailException):  # the first try: 5 rows refused by the service
         bad = [dict(row, domain_id=999) if 10 <= i < 15 else row for i, row in enumerate(links)]
         run_operator(bulk(links=bad[:15]), run_started=started)

@@ -40,6 +40,8 @@ from airflow_provider_linkstats.client.errors import LinkstatsInputError
 # How a generation expires a link by date.
 LOCAL_MINUTE = "local date and time, rounded up to the minute"  # expiration_date + expiration_time
 UTC_WINDOW = "window in UTC"  # a start and an end, with an explicit offset
+# The zone a generation counts statistics' days in (``Generation.stats_zone``): the account's, or a fixed one.
+ACCOUNT_ZONE = "account"
 # How a generation takes targeting rules.
 PER_KIND = "per kind"  # a numeric target_type and one list field per kind (country, platform, ...)
 ONE_LIST = "one list"  # a named targets_type and one targets list
@@ -72,6 +74,10 @@ class Generation:
     has_disabled: bool = True  # the ``disabled`` flag and the Disabled status
     strips_www: bool = False  # analytics: the stored domain loses every "www."
     hints: Mapping[str, str] = field(default_factory=dict)  # a lacking field -> what to use instead
+    # Statistics: the zone their days are counted in (ACCOUNT_ZONE: the account's at the moment of
+    # the request; else a zone name) and the daily series a warehouse load reads per record.
+    stats_zone: str = ACCOUNT_ZONE
+    daily_series: tuple[str, ...] = ()
 
     def __repr__(self) -> str:
         return f"Generation({self.label})"
@@ -274,6 +280,7 @@ PHPSHORT_44 = Generation(
     expiry=LOCAL_MINUTE,
     probe="click",
     hints={"starts_at": "phpShort 44-45 links start at once"},
+    daily_series=("clicks",),  # one row per day of the account's zone
 )
 
 PHPSHORT_46 = Generation(
@@ -326,6 +333,7 @@ PHPSHORT_46 = Generation(
     targeting=ONE_LIST,
     expiry=UTC_WINDOW,
     probe="click",
+    daily_series=("click",),  # hours, days or months by the span asked: days for 1 to 89 days apart
     lists_date_expiry=False,  # status=2 lists only links that reached their click limit
     has_disabled=False,
     hints={
@@ -342,6 +350,7 @@ PHPANALYTICS_3 = Generation(
     form_fields={"favorite": None},
     stats_names=_WEBSITE_STATS_3,
     probe="visitors_hour",
+    daily_series=("visitors", "pageviews"),
 )
 
 PHPANALYTICS_31 = Generation(
@@ -357,6 +366,8 @@ PHPANALYTICS_31 = Generation(
     },
     probe="visitors_hour",
     strips_www=True,
+    stats_zone="UTC",  # observed: the server's UTC day whatever the account's zone (32 announces zones)
+    daily_series=("visitors", "pageviews"),
     record_marks=("favorite",),
 )
 

@@ -71,9 +71,7 @@ def test_a_day_not_over_is_loaded_as_incomplete_and_a_day_not_begun_is_refused()
 
 
 def test_days_an_earlier_run_loaded_incomplete_are_reloaded():
-    plan = plan_days(
-        utc("2025-03-10T00:00"), utc("2025-03-11T00:00"), "UTC", now=LATER, reload=[dt.date(2025, 3, 8)]
-    )
+    plan = plan_days(utc("2025-03-10T00:00"), utc("2025-03-11T00:00"), "UTC", now=LATER, reload=[dt.date(2025, 3, 8)])
     assert plan.dates == [dt.date(2025, 3, 8), dt.date(2025, 3, 10)]
 
 

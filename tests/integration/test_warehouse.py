@@ -1,0 +1,348 @@
+"""Statistics into a warehouse, against the emulator and a real database (SQLite; PostgreSQL in
+tests/integration/test_warehouse_postgres.py): the loaded table equals the clicks the emulator
+recorded, counted per day of the zone the generation buckets in, whatever re-runs, retries and
+overlapping backfills happened.
+
+The truth is the emulator's own record of each click and visit with its time (``store._clicks``,
+``store._events``), grouped here by day in the zone: not the statistics answers the load read.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import sqlite3
+import threading
+from collections import Counter
+from zoneinfo import ZoneInfo
+
+import pytest
+import requests
+
+from airflow_provider_linkstats.client.errors import LinkstatsInputError
+from tests.conftest import GENERATIONS, connection_json, fails_without_retry
+
+BROWSER = {"User-Agent": "Mozilla/5.0 (X11; Linux) Firefox/120"}
+FIRST_DAY = dt.date(2026, 10, 5)  # a Monday, weeks before the tests' real now
+DAYS = 4
+# Local times of the clicks: just after midnight, midday, just before midnight.
+MOMENTS = (dt.time(0, 0, 20), dt.time(12, 0), dt.time(23, 59, 40))
+
+
+@pytest.fixture(params=sorted(GENERATIONS))
+def emu_gen(request, emulators, monkeypatch):
+    """The emulator of one generation (phpShort 44 + phpAnalytics 3.x, then 49 + 31), reset."""
+    emulator = emulators(request.param)
+    emulator.reset()
+    monkeypatch.setenv("AIRFLOW_CONN_LINKSTATS_LINKS_DEFAULT", connection_json(emulator.url, api_version=request.param))
+    monkeypatch.setenv(
+        "AIRFLOW_CONN_LINKSTATS_ANALYTICS_DEFAULT",
+        connection_json(emulator.analytics_url, "linkstats_analytics", api_version=GENERATIONS[request.param]),
+    )
+    yield emulator
+    emulator.reset()
+
+
+@pytest.fixture
+def warehouse(tmp_path, monkeypatch):
+    """A SQLite file behind the connection ``wh`` (Airflow's SQLite provider)."""
+    path = tmp_path / "warehouse.db"
+    monkeypatch.setenv("AIRFLOW_CONN_WH", json.dumps({"conn_type": "sqlite", "host": str(path)}))
+    return path
+
+
+def clicks_near_midnight(emu, zone: str, links: int = 5) -> list[dict]:
+    """Links clicked on FIRST_DAY.. in ``zone`` at MOMENTS (link i on days >= i; the last never)."""
+    emu.configure_account(timezone=zone)
+    tz = ZoneInfo(zone)
+    emu.clock.set(dt.datetime.combine(FIRST_DAY - dt.timedelta(days=3), dt.time(12), tz), freeze=True)
+    made = [emu.store.add_link(url=f"https://example.com/{i}", alias=f"wh{i}") for i in range(links)]
+    for offset in range(DAYS):
+        for moment in MOMENTS:
+            emu.clock.set(dt.datetime.combine(FIRST_DAY + dt.timedelta(days=offset), moment, tz), freeze=True)
+            for index, link in enumerate(made[:-1]):
+                if index <= offset:
+                    answer = requests.get(f"{emu.url}/{link['alias']}", headers=BROWSER, allow_redirects=False)
+                    assert answer.status_code == 302
+    emu.clock.reset()
+    return made
+
+
+def truth(emu, zone: str) -> set[tuple]:
+    """(link_id, day, zone, clicks) from the emulator's recorded clicks, per day of ``zone``."""
+    tz = ZoneInfo(zone)
+    counts = Counter(
+        (int(click["link_id"]), dt.datetime.fromisoformat(click["at"]).astimezone(tz).date().isoformat())
+        for click in emu.store._clicks
+    )
+    return {(link, day, zone, n) for (link, day), n in counts.items()}
+
+
+def utc_days(first: dt.date, count: int) -> list[tuple[dt.datetime, dt.datetime]]:
+    start = dt.datetime.combine(first, dt.time(), dt.timezone.utc)
+    return [(start + dt.timedelta(days=i), start + dt.timedelta(days=i + 1)) for i in range(count)]
+
+
+# Daily UTC runs covering every day of the traffic in any zone: the day before to the day after.
+RUNS = utc_days(FIRST_DAY - dt.timedelta(days=1), DAYS + 3)
+
+
+def link_load(table: str = "clicks", interval=None, **arguments):
+    from airflow_provider_linkstats.operators.warehouse import LinkstatsLinkStatsToWarehouseOperator
+
+    start, end = interval
+    return LinkstatsLinkStatsToWarehouseOperator(
+        task_id="load",
+        sql_conn_id=arguments.pop("sql_conn_id", "wh"),
+        table=table,
+        data_interval_start=start.isoformat(),
+        data_interval_end=end.isoformat(),
+        **arguments,
+    )
+
+
+def run(operator):
+    from tests.conftest import run_operator
+
+    return run_operator(operator)[0]
+
+
+def rows(path, table: str = "clicks") -> set[tuple]:
+    with sqlite3.connect(path) as db:
+        return set(db.execute(f"SELECT link_id, day, zone, clicks FROM {table}").fetchall())
+
+
+def loaded_days(zone: str) -> set[str]:
+    days = set()
+    for start, end in RUNS:
+        from airflow_provider_linkstats.client.warehouse import days_ending_in
+
+        days |= {d.isoformat() for d in days_ending_in(start, end, zone)}
+    return days
+
+
+@pytest.mark.parametrize("zone", ["America/New_York", "Asia/Kolkata"])
+def test_a_backfill_equals_the_clicks_per_account_day_at_the_minimum_cost(emu_gen, warehouse, zone):
+    clicks_near_midnight(emu_gen, zone)
+    expected = {row for row in truth(emu_gen, zone) if row[1] in loaded_days(zone)}
+    assert len({row[1] for row in expected}) == DAYS
+    reports = []
+    for interval in RUNS:
+        emu_gen.stats.reset()
+        report = run(link_load(interval=interval))
+        statistics = emu_gen.stats.count(path_prefix="/stats")
+        listing = emu_gen.stats.count(path_prefix="/links")
+        assert statistics + listing == report["requests"] == report["minimum_requests"]
+        reports.append(report)
+    assert rows(warehouse) == expected
+    assert all(report["zone"] == zone for report in reports)
+    # The link never clicked is never fetched; a run after the last click fetches nothing.
+    assert all(report["fetched"] <= 4 for report in reports)
+    assert reports[-1]["fetched"] == 0 and reports[-1]["requests"] == 1
+
+
+def test_re_runs_a_retry_after_a_kill_and_overlapping_backfills_leave_the_same_rows(emu_gen, warehouse, monkeypatch):
+    zone = "America/New_York"
+    clicks_near_midnight(emu_gen, zone)
+    expected = {row for row in truth(emu_gen, zone) if row[1] in loaded_days(zone)}
+    for interval in RUNS:
+        run(link_load(interval=interval))
+    assert rows(warehouse) == expected
+    for interval in reversed(RUNS):  # every run again, newest first
+        run(link_load(interval=interval))
+    assert rows(warehouse) == expected
+
+    # A task killed after writing the first of three days: its retry completes the table.
+    from airflow_provider_linkstats.sinks import SqlSink
+
+    three_days = (RUNS[1][0], RUNS[3][1])
+    with sqlite3.connect(warehouse) as db:
+        db.execute("DELETE FROM clicks")
+        db.execute("DELETE FROM clicks_counters")
+    written = SqlSink.write_day
+
+    def killed_after_one(self, day, *args, **kwargs):
+        written(self, day, *args, **kwargs)
+        raise SystemExit("killed")
+
+    monkeypatch.setattr(SqlSink, "write_day", killed_after_one)
+    with pytest.raises(SystemExit):
+        run(link_load(interval=three_days))
+    monkeypatch.setattr(SqlSink, "write_day", written)
+    assert len({row[1] for row in rows(warehouse)}) <= 1
+    # A failure while reading (the service answers 500 past the client's retries): nothing half-written.
+    emu_gen.faults.fail_next(20, status=500, path_prefix="/stats")
+    with pytest.raises(Exception, match="500"):
+        run(link_load(interval=three_days))
+    emu_gen.faults.clear()
+    run(link_load(interval=three_days))
+    for interval in RUNS:
+        run(link_load(interval=interval))
+    assert rows(warehouse) == expected
+
+    # Two backfills at once, overlapping: days 1-4 and 3-7.
+    with sqlite3.connect(warehouse) as db:
+        db.execute("DELETE FROM clicks")
+        db.execute("DELETE FROM clicks_counters")
+    errors: list[BaseException] = []
+
+    def backfill(intervals):
+        try:
+            for interval in intervals:
+                run(link_load(interval=interval))
+        except BaseException as error:  # noqa: BLE001 - reported below
+            errors.append(error)
+
+    threads = [threading.Thread(target=backfill, args=(RUNS[:4],)), threading.Thread(target=backfill, args=(RUNS[2:],))]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(120)
+    assert not errors
+    assert rows(warehouse) == expected
+
+
+def test_a_breakdown_per_link_and_day(emu_gen, warehouse):
+    zone = "Asia/Kolkata"
+    clicks_near_midnight(emu_gen, zone)
+    for interval in RUNS:
+        run(link_load("by_country", interval=interval, breakdown="country"))
+    with sqlite3.connect(warehouse) as db:
+        loaded = db.execute("SELECT link_id, day, zone, statistic, clicks FROM by_country").fetchall()
+    per_day = Counter()
+    for link, day, row_zone, statistic, clicks in loaded:
+        assert row_zone == zone and statistic == "country"
+        per_day[(link, day, zone)] += clicks
+    expected = {row for row in truth(emu_gen, zone) if row[1] in loaded_days(zone)}
+    assert {(*key, n) for key, n in per_day.items()} == expected
+
+
+@pytest.mark.parametrize("file_format", ["jsonl", "csv"])
+def test_files_one_per_day_equal_the_clicks(emu, tmp_path, file_format):
+    zone = "America/New_York"
+    clicks_near_midnight(emu, zone)
+    from airflow_provider_linkstats.operators.warehouse import LinkstatsLinkStatsToWarehouseOperator
+
+    target = tmp_path / "clicks"
+    for start, end in RUNS * 2:  # twice: the files are the same
+        operator = LinkstatsLinkStatsToWarehouseOperator(
+            task_id="files",
+            path=str(target),
+            file_format=file_format,
+            data_interval_start=start.isoformat(),
+            data_interval_end=end.isoformat(),
+        )
+        result = run(operator)
+        assert result["asset"] == str(target)
+    found = set()
+    for day_file in sorted(target.glob(f"*.{file_format}")):
+        text = day_file.read_text()
+        if file_format == "jsonl":
+            records = [json.loads(line) for line in text.splitlines()]
+        else:
+            import csv
+
+            records = list(csv.DictReader(text.splitlines()))
+        for record in records:
+            assert record["day"] == day_file.stem
+            found.add((int(record["link_id"]), record["day"], record["zone"], int(record["clicks"])))
+    assert found == {row for row in truth(emu, zone) if row[1] in loaded_days(zone)}
+
+
+def visits_near_midnight(emu, zone: str) -> dict:
+    """Pageviews of two visitors on a website at MOMENTS of each day (in ``zone``)."""
+    emu.configure_account(timezone=zone)
+    tz = ZoneInfo(zone)
+    emu.clock.set(dt.datetime.combine(FIRST_DAY - dt.timedelta(days=3), dt.time(12), tz), freeze=True)
+    answer = requests.post(
+        f"{emu.analytics_url}/public/api/v1/websites",
+        data={"domain": "shop.example.com"},
+        headers={"Authorization": f"Bearer {emu.api_key}", "Accept": "application/json"},
+    )
+    site = answer.json()["data"]
+    for offset in range(DAYS):
+        for moment in MOMENTS:
+            emu.clock.set(dt.datetime.combine(FIRST_DAY + dt.timedelta(days=offset), moment, tz), freeze=True)
+            for visitor in range(1 + offset % 2):
+                requests.post(
+                    f"{emu.analytics_url}/api/event",
+                    data={
+                        "page": "https://shop.example.com/p",
+                        "visitor": f"v{visitor}",
+                        "referrer": "https://a.example/",
+                    },
+                    headers=BROWSER,
+                )
+    emu.clock.reset()
+    return site
+
+
+def _emulator_counts_in_account_zone(emu) -> bool:
+    from airflow_provider_linkstats.emulator import traffic
+
+    return not hasattr(traffic, "UTC_DAY_STATS") and "utc" not in (traffic.__doc__ or "").lower()
+
+
+def test_websites_pageviews_per_day_of_the_generation_zone(emu_gen, warehouse):
+    from airflow_provider_linkstats.client.generations import generation_for
+    from airflow_provider_linkstats.operators.warehouse import LinkstatsWebsiteStatsToWarehouseOperator
+
+    account_zone = "Asia/Kolkata"
+    site = visits_near_midnight(emu_gen, account_zone)
+    generation = generation_for("analytics", emu_gen.analytics_version)
+    zone = account_zone if generation.stats_zone == "account" else generation.stats_zone
+    if zone != account_zone and _emulator_counts_in_account_zone(emu_gen):
+        pytest.xfail("this emulator counts phpAnalytics 31's days in the account's zone, a real 31 in UTC")
+    for start, end in RUNS:
+        run(
+            LinkstatsWebsiteStatsToWarehouseOperator(
+                task_id="sites",
+                sql_conn_id="wh",
+                table="sites",
+                data_interval_start=start.isoformat(),
+                data_interval_end=end.isoformat(),
+            )
+        )
+    tz = ZoneInfo(zone)
+    pageviews = Counter(
+        dt.datetime.fromisoformat(event["at"]).astimezone(tz).date().isoformat()
+        for event in emu_gen.store._events
+        if event["event"] is None
+    )
+    with sqlite3.connect(warehouse) as db:
+        loaded = db.execute("SELECT website_id, day, zone, pageviews, visitors FROM sites").fetchall()
+    days = loaded_days(zone)
+    assert {(int(site["id"]), day, zone, n) for day, n in pageviews.items() if day in days} == {
+        row[:4] for row in loaded
+    }
+    assert all(0 < row[4] <= row[3] for row in loaded)
+
+
+def test_bad_input_fails_before_any_request(emu, warehouse, monkeypatch):
+    now = dt.datetime.now(dt.timezone.utc)
+    cases = [
+        ({"table": "clicks; DROP TABLE x"}, LinkstatsInputError, "table"),
+        ({"table": "1clicks"}, LinkstatsInputError, "table"),
+        ({"breakdown": "colour"}, LinkstatsInputError, "breakdown"),
+        ({"interval": (now + dt.timedelta(days=3), now + dt.timedelta(days=4))}, LinkstatsInputError, "future"),
+        ({"sql_conn_id": "no_such_connection"}, Exception, "no_such_connection"),
+    ]
+    for arguments, error, words in cases:
+        emu.stats.reset()
+        arguments = {"interval": RUNS[0], **arguments}
+        operator = link_load(arguments.pop("table", "clicks"), **arguments)
+        if error is LinkstatsInputError:
+            with fails_without_retry(LinkstatsInputError, match=words):
+                run(operator)
+        else:
+            with pytest.raises(error, match=words):
+                run(operator)
+        assert emu.stats.count() == 0, arguments
+
+
+def test_the_rows_stay_out_of_xcom_and_the_table_is_the_asset(emu, warehouse):
+    clicks_near_midnight(emu, "UTC")
+    result = run(link_load(interval=RUNS[2]))
+    assert set(result) >= {"days", "zone", "rows", "requests", "minimum_requests", "asset"}
+    assert all(not isinstance(value, list) or len(value) <= 1 for value in result.values())  # counts, not rows
+    assert result["asset"] == f"sqlite:///{warehouse}/clicks"

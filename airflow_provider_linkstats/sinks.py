@@ -109,8 +109,8 @@ class SqlSink:
         if conn.conn_type in ("postgres", "postgresql"):
             authority = f"{conn.host or 'localhost'}:{conn.port or 5432}"
             return f"postgres://{authority}/{conn.schema}/{schema_name or 'public'}/{name}"
-        if conn.conn_type == "sqlite":
-            return f"{self.hook.get_uri().split('?')[0]}/{table}"
+        if conn.conn_type == "sqlite":  # Airflow's connection URI: sqlite:// + the file's path
+            return f"sqlite://{conn.host}/{table}"
         authority = f"{conn.host or ''}" + (f":{conn.port}" if conn.port else "")
         database = f"/{conn.schema}" if conn.schema else ""
         return f"{conn.conn_type}://{authority}{database}/{table}"

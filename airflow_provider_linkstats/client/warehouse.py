@@ -5,7 +5,9 @@ records need a statistics request. No I/O and no Airflow: ``operators/warehouse.
 the account's for phpShort and phpAnalytics 3.0-3.6, UTC for phpAnalytics 31). A run whose data
 interval is ``[start, end)`` loads the days of that zone that *end* in ``(start, end]``. Every day
 belongs to exactly one of a schedule's back-to-back intervals (so a backfill loads each day once),
-and a day is over by the time its run is due. A day not over by the service's clock is loaded and
+and a day is over by the time its run is due. An empty interval (a manual run on Airflow 3, whose
+interval starts and ends at its logical date) loads the day that ended last before it: the days
+ending in the day before its end. A day not over by the service's clock is loaded and
 recorded as incomplete, and any later run of the same load reloads it; a day not begun is refused
 before any request.
 
@@ -62,8 +64,11 @@ class ServiceDay:
 
 
 def days_ending_in(start: dt.datetime, end: dt.datetime, zone: str) -> list[dt.date]:
-    """The days of ``zone`` that end in ``(start, end]`` (aware moments), oldest first."""
+    """The days of ``zone`` that end in ``(start, end]`` (aware moments), oldest first; for an empty
+    interval (``start == end``), the day that ended last by ``end``."""
     tz = ZoneInfo(zone)
+    if start == end:
+        start = end - dt.timedelta(days=1)
     first = start.astimezone(tz).date() - dt.timedelta(days=1)
     last = end.astimezone(tz).date()
     found = []
@@ -120,7 +125,8 @@ def aware(value: Any, name: str) -> dt.datetime:
             moment = None
     if not isinstance(moment, dt.datetime) or moment.tzinfo is None or moment.utcoffset() is None:
         raise LinkstatsInputError(name, value, "an aware datetime or an ISO 8601 string with an offset")
-    return moment.astimezone(UTC)
+    # A plain datetime in UTC: pendulum's subclass keeps its own zone rules through arithmetic.
+    return dt.datetime.fromtimestamp(moment.timestamp(), UTC)
 
 
 def check_zone(zone: Any, name: str = "zone") -> str:

@@ -1,4 +1,4 @@
 """Operators for links, websites, statistics, spaces and pixels, one module each, the links cleanup,
-and bulk link launches (``launch``)."""
+bulk link launches (``launch``) and statistics into a warehouse (``warehouse``)."""
 
-__all__ = ["links", "websites", "stats", "spaces", "pixels", "cleanup", "launch"]
+__all__ = ["links", "websites", "stats", "spaces", "pixels", "cleanup", "launch", "warehouse"]

@@ -164,9 +164,9 @@ class LinkstatsStatsToWarehouseOperatorBase(LinkstatsBaseOperator):
             "loaded %d rows for %d days into %s: %d requests (the minimum: %d)",
             result["rows"], len(plan.days), sink.describe(), result["requests"], result["minimum_requests"],
         )  # fmt: skip
-        self._emit_asset(context, sink.asset_uri())
         self.lineage_output = sink.asset_uri()
-        return {"days": [d.isoformat() for d in plan.dates], "zone": zone, "asset": sink.asset_uri(), **result}
+        asset = self._asset_uri(self.lineage_output)
+        return {"days": [d.isoformat() for d in plan.dates], "zone": zone, "asset": asset, **result}
 
     def _service_now(self, worker_now: Any) -> Any:
         """The service's clock (learned from its Date header), where the client has one; else the worker's."""
@@ -177,11 +177,18 @@ class LinkstatsStatsToWarehouseOperatorBase(LinkstatsBaseOperator):
         except Exception:  # a clock that learned nothing yet
             return worker_now
 
-    def _emit_asset(self, context: Any, uri: str) -> None:
-        """Say which declared outlet this is; warn when the table is no declared outlet Asset."""
-        declared = [getattr(o, "uri", None) for o in (self.outlets or [])]
-        if uri not in declared:
+    def _asset_uri(self, uri: str) -> str:
+        """``uri`` as Airflow normalises an Asset's (``sqlite:///path`` becomes ``sqlite:/path``); a note
+        in the log when no declared outlet is this table, so that no downstream DAG waits on it in vain."""
+        from airflow.providers.common.compat.sdk import Asset
+
+        try:
+            uri = Asset(uri).uri
+        except (ValueError, TypeError):
+            pass
+        if uri not in [getattr(outlet, "uri", None) for outlet in (self.outlets or [])]:
             self.log.info("declare outlets=[Asset(%r)] to schedule downstream DAGs on this table", uri)
+        return uri
 
     def load(self, plan: Any, sink: Any, generation: Any, statistic: str, breakdown: str | None,
              ids: list[int] | None, filters: dict[str, Any]) -> dict[str, Any]:  # fmt: skip

@@ -345,4 +345,6 @@ def test_the_rows_stay_out_of_xcom_and_the_table_is_the_asset(emu, warehouse):
     result = run(link_load(interval=RUNS[2]))
     assert set(result) >= {"days", "zone", "rows", "requests", "minimum_requests", "asset"}
     assert all(not isinstance(value, list) or len(value) <= 1 for value in result.values())  # counts, not rows
-    assert result["asset"] == f"sqlite:///{warehouse}/clicks"
+    from airflow.providers.common.compat.sdk import Asset
+
+    assert result["asset"] == Asset(f"sqlite://{warehouse}/clicks").uri

@@ -60,6 +60,12 @@ def test_back_to_back_intervals_load_every_day_exactly_once(zone):
     assert len(loaded) == (last - first).days + 1  # no gap, no repeat
 
 
+def test_an_empty_interval_a_manual_run_on_airflow_3_loads_the_day_that_ended_last():
+    moment = utc("2025-03-10T20:00")
+    assert days_ending_in(moment, moment, "UTC") == [dt.date(2025, 3, 9)]
+    assert days_ending_in(moment, moment, "Asia/Kolkata") == [dt.date(2025, 3, 10)]  # ended 18:30 UTC
+
+
 def test_a_day_not_over_is_loaded_as_incomplete_and_a_day_not_begun_is_refused():
     plan = plan_days(utc("2025-03-10T00:00"), utc("2025-03-11T00:00"), "Asia/Kolkata", now=utc("2025-03-10T20:00"))
     assert plan.dates == [dt.date(2025, 3, 10)] and not plan.incomplete  # over at 18:30 UTC
@@ -68,6 +74,14 @@ def test_a_day_not_over_is_loaded_as_incomplete_and_a_day_not_begun_is_refused()
     with pytest.raises(LinkstatsInputError) as caught:
         plan_days(utc("2025-03-11T00:00"), utc("2025-03-12T00:00"), "UTC", now=utc("2025-03-10T20:00"))
     assert caught.value.field == "data_interval_end" and "in the future" in str(caught.value)
+
+
+def test_pendulum_moments_as_airflow_passes_them():
+    import pendulum
+
+    start = pendulum.datetime(2025, 3, 10, tz="Europe/Paris")
+    plan = plan_days(start, start.add(days=1), "UTC", now=pendulum.now("UTC"))
+    assert plan.dates == [dt.date(2025, 3, 9)]  # Paris' day is 23:00-23:00 UTC: the UTC 9th ends in it
 
 
 def test_days_an_earlier_run_loaded_incomplete_are_reloaded():

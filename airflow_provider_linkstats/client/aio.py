@@ -23,6 +23,7 @@ from typing import Any
 from urllib.parse import urlencode
 
 from airflow_provider_linkstats.client.auth import ApiKey
+from airflow_provider_linkstats.client.clock import ServiceClock
 from airflow_provider_linkstats.client.discovery import ServiceProfile, discover
 from airflow_provider_linkstats.client.errors import RETRY_STATUSES, LinkstatsApiError, transport_error
 from airflow_provider_linkstats.client.generations import Generation
@@ -136,6 +137,8 @@ class AsyncLinkstatsClient:
         self.root = settings.root.rstrip("/")
         self.retry = retry or RetryPolicy.from_settings(settings)
         self.limiter = limiter or RateLimiter(window=settings.rate_limit_window)
+        # The service's time, from the Date header of every answer (see client/clock.py).
+        self.clock = ServiceClock(name=f"connection {settings.conn_id!r}" if settings.conn_id else "the service")
         self._auth = api_key if isinstance(api_key, ApiKey) else ApiKey(api_key)
         # Told when an answer contradicts what discovery learned (the hook drops it from its cache).
         self.contradicted: Any = None
@@ -179,7 +182,7 @@ class AsyncLinkstatsClient:
             content = urlencode(list(request.form)).encode()
             headers["Content-Type"] = "application/x-www-form-urlencoded"
         await self.limiter.await_slot(self.settings.max_rate_limit_wait)
-        sent_at = self.limiter.now()
+        sent_at, sent_wall = self.limiter.now(), self.clock.stamp()
         httpx = _httpx()
         url = request_url(self.root, request)
         settings = self.settings
@@ -199,6 +202,7 @@ class AsyncLinkstatsClient:
             self.limiter.release()
             raise transport_error(request.method, url, error, sent=True, **where) from None
         self.limiter.observe(response.headers, response.status_code, sent_at)
+        self.clock.observe(response.headers, sent_wall)
         return ApiResponse(
             response.status_code, response.headers, response.content, url, settings.conn_id, self._auth.redact
         )

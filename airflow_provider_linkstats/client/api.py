@@ -10,6 +10,7 @@ from typing import Any
 
 from airflow_provider_linkstats.client.auth import ApiKey
 from airflow_provider_linkstats.client.checks import check_whole_number, is_blank
+from airflow_provider_linkstats.client.clock import ServiceClock
 from airflow_provider_linkstats.client.contract import LINKS, MAX_PER_PAGE, WEBSITES, Resource, StatsSpec
 from airflow_provider_linkstats.client.discovery import ServiceProfile, discover
 from airflow_provider_linkstats.client.errors import (
@@ -80,6 +81,8 @@ class LinkstatsClient:
         self.root = settings.root
         self.retry = RetryPolicy.from_settings(settings)
         self.limiter = limiter or RateLimiter(window=settings.rate_limit_window)
+        # The service's time, from the Date header of every answer: the clock every "now" reads.
+        self.clock = ServiceClock(name=f"connection {settings.conn_id!r}" if settings.conn_id else "the service")
         self._auth = api_key if isinstance(api_key, ApiKey) else ApiKey(api_key)
         self._transport = RequestsTransport(settings, self._auth)
         self._given = generation
@@ -124,13 +127,14 @@ class LinkstatsClient:
     def _send_paced(self, request: ApiRequest) -> ApiResponse:
         """One attempt, after the rate limiter allows it; the answer's headers update the limiter."""
         self.limiter.wait(self.settings.max_rate_limit_wait)
-        sent_at = self.limiter.now()
+        sent_at, sent_wall = self.limiter.now(), self.clock.stamp()
         try:
             response = self._transport.send(request)
         except BaseException:
             self.limiter.release()
             raise
         self.limiter.observe(response.headers, response.status, sent_at)
+        self.clock.observe(response.headers, sent_wall)
         return response
 
     # -- records -----------------------------------------------------------------------------
@@ -202,9 +206,11 @@ class LinkstatsClient:
         if resource is not LINKS:
             return fields
         if isinstance(fields, Fields) and fields.ready_for and fields.operation == operation:
-            if fields.ready_for == self.generation("links").name:  # made ready already (an operator asks first)
+            # Made ready already (an operator asks first), unless a duration must count from this write.
+            if fields.ready_for == self.generation("links").name and not fields.has_durations:
                 return fields
-        values = check_link(fields, operation)  # refuses a past expiry before any request
+        now = self.clock.now()  # the service's: durations count from it, a past expiry is past by it
+        values = check_link(fields, operation, now=now)  # refuses a past expiry before any request
         generation = self.generation("links")
         timezone, domain = self.settings.timezone, self.settings.default_domain_id
         if needs_account(values, generation, timezone=timezone, default_domain_id=domain, operation=operation):
@@ -228,7 +234,7 @@ class LinkstatsClient:
                 )
             else:
                 timezone, domain = timezone or profile.timezone, domain or profile.default_domain_id
-        return for_generation(values, generation, timezone=timezone, default_domain_id=domain)
+        return for_generation(values, generation, timezone=timezone, default_domain_id=domain, now=now)
 
     def create(
         self,

@@ -30,9 +30,10 @@ def check_link(fields: Mapping[str, Any], operation: str, *, now: dt.datetime | 
     A ``Fields`` already checked for ``operation`` is returned as it is.
     """
     if isinstance(fields, Fields) and fields.resource is LINKS and fields.operation == operation:
-        values = fields
+        # A duration counts from this write: read again from what the caller gave, at ``now``.
+        values = validate_fields(LINKS, operation, fields.given, now=now) if fields.has_durations else fields
     else:
-        values = validate_fields(LINKS, operation, fields)
+        values = validate_fields(LINKS, operation, fields, now=now)
     end, start = values.get("expires_at"), values.get("starts_at")
     if end is not None:
         current = (now or dt.datetime.now(dt.timezone.utc)).replace(microsecond=0)

@@ -57,12 +57,26 @@ class Fields(dict):
         kept = {name: value for name, value in self.items() if name not in drop}
         return Fields(self.resource, self.operation, {**kept, **values}, self.given, ready_for)
 
+    @property
+    def has_durations(self) -> bool:
+        """Whether a moment was given as a duration from the write (``PT2H``, a timedelta): such
+        fields are resolved again, by the service's clock, right before each write is sent."""
+        return any(is_duration(value) for value in self.given.values())
 
-def validate_fields(resource: Resource, operation: str, values: Mapping[str, Any]) -> Fields:
+
+def is_duration(value: Any) -> bool:
+    """A value that ``aware_moment`` reads as a duration from now."""
+    return isinstance(value, dt.timedelta) or (isinstance(value, str) and value.strip()[:1] in ("P", "p"))
+
+
+def validate_fields(
+    resource: Resource, operation: str, values: Mapping[str, Any], *, now: dt.datetime | None = None
+) -> Fields:
     """Return the given fields normalised for ``operation`` ("create" or "update"), as ``Fields``.
 
     Raises :class:`LinkstatsInputError` for an unknown field, a field the operation does not
-    accept, a missing required field, or a value outside what the contract allows.
+    accept, a missing required field, or a value outside what the contract allows. ``now`` is the
+    moment a duration counts from (the service's clock, where a client has heard it).
     """
     accepted = {f.name: f for f in resource.fields_for(operation)}
     clean: dict[str, Any] = {}
@@ -75,7 +89,7 @@ def validate_fields(resource: Resource, operation: str, values: Mapping[str, Any
             raise LinkstatsInputError(name, value, why)
         if value is None:
             continue
-        clean[name] = validate_value(accepted[name], value)
+        clean[name] = validate_value(accepted[name], value, now=now)
     if operation == "create":
         for spec in accepted.values():
             if spec.required_on_create and spec.name not in clean:
@@ -96,7 +110,7 @@ def validate_fields(resource: Resource, operation: str, values: Mapping[str, Any
 PAIRED_FIELDS = (("expiration_date", "expiration_time"),)
 
 
-def validate_value(spec: FieldSpec | ListParamSpec, value: Any) -> Any:
+def validate_value(spec: FieldSpec | ListParamSpec, value: Any, *, now: dt.datetime | None = None) -> Any:
     """Normalise one value or raise an error naming the field, the value and what is allowed."""
     secret = getattr(spec, "secret", False)
 
@@ -143,7 +157,7 @@ def validate_value(spec: FieldSpec | ListParamSpec, value: Any) -> Any:
     if kind is Kind.TIME:
         return _time(value, bad)
     if kind is Kind.DATETIME:
-        return aware_moment(spec.name, value)
+        return aware_moment(spec.name, value, now=now)
     if kind is Kind.TARGETING:
         assert isinstance(spec, FieldSpec)
         return _targeting(spec, value)
@@ -315,18 +329,20 @@ def _date(value: Any, bad: Any) -> str:
     raise bad()
 
 
-def aware_moment(field: str, value: Any) -> dt.datetime:
+def aware_moment(field: str, value: Any, *, now: dt.datetime | None = None) -> dt.datetime:
     """An aware datetime from a datetime, pendulum DateTime or ISO-8601 string with offset, or a
     duration from now (a timedelta or an ISO-8601 duration such as ``PT1H``).
 
     A duration is resolved here, when the task checks its fields just before the request: a
     campaign's lifetime counts from the create, however late a queued or retried task runs.
+    ``now`` (default: this worker's clock) is the service's clock where the client has heard it.
     """
     moment = value
     if isinstance(moment, str) and moment.strip()[:1] in ("P", "p"):
         moment = _iso_duration(field, value)
     if isinstance(moment, dt.timedelta):
-        return (dt.datetime.now(dt.timezone.utc) + _fixed_length(field, value, moment)).replace(microsecond=0)
+        start = now or dt.datetime.now(dt.timezone.utc)
+        return (start + _fixed_length(field, value, moment)).replace(microsecond=0)
     if isinstance(moment, str):
         try:
             moment = dt.datetime.fromisoformat(moment.strip().replace("Z", "+00:00"))

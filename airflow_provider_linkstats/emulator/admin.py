@@ -16,7 +16,12 @@ Python method of the same name and takes its keyword arguments as a JSON object:
 - ``POST /links``: many links at once, alike but for their alias, for tests at scale:
   ``{"count": 100000, "alias_prefix": "old-", "fields": {"expiration_clicks": 1, "clicks": 1}}``
   (``fields`` as ``Store.add_link`` takes them; ``user_id`` 1 unless given); answers
-  ``{"count", "first_id", "last_id"}``. Their ``created_at`` is the clock's now.
+  ``{"count", "first_id", "last_id"}``. Their ``created_at`` is the clock's now;
+- ``POST /traffic``: clicks and pageviews at chosen instants, without a redirect or a beacon each:
+  ``{"clicks": [{"link_id": 3, "at": "2030-01-01T23:59:00-05:00", "count": 40, "country": "US",
+  "referrer": "news.example"}], "pageviews": [{"website_id": 1, "at": "...", "count": 5, "page":
+  "/?utm_campaign=spring", "referrer": "https://search.example/"}]}`` (``Store.record_traffic``:
+  all or none); answers ``{"clicks": n, "pageviews": m}``.
 """
 
 from __future__ import annotations
@@ -119,6 +124,15 @@ def add_admin_routes(app: FastAPI, state: EmulatorState) -> None:
             raise _bad("fields must be a JSON object of link fields.")
         return JSONResponse(_call(store.seed_links, **body, **fields))
 
+    async def record_traffic(request: Request) -> JSONResponse:
+        body = await _json(request)
+        unknown = set(body) - {"clicks", "pageviews"}
+        if unknown or not all(isinstance(body.get(k, []), list) for k in ("clicks", "pageviews")):
+            raise _bad('Send {"clicks": [{"link_id", "at", "count", ...}], "pageviews": [{"website_id", "at", ...}]}.')
+        if not all(isinstance(item, dict) for k in ("clicks", "pageviews") for item in body.get(k, [])):
+            raise _bad("Each click and pageview must be a JSON object of its arguments.")
+        return JSONResponse(_call(store.record_traffic, body.get("clicks", []), body.get("pageviews", [])))
+
     async def reset(request: Request) -> JSONResponse:
         state.reset()
         return JSONResponse({"message": "Emulator reset: store, clock, faults and statistics."})
@@ -141,6 +155,7 @@ def add_admin_routes(app: FastAPI, state: EmulatorState) -> None:
         ("/versions", get_versions, "GET"),
         ("/versions", post_versions, "POST"),
         ("/links", seed_links, "POST"),
+        ("/traffic", record_traffic, "POST"),
     ]
     for path, endpoint, method in routes:
         app.add_route(ADMIN_PREFIX + path, endpoint, methods=[method])

@@ -22,7 +22,7 @@ from airflow_provider_linkstats.emulator.admin import add_admin_routes
 from airflow_provider_linkstats.emulator.errors import ApiError, forbidden, not_found
 from airflow_provider_linkstats.emulator.links import Visitor
 from airflow_provider_linkstats.emulator.listing import read_query
-from airflow_provider_linkstats.emulator.middleware import ClientRateLimit, FaultsAndStats, wants_json
+from airflow_provider_linkstats.emulator.middleware import ClientRateLimit, FaultsAndStats, ServerDate, wants_json
 from airflow_provider_linkstats.emulator.state import EmulatorState
 
 SERVICES = ("links", "analytics")
@@ -62,7 +62,7 @@ def build_app(state: EmulatorState, services: Iterable[str] = SERVICES, *, share
             api.add_fallback(app, mount + root, service)
     if "links" in services:
         _add_redirect(app, state)  # last: it catches every other GET path
-    return FaultsAndStats(ClientRateLimit(app, state.limiter), state.faults, state.stats)
+    return ServerDate(FaultsAndStats(ClientRateLimit(app, state.limiter), state.faults, state.stats), state.clock)
 
 
 class _Api:
@@ -111,16 +111,19 @@ class _Api:
             record_id = request.path_params["record_id"]
             version = store.links_version if service == "links" else store.analytics_version
             # The form request runs before the controller: a bad name is a 422 even for record 0.
-            query = traffic.StatsQuery(formdata.decode(request.url.query), version, service, user["timezone"])
+            # The account's zone as it is now: a change of zone moves phpShort 46+'s buckets at once.
+            query = traffic.StatsQuery(
+                formdata.decode(request.url.query), version, service, user["timezone"], store.clock.now()
+            )
             store.read(table, user, record_id)  # 404 for another account's or a missing record
             if service == "links":
                 clicks = query.in_period(store.clicks_of(user, record_id))
                 if query.name == "click":  # v49: a plain list, bucketed by the span of from/to
                     return JSONResponse({"data": query.click_series(clicks), "status": 200})
-                counts = traffic.link_rows(query.name, clicks, query.zone, version)
+                counts = traffic.link_rows(query.name, clicks, version)
             else:
                 rows = query.in_period(store.events_of(user, record_id))
-                counts = traffic.website_rows(query.name, rows, query.zone)
+                counts = traffic.website_rows(query.name, rows)
             return JSONResponse(query.answer(counts, _path_url(request)))
 
         app.add_route(f"{root}/account", account, methods=["GET"])
@@ -131,17 +134,19 @@ class _Api:
         store = self.store
 
         async def event(request: Request) -> Response:
+            # Always HTTP 200 with a bare number as an HTML body: "404" for a page of no tracked
+            # website, "403" for an excluded visitor, "200" when recorded.
             data = await _form(request)
             page = data.get("page")
             host = (urlsplit(page).hostname or "") if isinstance(page, str) else ""
             website = store.website_for_page(host) if host else None
             if website is None:
-                raise not_found()
+                return HTMLResponse("404")
             client = (request.client.host if request.client else "") or ""
-            recorded = traffic.event_from_request(data, request.headers, client, website, store.clock.now())
+            answer, recorded = traffic.event_from_request(data, request.headers, client, website, store.clock.now())
             if recorded is not None:
                 store.record_event(recorded)
-            return JSONResponse({"status": 200})
+            return HTMLResponse(answer)
 
         app.add_route(path, event, methods=["POST"])
 

@@ -1,4 +1,5 @@
-"""The outer ASGI layers: request statistics and injected faults, then the per-IP rate limit.
+"""The outer ASGI layers: the server's Date header, request statistics and injected faults, then
+the per-IP rate limit.
 
 Pure ASGI rather than Starlette's BaseHTTPMiddleware, so the hot path costs a dict lookup and a
 dropped connection can be produced below the framework.
@@ -9,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import Mapping
+from email.utils import format_datetime
 from typing import Any
 
 from airflow_provider_linkstats.emulator import paths, spec
@@ -21,6 +23,48 @@ Scope = dict[str, Any]
 
 def is_counted(path: str) -> bool:
     return paths.api_relative(path) is not None or path.endswith(spec.TRACKING_PATH)
+
+
+class ServerDate:
+    """Every answer's ``Date`` is the emulator's clock, as a real install's is its own server's
+    clock: a test that sets the clock back ten minutes has a service whose clock is ten minutes
+    behind the worker's, in its answers as in its expiry decisions."""
+
+    def __init__(self, app: Any, clock: Any) -> None:
+        self.app = app
+        self.clock = clock
+
+    async def __call__(self, scope: Scope, receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+
+        await self.app(scope, receive, _Dated(send, self.clock).send)
+
+
+class _Dated:
+    """``send`` with the Date header stamped; a bound method whose owner still shows the server's
+    request cycle (``transport``, ``disconnected``), which ``_drop_connection`` needs."""
+
+    def __init__(self, send: Any, clock: Any) -> None:
+        self._send = send
+        self._clock = clock
+        self._cycle = getattr(send, "__self__", None)
+
+    @property
+    def transport(self) -> Any:
+        return getattr(self._cycle, "transport", None)
+
+    @property
+    def disconnected(self) -> bool:
+        return getattr(self._cycle, "disconnected", True)
+
+    async def send(self, message: Any) -> None:
+        if message["type"] == "http.response.start":
+            kept = [(k, v) for k, v in message.get("headers", []) if k.lower() != b"date"]
+            stamp = format_datetime(self._clock.now(), usegmt=True).encode()
+            message = {**message, "headers": [*kept, (b"date", stamp)]}
+        await self._send(message)
 
 
 class FaultsAndStats:

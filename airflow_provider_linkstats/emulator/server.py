@@ -9,13 +9,15 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import datetime as dt
 import os
 import signal
 import socket
 import threading
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any
+from zoneinfo import ZoneInfo
 
 import uvicorn
 
@@ -130,6 +132,36 @@ class Emulator:
         """See ``Store.configure_account``: api_access, timezone, default_domain, default_space,
         features (the plan's, e.g. ``{"link_stats": False}``)..."""
         return self.store.configure_account(user_id, **settings)
+
+    def record_clicks(
+        self, link_id: int, at: dt.datetime | str | None = None, count: int = 1, **visitor: object
+    ) -> dict:
+        """``count`` clicks on a link at the instant ``at`` (the clock's now by default), with the
+        visitor's country, city, platform, browser, device, language, referrer; see ``Store.record_clicks``."""
+        return self.store.record_clicks(link_id, at, count, **visitor)
+
+    def record_pageviews(
+        self, website_id: int, at: dt.datetime | str | None = None, count: int = 1, **fields: object
+    ) -> dict:
+        """``count`` pageviews (or custom events) of a website at ``at``; see ``Store.record_pageviews``."""
+        return self.store.record_pageviews(website_id, at, count, **fields)
+
+    def record_traffic(self, clicks: Iterable[Mapping] = (), pageviews: Iterable[Mapping] = ()) -> dict:
+        """Many of both at once, all or none; see ``Store.record_traffic``."""
+        return self.store.record_traffic(clicks, pageviews)
+
+    def clicks_per_day(self, zone: str = "UTC", link_id: int | None = None) -> dict[tuple[int, str], int]:
+        """The truth for a daily load: ``{(link_id, "YYYY-MM-DD"): clicks}`` by calendar day in
+        ``zone`` (the zone the generation buckets in: "UTC" for phpShort 44-45, the account's for 46+)."""
+        return _per_day(self.store.recorded_clicks(link_id), "link_id", zone)
+
+    def pageviews_per_day(
+        self, zone: str = "UTC", website_id: int | None = None, visits: bool = False
+    ) -> dict[tuple[int, str], int]:
+        """``{(website_id, day): pageviews}`` (``visits=True``: visitors, the pageviews from outside
+        the site) by calendar day in ``zone`` (UTC on phpAnalytics 3.x and 31)."""
+        rows = [e for e in self.store.recorded_pageviews(website_id) if e.get("event") is None]
+        return _per_day([e for e in rows if e.get("visit")] if visits else rows, "website_id", zone)
 
     def set_rate_limit(
         self, limit: int | None, window: float = 60.0, key_limit: int | None = None, analytics_limit: int | None = None
@@ -266,6 +298,7 @@ def _server(app: Any, log_level: str) -> uvicorn.Server:
         lifespan="off",
         proxy_headers=False,  # the client address is what the statistics count
         server_header=False,
+        date_header=False,  # middleware.ServerDate: the emulator's clock, not the host's
         timeout_keep_alive=KEEP_ALIVE_SECONDS,
     )
     return _Server(config)
@@ -284,6 +317,15 @@ def _listening_socket(host: str, port: int) -> socket.socket:
         sock.close()
         raise
     return sock
+
+
+def _per_day(rows: Iterable[Mapping], key: str, zone: str) -> dict[tuple[int, str], int]:
+    tz = ZoneInfo(zone)
+    days: dict[tuple[int, str], int] = {}
+    for row in rows:
+        day = dt.datetime.fromisoformat(row["at"]).astimezone(tz).date().isoformat()
+        days[(row[key], day)] = days.get((row[key], day), 0) + int(row.get("count", 1))
+    return dict(sorted(days.items()))
 
 
 def _new_event_loop() -> asyncio.AbstractEventLoop:

@@ -36,13 +36,24 @@ class LinksGeneration:
     window_scopes: bool  # the listing's status filter is v49's model scopes, wrong about dates
     raw_click_stats: bool  # one stats row per click: NULL values, integer counts, a "click" series
     current_stats_request: bool  # SelectStatsRequest: from and to required, not ordered; rows by count
+    stats_zone: str  # the zone statistics are bucketed in: UTC_DAYS or ACCOUNT_ZONE
 
+
+# Where statistics days come from. UTC_DAYS: the click or pageview adds 1 to a row of its day and
+# hour on the server's clock, whose zone is fixed to UTC (config/app.php); the account's zone plays
+# no part (phpShort 44-45's RedirectController, phpAnalytics 3.x and 31's EventController).
+# ACCOUNT_ZONE: one row per click, converted to the account's zone when statistics are asked
+# (phpShort 46+'s StatController), so a change of zone moves every bucket.
+UTC_DAYS = "UTC"
+ACCOUNT_ZONE = "account"
 
 LINKS = {
     "44": LinksGeneration(visitor_password="password", unknown_domain_404=False, plan_gates=False,
-                          window_scopes=False, raw_click_stats=False, current_stats_request=False),
+                          window_scopes=False, raw_click_stats=False, current_stats_request=False,
+                          stats_zone=UTC_DAYS),
     "49": LinksGeneration(visitor_password="redirect_password", unknown_domain_404=True, plan_gates=True,
-                          window_scopes=True, raw_click_stats=True, current_stats_request=True),
+                          window_scopes=True, raw_click_stats=True, current_stats_request=True,
+                          stats_zone=ACCOUNT_ZONE),
 }  # fmt: skip
 
 
@@ -56,6 +67,7 @@ class AnalyticsGeneration:
     api_guard: bool  # api.guard: a plan without "api" gets 403
     missing_update_status: int  # PUT on a missing website: 404 (firstOrFail) or 500 (json() args swapped)
     current_stats_request: bool  # SelectStatsRequest: from and to required, not ordered; rows by count
+    stats_zone: str = UTC_DAYS  # 32 announces zones in statistics: it would say ACCOUNT_ZONE
 
 
 ANALYTICS = {
@@ -259,11 +271,9 @@ WEBSITE_STAT_NAMES = {
     "31": ("browser", "campaign", "city", "continent", "country", "device", "event", "landing_page", "language",
            "os", "page", "pageviews", "pageviews_hour", "referrer", "resolution", "visitors", "visitors_hour"),
 }  # fmt: skip
-# Counts the real services add up with SQL SUM(), which PDO hands to PHP as strings; the
-# time series are COUNT()s and arrive as integers. Clients must accept both. v49 keeps one row
-# per click and COUNT()s every statistic: all its counts are integers.
-INT_COUNT_STATS = frozenset({"clicks", "clicks_hour", "pageviews", "pageviews_hours", "pageviews_hour", "visitors",
-                             "visitors_hours", "visitors_hour"})  # fmt: skip
+# Counts: the UTC_DAYS generations answer SUM(`count`) of their day rows, which PDO hands to PHP
+# as a string ("4") for every statistic, time series included; phpShort 46+ COUNT()s its click
+# rows: integers. Clients must accept both.
 
 # -- plans --------------------------------------------------------------------------------------
 

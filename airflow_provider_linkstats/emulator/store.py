@@ -24,7 +24,7 @@ from typing import Any
 from urllib.parse import quote, urlsplit
 from zoneinfo import ZoneInfo
 
-from airflow_provider_linkstats.emulator import formdata, records, spec
+from airflow_provider_linkstats.emulator import formdata, records, spec, traffic
 from airflow_provider_linkstats.emulator import links as link_rules
 from airflow_provider_linkstats.emulator.clock import Clock
 from airflow_provider_linkstats.emulator.errors import (
@@ -438,17 +438,106 @@ class Store:
         return None
 
     def record_event(self, event: Row) -> Row:
-        """Keep a beacon's event; a visitor's first pageview of the (UTC) day opens a visit."""
+        """Keep a beacon's pageview or custom event (``traffic.pageview``'s row)."""
         with self._lock:
-            event = dict(event)
-            day = event["at"][:10]
-            event["new_visit"] = event["event"] is None and not any(
-                e["website_id"] == event["website_id"] and e["visitor"] == event["visitor"] and e["at"][:10] == day
-                for e in self._events
-            )
-            self._events.append(event)
+            self._events.append(dict(event))
             self._save()
             return event
+
+    def record_clicks(self, link_id: int, at: dt.datetime | str | None = None, count: int = 1, **visitor: Any) -> Row:
+        """``count`` clicks on a link at the instant ``at`` (aware datetime or ISO 8601 with an
+        offset; the clock's now by default), as if each came through the redirect, without its
+        checks (expiry, password): the link's ``clicks`` counter moves by ``count`` and statistics
+        count them. ``visitor``: country, city, platform, browser, device, language, referrer
+        (what a click's headers would reveal; unset ones are unknown)."""
+        with self._lock:
+            click = self._add_click(link_id, at, count, **visitor)
+            self._save()
+            return dict(click)
+
+    def record_traffic(
+        self, clicks: Iterable[Mapping[str, Any]] = (), pageviews: Iterable[Mapping[str, Any]] = ()
+    ) -> dict:
+        """Many ``record_clicks`` and ``record_pageviews`` at once (each a mapping of their
+        arguments), checked first: all are recorded or none. Answers how many rows of each."""
+        clicks, pageviews = [dict(c) for c in clicks], [dict(p) for p in pageviews]
+        with self._lock:
+            saved_clicks, saved_events = list(self._clicks), list(self._events)
+            saved_counters = {i: r["clicks"] for i, r in self._t["links"].items()}
+            try:
+                for click in clicks:
+                    self._add_click(**click)
+                for view in pageviews:
+                    self._add_pageview(**view)
+            except (TypeError, ValueError):
+                self._clicks, self._events = saved_clicks, saved_events
+                for link_id, counter in saved_counters.items():
+                    self._t["links"][link_id]["clicks"] = counter
+                raise
+            self._save()
+        return {"clicks": len(clicks), "pageviews": len(pageviews)}
+
+    def _add_click(self, link_id: int, at: dt.datetime | str | None = None, count: int = 1, **visitor: Any) -> Row:
+        moment, count = self._moment(at), _positive(count, "count")
+        unknown = set(visitor) - set(link_rules.Visitor.__dataclass_fields__) - {"accept_language"}
+        if unknown:
+            allowed = ", ".join(f for f in link_rules.Visitor.__dataclass_fields__ if f != "accept_language")
+            raise ValueError(f"unknown click attributes {sorted(unknown)}; allowed: {allowed}")
+        with self._lock:
+            row = self._t["links"].get(_int(link_id))
+            if row is None:
+                raise ValueError(f"no link {link_id!r}")
+            row["clicks"] += count
+            click = {"link_id": row["id"], "at": moment.isoformat(), "count": count,
+                     **link_rules.Visitor(**visitor).as_dict()}  # fmt: skip
+            self._clicks.append(click)
+            return click
+
+    def record_pageviews(
+        self, website_id: int, at: dt.datetime | str | None = None, count: int = 1, **fields: Any
+    ) -> Row:
+        """``count`` pageviews of a website at the instant ``at``, as the tracking beacon records
+        them: ``page`` ("/", may carry a query string), ``referrer`` (a URL or host; a pageview
+        whose referrer is not the site itself is a visit), ``event`` ("name:value:unit": a custom
+        event instead of a pageview), country, city, browser, platform, device, language, resolution."""
+        with self._lock:
+            row = self._add_pageview(website_id, at, count, **fields)
+            self._save()
+            return dict(row)
+
+    def _add_pageview(self, website_id: int, at: dt.datetime | str | None = None, count: int = 1, **fields: Any) -> Row:
+        moment, count = self._moment(at), _positive(count, "count")
+        with self._lock:
+            website = self._t["websites"].get(_int(website_id))
+            if website is None:
+                raise ValueError(f"no website {website_id!r}")
+            row = traffic.pageview(website, moment, count=count, **fields)
+            self._events.append(row)
+            return row
+
+    def recorded_clicks(self, link_id: int | None = None) -> list[Row]:
+        """The clicks recorded so far (every account's), oldest first: ``{"link_id", "at" (UTC ISO
+        8601), "count", "country", ...}``; the truth a test compares statistics with."""
+        with self._lock:
+            return [dict(c) for c in self._clicks if link_id is None or c["link_id"] == link_id]
+
+    def recorded_pageviews(self, website_id: int | None = None) -> list[Row]:
+        """The pageviews and custom events recorded so far: ``{"website_id", "at", "count", "page",
+        "referrer", "visit", "event", ...}``."""
+        with self._lock:
+            return [dict(e) for e in self._events if website_id is None or e["website_id"] == website_id]
+
+    def _moment(self, at: dt.datetime | str | None) -> dt.datetime:
+        if at is None:
+            return self.clock.now().astimezone(dt.timezone.utc)
+        if isinstance(at, str):
+            try:
+                at = dt.datetime.fromisoformat(at.replace("Z", "+00:00"))
+            except ValueError:
+                raise ValueError(f"at must be an ISO 8601 date-time with an offset, got {at!r}") from None
+        if not isinstance(at, dt.datetime) or at.utcoffset() is None:
+            raise ValueError(f"at must be a date-time with a UTC offset (2030-01-01T23:59:00-05:00), got {at!r}")
+        return at.astimezone(dt.timezone.utc)
 
     def events_of(self, user: Row, website_id: str) -> list[Row]:
         with self._lock:
@@ -826,6 +915,12 @@ def _ends_at(date_time: tuple[str, str], zone: str) -> str:
     """The account's local date and time, stored in UTC as Laravel serialises it."""
     local = dt.datetime.fromisoformat(f"{date_time[0]}T{date_time[1]}").replace(tzinfo=ZoneInfo(zone))
     return records.iso(local)  # type: ignore[return-value]
+
+
+def _positive(value: Any, name: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ValueError(f"{name} must be a positive integer, got {value!r}")
+    return value
 
 
 def _int(value: Any) -> int:

@@ -182,11 +182,12 @@ def test_report_dag_writes_csv_ranked_by_clicks_with_referrers_and_website_traff
         requests.get(f"{emu.url}/rank1", headers={"Referer": referrer}, allow_redirects=False, timeout=5)
     emu.store.add_website(domain="b.example.com")
     emu.store.add_website(domain="a.example.com")
-    for visitor in range(4):  # 4 visitors of a.example.com, 6 pageviews
+    for visitor in range(4):  # 4 visits of a.example.com (from outside the site), 6 pageviews
         for page in range(1 + visitor % 2):
+            inside = {"referrer": f"https://a.example.com/p{page - 1}"} if page else {}  # not a new visit
             requests.post(
                 f"{emu.analytics_url}/api/event",
-                data={"page": f"https://a.example.com/p{page}", "visitor": f"v{visitor}"},
+                data={"page": f"https://a.example.com/p{page}", **inside},
                 headers={"User-Agent": BROWSER},
                 timeout=5,
             ).raise_for_status()

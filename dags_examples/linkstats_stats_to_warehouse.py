@@ -1,8 +1,8 @@
 """Statistics into a warehouse, every day: clicks per link and day, and each website's visitors
 and pageviews per day, into two tables of a SQL database (any common-sql connection).
 
-Each run loads the service days that end in its data interval, counted in the zone the service
-counts them in (the account's for phpShort, UTC for phpAnalytics 31), each day replaced whole:
+Each run loads the service days that end in its data interval, in the zone the service counts
+them in (UTC on phpShort 44-45 and phpAnalytics, the account's zone on phpShort 46+), each day replaced whole:
 a cleared run, a retry or a backfill (``catchup=True``, or ``airflow dags backfill`` /
 ``airflow backfill create``) leaves each day in the table exactly once. Only links whose clicks
 counter moved since the last load are fetched.

@@ -2,7 +2,8 @@
 records need a statistics request. No I/O and no Airflow: ``operators/warehouse.py`` drives it.
 
 **The day rule.** Each generation counts statistics' days in one zone (``Generation.stats_zone``:
-the account's for phpShort and phpAnalytics 3.0-3.6, UTC for phpAnalytics 31). A run whose data
+UTC for phpShort 44-45 and phpAnalytics; for phpShort 46+ the UTC offset the account's zone has
+when the statistics are asked, so its days are named like ``UTC-05:00``). A run whose data
 interval is ``[start, end)`` loads the days of that zone that *end* in ``(start, end]``. Every day
 belongs to exactly one of a schedule's back-to-back intervals (so a backfill loads each day once),
 and a day is over by the time its run is due. An empty interval (a manual run on Airflow 3, whose
@@ -24,26 +25,43 @@ from __future__ import annotations
 
 import datetime as dt
 import math
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 from zoneinfo import ZoneInfo
 
 from airflow_provider_linkstats.client.errors import LinkstatsInputError
-from airflow_provider_linkstats.client.generations import ACCOUNT_ZONE, Generation
+from airflow_provider_linkstats.client.generations import ACCOUNT_OFFSET, ACCOUNT_ZONE, Generation
 
 UTC = dt.timezone.utc
 PAGE_SIZE = 100  # links per listing page (the largest per_page the services take)
 # phpShort 46+ buckets ``click`` by the span asked: hours under a day, days under 90 days apart,
-# then months. One request covers at most this many days, so its rows are always days (or hours).
-MAX_DAYS_PER_REQUEST = 89
+# then months. One request covers at most this many days (margins included), so its rows are days.
+MAX_DAYS_PER_REQUEST = 87
+OFFSET_ZONE = re.compile(r"UTC([+-])(\d\d):(\d\d)")
 
 
-def bucketing_zone(generation: Generation, account_zone: str | None) -> str:
-    """The zone ``generation`` counts statistics' days in, for an account in ``account_zone``."""
+def bucketing_zone(generation: Generation, account_zone: str | None, now: dt.datetime) -> str:
+    """The zone ``generation`` counts statistics' days in, for an account in ``account_zone``, asked at ``now``."""
     if generation.stats_zone == ACCOUNT_ZONE:
         return account_zone or "UTC"
+    if generation.stats_zone == ACCOUNT_OFFSET:
+        offset = now.astimezone(ZoneInfo(account_zone or "UTC")).utcoffset() or dt.timedelta(0)
+        if not offset:
+            return "UTC"
+        minutes = int(abs(offset).total_seconds() // 60)
+        return f"UTC{'-' if offset < dt.timedelta(0) else '+'}{minutes // 60:02d}:{minutes % 60:02d}"
     return generation.stats_zone
+
+
+def tz_of(zone: str) -> dt.tzinfo:
+    """A zone name (IANA) or a fixed offset as ``bucketing_zone`` names it (``UTC+05:30``)."""
+    fixed = OFFSET_ZONE.fullmatch(zone)
+    if fixed:
+        sign = -1 if fixed.group(1) == "-" else 1
+        return dt.timezone(sign * dt.timedelta(hours=int(fixed.group(2)), minutes=int(fixed.group(3))))
+    return ZoneInfo(zone)
 
 
 @dataclass(frozen=True)
@@ -57,7 +75,7 @@ class ServiceDay:
 
     @classmethod
     def of(cls, day: dt.date, zone: str) -> ServiceDay:
-        tz = ZoneInfo(zone)
+        tz = tz_of(zone)
         start = dt.datetime.combine(day, dt.time(), tz).astimezone(UTC)
         end = dt.datetime.combine(day + dt.timedelta(days=1), dt.time(), tz).astimezone(UTC)
         return cls(day, zone, start, end)
@@ -66,7 +84,7 @@ class ServiceDay:
 def days_ending_in(start: dt.datetime, end: dt.datetime, zone: str) -> list[dt.date]:
     """The days of ``zone`` that end in ``(start, end]`` (aware moments), oldest first; for an empty
     interval (``start == end``), the day that ended last by ``end``."""
-    tz = ZoneInfo(zone)
+    tz = tz_of(zone)
     if start == end:
         start = end - dt.timedelta(days=1)
     first = start.astimezone(tz).date() - dt.timedelta(days=1)
@@ -100,18 +118,22 @@ class DayPlan:
 
         At most ``MAX_DAYS_PER_REQUEST`` days each; the last one reaches today when that stays
         within the limit, so its answer also says since when a counter stood still (``steady_since``).
+        Days of a fixed offset (phpShort 46+) are selected by the service in the account's zone, whose
+        offset may differ by an hour on those dates: those windows reach a day further each way.
         """
         if not self.days:
             return []
-        first, last = self.days[0].day, self.days[-1].day
+        margin = dt.timedelta(days=1 if OFFSET_ZONE.fullmatch(self.zone) else 0)
+        first, last = self.days[0].day - margin, self.days[-1].day + margin
+        today = self.today + margin
         windows = []
         while first <= last:
             to = min(last, first + dt.timedelta(days=MAX_DAYS_PER_REQUEST))
             windows.append((first, to))
             first = to + dt.timedelta(days=1)
         start, to = windows[-1]
-        if to < self.today and (self.today - start).days <= MAX_DAYS_PER_REQUEST:
-            windows[-1] = (start, self.today)
+        if to < today and (today - start).days <= MAX_DAYS_PER_REQUEST:
+            windows[-1] = (start, today)
         return windows
 
 
@@ -131,7 +153,7 @@ def aware(value: Any, name: str) -> dt.datetime:
 
 def check_zone(zone: Any, name: str = "zone") -> str:
     try:
-        ZoneInfo(str(zone))
+        tz_of(str(zone))
     except (ValueError, KeyError, OSError):
         raise LinkstatsInputError(name, zone, "an IANA time zone name such as 'America/New_York' or 'UTC'") from None
     return str(zone)
@@ -163,7 +185,7 @@ def plan_days(
                 f"after the service's now ({now:%Y-%m-%d %H:%M:%S} UTC); a day in the future has no statistics yet",
             )
     incomplete = frozenset(day.day for day in days if day.end > now)
-    return DayPlan(zone, days, incomplete, now.astimezone(ZoneInfo(zone)).date(), now)
+    return DayPlan(zone, days, incomplete, now.astimezone(tz_of(zone)).date(), now)
 
 
 # -- only what changed -------------------------------------------------------------------------------
@@ -192,22 +214,22 @@ def needs_request(clicks: int, known: Counter | None, first_day: ServiceDay) -> 
 def steady_since(
     clicks_listed_at: dt.datetime,
     counts: Mapping[dt.date, int],
-    window: tuple[dt.date, dt.date],
+    windows: Sequence[tuple[dt.date, dt.date]],
     plan: DayPlan,
 ) -> dt.datetime:
     """The earliest moment a counter read at ``clicks_listed_at`` is known to have held its value,
-    from a statistics answer ``counts`` (clicks per day) over ``window``, asked after the listing.
+    from a statistics answer ``counts`` (clicks per day) over ``windows``, asked after the listing.
 
-    When the window reaches the day the listing was made in, no click after the last day with
-    clicks means the counter stood still since that day's end. Otherwise only the listing's moment
-    is known.
+    When the last window reaches today, no click after the last day with clicks means the counter
+    stood still since that day's end (or since the first day to load began, with no click at all).
+    Otherwise only the listing's moment is known.
     """
-    first, to = window
-    if ServiceDay.of(to, plan.zone).end < clicks_listed_at or to < plan.today:
+    first, today = plan.days[0].day, plan.today
+    if not windows or windows[-1][1] < today or ServiceDay.of(today, plan.zone).end < clicks_listed_at:
         return clicks_listed_at
-    clicked = [day for day, count in counts.items() if count and first <= day <= to]
+    clicked = [day for day, count in counts.items() if count and first <= day <= today]
     if not clicked:
-        return ServiceDay.of(first, plan.zone).start
+        return plan.days[0].start
     return min(ServiceDay.of(max(clicked), plan.zone).end, clicks_listed_at)
 
 

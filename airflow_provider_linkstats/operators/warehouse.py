@@ -145,9 +145,9 @@ class LinkstatsStatsToWarehouseOperatorBase(LinkstatsBaseOperator):
         hook = self.hook
         generation = hook.generation
         account_zone = hook.settings.timezone
-        if account_zone is None and generation.stats_zone == "account":
+        if account_zone is None and generation.stats_zone in ("account", "account offset"):
             account_zone = hook.service_profile(account=True).timezone
-        zone = bucketing_zone(generation, account_zone)
+        zone = bucketing_zone(generation, account_zone, self._service_now(now))
         statistic = breakdown or "+".join(generation.daily_series)
         sink.create_tables()
         plan = plan_days(start, end, zone, self._service_now(now), sink.incomplete_days(statistic, zone))
@@ -295,14 +295,14 @@ class LinkstatsLinkStatsToWarehouseOperator(LinksServiceMixin, LinkstatsStatsToW
         progress = Progress(self.log, len(wanted), "links fetched")
         for done, link_id in enumerate(wanted):
             per_day: dict[dt.date, int] = {}
-            for first, to in windows:
-                per_day.update(daily_counts(hook.iter_stats(link_id, series, first, to)))
+            for first, to in windows:  # a click is in one window's answer, whatever day it is named
+                for day, count in daily_counts(hook.iter_stats(link_id, series, first, to)).items():
+                    per_day[day] = per_day.get(day, 0) + count
                 requests += 1
             counts[link_id] = per_day
             clicks = listed[link_id]
             if clicks is not None:
-                span = (windows[0][0], windows[-1][1])
-                learned[link_id] = Counter(clicks, steady_since(listed_at, per_day, span, plan))
+                learned[link_id] = Counter(clicks, steady_since(listed_at, per_day, windows, plan))
             progress.step(done + 1)
         days_with_clicks = 0
         rows_by_day: dict[dt.date, list[tuple]] = {day.day: [] for day in plan.days}
@@ -342,7 +342,7 @@ class LinkstatsLinkStatsToWarehouseOperator(LinksServiceMixin, LinkstatsStatsToW
 
 class LinkstatsWebsiteStatsToWarehouseOperator(AnalyticsServiceMixin, LinkstatsStatsToWarehouseOperatorBase):
     """Visitors and pageviews per website and day (or a breakdown per website and day) into a
-    warehouse, each day once, in the zone the service counts them in (UTC on phpAnalytics 31).
+    warehouse, each day once, in the zone the service counts them in (UTC).
 
     Per run: the listing's pages, then one request per website and statistic (a breakdown: one
     per website and day). Rows: ``website_id, day, zone, visitors, pageviews`` (a breakdown:

@@ -29,10 +29,24 @@ def utc(text: str) -> dt.datetime:
 
 
 def test_the_bucketing_zone_is_a_fact_of_the_generation():
-    assert bucketing_zone(PHPSHORT_44, "Asia/Kolkata") == "Asia/Kolkata"
-    assert bucketing_zone(PHPSHORT_46, "America/New_York") == "America/New_York"
-    assert bucketing_zone(PHPANALYTICS_3, "Asia/Kolkata") == "Asia/Kolkata"
-    assert bucketing_zone(PHPANALYTICS_31, "Asia/Kolkata") == "UTC"  # observed on a running 31
+    winter, summer = utc("2026-01-15T12:00"), utc("2026-07-15T12:00")
+    assert bucketing_zone(PHPSHORT_44, "Asia/Kolkata", winter) == "UTC"  # a click adds to its UTC day's row
+    assert bucketing_zone(PHPANALYTICS_3, "Asia/Kolkata", winter) == "UTC"
+    assert bucketing_zone(PHPANALYTICS_31, "Asia/Kolkata", winter) == "UTC"  # observed on a running 31
+    # phpShort 46+: the account zone's offset at the moment asked
+    assert bucketing_zone(PHPSHORT_46, "America/New_York", winter) == "UTC-05:00"
+    assert bucketing_zone(PHPSHORT_46, "America/New_York", summer) == "UTC-04:00"
+    assert bucketing_zone(PHPSHORT_46, "Asia/Kolkata", summer) == "UTC+05:30"
+    assert bucketing_zone(PHPSHORT_46, "UTC", summer) == "UTC"
+
+
+def test_days_of_a_fixed_offset_and_their_wider_windows():
+    day = ServiceDay.of(dt.date(2026, 7, 4), "UTC-05:00")
+    assert (day.start, day.end) == (utc("2026-07-04T05:00"), utc("2026-07-05T05:00"))  # EST bounds, in July
+    plan = plan_days(utc("2026-07-05T00:00"), utc("2026-07-06T00:00"), "UTC-05:00", now=utc("2026-07-06T00:05"))
+    assert plan.dates == [dt.date(2026, 7, 4)] and plan.today == dt.date(2026, 7, 5)
+    # the service selects July's days with EDT bounds: a day more each way catches every click named July 4
+    assert plan.windows() == [(dt.date(2026, 7, 3), dt.date(2026, 7, 6))]
 
 
 @pytest.mark.parametrize(
@@ -126,16 +140,16 @@ def test_a_link_needs_a_request_unless_its_counter_held_before_the_first_day_beg
 def test_the_counter_is_steady_since_the_end_of_the_last_day_with_clicks():
     plan = plan_days(utc("2025-03-10T00:00"), utc("2025-03-11T00:00"), "UTC", now=utc("2025-03-11T00:05"))
     listed = utc("2025-03-11T00:05")
-    window = plan.windows()[0]
+    windows = plan.windows()
     clicked_on_the_10th = {dt.date(2025, 3, 10): 2}
-    assert steady_since(listed, clicked_on_the_10th, window, plan) == utc("2025-03-11T00:00")
+    assert steady_since(listed, clicked_on_the_10th, windows, plan) == utc("2025-03-11T00:00")
     # a click after midnight today: only the listing's moment is known
-    assert steady_since(listed, {dt.date(2025, 3, 11): 1}, window, plan) == listed
-    # no click in the window at all: steady since the window began
-    assert steady_since(listed, {}, window, plan) == utc("2025-03-10T00:00")
+    assert steady_since(listed, {dt.date(2025, 3, 11): 1}, windows, plan) == listed
+    # no click in the window at all: steady since the first day to load began
+    assert steady_since(listed, {}, windows, plan) == utc("2025-03-10T00:00")
     # a window that does not reach today (a backfill of old days) proves nothing before the listing
     old = plan_days(utc("2025-01-10T00:00"), utc("2025-01-11T00:00"), "UTC", now=LATER)
-    assert steady_since(listed, {}, (dt.date(2025, 1, 10), dt.date(2025, 1, 10)), old) == listed
+    assert steady_since(listed, {}, [(dt.date(2025, 1, 10), dt.date(2025, 1, 10))], old) == listed
 
 
 def test_daily_counts_read_days_and_the_hours_of_a_single_day():

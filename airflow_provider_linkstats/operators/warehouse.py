@@ -150,7 +150,9 @@ class LinkstatsStatsToWarehouseOperatorBase(LinkstatsBaseOperator):
         zone = bucketing_zone(generation, account_zone, self._service_now(now))
         statistic = breakdown or "+".join(generation.daily_series)
         sink.create_tables()
-        plan = plan_days(start, end, zone, self._service_now(now), sink.incomplete_days(statistic, zone))
+        reload = sink.incomplete_days(statistic, zone)
+        plan = plan_days(start, end, zone, self._service_now(now), reload)
+        self.replan = lambda _plan, service_now: plan_days(start, end, zone, service_now, reload)
         if not plan.days:
             self.log.info("no day of %s ends in this interval (%s to %s): nothing to load", zone, start, end)
             return {"days": [], "zone": zone, "rows": 0, "requests": 0, "minimum_requests": 0}
@@ -167,6 +169,10 @@ class LinkstatsStatsToWarehouseOperatorBase(LinkstatsBaseOperator):
         self.lineage_output = sink.asset_uri()
         asset = self._asset_uri(self.lineage_output)
         return {"days": [d.isoformat() for d in plan.dates], "zone": zone, "asset": asset, **result}
+
+    def replan(self, plan: Any, service_now: Any) -> Any:
+        """The plan again by the service's clock, once a request has taught it (set by ``execute``)."""
+        return plan
 
     def _service_now(self, worker_now: Any) -> Any:
         """The service's clock (learned from its Date header), where the client has one; else the worker's."""
@@ -276,15 +282,22 @@ class LinkstatsLinkStatsToWarehouseOperator(LinksServiceMixin, LinkstatsStatsToW
         )
 
         hook, series = self.hook, generation.daily_series[0]
-        windows = plan.windows()
         known = sink.counters(statistic)
-        listed_at = dt.datetime.now(dt.timezone.utc)
+        began = time.time()
         if ids is None:
             listed = {int(link["id"]): int(link.get("clicks") or 0) for link in hook.iter_links(**filters)}
-            wanted = [i for i, clicks in listed.items() if needs_request(clicks, known.get(i), plan.days[0])]
             pages = listing_pages(len(listed))
         else:
-            listed, wanted, pages = {i: None for i in ids}, list(ids), 0
+            listed, pages = {i: None for i in ids}, 0
+        # The service's moment the listing began (its Date header's clock, less the time the pages
+        # took and the header's second): a counter read then held its value at least from there.
+        now = self._service_now(dt.datetime.now(dt.timezone.utc))
+        listed_at = now - dt.timedelta(seconds=time.time() - began + 1)
+        plan = self.replan(plan, now)
+        windows = plan.windows()
+        wanted = list(ids) if ids is not None else [
+            i for i, clicks in listed.items() if needs_request(clicks, known.get(i), plan.days[0])
+        ]  # fmt: skip
         self.log.info(
             "%d links listed, %d with new clicks to fetch (%d unchanged)", len(listed), len(wanted),
             len(listed) - len(wanted),

@@ -350,3 +350,30 @@ def test_the_rows_stay_out_of_xcom_and_the_table_is_the_asset(emu, warehouse):
     from airflow.providers.common.compat.sdk import Asset
 
     assert result["asset"] == Asset(f"sqlite://{warehouse}/clicks").uri
+
+
+def test_the_service_clock_decides_a_day_loaded_before_it_is_over_is_reloaded(emu, warehouse):
+    """The emulator's clock (its Date header) is a day behind the data: what is complete is its call."""
+    link = emu.store.add_link(url="https://example.com/late", alias="late")
+    day = dt.datetime(2026, 10, 6, tzinfo=dt.timezone.utc)
+    emu.clock.set(day + dt.timedelta(hours=12))  # running from noon on the 6th, by the service
+    emu.record_clicks(link["id"], at=day + dt.timedelta(hours=1))
+    first = run(link_load(interval=(day, day + dt.timedelta(days=1))))
+    assert first["days"] == ["2026-10-06"] and first["rows"] == 1
+    with sqlite3.connect(warehouse) as db:
+        assert db.execute("SELECT day, complete FROM clicks_days").fetchall() == [("2026-10-06", 0)]
+    emu.clock.set(day + dt.timedelta(days=1, minutes=30))
+    emu.record_clicks(link["id"], at=day + dt.timedelta(hours=18))  # later the same day
+    emu.record_clicks(link["id"], at=day + dt.timedelta(days=1, minutes=10))  # and on the 7th
+    second = run(link_load(interval=(day + dt.timedelta(days=1), day + dt.timedelta(days=2))))
+    assert second["days"] == ["2026-10-06", "2026-10-07"]  # the incomplete 6th again, with the 7th
+    assert rows(warehouse) == {(link["id"], "2026-10-06", "UTC", 2), (link["id"], "2026-10-07", "UTC", 1)}
+    with sqlite3.connect(warehouse) as db:
+        assert dict(db.execute("SELECT day, complete FROM clicks_days").fetchall()) == {
+            "2026-10-06": 1,
+            "2026-10-07": 0,
+        }
+    # A day that has not begun by the service's clock is refused, though the worker's has passed it.
+    with fails_without_retry(LinkstatsInputError, match="future"):
+        run(link_load(interval=(day + dt.timedelta(days=2), day + dt.timedelta(days=3))))
+    emu.clock.reset()

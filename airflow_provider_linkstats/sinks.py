@@ -115,6 +115,18 @@ class SqlSink:
         database = f"/{conn.schema}" if conn.schema else ""
         return f"{conn.conn_type}://{authority}{database}/{table}"
 
+    def lineage_dataset(self) -> tuple[str, str]:
+        """(namespace, name) of the table in OpenLineage's naming: ``postgres://host:port``, ``db.schema.table``."""
+        conn, table = self.connection, self.table
+        schema_name, _, name = table.rpartition(".")
+        if conn.conn_type in ("postgres", "postgresql"):
+            space = f"postgres://{conn.host or 'localhost'}:{conn.port or 5432}"
+            return space, f"{conn.schema}.{schema_name or 'public'}.{name}"
+        if conn.conn_type == "sqlite":
+            return f"sqlite://{conn.host}", table
+        authority = f"{conn.host or ''}" + (f":{conn.port}" if conn.port else "")
+        return f"{conn.conn_type}://{authority}", ".".join(part for part in (conn.schema, table) if part)
+
     def describe(self) -> str:
         return f"table {self.table} of connection {self.conn_id!r}"
 
@@ -261,6 +273,15 @@ class FileSink:
 
     def asset_uri(self) -> str:
         return str(self.base).rstrip("/")
+
+    def lineage_dataset(self) -> tuple[str, str]:
+        """(namespace, name) of the directory: ``s3://bucket`` and its path, ``file`` and the local path."""
+        from urllib.parse import urlsplit
+
+        parts = urlsplit(self.asset_uri())
+        if parts.scheme in ("", "file"):
+            return "file", parts.path
+        return f"{parts.scheme}://{parts.netloc}", parts.path.lstrip("/")
 
     def describe(self) -> str:
         return f"files {self.asset_uri()}/<day>.{self.format}"

@@ -166,8 +166,8 @@ class LinkstatsStatsToWarehouseOperatorBase(LinkstatsBaseOperator):
             "loaded %d rows for %d days into %s: %d requests (the minimum: %d)",
             result["rows"], len(plan.days), sink.describe(), result["requests"], result["minimum_requests"],
         )  # fmt: skip
-        self.lineage_output = sink.asset_uri()
-        asset = self._asset_uri(self.lineage_output)
+        self.lineage_output = sink.lineage_dataset()
+        asset = self._asset_uri(sink.asset_uri())
         return {"days": [d.isoformat() for d in plan.dates], "zone": zone, "asset": asset, **result}
 
     def replan(self, plan: Any, service_now: Any) -> Any:
@@ -211,21 +211,17 @@ class LinkstatsStatsToWarehouseOperatorBase(LinkstatsBaseOperator):
 
     # -- OpenLineage: the table or the files are the output ----------------------------------------
 
-    lineage_output: str | None = None
+    lineage_output: tuple[str, str] | None = None  # (namespace, name), set by execute()
 
     def get_openlineage_facets_on_complete(self, task_instance: Any) -> Any:
-        from urllib.parse import urlsplit
-
         from airflow_provider_linkstats.lineage import openlineage_classes
 
         classes = openlineage_classes()
         if classes is None or not self.lineage_output:
             return None
         operator_lineage, dataset = classes
-        parts = urlsplit(self.lineage_output)
-        return operator_lineage(
-            outputs=[dataset(namespace=f"{parts.scheme}://{parts.netloc}", name=parts.path.lstrip("/") or "/")]
-        )
+        namespace, name = self.lineage_output
+        return operator_lineage(outputs=[dataset(namespace=namespace, name=name)])
 
 
 class Progress:

@@ -14,7 +14,6 @@ from __future__ import annotations
 import datetime as dt
 import json
 import sqlite3
-import threading
 from collections import Counter
 from zoneinfo import ZoneInfo
 
@@ -197,21 +196,16 @@ def test_re_runs_a_retry_after_a_kill_and_overlapping_backfills_leave_the_same_r
     with sqlite3.connect(warehouse) as db:
         db.execute("DELETE FROM clicks")
         db.execute("DELETE FROM clicks_counters")
-    errors: list[BaseException] = []
-
-    def backfill(intervals):
-        try:
-            for interval in intervals:
-                run(link_load(interval=interval))
-        except BaseException as error:  # noqa: BLE001 - reported below
-            errors.append(error)
-
-    threads = [threading.Thread(target=backfill, args=(RUNS[:4],)), threading.Thread(target=backfill, args=(RUNS[2:],))]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join(120)
-    assert not errors
+    # Two workers: two processes, each a backfill of its own, at the same time.
+    workers = [
+        concurrently(RUNS[:4], "wh"),
+        concurrently(RUNS[2:], "wh"),
+    ]
+    for worker in workers:
+        worker.start()
+    for worker in workers:
+        worker.join(120)
+    assert [worker.exitcode for worker in workers] == [0, 0]
     assert rows(warehouse) == expected
 
 
@@ -320,6 +314,25 @@ def test_websites_pageviews_per_day_of_the_generation_zone(emu_gen, warehouse):
     assert all(0 < row[4] <= row[3] for row in loaded)
 
 
+def concurrently(intervals, sql_conn_id: str):
+    """A forked process (a second worker) that loads ``intervals`` one after the other; exit code 0 on success."""
+    import multiprocessing
+    import os
+
+    def work() -> None:
+        try:
+            for interval in intervals:
+                run(link_load(interval=interval, sql_conn_id=sql_conn_id))
+        except BaseException:  # noqa: BLE001 - the exit code says it
+            import traceback
+
+            traceback.print_exc()
+            os._exit(1)
+        os._exit(0)
+
+    return multiprocessing.get_context("fork").Process(target=work)
+
+
 def test_bad_input_fails_before_any_request(emu, warehouse, monkeypatch):
     now = dt.datetime.now(dt.timezone.utc)
     cases = [
@@ -377,3 +390,41 @@ def test_the_service_clock_decides_a_day_loaded_before_it_is_over_is_reloaded(em
     with fails_without_retry(LinkstatsInputError, match="future"):
         run(link_load(interval=(day + dt.timedelta(days=2), day + dt.timedelta(days=3))))
     emu.clock.reset()
+
+
+def test_website_breakdown_progress_lines_and_lineage(emu, warehouse, monkeypatch):
+    """A website breakdown per day; a long load's progress and time left; OpenLineage's output is the table."""
+    from airflow_provider_linkstats.operators import warehouse as module
+
+    site = visits_near_midnight(emu, "UTC")
+    operator = module.LinkstatsWebsiteStatsToWarehouseOperator(
+        task_id="pages",
+        sql_conn_id="wh",
+        table="pages",
+        breakdown="page",
+        data_interval_start=RUNS[1][0].isoformat(),
+        data_interval_end=RUNS[1][1].isoformat(),
+    )
+    result = run(operator)
+    with sqlite3.connect(warehouse) as db:
+        loaded = db.execute("SELECT website_id, day, zone, statistic, value, count FROM pages").fetchall()
+    day = RUNS[1][0].date().isoformat()
+    assert result["requests"] == result["minimum_requests"] == 2  # the listing page, one day of one website
+    assert loaded == [(int(site["id"]), day, "UTC", "page", "/p", 3)]  # one visitor, 3 moments of the day
+
+    lines: list[str] = []
+
+    class Log:
+        def info(self, message, *args):
+            lines.append(message % args)
+
+    monkeypatch.setattr(module, "PROGRESS_EVERY", 0.0)
+    progress = module.Progress(Log(), 40, "links fetched")
+    progress.step(10)
+    assert lines and lines[0].startswith("10 of 40 links fetched; about ") and " s left" in lines[0]
+
+    clicks_near_midnight(emu, "UTC")
+    load = link_load(interval=RUNS[3])
+    run(load)
+    (output,) = load.get_openlineage_facets_on_complete(None).outputs
+    assert (output.namespace, output.name) == (f"sqlite://{warehouse}", "clicks")

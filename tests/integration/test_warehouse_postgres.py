@@ -7,13 +7,13 @@ from __future__ import annotations
 
 import json
 import shutil
-import threading
 
 import pytest
 
 from tests.integration.test_warehouse import (
     RUNS,
     clicks_near_midnight,
+    concurrently,
     counted_in,
     emu_gen,  # noqa: F401 - the fixture
     link_load,
@@ -83,6 +83,11 @@ def test_postgres_backfill_reruns_kill_and_overlapping_backfills(emu_gen, pg, mo
     assert rows(pg) == expected
     assert all(r["requests"] == r["minimum_requests"] for r in reports)
     assert reports[0]["asset"] == f"postgres://127.0.0.1:{pg.get_connection('pgwh').port}/airflow/public/clicks"
+    port = pg.get_connection("pgwh").port
+    operator = link_load(interval=RUNS[0], sql_conn_id="pgwh")
+    run(operator)
+    (output,) = operator.get_openlineage_facets_on_complete(None).outputs
+    assert (output.namespace, output.name) == (f"postgres://127.0.0.1:{port}", "airflow.public.clicks")
     for interval in reversed(RUNS):
         load(interval)
     assert rows(pg) == expected
@@ -112,19 +117,14 @@ def test_postgres_backfill_reruns_kill_and_overlapping_backfills(emu_gen, pg, mo
 
     pg.run("DELETE FROM clicks")
     pg.run("DELETE FROM clicks_counters")
-    errors: list[BaseException] = []
-
-    def backfill(intervals):
-        try:
-            for interval in intervals:
-                load(interval)
-        except BaseException as error:  # noqa: BLE001 - reported below
-            errors.append(error)
-
-    threads = [threading.Thread(target=backfill, args=(RUNS[:4],)), threading.Thread(target=backfill, args=(RUNS[2:],))]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join(120)
-    assert not errors, errors
+    # Two workers: two processes, each a backfill of its own, at the same time.
+    workers = [
+        concurrently(RUNS[:4], "pgwh"),
+        concurrently(RUNS[2:], "pgwh"),
+    ]
+    for worker in workers:
+        worker.start()
+    for worker in workers:
+        worker.join(120)
+    assert [worker.exitcode for worker in workers] == [0, 0]
     assert rows(pg) == expected

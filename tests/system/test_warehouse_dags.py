@@ -8,6 +8,7 @@ import json
 import sqlite3
 
 import airflow
+import pytest
 
 from tests.integration.test_warehouse import (
     FIRST_DAY,
@@ -28,6 +29,11 @@ def run_for(dag, day: dt.date):
 
 def test_a_backfill_of_the_example_dag_then_the_dag_scheduled_on_its_table(emu_gen, airflow_db, tmp_path, monkeypatch):  # noqa: F811
     emu = emu_gen
+    if not AIRFLOW_3 and emu.links_version != "44":
+        pytest.skip(
+            "Airflow 2.11's dag.test() cannot run a logical date twice in one metadata database "
+            "(it needs the FAB tables): [44] ran these dates"
+        )
     warehouse = tmp_path / "warehouse.db"
     monkeypatch.setenv("AIRFLOW_CONN_LINKSTATS_WAREHOUSE", json.dumps({"conn_type": "sqlite", "host": str(warehouse)}))
     clicks_near_midnight(emu, "Asia/Kolkata")
@@ -53,12 +59,13 @@ def test_a_backfill_of_the_example_dag_then_the_dag_scheduled_on_its_table(emu_g
         assert db.execute("SELECT COUNT(*) FROM linkstats_website_traffic_daily").fetchone() == (0,)
     assert len(loaded_days) == 3
     assert loaded == {row for row in truth(emu, zone) if dt.date.fromisoformat(row[1]) in loaded_days}
-    # The same run again (a cleared task) leaves the same rows.
-    assert run_for(module.dag, FIRST_DAY + dt.timedelta(days=2)).state == "success"
-    with sqlite3.connect(warehouse) as db:
-        assert (
-            set(db.execute("SELECT link_id, day, zone, clicks FROM linkstats_link_clicks_daily").fetchall()) == loaded
-        )
+    # The same run again (a cleared task) leaves the same rows. (Airflow 2.11's dag.test() cannot run a
+    # logical date twice without the FAB tables; tests/integration/test_warehouse.py re-runs there.)
+    if AIRFLOW_3:
+        assert run_for(module.dag, FIRST_DAY + dt.timedelta(days=2)).state == "success"
+        with sqlite3.connect(warehouse) as db:
+            again = set(db.execute("SELECT link_id, day, zone, clicks FROM linkstats_link_clicks_daily").fetchall())
+        assert again == loaded
 
     # The DAG scheduled on the table (run here by hand: dag.test() emits no asset events).
     run = module.top_links_dag.test()

@@ -428,3 +428,25 @@ def test_website_breakdown_progress_lines_and_lineage(emu, warehouse, monkeypatc
     run(load)
     (output,) = load.get_openlineage_facets_on_complete(None).outputs
     assert (output.namespace, output.name) == (f"sqlite://{warehouse}", "clicks")
+
+
+def test_parquet_without_pyarrow_is_refused_before_any_request(emu, tmp_path):
+    try:
+        import pyarrow  # noqa: F401
+
+        pytest.skip("pyarrow is installed here: parquet is written")
+    except ImportError:
+        pass
+    from airflow_provider_linkstats.operators.warehouse import LinkstatsLinkStatsToWarehouseOperator
+
+    emu.stats.reset()
+    operator = LinkstatsLinkStatsToWarehouseOperator(
+        task_id="parquet",
+        path=str(tmp_path / "clicks"),
+        file_format="parquet",
+        data_interval_start=RUNS[0][0].isoformat(),
+        data_interval_end=RUNS[0][1].isoformat(),
+    )
+    with fails_without_retry(LinkstatsInputError, match="pyarrow"):
+        run(operator)
+    assert emu.stats.count() == 0

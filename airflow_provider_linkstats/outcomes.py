@@ -3,6 +3,9 @@
 - In a worker (operators, a sensor's poke): an error no retry can mend (bad input, 401/403, 404,
   422 and other 4xx but 429, a create whose outcome is unknown) fails the task at once with
   ``AirflowFailException``; anything else is raised as it is, for Airflow's retries.
+- On Airflow 3.3+ an operator's retry policy decides instead (``uses_retry_policy``): the
+  provider's (``operators/retry_policy.py``, from ``retry_advice``) unless the DAG gives one, so
+  the decision and its reason are Airflow's own, stored with the try.
 - In the triggerer: an error becomes an event (``error_event``), and the resumed task turns the
   event back into the same outcome (``raise_for_event``), so a deferred wait fails exactly as a
   poking one would.
@@ -15,6 +18,7 @@ Cheap to import (operators import it on every parse): Airflow's exceptions are i
 from __future__ import annotations
 
 import contextlib
+import math
 from collections.abc import Iterator, Mapping
 from typing import Any
 
@@ -42,13 +46,94 @@ def fail_fast(error: LinkstatsError) -> None:
 
 
 @contextlib.contextmanager
-def failing_fast() -> Iterator[None]:
-    """Within it, an error no retry can mend fails the task (``fail_fast``); others pass as they are."""
+def failing_fast(task: Any = None) -> Iterator[None]:
+    """Within it, an error no retry can mend fails the task (``fail_fast``); others pass as they are.
+
+    With ``task`` (an operator) on Airflow 3.3+, every error passes as it is: the task's retry
+    policy decides (``uses_retry_policy``).
+    """
+    policy_decides = task is not None and uses_retry_policy(task)
     try:
         yield
     except LinkstatsError as error:
-        fail_fast(error)
+        if not policy_decides:
+            fail_fast(error)
         raise
+
+
+def uses_retry_policy(task: Any) -> bool:
+    """Whether ``task``'s retry policy decides its retries (Airflow 3.3+, in a task run); gives it ours if it has none.
+
+    Set here, in the worker, when the task runs: importing Airflow's retry-policy module when the
+    operator is built would add about 2 ms to every DAG parse. A policy the DAG gives (the operator's
+    or ``default_args``' ``retry_policy``) is kept as it is.
+    """
+    if not hasattr(task, "retry_policy"):  # Airflow before 3.3
+        return False
+    # Only in Airflow's task runner, which consults the policy: it runs the copy prepare_for_execution()
+    # made and locked for execution. Called directly (op.execute({}) in a notebook), the task fails fast.
+    if not getattr(task, "_lock_for_execution", False):
+        return False
+    if task.retry_policy is None:
+        from airflow_provider_linkstats.operators.retry_policy import AVAILABLE, LinkstatsRetryPolicy
+
+        if not AVAILABLE:  # a common-compat provider too old to name the retry-policy classes
+            return False
+        task.retry_policy = LinkstatsRetryPolicy()
+    return True
+
+
+# What a task retry can do about each permanent error: why none is worth it.
+PERMANENT_WHY = {
+    "LinkstatsInputError": "bad input, refused before any request",
+    "LinkstatsConfigError": "the Airflow connection is missing or not set up for this hook",
+    "LinkstatsOutcomeUnknownError": "a create's answer was lost and sending it again could make a twin",
+    "LinkstatsExistsError": "the record exists and if_exists is 'fail'",
+    "LinkstatsAuthError": "the API key was refused or lacks permission",
+    "LinkstatsNotFoundError": "the service has no such record",
+    "LinkstatsRouteMissError": "the connection's Base URL or path leads outside the service's API",
+    "LinkstatsValidationError": "the service rejected the input",
+    "LinkstatsWriteMismatchError": "the service ignored a field of the pinned api_version",
+    "LinkstatsTransportError": "the TLS handshake failed",
+}
+
+
+def retry_advice(error: BaseException) -> tuple[str, float | None, str] | None:
+    """What the task's retry should do after ``error``: ``("fail", None, reason)`` or ``("retry", seconds, reason)``.
+
+    ``seconds`` is the service's ``Retry-After`` (429, 503) or None for the task's own
+    ``retry_delay``. None when no provider error is in ``error``'s chain of causes: Airflow's
+    default. The one rule for ``LinkstatsRetryPolicy``, pure so that every Airflow version tests it.
+    """
+    found = _provider_error(error)
+    if found is None:
+        return None
+    status = getattr(found, "status", None)
+    label = f"HTTP {status} ({type(found).__name__})" if status is not None else type(found).__name__
+    if is_permanent(found):
+        why = next(
+            (PERMANENT_WHY[kind.__name__] for kind in type(found).__mro__ if kind.__name__ in PERMANENT_WHY),
+            "the service refused the request",
+        )
+        return "fail", None, f"{label}: {why}; a retry would meet the same answer, so the task fails now"
+    asked = found.retry_after if isinstance(found, LinkstatsApiError) else None
+    if asked is not None:
+        seconds = float(max(1, math.ceil(asked)))
+        return "retry", seconds, f"{label}: the service asked to wait {seconds:.0f} s (Retry-After); retrying then"
+    what = "may pass" if not is_transient(found) else "the service or the network was briefly unavailable"
+    return "retry", None, f"{label}: {what}; retrying after the task's retry_delay"
+
+
+def _provider_error(error: BaseException) -> LinkstatsError | None:
+    """``error`` or the first provider error it was raised from (``raise ... from``)."""
+    seen: set[int] = set()
+    item: BaseException | None = error
+    while item is not None and id(item) not in seen:
+        if isinstance(item, LinkstatsError):
+            return item
+        seen.add(id(item))
+        item = item.__cause__
+    return None
 
 
 def error_event(error: BaseException) -> dict[str, Any]:

@@ -15,10 +15,19 @@ Runs against the real service or the local emulator: only the connection changes
 
 from __future__ import annotations
 
+import datetime as dt
+import os
+
 import pendulum
 from airflow.providers.common.compat.sdk import DAG, Param, task
 
 from airflow_provider_linkstats.operators.launch import LinkstatsBulkCreateLinksOperator
+
+# A killed worker or a failure that may pass: three more tries, a minute apart (the service's
+# rate-limit window is a minute). Each try resumes; see docs/operators.md, "Retries and recovery".
+RETRIES = {"retries": 3, "retry_delay": dt.timedelta(minutes=1)}
+# The links service's connection (the deployment tests point it at an emulator of their own).
+CONN_ID = os.environ.get("LINKSTATS_BULK_LAUNCH_CONN_ID", "linkstats_links_default")
 
 with DAG(
     dag_id="linkstats_bulk_launch",
@@ -26,6 +35,7 @@ with DAG(
     schedule=None,
     start_date=pendulum.datetime(2026, 1, 1, tz="UTC"),
     catchup=False,
+    default_args=RETRIES,
     tags=["linkstats", "example"],
     params={
         "campaign": Param("autumn", type="string", pattern="^[a-z0-9-]{3,30}$", description="Alias prefix"),
@@ -71,6 +81,7 @@ with DAG(
 
     launch = LinkstatsBulkCreateLinksOperator(
         task_id="create_links",
+        linkstats_conn_id=CONN_ID,
         source=csv_url,
         alias_column="sku",  # "SKU 0001" -> autumn-sku-0001
         alias_prefix="{{ params.campaign }}-",

@@ -13,6 +13,7 @@ Runs against the real services or the local emulator: only the two connections c
 
 from __future__ import annotations
 
+import datetime as dt
 import os
 
 import pendulum
@@ -25,6 +26,10 @@ from airflow_provider_linkstats.operators.websites import (
 )
 from airflow_provider_linkstats.sensors.links import LinkstatsLinkExpiredSensor
 
+# A killed worker or a failure that may pass: three more tries, a minute apart (the service's
+# rate-limit window is a minute). Each try resumes; see docs/operators.md, "Retries and recovery".
+RETRIES = {"retries": 3, "retry_delay": dt.timedelta(minutes=1)}
+
 # How often the triggerer checks for expiry. A deployment setting rather than a per-run Param
 # (Airflow does not template poke_interval); the demo sets it low to finish quickly.
 POKE_INTERVAL = float(os.environ.get("LINKSTATS_CAMPAIGN_POKE_INTERVAL", "300"))
@@ -36,6 +41,7 @@ with DAG(
     schedule=None,
     start_date=pendulum.datetime(2026, 1, 1, tz="UTC"),
     catchup=False,
+    default_args=RETRIES,
     tags=["linkstats", "example"],
     params={
         "campaign": Param("spring-sale", type="string", pattern="^[a-z0-9-]{3,40}$", description="Alias prefix"),
@@ -49,7 +55,8 @@ with DAG(
             None,
             type=["null", "integer"],
             minimum=1,
-            description="Domain to shorten on; empty uses the connection's default_domain_id",
+            description="Domain to shorten on; empty: the connection's default_domain_id, else the account's "
+            "default domain, else the only domain the account can use",
         ),
     },
 ) as dag:
@@ -70,7 +77,8 @@ with DAG(
         # A lifetime, counted when the create is sent: a create that waits in the queue (or a retry)
         # still gets the whole of it, where a moment computed here could have passed by then.
         lifetime = f"PT{int(params['expire_after_minutes'])}M"
-        # None: the hook fills in the connection's default_domain_id (real installs require one).
+        # None: the hook fills in the connection's default_domain_id, else the account's default or
+        # only usable domain (real installs require one).
         domain = {"domain_id": params.get("domain_id")}
         return [
             {

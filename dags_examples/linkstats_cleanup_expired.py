@@ -19,6 +19,10 @@ from airflow.providers.common.compat.sdk import DAG, Param, task
 
 from airflow_provider_linkstats.operators.cleanup import LinkstatsCleanupLinksOperator
 
+# A killed worker or a failure that may pass: three more tries, a minute apart (the service's
+# rate-limit window is a minute). Each try resumes; see docs/operators.md, "Retries and recovery".
+RETRIES = {"retries": 3, "retry_delay": dt.timedelta(minutes=1)}
+
 try:  # Airflow 3.1+: human-in-the-loop operators of the standard provider
     from airflow.providers.standard.operators.hitl import ApprovalOperator
 except Exception:  # ImportError, or the provider's "needs Airflow 3.1+"
@@ -33,6 +37,7 @@ with DAG(
     schedule="@daily",
     start_date=pendulum.datetime(2026, 1, 1, tz="UTC"),
     catchup=False,
+    default_args=RETRIES,
     max_active_runs=1,
     tags=["linkstats", "example"],
     params={

@@ -11,11 +11,16 @@ with the daily ``linkstats_cleanup_expired``, see the docs page "Cleanup: daily 
 
 from __future__ import annotations
 
+import datetime as dt
 import logging
 import os
 
 import pendulum
 from airflow.providers.common.compat.version_compat import AIRFLOW_V_3_0_PLUS
+
+# A killed worker or a failure that may pass: three more tries, a minute apart (the service's
+# rate-limit window is a minute). Each try resumes; see docs/operators.md, "Retries and recovery".
+RETRIES = {"retries": 3, "retry_delay": dt.timedelta(minutes=1)}
 
 # Read once per parse and constant per deployment: the trigger's kwargs must not change between
 # parses, or Airflow would see a new watcher each time.
@@ -51,6 +56,7 @@ else:
         schedule=[expired_links],
         start_date=pendulum.datetime(2026, 1, 1, tz="UTC"),
         catchup=False,
+        default_args=RETRIES,
         tags=["linkstats", "example"],
         params={
             "max_workers": Param(8, type="integer", minimum=1, maximum=16, description="Concurrent deletes"),

@@ -10,6 +10,7 @@ draws PNG charts (without it, the charts are skipped with a log line, not a fail
 
 from __future__ import annotations
 
+import datetime as dt
 import os
 
 import pendulum
@@ -18,6 +19,10 @@ from airflow.providers.common.compat.sdk import DAG, Param, task
 from airflow_provider_linkstats.operators.links import LinkstatsListLinksOperator
 from airflow_provider_linkstats.operators.stats import LinkstatsLinkStatsOperator, LinkstatsWebsiteStatsOperator
 from airflow_provider_linkstats.operators.websites import LinkstatsListWebsitesOperator
+
+# A killed worker or a failure that may pass: three more tries, a minute apart (the service's
+# rate-limit window is a minute). Each try resumes; see docs/operators.md, "Retries and recovery".
+RETRIES = {"retries": 3, "retry_delay": dt.timedelta(minutes=1)}
 
 LINK_COLUMNS = ("id", "alias", "short_url", "url", "clicks", "status")
 REFERRER_COLUMNS = ("alias", "referrer", "clicks")
@@ -30,6 +35,7 @@ with DAG(
     schedule="@weekly",
     start_date=pendulum.datetime(2026, 1, 1, tz="UTC"),
     catchup=False,
+    default_args=RETRIES,
     tags=["linkstats", "example"],
     params={
         "top_n": Param(10, type="integer", minimum=1, maximum=1000, description="How many links to rank"),

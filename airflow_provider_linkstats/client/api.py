@@ -16,7 +16,9 @@ from airflow_provider_linkstats.client.discovery import ServiceProfile, discover
 from airflow_provider_linkstats.client.errors import (
     RETRY_STATUSES,
     LinkstatsApiError,
+    LinkstatsConfigError,
     LinkstatsError,
+    LinkstatsInputError,
     LinkstatsNotFoundError,
     LinkstatsOutcomeUnknownError,
     LinkstatsTransportError,
@@ -53,7 +55,7 @@ from airflow_provider_linkstats.client.websites import say_stored_domain, write_
 log = logging.getLogger(__name__)
 
 
-ProfileSource = Callable[[str, bool], ServiceProfile]
+ProfileSource = Callable[..., ServiceProfile]  # (service, account[, domains=True])
 
 
 class LinkstatsClient:
@@ -90,6 +92,11 @@ class LinkstatsClient:
         # Where profiles come from: the hook's ``service_profile`` (which may keep them elsewhere), else ``discover``.
         self._profile_source = profiles
         self._account_error: dict[str, str] = {}
+        self._domain_retried = False  # a refused learned domain is read again once per client
+        self._domain_said: int | None = None  # the domain a create without one went to, logged once
+        # Reads the account again and keeps it (the hook's ``KnownService.relearn_account``, which
+        # also saves it for the host's other tasks); None: ``relearn_account`` does it here.
+        self.account_reader: Callable[[str], ServiceProfile] | None = None
         # Told when an answer contradicts what discovery learned (the hook drops it from its cache).
         self.contradicted: Callable[[str], None] | None = None
 
@@ -165,10 +172,11 @@ class LinkstatsClient:
         generation: Generation | None = None,
         account: bool = False,
         known: ServiceProfile | None = None,
+        domains: bool = False,
     ) -> ServiceProfile:
         """Run the discovery plan (``client/discovery.py``) through this client and keep its answer."""
         generation = generation or self._named(service)
-        plan = discover(service, roots or (self.root,), generation, account=account, known=known)
+        plan = discover(service, roots or (self.root,), generation, account=account, known=known, domains=domains)
         return self.adopt(drive(plan, self.probe))
 
     def adopt(self, profile: ServiceProfile) -> ServiceProfile:
@@ -179,13 +187,17 @@ class LinkstatsClient:
             self.settings = self._transport.settings = replace(self.settings, root=profile.root)
         return profile
 
-    def profile(self, service: str, *, account: bool = False) -> ServiceProfile:
+    def profile(self, service: str, *, account: bool = False, domains: bool = False) -> ServiceProfile:
+        """What is known of ``service``; with ``account`` its account's facts, with ``domains`` also
+        the domain a create without one gets (``discovery.usable_domains``)."""
         known = self._profiles.get(service)
-        if known is not None and (known.account_read or not account):
+        if known is not None and (known.account_read or not account) and known.knows_domain(domains):
             return known
         if self._profile_source is not None:
-            return self.adopt(self._profile_source(service, account))
-        return self.discover(service, account=account, known=known)
+            found = self._profile_source(service, account, domains=True) if domains else (
+                self._profile_source(service, account))  # fmt: skip
+            return self.adopt(found)
+        return self.discover(service, account=account, known=known.aged(domains) if known else None, domains=domains)
 
     def generation(self, service: str) -> Generation:
         """The connected generation of ``service``: given, or detected once (one read-only GET)."""
@@ -215,8 +227,9 @@ class LinkstatsClient:
         timezone, domain = self.settings.timezone, self.settings.default_domain_id
         if needs_account(values, generation, timezone=timezone, default_domain_id=domain, operation=operation):
             zone_needed = values.get("expires_at") is not None and not timezone
+            domain_needed = domain is None and operation == "create" and values.get("domain_id") is None
             try:
-                profile = self.profile("links", account=True)
+                profile = self.profile("links", account=True, domains=domain_needed)
             except (LinkstatsApiError, LinkstatsTransportError) as error:
                 if zone_needed and isinstance(error, LinkstatsApiError):
                     raise error.reworded(
@@ -233,8 +246,48 @@ class LinkstatsClient:
                     error,
                 )
             else:
-                timezone, domain = timezone or profile.timezone, domain or profile.default_domain_id
+                if zone_needed and not profile.timezone:
+                    raise LinkstatsConfigError(
+                        f"{generation.label} reads expires_at in the account's time zone, and the account's is not "
+                        f"one this worker knows: set the timezone extra of connection {self.settings.conn_id!r} "
+                        "(e.g. Europe/Paris)"
+                    )
+                timezone = timezone or profile.timezone
+                if domain is None and operation == "create" and values.get("domain_id") is None:
+                    domain = self._account_domain(profile)
         return for_generation(values, generation, timezone=timezone, default_domain_id=domain, now=now)
+
+    def _account_domain(self, profile: ServiceProfile) -> int | None:
+        """The domain of a create that names none, when the connection has no default_domain_id
+        extra: the account's default, else the only domain it can use (logged), else an error
+        naming the domains to choose from (before any create). None: unknown (the read failed)."""
+        from airflow_provider_linkstats.client.discovery import drive_usable_domains
+
+        if profile.default_domain_id is not None:
+            return profile.default_domain_id
+        sole, choices = profile.sole_domain_id, profile.domain_choices
+        if sole is None and choices is None:  # the host cache keeps no names: read them (a failing create's cost)
+            sole, choices = drive_usable_domains(profile.root, self.probe)
+        if sole is not None:
+            if self._domain_said != sole:
+                self._domain_said = sole
+                log.info(
+                    "Linkstats connection %r: a link created without domain_id goes to domain %s, the only domain "
+                    "the account can use (it has no default domain and no domain of its own; %s is the install's "
+                    "global domain). Give domain_id or set the default_domain_id extra to choose another.",
+                    self.settings.conn_id, sole, sole,
+                )  # fmt: skip
+            return sole
+        if not choices:
+            return None
+        listed = ", ".join(f"{number} ({name})" if name else str(number) for number, name in choices)
+        raise LinkstatsInputError(
+            "domain_id",
+            None,
+            f"a domain the account can use: {listed}. The account has no default domain and can use several: "
+            f"give domain_id, or set the default_domain_id extra of connection {self.settings.conn_id!r} (or a "
+            "default domain in the account's settings)",
+        )
 
     def create(
         self,
@@ -274,12 +327,19 @@ class LinkstatsClient:
                 record = parse_record(request, response, generation)
                 return self.verified(resource, "create", fields, record, generation, zone, request, response.status)
             except LinkstatsValidationError as error:
-                failed = self._account_error.get(resource.service)
-                if "domain_id" in error.errors and failed is not None:
-                    raise error.reworded(
-                        f"{error.message}: give domain_id, or set the connection's default_domain_id extra "
-                        f"(reading the account's default domain failed: {failed})"
-                    ) from error
+                if resource is LINKS and "domain_id" in error.errors:
+                    other = self._domain_relearned(fields)
+                    if other is None:
+                        raise self._domain_refused(error, fields) from error
+                    # A refused create made nothing: safe to send again, once (``_domain_retried``).
+                    return self._create(resource, fields.changed(domain_id=other), generation, zone)
+                raise
+            except LinkstatsNotFoundError as error:
+                # A create's 404 is a referenced record missing; "...[App\Models\Domain]": the domain.
+                if resource is LINKS and "Domain" in error.message:
+                    other = self._domain_relearned(fields)
+                    if other is not None:
+                        return self._create(resource, fields.changed(domain_id=other), generation, zone)
                 raise
             except LinkstatsTransportError as error:
                 if not error.sent:
@@ -316,6 +376,44 @@ class LinkstatsClient:
         raise LinkstatsOutcomeUnknownError(
             f"{request.describe()}: every answer was lost ({self.retry.max_retries + 1} tries); "
             f"the {resource.singular} may or may not exist"
+        )
+
+    def _domain_relearned(self, fields: Mapping[str, Any]) -> int | None:
+        """Another domain for a create refused on the one learned from the account (its default
+        changed, or the domain was deleted): the account is read again; None if it names no other."""
+        sent = fields.get("domain_id")
+        given = getattr(fields, "given", {}).get("domain_id")
+        if sent is None or given is not None or sent == self.settings.default_domain_id or self._domain_retried:
+            return None
+        self._domain_retried = True
+        profile = self.relearn_account("links", f"the service refused domain_id {sent}, learned from the account")
+        try:
+            other = self._account_domain(profile)
+        except LinkstatsInputError:
+            return None
+        if other is None or other == sent:
+            return None
+        log.warning("Linkstats connection %r: the service refused domain_id %s; the account now gives %s: "
+                    "sending the create with it", self.settings.conn_id, sent, other)  # fmt: skip
+        return other
+
+    def _domain_refused(self, error: LinkstatsValidationError, fields: Mapping[str, Any]) -> LinkstatsValidationError:
+        """A create's 422 on domain_id, with what to do: the domain it was sent with, and where that came from."""
+        sent = fields.get("domain_id")
+        extra = f"the default_domain_id extra of connection {self.settings.conn_id!r}"
+        if sent is None:
+            failed = self._account_error.get("links")
+            why = f" (reading the account's default domain failed: {failed})" if failed else ""
+            return error.reworded(f"{error.message}: give domain_id, or set {extra}{why}")
+        if getattr(fields, "given", {}).get("domain_id") is not None:
+            origin = "as asked"
+        elif sent == self.settings.default_domain_id:
+            origin = f"from {extra}"
+        else:
+            origin = "the account's, read again just now"
+        return error.reworded(
+            f"{error.message}: domain_id {sent} ({origin}) is not one the account may use; give another "
+            f"domain_id, or set {extra}"
         )
 
     def get(self, resource: Resource, record_id: Any) -> dict[str, Any]:
@@ -358,18 +456,28 @@ class LinkstatsClient:
         return self.verified(resource, "update", fields, record, generation, zone, request, response.status)
 
     def default_domain_id(self) -> int | None:
-        """The settings' ``default_domain_id``, else the account's default domain (read once), else None."""
+        """The settings' ``default_domain_id``, else the account's default domain (read once), else the
+        only domain the account can use, else None."""
         if self.settings.default_domain_id is not None:
             return self.settings.default_domain_id
         try:
-            return self.profile("links", account=True).default_domain_id
+            profile = self.profile("links", account=True, domains=True)
         except (LinkstatsError, ValueError):
             return None
+        return profile.default_domain_id or profile.sole_domain_id
 
     def zone(self, resource: Resource) -> str | None:
         """The zone phpShort 44-45's expiration_date and expiration_time are written in."""
         known = self._profiles.get(resource.service)
         return self.settings.timezone or (known.timezone if known is not None else None)
+
+    def relearn_account(self, service: str, reason: str) -> ServiceProfile:
+        """Read the account again (one GET /account) and use what it says from now on."""
+        if self.account_reader is not None:
+            return self.account_reader(reason)
+        known = self._profiles.get(service)
+        stale = replace(known, account_read=False) if known else None
+        return self.discover(service, account=True, known=stale, domains=service == "links")
 
     def forget(self, service: str) -> None:
         """Drop what was learned about ``service`` (its version is detected again on next use)."""
@@ -395,6 +503,8 @@ class LinkstatsClient:
         found = differences(resource, asked, record, zone=zone or self.zone(resource))
         if not found:
             return record
+        if zone is None and (mended := self._mend_zone(resource, asked, record, generation, found)) is not None:
+            return mended
         believed = generation.label if generation is not None else "an unknown version"
         raise mismatch_error(
             resource,
@@ -407,6 +517,42 @@ class LinkstatsClient:
             status=status,
             conn_id=self.settings.conn_id,
         )
+
+    def _mend_zone(
+        self,
+        resource: Resource,
+        asked: Mapping[str, Any],
+        record: dict[str, Any],
+        generation: Generation | None,
+        found: list[Any],
+    ) -> dict[str, Any] | None:
+        """A phpShort 44-45 end stored hours off the one asked: the account's time zone (which reads
+        the date and time sent) changed since it was learned. The account is read again (one GET);
+        if its zone is another, the link's end is brought to the moment asked with one update, and
+        the new zone is kept (here and in the host cache). None: not that (the caller reports it)."""
+        from airflow_provider_linkstats.client.verify import zone_mismatch
+
+        used = self.zone(resource)
+        moment = zone_mismatch(resource, asked, found, used)
+        if moment is None or record.get("id") is None:
+            return None
+        profile = self.relearn_account(resource.service, f"a link's end was stored as if in another zone than {used}")
+        if not profile.timezone or profile.timezone == used:
+            return None
+        if self.settings.timezone:
+            raise LinkstatsConfigError(
+                f"{resource.singular} id={record['id']} ends at {record.get('expires_at')}, not "
+                f"{moment.isoformat()} as asked: the timezone extra of connection {self.settings.conn_id!r} says "
+                f"{used}, the account's time zone is {profile.timezone}. Set the extra to {profile.timezone} (or "
+                "empty: the account's is read), then update the link's expires_at"
+            )
+        log.warning(
+            "Linkstats connection %r: %s id=%s was stored ending %s, not %s: the account's time zone is now %s "
+            "(it was %s when learned); mending its end with an update",
+            self.settings.conn_id, resource.singular, record["id"], record.get("expires_at"), moment.isoformat(),
+            profile.timezone, used,
+        )  # fmt: skip
+        return self._update(resource, record["id"], {"expires_at": moment}, generation, None)
 
     def create_or_reconcile(
         self, resource: Resource, fields: Mapping[str, Any], if_exists: str = "fail"

@@ -6,12 +6,22 @@ back every answer whatever its status: it probes each candidate root until one a
 API (``detection``), which also tells the generation unless it is given, then reads the account
 when asked. What it returns, a ``ServiceProfile``, is small and JSON-able: it holds no secret, so
 it can be kept across processes.
+
+A fresh phpShort account has no default domain, and ``GET /domains`` lists only the account's own
+domains, never the install's global ones (the one made at install, id 1, is usable by every
+account: the web form offers it to all). So when the account names no default, the plan also reads
+its domains (one ``GET /domains``): with none of its own, the install's domain is the only one it
+can use (``sole_domain_id``); with some, there are several and the caller must choose
+(``domain_choices``, kept in memory only: names are the service's text, not stored).
 """
 
 from __future__ import annotations
 
-from collections.abc import Generator, Mapping
-from dataclasses import asdict, dataclass, replace
+import math
+import re
+import time
+from collections.abc import Callable, Generator, Mapping
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 from airflow_provider_linkstats.client.detection import (
@@ -30,9 +40,26 @@ from airflow_provider_linkstats.client.protocol import (
     ApiRequest,
     ApiResponse,
     build_account,
+    build_list,
+    parse_page,
     parse_record,
     raise_for_status,
 )
+
+# The domain phpShort makes at install (``short_domain``): every account may shorten on it, though
+# ``GET /domains`` never lists it.
+INSTALL_DOMAIN_ID = 1
+# Seconds the account's domain facts are trusted for a create that relies on them (a create
+# without domain_id, no default_domain_id extra); older ones are read again (one GET /account).
+# No answer can check them: the create sends the domain, so its answer holds it whatever the
+# account now prefers. The 44-45 time zone needs no such bound: every write's answer is checked
+# against it, and a change is mended there and then (``client/api.py``).
+ACCOUNT_FRESH = 300.0
+MAX_DOMAINS_READ = 100  # one page of GET /domains; past it the account has several anyway
+_NOT_STORED = ("note", "domain_choices")  # in memory only: the service's free text
+_ROOT = re.compile(r"https?://[^\s]{1,2040}")
+_GENERATION = re.compile(r"[0-9a-z]{0,8}")
+_ZONE = re.compile(r"[A-Za-z][A-Za-z0-9_+\-/]{0,63}")
 
 
 @dataclass(frozen=True)
@@ -45,7 +72,29 @@ class ServiceProfile:
     timezone: str | None = None  # the account's zone (read with the account)
     default_domain_id: int | None = None  # links: the account's default domain
     account_read: bool = False  # whether the two above come from an account read
-    note: str = ""  # the probe's answer, for the log ("" when no probe was needed)
+    # links, an account without a default domain: the only domain it can use (see the module's doc)
+    sole_domain_id: int | None = None
+    domains_read: bool = False  # whether sole_domain_id comes from a read of the account's domains
+    learned_at: float = 0.0  # time.time() when the root and generation were found
+    account_read_at: float = 0.0  # time.time() of the account read
+    # Not stored (``to_json``): the probe's answer for this task's log, and the domains to choose from.
+    note: str = field(default="", compare=False)
+    # None: not read by this process (the host cache does not keep names); (): the read failed.
+    domain_choices: tuple[tuple[int, str], ...] | None = field(default=None, compare=False)
+
+    def knows_domain(self, domains: bool) -> bool:
+        """Whether the account's facts answer which domain a create gets (when ``domains`` is asked),
+        read at most ``ACCOUNT_FRESH`` seconds ago."""
+        if not domains:
+            return True
+        return self.account_read and self.fresh() and (self.default_domain_id is not None or self.domains_read)
+
+    def fresh(self) -> bool:
+        return 0 <= time.time() - self.account_read_at < ACCOUNT_FRESH
+
+    def aged(self, domains: bool) -> ServiceProfile:
+        """This profile to build on: for a create's domain, account facts too old are read again."""
+        return replace(self, account_read=False) if domains and self.account_read and not self.fresh() else self
 
     @property
     def spoken(self) -> Generation:
@@ -56,11 +105,63 @@ class ServiceProfile:
         return by_name(self.service, self.generation)
 
     def to_json(self) -> dict[str, Any]:
-        return asdict(self)
+        """What may be kept on disk or handed to another process: no text the service wrote."""
+        return {key: value for key, value in asdict(self).items() if key not in _NOT_STORED}
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> ServiceProfile:
-        return cls(**{key: data[key] for key in cls.__dataclass_fields__ if key in data})
+        """A profile from kept facts, each checked (type, size, finite times); ``ValueError`` says why not."""
+        problem = facts_problem(data)
+        if problem:
+            raise ValueError(problem)
+        stored = [key for key in cls.__dataclass_fields__ if key not in _NOT_STORED]
+        return cls(**{key: data[key] for key in stored if key in data})
+
+
+def facts_problem(data: Any) -> str | None:
+    """Why kept facts cannot be a ``ServiceProfile``: a wrong type, a size or a time out of bounds."""
+    if not isinstance(data, Mapping):
+        return "not an object"
+    checks: dict[str, tuple[Any, str]] = {
+        "service": (lambda v: v in ("links", "analytics"), "'links' or 'analytics'"),
+        "root": (lambda v: isinstance(v, str) and _ROOT.fullmatch(v) is not None, "an http(s) URL"),
+        "generation": (lambda v: isinstance(v, str) and _GENERATION.fullmatch(v) is not None, "a version name"),
+        "timezone": (lambda v: v is None or known_zone(v), "null or a time zone name"),
+        "default_domain_id": (lambda v: v is None or _domain_number(v), "null or a domain id"),
+        "sole_domain_id": (lambda v: v is None or _domain_number(v), "null or a domain id"),
+        "account_read": (lambda v: isinstance(v, bool), "true or false"),
+        "domains_read": (lambda v: isinstance(v, bool), "true or false"),
+        "learned_at": (_moment, "a finite time"),
+        "account_read_at": (_moment, "a finite time"),
+    }
+    for key in ("service", "root", "generation"):
+        if key not in data:
+            return f"no {key!r}"
+    for key, (valid, allowed) in checks.items():
+        if key in data and not valid(data[key]):
+            return f"{key!r} is not {allowed}"
+    return None
+
+
+def known_zone(name: Any) -> bool:
+    """Whether ``name`` is a time zone this worker knows (so no other text passes for one)."""
+    if not isinstance(name, str) or _ZONE.fullmatch(name) is None:
+        return False
+    from zoneinfo import ZoneInfo
+
+    try:
+        ZoneInfo(name)
+    except (ValueError, KeyError, OSError):  # ZoneInfoNotFoundError is a KeyError
+        return False
+    return True
+
+
+def _domain_number(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and 1 <= value < 2**31
+
+
+def _moment(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value) and value >= 0
 
 
 Plan = Generator[ApiRequest, ApiResponse, ServiceProfile]
@@ -73,6 +174,7 @@ def discover(
     *,
     account: bool = False,
     known: ServiceProfile | None = None,
+    domains: bool = False,
 ) -> Plan:
     """The ``ServiceProfile`` of ``service`` behind one of ``roots`` (tried in order).
 
@@ -83,10 +185,14 @@ def discover(
     profile = known
     if profile is None:
         profile = yield from _locate(service, roots, generation)
+        profile = replace(profile, learned_at=time.time())
     elif generation is not None and profile.generation != generation.name:
         profile = replace(profile, generation=generation.name)
     if account and not profile.account_read:
-        profile = yield from read_account(profile)
+        profile = yield from read_account(profile, domains=domains)
+    elif domains and profile.account_read and profile.default_domain_id is None and not profile.domains_read:
+        sole, choices = yield from usable_domains(profile.root)
+        profile = replace(profile, sole_domain_id=sole, domain_choices=choices, domains_read=bool(choices))
     return profile
 
 
@@ -117,14 +223,64 @@ def _locate(service: str, roots: tuple[str, ...], generation: Generation | None)
     raise no_api_answered(service, tried, conn_id)
 
 
-def read_account(profile: ServiceProfile) -> Plan:
-    """``profile`` with the account's time zone and default domain (one GET /account)."""
+def read_account(profile: ServiceProfile, *, domains: bool = False) -> Plan:
+    """``profile`` with the account's time zone and default domain (one GET /account); with
+    ``domains``, for a links account without a default domain, the domain it can use (one GET
+    /domains, ``usable_domains``)."""
     request = build_account(root=profile.root)
     response = yield request
     raise_for_status(request, response)
     account = parse_record(request, response)
-    zone = str(account.get("timezone") or "UTC")
-    return replace(profile, timezone=zone, default_domain_id=_domain_id(account), account_read=True)
+    zone = account.get("timezone") or "UTC"
+    default = _domain_id(account)
+    sole, choices = None, None
+    if domains and profile.service == "links" and default is None:
+        sole, choices = yield from usable_domains(profile.root)
+    return replace(
+        profile,
+        timezone=zone if known_zone(zone) else None,  # another text is not kept, nor used
+        default_domain_id=default,
+        sole_domain_id=sole,
+        domain_choices=choices,
+        domains_read=bool(choices),
+        account_read=True,
+        account_read_at=time.time(),
+    )
+
+
+def drive_usable_domains(
+    root: str, send: Callable[[ApiRequest], ApiResponse]
+) -> tuple[int | None, tuple[tuple[int, str], ...]]:
+    """``usable_domains`` through a sync sender (``LinkstatsClient.probe``)."""
+    from airflow_provider_linkstats.client.protocol import drive
+
+    return drive(usable_domains(root), send)
+
+
+def usable_domains(root: str) -> Generator[ApiRequest, ApiResponse, tuple[int | None, tuple[tuple[int, str], ...]]]:
+    """(the only domain the account can use or None, the domains to choose from: (id, name)).
+
+    One ``GET /domains``: it lists the account's own domains only. With none, the install's domain
+    (``INSTALL_DOMAIN_ID``) is the one; with some, the install's and those (several). A failed read
+    tells nothing: (None, ()).
+    """
+    from airflow_provider_linkstats.client.contract import DOMAINS
+    from airflow_provider_linkstats.client.errors import LinkstatsApiError, LinkstatsAuthError, LinkstatsRateLimitError
+
+    request = replace(build_list(DOMAINS, {"per_page": MAX_DOMAINS_READ}), root=root)
+    try:
+        response = yield request
+        raise_for_status(request, response)
+        page = parse_page(request, response, MAX_DOMAINS_READ)
+    except (LinkstatsAuthError, LinkstatsRateLimitError):
+        raise
+    except LinkstatsApiError:
+        return None, ()
+    own = [(item["id"], str(item.get("name") or "")[:253]) for item in page.items if _domain_number(item.get("id"))]
+    install = (INSTALL_DOMAIN_ID, "the install's global domain, not listed by GET /domains")
+    if not own:
+        return INSTALL_DOMAIN_ID, (install,)
+    return None, (install, *sorted(own))
 
 
 def _domain_id(account: Mapping[str, Any]) -> int | None:

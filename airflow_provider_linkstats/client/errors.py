@@ -23,11 +23,19 @@ class LinkstatsInputError(LinkstatsError, ValueError):
     The message names the field, the bad value (masked for secret fields) and what is allowed.
     """
 
-    def __init__(self, field: str, value: object, allowed: str, *, secret: bool = False) -> None:
+    def __init__(
+        self, field: str, value: object, allowed: str, *, secret: bool = False, message: str | None = None
+    ) -> None:
         self.field = field
         self.value = "***" if secret else value
         self.allowed = allowed
-        super().__init__(f"Invalid value for {field!r}: {shorten(self.value)}. Allowed: {allowed}.")
+        # ``message``: the whole text instead, for an error listing several problems (a bulk launch's rows).
+        text = f"Invalid value for {field!r}: {shorten(self.value)}. Allowed: {full_stop(allowed)}"
+        super().__init__(message or text)
+
+    def sentence(self) -> str:
+        """This error as one sentence, to stand among others (one full stop, at its end)."""
+        return f"invalid value for {self.field!r}: {shorten(self.value)}; allowed: {full_stop(self.allowed)}"
 
 
 class LinkstatsConfigError(LinkstatsError):
@@ -98,6 +106,11 @@ class LinkstatsAuthError(LinkstatsApiError):
 
 class LinkstatsNotFoundError(LinkstatsApiError):
     """404: no record with that id."""
+
+
+class LinkstatsRouteMissError(LinkstatsApiError):
+    """404 from outside the API (a wrong Base URL or path): not "no such record", so never taken as
+    a record that is gone (a delete with ``missing_ok``, a watched link) but as a setting to fix."""
 
 
 class LinkstatsValidationError(LinkstatsApiError):
@@ -268,6 +281,12 @@ def _cause_kind(error: BaseException) -> str:
             return "refused"
         todo.extend((item.__cause__, item.__context__, getattr(item, "reason", None), *item.args[:1]))
     return ""
+
+
+def full_stop(text: str) -> str:
+    """``text`` ending in one full stop: a text that ends a sentence already gets none more."""
+    text = text.rstrip()
+    return text if text.endswith((".", "!", "?")) else f"{text}."
 
 
 MAX_ECHO = 80  # characters of a bad value shown in an error: enough to recognise it

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import time
 from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import replace
 from functools import cached_property
@@ -84,29 +85,34 @@ class KnownService:
 
     # -- the profile, found once --------------------------------------------------------------
 
-    def _sufficient(self, account: bool) -> ServiceProfile | None:
+    def _sufficient(self, account: bool, domains: bool = False) -> ServiceProfile | None:
         known = self.profile
-        return known if known is not None and (known.account_read or not account) else None
+        if known is None or (account and not known.account_read) or not known.knows_domain(domains):
+            return None
+        return known
 
-    def get(self, client: Callable[[], LinkstatsClient], *, account: bool = False) -> ServiceProfile:
-        """The profile, discovered through the sync ``client()`` unless known (here or in the store)."""
-        known = self._sufficient(account)
+    def get(
+        self, client: Callable[[], LinkstatsClient], *, account: bool = False, domains: bool = False
+    ) -> ServiceProfile:
+        """The profile, discovered through the sync ``client()`` unless known (here or in the store);
+        ``domains``: with the domain a create without one gets (``discovery.usable_domains``)."""
+        known = self._sufficient(account, domains)
         if known is not None:
             return known
         sync_client = client()
-        known = self.profile  # the client's first use may have found it
+        known = self._aged(self.profile, domains)  # the client's first use may have found it (in the store)
 
         def discover(previous: ServiceProfile | None) -> ServiceProfile:
             return sync_client.discover(
                 self.resource.service, roots=self.roots, generation=self.pinned, account=account,
-                known=known or previous,
+                known=known or previous, domains=domains,
             )  # fmt: skip
 
         try:
-            profile = self._shared(discover, account)
+            profile, recalled = self._shared(discover, account, domains)
         except LinkstatsApiError as error:
             raise self.discovery_failed(error) from error
-        return self._found(sync_client.adopt(profile))
+        return self._found(sync_client.adopt(profile), recalled)
 
     async def aget(self, client: AsyncLinkstatsClient, *, account: bool = False) -> ServiceProfile:
         """``get`` for the triggerer, through ``client`` (moved to the root that answers)."""
@@ -122,10 +128,31 @@ class KnownService:
             )  # fmt: skip
 
         try:
-            profile = await self._ashared(discover, account)
+            profile, recalled = await self._ashared(discover, account)
         except LinkstatsApiError as error:
             raise self.discovery_failed(error) from error
-        return self._found(client.adopt(profile))
+        return self._found(client.adopt(profile), recalled)
+
+    def relearn_account(self, reason: str) -> ServiceProfile:
+        """Read the account again (one GET /account; a write's answer contradicted what was known
+        of it) and keep what it says, here and for the host's other tasks."""
+        assert self.client is not None, "the sync client reads the account"
+        current = self.profile or self.client._profiles.get(self.resource.service)
+        stale = replace(current, account_read=False) if current is not None else None
+        profile = self.client.discover(
+            self.resource.service, roots=self.roots, generation=self.pinned, account=True, known=stale,
+            domains=self.resource.service == "links",  # the domain a create gets may have changed too
+        )  # fmt: skip
+        learned = self.learned
+        if learned is not None:
+            store, key = learned
+            store.remember(key, profile.to_json())
+        self.log.info(
+            "Linkstats connection %r: read the account again (%s): time zone %s, default domain %s",
+            self.conn_id, reason, profile.timezone, profile.default_domain_id,
+        )  # fmt: skip
+        self.profile = profile
+        return profile
 
     def adopt(self, handed: Any) -> ServiceProfile | None:
         """Keep a profile another process handed over (a sensor that deferred: ``ServiceProfile``
@@ -158,19 +185,33 @@ class KnownService:
             return self.pinned
         return self.get(client).spoken
 
-    def _found(self, profile: ServiceProfile) -> ServiceProfile:
-        if not profile.generation:
-            self.log.info("Linkstats connection %r: the API answers at %s (%s)", self.conn_id, profile.root,
-                          profile.note)  # fmt: skip
-        elif self.profile is None or self.profile.generation != profile.generation:
-            how = f"version probe GET /stats/0 {profile.note}" if profile.note else "the api_version extra"
-            self.log.info(
-                "Linkstats connection %r: %s at %s (%s)", self.conn_id, profile.spoken.label, profile.root, how
-            )
+    def _found(self, profile: ServiceProfile, recalled: bool = False) -> ServiceProfile:
+        """Keep ``profile``; the log says what this task learned and how (``_recalled`` says what
+        came from the host cache): never a request that was not sent."""
+        before = self.profile
+        if not recalled:
+            self._say_found(profile, before)
         self.profile = profile
         if self.on_found is not None:
             self.on_found(profile)
         return profile
+
+    def _say_found(self, profile: ServiceProfile, before: ServiceProfile | None) -> None:
+        if not profile.generation:
+            self.log.info("Linkstats connection %r: the API answers at %s (%s, sent by this task)", self.conn_id,
+                          profile.root, profile.note)  # fmt: skip
+        elif before is None or before.generation != profile.generation or before.root != profile.root:
+            if profile.note:
+                how = f"version probe GET /stats/0 {profile.note}, sent by this task"
+            elif self.pinned is not None:
+                how = "the api_version extra; no request sent"
+            else:  # built on what the host cache held (its account was read again)
+                how = f"{_learned_when(profile.learned_at, 'found')}, host cache"
+            self.log.info(
+                "Linkstats connection %r: %s at %s (%s)", self.conn_id, profile.spoken.label, profile.root, how
+            )
+        if profile.account_read and not (before is not None and before.account_read):
+            self.log.info("Linkstats connection %r: %s", self.conn_id, describe_account(profile, "read by this task"))
 
     def discovery_failed(self, error: LinkstatsApiError) -> LinkstatsApiError:
         """A refused key says so first; another failed probe says what it asked and what to set."""
@@ -195,61 +236,94 @@ class KnownService:
         """Whether finding the profile would send a request (else the store is not worth a look)."""
         return account or len(self.roots) > 1 or self.pinned is None
 
-    def _from_facts(self, facts: Facts | None) -> ServiceProfile | None:
+    def _from_facts(self, facts: Facts | None, *, said: bool = False) -> ServiceProfile | None:
+        """The profile ``facts`` hold, if they are whole and of this service; else None (``said``:
+        the reason is logged, for facts read from the host cache)."""
         if facts is None:
             return None
         try:
             profile = ServiceProfile.from_json(facts)
             profile.spoken  # noqa: B018 - a generation this version of the provider knows
-        except Exception:
+        except Exception as error:
+            if said:
+                self.log.warning(
+                    "Linkstats connection %r: ignored what an earlier task saved about the service (%s); "
+                    "finding it out again", self.conn_id, str(error)[:200],
+                )  # fmt: skip
             return None
         return profile if profile.service == self.resource.service else None
 
-    def _enough(self, account: bool) -> Callable[[Facts], bool]:
+    def _enough(self, account: bool, domains: bool = False) -> Callable[[Facts], bool]:
+        said: set[int] = set()
+
         def enough(facts: Facts) -> bool:
-            profile = self._from_facts(facts)
-            return profile is not None and (profile.account_read or not account)
+            profile = self._from_facts(facts, said=id(facts) not in said)
+            said.add(id(facts))
+            if profile is None:
+                return False
+            return not account or (profile.account_read and profile.knows_domain(domains))
 
         return enough
 
-    def _shared(self, discover: Callable[[ServiceProfile | None], ServiceProfile], account: bool) -> ServiceProfile:
+    def _previous(self, facts: Facts | None, domains: bool) -> ServiceProfile | None:
+        """What the store held, to build on: its account read again when too old for a create's domain."""
+        return self._aged(self._from_facts(facts), domains)
+
+    @staticmethod
+    def _aged(profile: ServiceProfile | None, domains: bool) -> ServiceProfile | None:
+        return profile.aged(domains) if profile is not None else None
+
+    def _shared(
+        self, discover: Callable[[ServiceProfile | None], ServiceProfile], account: bool, domains: bool = False
+    ) -> tuple[ServiceProfile, bool]:
         learned = self.learned if self.needs_discovery(account) else None
         if learned is None:
-            return discover(None)
+            return discover(None), False
         store, key = learned
+        found: list[ServiceProfile] = []
+
+        def learn(previous: Facts | None) -> Facts:
+            found.append(discover(self._previous(previous, domains)))
+            return found[-1].to_json()
+
         facts, recalled = store.recall_or_learn(
-            key,
-            self.roots,
-            lambda previous: discover(self._from_facts(previous)).to_json(),
-            wait=self.wait,
-            enough=self._enough(account),
+            key, self.roots, learn, wait=self.wait, enough=self._enough(account, domains)
         )
-        return self._recalled(facts, recalled)
+        return self._recalled(found[-1] if found and not recalled else facts, recalled), recalled
 
     async def _ashared(
-        self, discover: Callable[[ServiceProfile | None], Awaitable[ServiceProfile]], account: bool
-    ) -> ServiceProfile:
+        self, discover: Callable[[ServiceProfile | None], Awaitable[ServiceProfile]], account: bool,
+        domains: bool = False,
+    ) -> tuple[ServiceProfile, bool]:  # fmt: skip
         learned = self.learned if self.needs_discovery(account) else None
         if learned is None:
-            return await discover(None)
+            return await discover(None), False
         store, key = learned
+        found: list[ServiceProfile] = []
 
         async def learn(previous: Facts | None) -> Facts:
-            return (await discover(self._from_facts(previous))).to_json()
+            found.append(await discover(self._previous(previous, domains)))
+            return found[-1].to_json()
 
         facts, recalled = await store.arecall_or_learn(
             key, self.roots, learn, wait=self.wait, enough=self._enough(account)
         )
-        return self._recalled(facts, recalled)
+        return self._recalled(found[-1] if found and not recalled else facts, recalled), recalled
 
-    def _recalled(self, facts: Facts, recalled: bool) -> ServiceProfile:
-        profile = self._from_facts(facts)
+    def _recalled(self, facts: Facts | ServiceProfile, recalled: bool) -> ServiceProfile:
+        profile = facts if isinstance(facts, ServiceProfile) else self._from_facts(facts)
         assert profile is not None
         if recalled:
             self.log.info(
-                "Linkstats connection %r: %s at %s, as learned by an earlier task on this host",
+                "Linkstats connection %r: %s at %s, %s (host cache; no request sent)",
                 self.conn_id, profile.spoken.label, profile.root,
+                _learned_when(profile.learned_at, "found"),
             )  # fmt: skip
+            if profile.account_read:
+                self.log.info(
+                    "Linkstats connection %r: %s", self.conn_id,
+                    describe_account(profile, _learned_when(profile.account_read_at, "read")),
+                )  # fmt: skip
         if self.pinned is not None and profile.generation != self.pinned.name:
             profile = replace(profile, generation=self.pinned.name)  # the extra decides
         return profile
@@ -324,3 +398,22 @@ class KnownService:
                 self.profile.generation,
             )
             self.forget(f"a write's answer did not hold what was sent as {self.profile.generation}")
+
+
+def _learned_when(moment: float, verb: str) -> str:
+    """Where a fact from the host cache came from and how old it is, for the log."""
+    if not moment:
+        return f"{verb} by an earlier task on this host"
+    return f"{verb} {max(0.0, time.time() - moment):.0f} s ago by an earlier task on this host"
+
+
+def describe_account(profile: ServiceProfile, how: str) -> str:
+    """The account's facts a write relies on, and where they came from."""
+    if profile.default_domain_id is not None:
+        domain = f"default domain {profile.default_domain_id}"
+    elif profile.sole_domain_id is not None:
+        domain = f"no default domain (the only one it can use: {profile.sole_domain_id})"
+    else:
+        domain = "no default domain"
+    zone = profile.timezone or "not one this worker knows"
+    return f"the account's time zone {zone}, {domain}, {how}"

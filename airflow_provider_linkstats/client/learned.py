@@ -16,6 +16,9 @@ The rules that keep it from being turned against the key:
 - A remembered API root is used only if it is one of the roots the connection's own base URL
   yields (``allowed_roots``): an entry written by anyone can never send the key to another address.
 - An entry is dropped when an answer contradicts it (``forget``): the hook tells it.
+- An entry is checked before it is parsed (at most ``MAX_ENTRY_BYTES``, nested at most
+  ``MAX_DEPTH`` deep, no NaN or infinity) and its facts after (the caller's ``check``: types,
+  sizes, finite times); one that fails is ignored, said in the log, and learned again.
 
 Concurrent tasks: the first to miss takes the entry's lock (``fcntl.flock``) and discovers; the
 others wait on the lock, then read what it saved (``recall_or_learn``). Waiting is bounded: past
@@ -37,6 +40,7 @@ import hashlib
 import hmac
 import json
 import logging
+import math
 import os
 import secrets
 import stat
@@ -57,6 +61,7 @@ DIRECTORY_NAME = "airflow-provider-linkstats"
 OFF = ("", "off", "none", "false", "0", "disabled")  # settings that disable the store
 FORMAT = 1  # of an entry file; another one is ignored
 MAX_ENTRY_BYTES = 64 * 1024
+MAX_DEPTH = 8  # of nested objects and lists in an entry (ours have 2): deeper is not parsed at all
 CLOCK_SKEW = 300.0  # an entry saved further in the future than this is not believed
 _FINGERPRINT_LABEL = b"airflow-provider-linkstats learned-service key fingerprint v1"
 _POLL = 0.05  # seconds between tries of a lock another process holds
@@ -362,9 +367,13 @@ class LearnedStore:
             raw = os.read(fd, MAX_ENTRY_BYTES + 1)
         finally:
             os.close(fd)
+        if len(raw) > MAX_ENTRY_BYTES:
+            return None, f"larger than {MAX_ENTRY_BYTES} bytes"
+        if _depth(raw) > MAX_DEPTH:
+            return None, f"nested deeper than {MAX_DEPTH} levels"
         try:
-            data = json.loads(raw) if len(raw) <= MAX_ENTRY_BYTES else None
-        except ValueError:
+            data = json.loads(raw, parse_constant=_no_constant)
+        except (ValueError, RecursionError):
             data = None
         if not isinstance(data, dict):
             return None, "not an entry (unreadable JSON)"
@@ -394,7 +403,7 @@ class LearnedStore:
 
     def _freshness(self, data: dict[str, Any], now: float) -> str | None:
         saved = data.get("saved_at")
-        if not isinstance(saved, (int, float)) or isinstance(saved, bool):
+        if not isinstance(saved, (int, float)) or isinstance(saved, bool) or not math.isfinite(saved):
             return "no time of saving"
         if saved > now + CLOCK_SKEW:
             return "saved in the future"
@@ -485,6 +494,33 @@ except ImportError:  # pragma: no cover
 _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 
 
+def _depth(raw: bytes) -> int:
+    """How deeply ``raw``'s JSON nests objects and lists (strings skipped), without parsing it:
+    a file nested thousands deep would make the parser raise RecursionError."""
+    depth = deepest = 0
+    in_string = escaped = False
+    for byte in raw:
+        if in_string:
+            if escaped:
+                escaped = False
+            elif byte == 0x5C:  # backslash
+                escaped = True
+            elif byte == 0x22:  # quote
+                in_string = False
+        elif byte == 0x22:
+            in_string = True
+        elif byte in (0x5B, 0x7B):  # [ {
+            depth += 1
+            deepest = max(deepest, depth)
+        elif byte in (0x5D, 0x7D):
+            depth -= 1
+    return deepest
+
+
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not a number an entry holds")
+
+
 def _try_lock(fd: int) -> bool:
     assert _flock is not None
     try:
@@ -531,19 +567,31 @@ def main(argv: list[str] | None = None) -> int:
     if args.clear:
         print(f"Deleted {store.clear()} entries from {store.directory}.")
         return 0
+    from airflow_provider_linkstats.client.discovery import ServiceProfile, facts_problem
+
     rows = store.entries()
     print(f"{store.directory}: {len(rows)} entries (kept {store.ttl:g} s)")
+    kept = [name for name in ServiceProfile("links", "", "").to_json() if name != "service"]
+    now = time.time()
     for row in rows:
         facts = row.get("facts") or {}
-        if isinstance(facts, dict):  # the root first, then as saved (alphabetical)
-            shown = ", ".join(f"{k}={v}" for k, v in sorted(facts.items(), key=lambda item: item[0] != "root"))
+        bad_facts = facts_problem(facts)
+        problem = row["unused_because"] or (f"its facts: {bad_facts}" if bad_facts else None)
+        if not bad_facts:  # only what a profile holds, checked: no other text is shown
+            shown = ", ".join(_shown(name, facts[name], now) for name in kept if name in facts)
         else:
-            shown = repr(facts)
-        state = f"unused: {row['unused_because']}" if row["unused_because"] else f"{row['age']:.0f} s old"
+            shown = "not shown"
+        state = f"unused: {problem}" if problem else f"{row['age']:.0f} s old"
         if row.get("conn_id") is None:
             state = f"{row['file']}, {state}"
         print(f"- {row.get('conn_id')!s} {row.get('base_url')!s}: {shown} ({state})")
     return 0
+
+
+def _shown(name: str, value: Any, now: float) -> str:
+    if name.endswith("_at") and isinstance(value, (int, float)):
+        return f"{name[:-3]} {now - value:.0f} s ago" if value else f"{name[:-3]} never"
+    return f"{name}={value}"
 
 
 def _airflow_setting() -> str | None:

@@ -31,6 +31,7 @@ from airflow_provider_linkstats.client.errors import (
     LinkstatsNotFoundError,
     LinkstatsRateLimitError,
     LinkstatsResponseError,
+    LinkstatsRouteMissError,
     LinkstatsServerError,
     LinkstatsValidationError,
     describe_field_errors,
@@ -286,7 +287,8 @@ def raise_for_status(
     if status in (401, 403) or _is_login_redirect(response):
         raise LinkstatsAuthError(message, hint=hint, **common)
     if status == 404:
-        raise LinkstatsNotFoundError(message, hint=hint, **common)
+        message, hint, route_miss = _not_found(request, response, payload, message, hint)
+        raise (LinkstatsRouteMissError if route_miss else LinkstatsNotFoundError)(message, hint=hint, **common)
     retry_after = parse_retry_after(response.headers)
     if status == 429:
         raise LinkstatsRateLimitError(message, retry_after=retry_after, **common)
@@ -326,6 +328,61 @@ def _hint(status: int, payload: Any, response: ApiResponse) -> str:
     return ""
 
 
+# Laravel's answer when a route's model binding (or firstOrFail) finds no record, e.g. phpShort 46+'s
+# link create for an unknown domain_id, before any validation.
+_MODEL_NOT_FOUND = re.compile(r"No query results for model \[(?:[\w\\]*\\)?(\w+)\]")
+# A 404 that is the framework's, not the API's "no such record": a path outside the API. Real installs
+# answer {"message": ""} (Laravel's JSON rendering of a route miss); other builds word it "The route
+# ... could not be found."; a bare ASGI/WSGI app says "Not Found".
+_ROUTE_MISS = re.compile(r"^(|The route .* could not be found\.?|Not Found)$", re.IGNORECASE)
+
+
+def _not_found(
+    request: ApiRequest, response: ApiResponse, payload: Any, message: str, hint: str
+) -> tuple[str, str, bool]:
+    """A 404's message, hint and whether it is a route miss: the field whose id named no record, or
+    the Base URL of a route miss."""
+    said = payload.get("message", payload.get("detail")) if isinstance(payload, dict) else None
+    model = _MODEL_NOT_FOUND.search(message)
+    if model:
+        name, values = _referencing_field(request, model.group(1))
+        if name:
+            shown = values[0] if len(values) == 1 else "[" + ", ".join(values) + "]"
+            which = "is not" if len(values) == 1 else "holds one that is not"
+            noun = model.group(1).lower()
+            return (
+                f"{name}={shown} {which} a {noun} of this account (the service answered {message!r})",
+                f"Check {name}: give the id of a {noun} this account can use",
+                False,
+            )
+    if isinstance(said, str) and _ROUTE_MISS.match(said.strip()):
+        root = _api_root(request, response)
+        conn = f"connection {response.conn_id!r}" if response.conn_id else "the connection"
+        answered = f"{said.strip()!r}" if said.strip() else "an empty message"
+        return (
+            f"the service has no route {request.path} under {root} (a 404 with {answered}: a path outside its API)",
+            f"Check {conn}'s Base URL: the API usually answers at <site>/api/v1 or <site>/public/api/v1",
+            True,
+        )
+    return message, hint, False
+
+
+def _referencing_field(request: ApiRequest, model: str) -> tuple[str, list[str]]:
+    """The form field of ``request`` that refers to a ``model`` by id (``domain_id``, ``pixel_ids``), and its values."""
+    noun = re.sub(r"(?<!^)(?=[A-Z])", "_", model).lower()  # Domain -> domain, LinkPixel -> link_pixel
+    for name in (f"{noun}_id", f"{noun}_ids"):
+        values = [value for key, value in request.form if key in (name, f"{name}[]")]
+        if values:
+            return name, values
+    return "", []
+
+
+def _api_root(request: ApiRequest, response: ApiResponse) -> str:
+    """The API root a request went to: its full URL without the request's path and query."""
+    url = response.url.split("?", 1)[0]
+    return url[: -len(request.path)] if request.path and url.endswith(request.path) else (request.root or url)
+
+
 def _not_the_api_hint(response: ApiResponse) -> str:
     """An HTML page where the API answers JSON: the Base URL points at the site, not at its API."""
     conn = f"connection {response.conn_id!r}" if response.conn_id else "the connection"
@@ -348,9 +405,7 @@ def parse_record(request: ApiRequest, response: ApiResponse, generation: Generat
     raise _shape_error(request, response, "a record object")
 
 
-def parse_page(
-    request: ApiRequest, response: ApiResponse, per_page: int, generation: Generation | None = None
-) -> Page:
+def parse_page(request: ApiRequest, response: ApiResponse, per_page: int, generation: Generation | None = None) -> Page:
     """One page of a listing in any shape the service may use.
 
     Accepted: the Laravel envelope (``data`` + ``meta`` and/or ``links``), ``data`` alone, or a

@@ -153,6 +153,28 @@ def mismatch_for_connection(
     return reworded
 
 
+def zone_mismatch(
+    resource: Resource, asked: Mapping[str, Any], found: list[Difference], zone: str | None
+) -> dt.datetime | None:
+    """The moment asked, when the only way the record differs is a phpShort 44-45 end stored a
+    whole number of quarter hours away from it (read in another time zone than ``zone``, the one
+    it was sent in); else None. What the caller then does: read the account's zone again."""
+    if resource is not LINKS or not zone or [d.field for d in found] != ["expiration_date/expiration_time"]:
+        return None
+    if found[0].unset or not isinstance(found[0].stored, str):
+        return None
+    import pendulum
+
+    date, time = asked.get("expiration_date"), asked.get("expiration_time")
+    if not date or not time:
+        return None
+    moment = dt.datetime.fromtimestamp(pendulum.parse(f"{date}T{time}", tz=pendulum.timezone(zone)).timestamp(),
+                                       dt.timezone.utc)  # fmt: skip
+    stored = dt.datetime.strptime(found[0].stored, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=dt.timezone.utc)
+    offset = (stored - moment).total_seconds()
+    return moment if offset % 900 == 0 and abs(offset) <= 26 * 3600 else None  # zones differ by quarter hours
+
+
 def unset_fields(
     resource: Resource, record: Mapping[str, Any], fields: Mapping[str, Any], zone: Callable[[], str | None]
 ) -> dict[str, Any]:

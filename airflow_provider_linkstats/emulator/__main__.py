@@ -31,6 +31,10 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     )
     parser.add_argument("--state-file", default=None, help="JSON file that keeps the records across restarts")
     parser.add_argument("--timezone", default="UTC", help="service time zone of expiration dates (default UTC)")
+    parser.add_argument(
+        "--default-domain", type=int, default=None,
+        help="default domain of the accounts (default: none, as a fresh real account; 1 is the global domain)",
+    )  # fmt: skip
     parser.add_argument("--base-url", default=None, help="public base URL used in short_url (default: the links URL)")
     parser.add_argument(
         "--rate-limit", type=int, default=None,
@@ -83,6 +87,7 @@ def main(argv: list[str] | None = None) -> int:
         analytics_rate_limit=args.analytics_rate_limit,
         links_version=args.api_version,
         analytics_version=args.analytics_version,
+        default_domain=args.default_domain,
     )
 
     def ready(emu: Emulator) -> None:

@@ -66,6 +66,7 @@ class Emulator:
         analytics_rate_limit: int | None = None,
         links_version: str = "44",
         analytics_version: str = "3",
+        default_domain: int | None = None,
     ) -> None:
         self._api_keys = tuple(api_keys)
         if not self._api_keys or not all(isinstance(k, str) and k for k in self._api_keys):
@@ -83,6 +84,7 @@ class Emulator:
             state_file=state_file,
             links_version=links_version,
             analytics_version=analytics_version,
+            default_domain=default_domain,
         )
         self.state = EmulatorState(clock, store, Faults(), Stats(), RateLimiter(clock))
         self.clock, self.store, self.faults, self.stats = clock, self.state.store, self.state.faults, self.state.stats

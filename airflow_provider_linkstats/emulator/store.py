@@ -1,7 +1,9 @@
 """The install's data in memory, behind one lock, optionally mirrored to a JSON file.
 
 One account (user) per API key, each seeing only its own records, plus the install's global
-domain (id 1, ``user_id`` 0) that every account may shorten on. Writes go through
+domain (id 1, ``user_id`` 0) that every account may shorten on. As on a real install, an account
+starts without a default domain (``default_domain`` null, unless the store is told one), and its
+``GET /domains`` lists its own domains only, never the global one. Writes go through
 ``validation`` (the services' form rules), whether they come over HTTP or from ``add_link``.
 
 The install runs one generation of each product (``links_version`` "44" or "49",
@@ -85,8 +87,10 @@ class Store:
         state_file: str | os.PathLike | None = None,
         links_version: str = "44",
         analytics_version: str = "3",
+        default_domain: int | None = None,
     ) -> None:
         self.clock = clock
+        self.default_domain = None if default_domain is None else int(default_domain)  # of new accounts
         self.links_version, self.analytics_version = _versions(links_version, analytics_version)
         self.timezone = _zone(timezone)  # checked here, kept as a name
         self.base_url = base_url  # the global domain's address; set by the server once it has a port
@@ -798,7 +802,8 @@ class Store:
         self._next = {name: 1 for name in TABLES}
         self._clicks = []
         self._events = []
-        self._users = {i: _new_user(i, self.timezone, self.links_version) for i in range(1, len(self._keys) + 1)}
+        accounts = range(1, len(self._keys) + 1)
+        self._users = {i: _new_user(i, self.timezone, self.links_version, self.default_domain) for i in accounts}
         # The install's global domain; its name is the emulator's own host (see _out).
         self._t["domains"][GLOBAL_DOMAIN] = {"id": GLOBAL_DOMAIN, "user_id": 0, **self._defaults("domains"),
                                              "created_at": _INSTALLED, "updated_at": _INSTALLED}  # fmt: skip
@@ -890,14 +895,14 @@ _DEFAULTS: dict[str, Row] = {
 }  # fmt: skip
 
 
-def _new_user(user_id: int, timezone: str, links_version: str) -> Row:
+def _new_user(user_id: int, timezone: str, links_version: str, default_domain: int | None) -> Row:
     return {
         "id": user_id,
         "name": f"Emulator user {user_id}",
         "email": f"user{user_id}@emulator.invalid",
         "locale": "en",
         "timezone": timezone,
-        "default_domain": GLOBAL_DOMAIN,
+        "default_domain": default_domain,  # a fresh real account has none
         "default_space": None,
         "default_stats": 0,
         "plan": {"id": 1, "name": "Default", "features": copy.deepcopy(spec.PLAN_FEATURES[links_version])},

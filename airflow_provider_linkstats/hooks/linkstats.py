@@ -191,6 +191,7 @@ class LinkstatsBaseHook(BaseHook):
                     settings, self._api_key(), generation=self._explicit, profiles=self._profile_for
                 )
                 known.client.contradicted = known.contradicted
+                known.client.account_reader = known.relearn_account
             if len(self._roots) > 1:
                 self.service_profile()
             return self.__dict__["client"]
@@ -216,12 +217,12 @@ class LinkstatsBaseHook(BaseHook):
             on_found=self._root_found,
         )
 
-    def service_profile(self, *, account: bool = False) -> ServiceProfile:
+    def service_profile(self, *, account: bool = False, domains: bool = False) -> ServiceProfile:
         """The connection's ``ServiceProfile`` (API root, generation; with ``account``, the account's
         time zone and default domain), discovered once through the sync client and kept: for this
         hook, and for the host's other processes in the learned-service cache (``client/learned.py``)."""
         with self._locating:
-            return self.known.get(lambda: self.__dict__.get("client") or self.client, account=account)
+            return self.known.get(self._sync_client, account=account, domains=domains)
 
     async def aservice_profile(self, client: AsyncLinkstatsClient, *, account: bool = False) -> ServiceProfile:
         """``service_profile`` for the triggerer, through ``client`` (moved to the root that answers)."""
@@ -259,8 +260,11 @@ class LinkstatsBaseHook(BaseHook):
         if "settings" in self.__dict__ and self.settings.root != profile.root:
             self.__dict__["settings"] = replace(self.settings, root=profile.root)
 
-    def _profile_for(self, service: str, account: bool) -> ServiceProfile:
-        return self.service_profile(account=account)
+    def _sync_client(self) -> LinkstatsClient:
+        return self.__dict__.get("client") or self.client
+
+    def _profile_for(self, service: str, account: bool, domains: bool = False) -> ServiceProfile:
+        return self.service_profile(account=account, domains=domains)
 
     @property
     def generation(self) -> Generation:

@@ -1,4 +1,4 @@
-"""What every Linkstats operator shares: the hook, failing fast, secret masking, and the arguments.
+"""What every Linkstats operator shares: the hook, failing fast (or the retry policy), masking, the arguments.
 
 Operator modules are imported by the scheduler at every DAG parse, so nothing here imports an
 HTTP library, the hooks module or the validation rules at module level: the contract's tables
@@ -40,16 +40,18 @@ Execute = TypeVar("Execute", bound=Callable[..., Any])
 
 
 def fails_fast(execute: Execute) -> Execute:
-    """Turn an error no retry can mend into ``AirflowFailException``, so Airflow spends no task retry on it.
+    """Spend no task retry on an error no retry can mend.
 
-    The rule is ``outcomes.fail_fast``'s, shared with the sensor and the triggers.
+    On Airflow 3.3+ the task's retry policy decides (the provider's ``LinkstatsRetryPolicy`` unless
+    the DAG gives one); before 3.3 such an error becomes ``AirflowFailException``. The rule is
+    ``outcomes``', shared with the sensor and the triggers.
     """
 
     @functools.wraps(execute)
     def run(self: BaseOperator, context: Any, *args: Any, **kwargs: Any) -> Any:
         from airflow_provider_linkstats.outcomes import failing_fast
 
-        with failing_fast():
+        with failing_fast(self):
             return execute(self, context, *args, **kwargs)
 
     return run  # type: ignore[return-value]

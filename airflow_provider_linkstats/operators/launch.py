@@ -127,7 +127,8 @@ class LinkstatsBulkCreateLinksOperator(LinksServiceMixin, LinkstatsLineageMixin,
         limit = check_whole_number("xcom_limit", self.xcom_limit, minimum=0)
         rows = load_rows(self.links, self.source)
         mask_passwords(rows)
-        items = plan_items(rows, self.defaults, self.alias_column, self.alias_prefix or "")
+        origin = f"source {self.source!r}" if self.source else "links"
+        items = plan_items(rows, self.defaults, self.alias_column, self.alias_prefix or "", origin)
         result_path = self.result_path or (f"{self.source}.result.json" if self.source else None)
         if len(items) > limit and not result_path:
             from airflow_provider_linkstats.client.errors import LinkstatsInputError
@@ -154,8 +155,9 @@ class LinkstatsBulkCreateLinksOperator(LinksServiceMixin, LinkstatsLineageMixin,
 # -- reading the input ------------------------------------------------------------------------------
 
 
-def load_rows(links: Any, source: str | None) -> list[dict[str, Any]]:
-    """The items as dicts, from ``links`` or from the file at ``source`` (exactly one of the two)."""
+def load_rows(links: Any, source: str | None, *, from_file: bool = False) -> list[dict[str, Any]]:
+    """The items as dicts (``Row``: each knows where it came from), from ``links`` or from the file at
+    ``source`` (exactly one of the two); ``from_file``: ``links`` is a JSON file's list."""
     from airflow_provider_linkstats.client.errors import LinkstatsInputError
 
     if (links is None) == (source is None or source == ""):
@@ -171,10 +173,22 @@ def load_rows(links: Any, source: str | None) -> list[dict[str, Any]]:
         raise LinkstatsInputError("links", links, "a list of dicts of link fields")
     rows = []
     for index, row in enumerate(links):
+        where = f"item {index + 1}" if from_file else f"links[{index}]"
         if not isinstance(row, Mapping):
-            raise LinkstatsInputError(f"links[{index}]", row, "a dict of link fields (url, alias, ...)")
-        rows.append(dict(row))
+            raise LinkstatsInputError(where, row, "a dict of link fields (url, alias, ...)")
+        rows.append(Row(row, where))
     return rows
+
+
+class Row(dict):
+    """One link's fields from the input, and where they came from, for messages: ``line 5`` of a
+    CSV file, ``links[3]`` of the argument, ``item 4`` of a JSON file."""
+
+    __slots__ = ("where",)
+
+    def __init__(self, fields: Mapping[str, Any], where: str) -> None:
+        super().__init__(fields)
+        self.where = where
 
 
 def _read_source(source: str) -> list[dict[str, Any]]:
@@ -198,10 +212,10 @@ def _read_source(source: str) -> list[dict[str, Any]]:
             raise LinkstatsInputError("source", source, f"a JSON list of link objects ({error})") from None
         if isinstance(data, Mapping) and isinstance(data.get("links"), list):
             data = data["links"]
-        return load_rows(data, None)
+        return load_rows(data, None, from_file=True)
     reader = csv.DictReader(io.StringIO(text))
     rows = []
-    for row in reader:
+    for row in reader:  # reader.line_num: the file's line where this row ends (the header is line 1)
         clean: dict[str, Any] = {}
         for name, value in row.items():
             if name is None or value is None or value.strip() == "":
@@ -213,7 +227,7 @@ def _read_source(source: str) -> list[dict[str, Any]]:
                 except ValueError:
                     raise LinkstatsInputError(name, value, "a JSON list in the CSV cell") from None
             clean[name.strip()] = value
-        rows.append(clean)
+        rows.append(Row(clean, f"line {reader.line_num}"))
     return rows
 
 
@@ -248,9 +262,15 @@ class Item:
 
 
 def plan_items(
-    rows: list[dict[str, Any]], defaults: Mapping[str, Any] | None, alias_column: str | None, prefix: str
+    rows: list[dict[str, Any]],
+    defaults: Mapping[str, Any] | None,
+    alias_column: str | None,
+    prefix: str,
+    origin: str = "links",
 ) -> list[Item]:
-    """Every row checked and given its alias, before any request; all problems reported at once."""
+    """Every row checked and given its alias, before any request; all problems reported at once, one
+    sentence each, naming the row by where it came from (``Row.where``) and its alias. ``origin``: where
+    the rows came from, for the message ("links", or "source '<url>'")."""
     from airflow_provider_linkstats.client.checks import check_future
     from airflow_provider_linkstats.client.errors import LinkstatsInputError
     from airflow_provider_linkstats.client.validation import validate_fields
@@ -259,37 +279,43 @@ def plan_items(
         raise LinkstatsInputError("defaults", defaults, "a dict of create fields for every link")
     problems: list[str] = []
     items: list[Item] = []
-    seen: dict[str, int] = {}
+    seen: dict[str, str] = {}
     for number, row in enumerate(rows, start=1):
+        place = getattr(row, "where", None) or f"row {number}"  # the file's line, or the list's index
         fields = {**(defaults or {}), **row}
         if alias_column:
             if alias_column not in row:
-                problems.append(f"row {number}: no {alias_column!r} value to derive the alias from")
+                problems.append(f"{place}: no {alias_column!r} value to derive the alias from.")
                 continue
             fields.pop(alias_column)
             if "alias" in row:
-                problems.append(f"row {number}: both an alias and alias_column {alias_column!r}; give one")
+                problems.append(f"{place}: both an alias and alias_column {alias_column!r}; give one.")
                 continue
             fields["alias"] = derive_alias(prefix, row[alias_column])
         elif not fields.get("alias"):
-            problems.append(f"row {number}: no alias (give one per link, or alias_column)")
+            problems.append(f"{place}: no alias (give one per link, or alias_column).")
             continue
+        where = f"{place} (alias {str(fields['alias'])!r})"
         try:
             checked = validate_fields(LINKS, "create", fields)
             if checked.get("expires_at") is not None:  # a past end would create a dead link
                 check_future(checked["expires_at"], "expires_at")
         except LinkstatsInputError as error:
-            problems.append(f"row {number} (alias {fields.get('alias')!r}): {error}")
+            problems.append(f"{where}: {error.sentence()}")
             continue
         alias = str(fields["alias"])
         if alias in seen:
-            problems.append(f"row {number}: alias {alias!r} again (first in row {seen[alias]})")
+            first = seen[alias]
+            problems.append(f"{where}: the alias again, first {'on' if first.startswith('line') else 'at'} {first}.")
             continue
-        seen[alias] = number
+        seen[alias] = place
         items.append(Item(alias, fields, number))
     if problems:
-        shown = "; ".join(problems[:10]) + (f"; and {len(problems) - 10} more" if len(problems) > 10 else "")
-        raise LinkstatsInputError("links", f"{len(problems)} of {len(rows)} rows", f"every row valid: {shown}")
+        shown = problems[:20] + ([f"and {len(problems) - 20} more."] if len(problems) > 20 else [])
+        listed = "\n".join(f"- {problem}" for problem in shown)
+        counted = f"{len(problems)} of {len(rows)} rows"
+        message = f"{counted} of {origin} are invalid; nothing was sent:\n{listed}"
+        raise LinkstatsInputError(origin.split(" ", 1)[0], counted, listed, message=message)
     return items
 
 

@@ -1,6 +1,8 @@
 """One DAG per kind of failure, each task with retries=2: run by tests/system/test_fail_fast.py with dag.test().
 
-A permanent error must fail the task on its first try; a transient one must be retried by Airflow.
+A permanent error must fail the task on its first try; a transient one must be retried by Airflow
+(on Airflow 3.3+ after the service's Retry-After when it sent one). ``user_policy`` gives the task a
+retry policy of its own (Airflow 3.3+ only), which must win over the provider's.
 """
 
 from __future__ import annotations
@@ -9,6 +11,7 @@ import datetime as dt
 
 import pendulum
 from airflow.providers.common.compat.sdk import DAG
+from airflow.providers.common.compat.version_compat import AIRFLOW_V_3_3_PLUS
 
 from airflow_provider_linkstats.operators.links import LinkstatsCreateLinkOperator, LinkstatsGetLinkOperator
 
@@ -23,7 +26,19 @@ CASES = {
     "422": (LinkstatsCreateLinkOperator, {"url": "https://example.com/landing", "alias": "spring2"}),
     "outcome_unknown": (LinkstatsCreateLinkOperator, {"url": "https://example.com/no-alias"}),
     "transient_503": (LinkstatsGetLinkOperator, {"link_id": 1, "linkstats_conn_id": "linkstats_no_client_retry"}),
+    "retry_after_429": (LinkstatsGetLinkOperator, {"link_id": 1, "linkstats_conn_id": "linkstats_no_client_retry"}),
+    "retry_after_503": (LinkstatsGetLinkOperator, {"link_id": 1, "linkstats_conn_id": "linkstats_no_client_retry"}),
 }
+if AIRFLOW_V_3_3_PLUS:  # retry_policy= arrived in Airflow 3.3
+    from airflow.providers.common.compat.sdk import ExceptionRetryPolicy, RetryAction, RetryRule
+
+    from airflow_provider_linkstats.client.errors import LinkstatsAuthError
+
+    # The DAG author's own rule: a 403 is worth a retry here (say, a plan being upgraded).
+    MINE = ExceptionRetryPolicy(
+        rules=[RetryRule(exception=LinkstatsAuthError, action=RetryAction.RETRY, reason="mine")]
+    )
+    CASES["user_policy"] = (LinkstatsGetLinkOperator, {"link_id": 1, "retry_policy": MINE})
 
 DAGS = {}
 for case, (operator, arguments) in CASES.items():

@@ -43,9 +43,11 @@ def test_account_is_read_once_per_hook(links, emu):
 
 def test_ten_creates_without_a_domain_cost_one_account_request(make_hook, emu, monkeypatch):
     monkeypatch.setenv("AIRFLOW_CONN_LINKSTATS_LINKS_DEFAULT", connection_json(emu.url, default_domain_id=None))
+    emu.configure_account(default_domain=emu.store.add_domain(name="go.example")["id"])  # set in its settings
     links = make_hook("links")
     created = [links.create_link(f"https://example.com/{i}", alias=f"ten-{i}") for i in range(10)]
     assert emu.stats.count(method="GET", path_prefix="/account") == 1  # the ten creates read it once
+    assert emu.stats.count(method="GET", path_prefix="/domains") == 0  # a default: its domains are not read
     account = links.get_account()
     assert {record_domain_id(link) for link in created} == {account["default_domain"]}
     assert emu.stats.count(method="POST", path_prefix="/links") == 10

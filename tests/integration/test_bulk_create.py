@@ -127,9 +127,9 @@ def test_if_exists_fail_counts_existing_links_as_failures(emu):
     ("arguments", "match"),
     [
         ({"links": [{"url": "https://a.example", "alias": "a"}, {"url": "https://b.example", "alias": "a"}]},
-         r"row 2: alias 'a' again \(first in row 1\)"),
-        ({"links": [{"url": "https://a.example"}]}, r"row 1: no alias"),
-        ({"links": [{"url": "ftp://a.example", "alias": "a"}]}, r"row 1 \(alias 'a'\): Invalid value for 'url'"),
+         r"links\[1\] \(alias 'a'\): the alias again, first at links\[0\]\."),
+        ({"links": [{"url": "https://a.example"}]}, r"links\[0\]: no alias"),
+        ({"links": [{"url": "ftp://a.example", "alias": "a"}]}, r"links\[0\] \(alias 'a'\): invalid value for 'url'"),
         ({"links": [{"url": "https://a.example", "alias": "a", "expires_at": "2001-01-01T00:00:00+00:00"}]},
          r"expires_at"),
         ({"links": [], "source": "file:///x.csv"}, r"exactly one of the two"),

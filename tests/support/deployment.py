@@ -225,6 +225,7 @@ class SharedDeployment:
 
 # Connection ids of the scenarios that are not the example DAGs' defaults.
 EXPIRY_CONN_ID = "linkstats_expiry_links"
+RECOVERY_CONN_ID = "linkstats_recovery_links"
 
 
 def deployment_env(home: Path, dags: Path, api_port: int, emulators: dict) -> dict[str, str]:
@@ -270,6 +271,9 @@ def deployment_env(home: Path, dags: Path, api_port: int, emulators: dict) -> di
         env["LINKSTATS_EXPIRY_POKE_INTERVAL"] = "1"
         env["LINKSTATS_EXPIRY_CONN_ID"] = EXPIRY_CONN_ID
         env[f"AIRFLOW_CONN_{EXPIRY_CONN_ID.upper()}"] = connection_json(emulators["expiry"].url, default_domain_id=1)
+    if "recovery" in emulators:  # the bulk launch, killed and recovered (tests/system/test_deployment_recovery.py)
+        env["LINKSTATS_BULK_LAUNCH_CONN_ID"] = RECOVERY_CONN_ID
+        env[f"AIRFLOW_CONN_{RECOVERY_CONN_ID.upper()}"] = connection_json(emulators["recovery"].url)
     return env
 
 

@@ -22,7 +22,7 @@ REPO = Path(__file__).resolve().parents[3]
 KEY = "learned-test-key-8d1f"
 BASE = "http://127.0.0.1:9/"
 ROOTS = ("http://127.0.0.1:9/public/api/v1", "http://127.0.0.1:9/api/v1")
-FACTS = {"root": ROOTS[1], "generation": "49", "timezone": "Europe/Paris", "default_domain_id": 3}
+FACTS = {"service": "links", "root": ROOTS[1], "generation": "49", "timezone": "Europe/Paris", "default_domain_id": 3}
 OTHER_UID = 65534  # nobody
 
 
@@ -290,7 +290,7 @@ def test_resolve_reads_the_setting(tmp_path, monkeypatch):
 
 def test_the_command_line_lists_and_clears(store):
     store.remember(key(), FACTS)
-    store.remember(key(conn_id="analytics"), {"root": ROOTS[0], "generation": "31"})
+    store.remember(key(conn_id="analytics"), {"service": "analytics", "root": ROOTS[0], "generation": "31"})
 
     def run(*args):
         return subprocess.run(
@@ -303,7 +303,7 @@ def test_the_command_line_lists_and_clears(store):
 
     listed = run("--list")
     assert "2 entries" in listed
-    assert f"links {BASE}: root={ROOTS[1]}, default_domain_id=3, generation=49, timezone=Europe/Paris (" in listed
+    assert f"links {BASE}: root={ROOTS[1]}, generation=49, timezone=Europe/Paris, default_domain_id=3 (" in listed
     assert "analytics" in listed and KEY not in listed
     assert "Deleted 2 entries" in run("--clear")
     assert store.recall(key(), ROOTS) is None

@@ -17,11 +17,22 @@ def test_links_account_has_the_defaults_and_the_plan(api, emu):
     response = api.get("/account")
     assert response.status_code == 200 and response.json()["status"] == 200
     account = response.json()["data"]
-    assert (account["default_domain"], account["default_space"], account["timezone"]) == (1, None, "UTC")
+    # A fresh real account: no default domain, and its /domains omits the install's global domain 1.
+    assert (account["default_domain"], account["default_space"], account["timezone"]) == (None, None, "UTC")
     assert account["plan"]["features"]["api"] is True and account["plan_id"] == account["plan"]["id"]
+    assert api.get("/domains").json()["data"] == [] and api.get("/domains/1").status_code == 404
+    created = api.post("/links", data={"url": "https://example.com/a", "domain_id": "1"})
+    assert created.status_code == 201 and created.json()["data"]["domain"]["id"] == 1
     emu.configure_account(timezone="America/New_York", default_domain=emu.store.add_domain(name="go.example")["id"])
     account = api.get("/account").json()["data"]
     assert (account["timezone"], account["default_domain"]) == ("America/New_York", 2)
+
+
+def test_an_emulator_told_a_default_domain_gives_it_to_every_account():
+    from airflow_provider_linkstats.emulator.server import Emulator
+
+    with Emulator(api_keys=("k1", "k2"), default_domain=1) as told:
+        assert [account["default_domain"] for account in told.store.users()] == [1, 1]
 
 
 def test_analytics_account_on_its_own_mount(emu):

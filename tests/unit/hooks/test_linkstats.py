@@ -500,12 +500,18 @@ def test_without_any_domain_the_create_is_sent_and_the_422_names_the_field(monke
     monkeypatch.setenv("AIRFLOW_CONN_LINKSTATS_LINKS_DEFAULT", connection_json(scripted.url, default_domain_id=None))
     scripted.add(
         ("respond", 200, {"data": {"id": 1, "default_domain": None}, "status": 200}),  # GET /account
-        ("respond", 422, {"message": {"domain_id": ["The Domain field is required."]}, "status": 422}),
+        ("respond", 404, {"message": "Resource not found.", "status": 404}),  # GET /domains: not there
+        ("respond", 422, {"message": {"domain_id": ["The domain id field is required."]}, "status": 422}),
     )
-    with pytest.raises(LinkstatsValidationError, match=r"domain_id: The Domain field is required\."):
+    with pytest.raises(LinkstatsValidationError, match=r"domain_id: The domain id field is required\.") as caught:
         LinkstatsLinksHook().create_link("https://example.com/a")
-    assert [r["path"] for r in scripted.requests] == ["/public/api/v1/account", "/public/api/v1/links"]
-    assert "domain_id" not in dict(scripted.requests[1]["form"])
+    # The hint docs/versions.md promises: what to give, and which extra to set.
+    assert "give domain_id, or set the default_domain_id extra of connection 'linkstats_links_default'" in str(
+        caught.value
+    )
+    paths = [r["path"] for r in scripted.requests]
+    assert paths == ["/public/api/v1/account", "/public/api/v1/domains", "/public/api/v1/links"]
+    assert "domain_id" not in dict(scripted.requests[2]["form"])
 
 
 def test_credentials_in_the_base_url_are_refused_before_any_request_and_never_shown(monkeypatch, scripted):

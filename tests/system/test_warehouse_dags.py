@@ -42,6 +42,9 @@ def test_a_backfill_of_the_example_dag_then_the_dag_scheduled_on_its_table(emu_g
     for task in module.dag.tasks:
         task.retries = 0  # a failure shows at once (the DAG's retries wait 5 minutes)
     assert module.CLICKS_ASSET in module.dag.get_task("link_clicks").outlets
+    if airflow.__version__.startswith("3.0."):
+        # 3.0's dag.test() refuses an outlet asset no DAG processor has registered (inactive) yet
+        module.dag.get_task("link_clicks").outlets = []
     from airflow_provider_linkstats.client.warehouse import days_ending_in
 
     loaded_days: set[dt.date] = set()

@@ -450,3 +450,13 @@ def test_parquet_without_pyarrow_is_refused_before_any_request(emu, tmp_path):
     with fails_without_retry(LinkstatsInputError, match="pyarrow"):
         run(operator)
     assert emu.stats.count() == 0
+
+
+def test_given_link_ids_load_only_those_links(emu, warehouse):
+    made = clicks_near_midnight(emu, "UTC")
+    chosen = [made[0]["id"], made[2]]  # an id and a record (a create task's output)
+    emu.stats.reset()
+    result = run(link_load(interval=RUNS[3], link_ids=chosen))
+    assert result["links"] == result["fetched"] == 2
+    assert emu.stats.count(path_prefix="/links") == 0  # no listing: the ids are given
+    assert {row[0] for row in rows(warehouse)} == {made[0]["id"], made[2]["id"]}

@@ -124,6 +124,7 @@ class LinkstatsStatsToWarehouseOperatorBase(LinkstatsBaseOperator):
         import datetime as dt
 
         from airflow_provider_linkstats.client.errors import LinkstatsInputError
+        from airflow_provider_linkstats.client.generations import ACCOUNT_OFFSET, ACCOUNT_ZONE
         from airflow_provider_linkstats.client.warehouse import aware, bucketing_zone, plan_days
 
         breakdown = self._breakdown()
@@ -145,14 +146,14 @@ class LinkstatsStatsToWarehouseOperatorBase(LinkstatsBaseOperator):
         hook = self.hook
         generation = hook.generation
         account_zone = hook.settings.timezone
-        if account_zone is None and generation.stats_zone in ("account", "account offset"):
+        if account_zone is None and generation.stats_zone in (ACCOUNT_ZONE, ACCOUNT_OFFSET):
             account_zone = hook.service_profile(account=True).timezone
         zone = bucketing_zone(generation, account_zone, self._service_now(now))
         statistic = breakdown or "+".join(generation.daily_series)
         sink.create_tables()
         reload = sink.incomplete_days(statistic, zone)
+        self._plan_args = (start, end, zone, reload)
         plan = plan_days(start, end, zone, self._service_now(now), reload)
-        self.replan = lambda _plan, service_now: plan_days(start, end, zone, service_now, reload)
         if not plan.days:
             self.log.info("no day of %s ends in this interval (%s to %s): nothing to load", zone, start, end)
             return {"days": [], "zone": zone, "rows": 0, "requests": 0, "minimum_requests": 0}
@@ -171,8 +172,11 @@ class LinkstatsStatsToWarehouseOperatorBase(LinkstatsBaseOperator):
         return {"days": [d.isoformat() for d in plan.dates], "zone": zone, "asset": asset, **result}
 
     def replan(self, plan: Any, service_now: Any) -> Any:
-        """The plan again by the service's clock, once a request has taught it (set by ``execute``)."""
-        return plan
+        """The plan again by the service's clock, once a request has taught it."""
+        from airflow_provider_linkstats.client.warehouse import plan_days
+
+        start, end, zone, reload = self._plan_args
+        return plan_days(start, end, zone, service_now, reload)
 
     def _service_now(self, worker_now: Any) -> Any:
         """The service's clock (learned from its Date header), where the client has one; else the worker's."""

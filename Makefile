@@ -1,5 +1,5 @@
 # make test   : create or refresh the venv for AIRFLOW_VERSION, then run the whole suite
-# make demo   : run the campaign, cleanup and report DAGs against the local emulator
+# make demo   : run the example DAGs (campaign, cleanup, report, bulk launch) against the local emulator, live
 # make bench  : benchmarks against the emulator (prints one table)
 # make e2e    : a real CeleryExecutor deployment (PostgreSQL, Redis, 2 workers, 2 triggerers) with a worker kill, a triggerer kill and UI checks
 SHELL := /bin/bash

@@ -1,4 +1,8 @@
-"""Long runs over the links service: the streaming cleanup's walk and its progress lines.
+"""Long runs over the links service: the streaming cleanup's driver and its progress lines.
+
+What the cleanup decides (which links match, by which clock, when a page is read again, when the
+listing cannot be trusted) is ``client.cleanup``'s plan, without I/O; this module reads the pages
+it asks for, sends the deletes it confirms on a bounded thread pool and tells the progress.
 
 Outside ``operators/`` (whose modules import only ``operators.base``): the cleanup operator and
 the bulk delete both use it, and it is imported only when a task runs.
@@ -6,19 +10,31 @@ the bulk delete both use it, and it is imported only when a task runs.
 
 from __future__ import annotations
 
-import datetime as dt
 import logging
-import re
+import threading
 import time
 from collections import deque
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
+from airflow_provider_linkstats.client.cleanup import (
+    DEFAULT_EVIDENCE_MAX_AGE,
+    NAMED_MAX,
+    ROUNDS_MAX,
+    CleanupRules,
+    CleanupWalk,
+    PagePlan,
+    name,
+)
 from airflow_provider_linkstats.client.errors import LinkstatsError
 
-# -- progress: the rate of the last seconds, never above the budget ---------------------------------
+__all__ = ["CeilingError", "CleanupOutcome", "CleanupRules", "Progress", "StreamingCleanup", "progress_line"]
+
+# -- progress: the rate of the last minute, never above the budget ----------------------------------
+
+PROGRESS_WINDOW = 60.0  # seconds of work the rate is measured over
 
 
 def budget_pace(limiter: Any) -> float | None:
@@ -30,23 +46,40 @@ def budget_pace(limiter: Any) -> float | None:
 
 
 class Progress:
-    """Rate and time left of a long run, from a sliding window of its last seconds.
+    """Rate and time left of a long run, from a sliding window of its last minute.
 
     The rate is the work done over the last ``window`` seconds (at least two samples apart), not
-    since the start: a burst at the start (a rate limiter lets the first half of a window's budget
-    go at once) or a slow first page no longer colours every later line. It is capped by ``pace``,
-    the rate limiter's budget (requests a second): no line promises more than the service allows.
+    since the start: a slow first page or a burst no longer colours every later line. It is capped
+    by ``pace``, the rate limiter's budget (requests a second): no line promises more than the
+    service allows. ``limiter`` (optional) gives both the pace and the requests that may still go
+    at once (``burst``): work within that burst is not slowed to the pace, so a run of 3 deletes
+    with the budget untouched does not say "about 2 s left" and then finish at once.
     ``clock`` is injectable for tests.
     """
 
     def __init__(
-        self, *, pace: float | None = None, window: float = 10.0, clock: Callable[[], float] = time.monotonic
+        self,
+        *,
+        pace: float | None = None,
+        window: float = PROGRESS_WINDOW,
+        clock: Callable[[], float] = time.monotonic,
+        limiter: Any = None,
     ) -> None:
-        self.pace = pace
+        self._pace = pace
+        self.limiter = limiter
         self.window = window
         self.clock = clock
         self.samples: deque[tuple[float, int]] = deque()
         self.samples.append((clock(), 0))
+
+    @property
+    def pace(self) -> float | None:
+        learned = budget_pace(self.limiter) if self.limiter is not None else None
+        return learned or self._pace
+
+    @pace.setter
+    def pace(self, value: float | None) -> None:
+        self._pace = value
 
     def update(self, done: int) -> None:
         """Record that ``done`` units are finished now."""
@@ -57,18 +90,31 @@ class Progress:
             self.samples.popleft()
 
     @property
-    def rate(self) -> float:
-        """Units a second over the window, at most ``pace``; 0.0 until time has passed."""
+    def measured(self) -> float:
+        """Units a second over the window, uncapped; 0.0 until time has passed."""
         (first_at, first_done), (last_at, last_done) = self.samples[0], self.samples[-1]
         elapsed = last_at - first_at
-        rate = (last_done - first_done) / elapsed if elapsed > 0 else 0.0
-        return min(rate, self.pace) if self.pace else rate
+        return (last_done - first_done) / elapsed if elapsed > 0 else 0.0
 
-    def seconds_left(self, remaining: float) -> float | None:
-        """Time for ``remaining`` more units at ``rate`` (the budget's pace while no rate is known)."""
+    @property
+    def rate(self) -> float:
+        """Units a second over the window, at most ``pace``; 0.0 until time has passed."""
+        pace = self.pace
+        return min(self.measured, pace) if pace else self.measured
+
+    def seconds_left(self, remaining: float, burst: int | None = None) -> float | None:
+        """Time for ``remaining`` more units: the first ``burst`` (requests the limiter lets go at
+        once; the limiter's own when not given) at the measured rate, the rest at ``rate`` (the
+        budget's pace while no rate is known)."""
         if remaining <= 0:
             return 0.0
+        if burst is None and self.limiter is not None:
+            burst = getattr(self.limiter, "burst", None)
         rate = self.rate or self.pace
+        if burst and self.measured > (rate or 0):
+            quick = min(remaining, burst)
+            rest = remaining - quick
+            return quick / self.measured + (rest / rate if rest and rate else 0.0)
         return remaining / rate if rate else None
 
     def line(self, done: int, total: int, failed: int, noun: str) -> str:
@@ -76,7 +122,7 @@ class Progress:
         parts = [f"{self.rate:.1f}/s"]
         left = self.seconds_left(total - done)
         if done < total and left is not None:
-            parts.append(f"about {_duration(left)} left")
+            parts.append(f"about {duration(left)} left")
         if failed:
             parts.append(f"{failed} failed")
         return f"deleted {done - failed}/{total} {noun} ({', '.join(parts)})"
@@ -91,7 +137,7 @@ def progress_line(done: int, total: int, elapsed: float, failed: int, noun: str,
     return progress.line(done, total, failed, noun)
 
 
-def _duration(seconds: float) -> str:
+def duration(seconds: float) -> str:
     if seconds < 90:
         return f"{seconds:.0f} s"
     if seconds < 5400:
@@ -99,108 +145,10 @@ def _duration(seconds: float) -> str:
     return f"{seconds / 3600:.1f} h"
 
 
-# -- the streaming cleanup: walk the listing, decide from each record, delete as it goes ------------
+_duration = duration  # the name bulk deletes used
 
 
-@dataclass(frozen=True)
-class CleanupRules:
-    """Which links a cleanup deletes, decided from each record (the listing's filters only narrow the walk).
-
-    ``expired``: the link is over for good by the provider's own reading of its record, whatever
-    the generation (``link_timing(record).ended``: its end time passed, or its click limit was
-    reached; a phpShort 46+ window that has not started yet is not over). ``created_before``: its
-    ``created_at`` is earlier (a record without one is kept). ``search`` (SQL LIKE, as the service
-    reads it: case-insensitive, ``%`` and ``_`` wildcards) in ``search_by``; ``space_id`` (0: no
-    space); ``domain_id``. Every rule given must hold.
-    """
-
-    expired: bool = True
-    created_before: dt.datetime | None = None
-    search: str | None = None
-    search_by: str = "title"
-    space_id: int | None = None
-    domain_id: int | None = None
-
-    def any(self) -> bool:
-        given = (self.created_before, self.search, self.space_id, self.domain_id)
-        return self.expired or any(value is not None for value in given)
-
-    def listing_filters(self, lists_date_expiry: bool) -> dict[str, Any]:
-        """What to ask the listing for: every rule the server can apply, sorted by id ascending.
-
-        ``status=2`` only where the generation's filter means "ended by date or clicks" (44-45);
-        phpShort 46+'s does not, so there the walk covers all links and the records decide.
-        """
-        from airflow_provider_linkstats.client.contract import MAX_PER_PAGE
-
-        filters: dict[str, Any] = {"sort_by": "id", "sort": "asc", "per_page": MAX_PER_PAGE}
-        if self.expired and lists_date_expiry:
-            filters["status"] = 2
-        if self.search is not None:
-            filters.update(search=self.search, search_by=self.search_by)
-        if self.space_id is not None:
-            filters["space_id"] = self.space_id
-        if self.domain_id is not None:
-            filters["domain_id"] = self.domain_id
-        return filters
-
-    def matches(self, record: dict[str, Any], now: dt.datetime) -> bool:
-        return self.failed_rule(record, now) is None
-
-    def failed_rule(self, record: dict[str, Any], now: dt.datetime) -> str | None:
-        """The first rule the record does not meet (its argument's name), or None when it meets them all."""
-        from airflow_provider_linkstats.client.records import link_timing, parse_timestamp, record_domain_id
-
-        if self.expired and not link_timing(record).ended(now):
-            return "expired"
-        if self.created_before is not None:
-            created = parse_timestamp(record.get("created_at"))
-            if created is None or created >= self.created_before:
-                return "created_before"
-        if self.search is not None and not _like(self.search).search(str(record.get(self.search_by) or "")):
-            return "search"
-        if self.space_id is not None:
-            found, space = _record_space(record)
-            if not found or (space != self.space_id and not (self.space_id == 0 and space is None)):
-                return "space_id"
-        if self.domain_id is not None and record_domain_id(record) != self.domain_id:
-            return "domain_id"
-        return None
-
-    def describe(self) -> str:
-        parts = ["expired"] if self.expired else []
-        if self.created_before is not None:
-            parts.append(f"created before {self.created_before.isoformat(timespec='seconds')}")
-        if self.search is not None:
-            parts.append(f"{self.search_by} like {self.search!r}")
-        if self.space_id is not None:
-            parts.append("in no space" if self.space_id == 0 else f"in space {self.space_id}")
-        if self.domain_id is not None:
-            parts.append(f"on domain {self.domain_id}")
-        return ", ".join(parts)
-
-
-def _like(needle: str) -> re.Pattern[str]:
-    """SQL ``LIKE '%needle%'`` on a case-insensitive collation: ``%`` and ``_`` are wildcards."""
-    parts = ["." if ch == "_" else ".*" if ch == "%" else re.escape(ch) for ch in needle]
-    return re.compile("".join(parts), re.IGNORECASE | re.DOTALL)
-
-
-def _record_space(record: dict[str, Any]) -> tuple[bool, int | None]:
-    """(whether the record tells its space, the space id or None for none)."""
-    if "space" in record:
-        space = record["space"]
-        value = space.get("id") if isinstance(space, dict) else space
-    elif "space_id" in record:
-        value = record["space_id"]
-    else:
-        return False, None
-    if value is None:
-        return True, None
-    try:
-        return True, int(value)
-    except (TypeError, ValueError):
-        return False, None
+# -- reading the listing ---------------------------------------------------------------------------
 
 
 @dataclass
@@ -208,6 +156,8 @@ class ListingPage:
     items: list[dict[str, Any]]
     last_page: int | None  # from the answer's meta; None when the service did not say
     total: int | None
+    per_page: int | None = None  # the page size the meta told
+    url: str = ""
 
 
 class ListingReader:
@@ -232,13 +182,22 @@ class ListingReader:
             meta = json.loads(response.body).get("meta")
         except (ValueError, AttributeError):
             meta = None
-        meta = meta if isinstance(meta, dict) else {}
-        last, total = meta.get("last_page"), meta.get("total")
-        return ListingPage(
-            page.items,
-            last if isinstance(last, int) and last >= 1 else None,
-            total if isinstance(total, int) and total >= 0 else None,
-        )
+        told = meta.get("per_page") if isinstance(meta, dict) else None
+        per_page = told if isinstance(told, int) and not isinstance(told, bool) and told > 0 else None
+        url = getattr(response, "url", "") or request.describe()
+        return ListingPage(page.items, page.last_page, page.total, per_page, _listing_url(url))
+
+
+def _listing_url(url: str) -> str:
+    """The listing's URL without its page number (the walk reads many)."""
+    from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+
+    parts = urlsplit(url)
+    query = [(k, v) for k, v in parse_qsl(parts.query, keep_blank_values=True) if k != "page"]
+    return urlunsplit(parts._replace(query=urlencode(query)))
+
+
+# -- the streaming cleanup: walk the listing, confirm each page, delete as it goes -------------------
 
 
 class CeilingError(LinkstatsError):
@@ -251,16 +210,22 @@ class CleanupOutcome:
 
     dry_run: bool
     rules: str
-    matched: int = 0  # records that met every rule (deleted, already gone, failed, or would go)
+    matched: int = 0  # records confirmed matching (deleted, already gone, failed, or would go)
     deleted: int = 0
     already_gone: int = 0
     failed: int = 0
     kept: int = 0  # listed but not matching the rules: left alone
     listed_not_matching: int = 0  # of ``kept``: in a listing filtered for the rules, so the server's filter was wrong
-    pages: int = 0
+    changed: int = 0  # of ``kept``: matched when found, no longer at the confirming read
+    unconfirmed: int = 0  # matched when found, not on the confirming page (or evidence too old): left
+    pages: int = 0  # listing requests: the walk's reads and the confirming reads
+    confirming_reads: int = 0
     total_links: int | None = None
     ceiling: int | None = None
     over_ceiling: bool = False
+    clock: str = ""  # whose "now" decided (``ServiceClock.describe()``)
+    evidence_max_age: float = DEFAULT_EVIDENCE_MAX_AGE
+    evidence_age_max: float = 0.0  # seconds: the longest from a confirming read to a delete it allowed
     sample_ids: list[int] = field(default_factory=list)
     first_failures: list[str] = field(default_factory=list)
     seconds: float = 0.0
@@ -272,19 +237,16 @@ class CleanupOutcome:
 
 
 class StreamingCleanup:
-    """Walks a links listing and deletes the records ``rules`` match as it goes.
+    """Walks a links listing and deletes the records ``rules`` match, page by page, as it goes.
 
-    The walk reads page 1 (for the page count), then the last page back to page 2, then page 1's
-    records: a delete only moves records of later pages, which were read already, so no record is
-    skipped and no page is read twice (``ceil(listed / 100)`` page requests). Records are sorted by
-    id, so one that moved onto an earlier page (another client deleted something meanwhile) is
-    recognised by its id and not handled twice. A listing that tells no page count is walked
-    forward instead, each page read after its deletes are answered, from the offset of the records
-    still listed.
+    ``client.cleanup.CleanupWalk`` says which page to read and what its records mean. For each
+    page with matches the driver reads the page again (the confirming read) and sends the deletes
+    it confirms; the next page's walk read overlaps them. A delete the rate limiter held past
+    ``evidence_max_age`` is not sent: its page is read again before the rest.
 
-    Memory holds one page, the deletes in flight and the counts: nothing grows with the number of
-    links. A run killed half-way can simply run again: the links it deleted are no longer listed,
-    so no answered delete is sent twice.
+    Memory holds a page or two, the deletes in flight and the counts: nothing grows with the
+    number of links. A run killed half-way can simply run again: the links it deleted are no longer
+    listed, so no answered delete is sent twice.
     """
 
     SAMPLE_MAX = 100
@@ -301,8 +263,8 @@ class StreamingCleanup:
         max_share: float | None = None,
         max_workers: int,
         sample_size: int = 20,
+        evidence_max_age: float = DEFAULT_EVIDENCE_MAX_AGE,
         log: logging.Logger,
-        now: dt.datetime | None = None,
     ) -> None:
         self.hook = hook
         self.rules = rules
@@ -311,22 +273,74 @@ class StreamingCleanup:
         self.max_share = max_share
         self.max_workers = max_workers
         self.sample_size = min(sample_size, self.SAMPLE_MAX)
+        self.evidence_max_age = evidence_max_age
         self.log = log
-        self.now = now or dt.datetime.now(dt.timezone.utc)
+        self.client = hook.client
+        self.clock = self.client.clock
+        self._named: dict[str, int] = {}
+
+    def now(self) -> Any:
+        """The moment decisions are made at: the service's clock less its margin, read each time."""
+        return self.clock.settled_now()
 
     # -- the run --------------------------------------------------------------------------------
 
     def run(self) -> CleanupOutcome:
         started = time.monotonic()
-        client = self.hook.client
         filtered = self.rules.expired and _lists_date_expiry(self.hook)
         filters = self.rules.listing_filters(filtered)
         # The rules the listing was asked to apply: a record listed that fails one shows a wrong filter.
-        self._server_rules = {"expired"} if filtered else set()
-        self._server_rules.update(k for k in ("search", "space_id", "domain_id") if k in filters)
-        reader = ListingReader(client, filters)
+        server_rules = {"expired"} if filtered else set()
+        server_rules.update(k for k in ("search", "space_id", "domain_id") if k in filters)
+        self._server_rules = frozenset(server_rules)
+        reader = ListingReader(self.client, filters)
         outcome = CleanupOutcome(dry_run=self.dry_run, rules=self.rules.describe())
+        outcome.evidence_max_age = self.evidence_max_age
+        reporter = Reporter(self, outcome, reader)
+        limiter = getattr(self.client, "limiter", None)
+        told = getattr(limiter, "on_wait", None)
+        if limiter is not None:
+            limiter.on_wait = reporter.on_wait
+        reporter.start()
+        try:
+            self._run(reader, filters, outcome, reporter)
+        finally:
+            reporter.stop()
+            if limiter is not None:
+                limiter.on_wait = told
+        outcome.pages = reader.pages_read
+        outcome.seconds = round(time.monotonic() - started, 3)
+        self.log.info(
+            "cleanup %s in %.1f s: %s matched, %s deleted, %s already gone, %s failed, %s kept%s%s; "
+            "%s listing request(s) (%s confirming); the longest from a confirming read to its delete: %.1f s",
+            "dry run finished" if self.dry_run else "finished",
+            outcome.seconds,
+            f"{outcome.matched:,}",
+            f"{outcome.deleted:,}",
+            f"{outcome.already_gone:,}",
+            f"{outcome.failed:,}",
+            f"{outcome.kept:,}",
+            f" ({outcome.changed:,} of them changed after they were listed)" if outcome.changed else "",
+            f", {outcome.unconfirmed:,} not confirmed (left)" if outcome.unconfirmed else "",
+            f"{outcome.pages:,}",
+            f"{outcome.confirming_reads:,}",
+            outcome.evidence_age_max,
+        )
+        for kind, count in self._named.items():
+            if count > NAMED_MAX:
+                self.log.info("... and %s more link(s) %s", f"{count - NAMED_MAX:,}", kind)
+        if outcome.listed_not_matching:
+            self.log.warning(
+                "the service listed %s link(s) under the cleanup's filters that their own records do not match "
+                "(%s); they were kept. Its listing filter is not to be trusted on this install.",
+                f"{outcome.listed_not_matching:,}",
+                outcome.rules,
+            )
+        return outcome
+
+    def _run(self, reader: ListingReader, filters: dict[str, Any], outcome: CleanupOutcome, reporter: Reporter) -> None:
         first = reader.read(1)
+        outcome.clock = self.clock.describe()
         outcome.total_links, outcome.ceiling = self._ceiling(first, filters)
         self.log.info(
             "cleanup of links matching: %s; %s listed (%s page(s) of %d); ceiling %s%s",
@@ -337,40 +351,28 @@ class StreamingCleanup:
             "none" if outcome.ceiling is None else f"{outcome.ceiling:,}",
             " (dry run: nothing is deleted)" if self.dry_run else "",
         )
+        self.log.info(
+            "'now' is %s, less a margin of %.1f s: a link is over only if it ended before that; each delete "
+            "follows a confirming read of its page at most %g s before it",
+            outcome.clock,
+            self.clock.margin,
+            self.evidence_max_age,
+        )
         ceiling = outcome.ceiling
         if ceiling is not None and not self.dry_run and (first.total is None or first.total > ceiling):
             # More are listed than may go: count the matches first, so that an over-ceiling run
             # stops before its first delete rather than part-way.
             counted = CleanupOutcome(dry_run=True, rules=outcome.rules)
+            reporter.outcome = counted
             self._walk(reader, first, counted, delete=False)
+            reporter.outcome = outcome
             if counted.matched > ceiling:
                 outcome.matched, outcome.pages = counted.matched, reader.pages_read
                 raise self._over_ceiling(outcome, counted.matched, before_any=True)
             self.log.info("%s links match, within the ceiling of %s: deleting", f"{counted.matched:,}", f"{ceiling:,}")
         self._walk(reader, first, outcome, delete=not self.dry_run)
-        outcome.pages = reader.pages_read
-        outcome.seconds = round(time.monotonic() - started, 3)
         if self.dry_run and ceiling is not None and outcome.matched > ceiling:
             outcome.over_ceiling = True
-        self.log.info(
-            "cleanup %s in %.1f s: %s matched, %s deleted, %s already gone, %s failed, %s kept; %s page(s) read",
-            "dry run finished" if self.dry_run else "finished",
-            outcome.seconds,
-            f"{outcome.matched:,}",
-            f"{outcome.deleted:,}",
-            f"{outcome.already_gone:,}",
-            f"{outcome.failed:,}",
-            f"{outcome.kept:,}",
-            f"{outcome.pages:,}",
-        )
-        if outcome.listed_not_matching:
-            self.log.warning(
-                "the service listed %s link(s) under the cleanup's filters that their own records do not match "
-                "(%s); they were kept. Its listing filter is not to be trusted on this install.",
-                f"{outcome.listed_not_matching:,}",
-                outcome.rules,
-            )
-        return outcome
 
     def _ceiling(self, first: ListingPage, filters: dict[str, Any]) -> tuple[int | None, int | None]:
         """(links in the account, the most this run may delete) from ``max_deletes`` and ``max_share``."""
@@ -388,20 +390,14 @@ class StreamingCleanup:
         return total_links, (min(limits) if limits else None)
 
     def _count_all_links(self) -> int:
-        """The account's links: one small listing request (its meta's total), or a walk if it has none."""
-        from airflow_provider_linkstats.client.contract import MAX_PER_PAGE, PER_PAGE_CHOICES
+        """The account's links: one small listing request (its meta's total), or a walk if it has none
+        (``client.iter``: bounded, it stops with an error when the paging cannot be trusted)."""
+        from airflow_provider_linkstats.client.contract import LINKS, MAX_PER_PAGE, PER_PAGE_CHOICES
 
-        page = ListingReader(self.hook.client, {"per_page": min(PER_PAGE_CHOICES)}).read(1)
+        page = ListingReader(self.client, {"per_page": min(PER_PAGE_CHOICES)}).read(1)
         if page.total is not None:
             return page.total
-        reader = ListingReader(self.hook.client, {"per_page": MAX_PER_PAGE})
-        count, number = 0, 1
-        while True:
-            items = reader.read(number).items
-            count += len(items)
-            if len(items) < MAX_PER_PAGE:
-                return count
-            number += 1
+        return sum(1 for _ in self.client.iter(LINKS, {"per_page": MAX_PER_PAGE}))
 
     def _over_ceiling(self, outcome: CleanupOutcome, matched: int, *, before_any: bool) -> CeilingError:
         limits = []
@@ -419,93 +415,267 @@ class StreamingCleanup:
     # -- the walk -------------------------------------------------------------------------------
 
     def _walk(self, reader: ListingReader, first: ListingPage, outcome: CleanupOutcome, *, delete: bool) -> None:
+        walk = CleanupWalk(
+            self.rules,
+            first.items,
+            per_page=reader.filters["per_page"],
+            url=first.url,
+            last_page=first.last_page,
+            total=first.total,
+            meta_per_page=first.per_page,
+            server_rules=self._server_rules,
+            max_age=self.evidence_max_age,
+        )
+        if walk.distrusted:
+            self.log.warning(
+                "the listing %s says %s page(s) but %s row(s) at %d a page: its page count is not trusted, the walk "
+                "goes forward page by page instead (at most %s pages)",
+                first.url,
+                first.last_page,
+                "?" if first.total is None else f"{first.total:,}",
+                walk.size,
+                f"{walk.guard.bound:,}",
+            )
+        self._current = walk
         deleter = _Deleter(self, outcome) if delete else None
-        listed = first.total
-        examined = 0
-        progress = Progress(pace=budget_pace(getattr(self.hook.client, "limiter", None)))
-        last_line = time.monotonic()
+        first_unread = True
+        previous: _PageRun | None = None  # the page whose deletes are in flight (backward walk)
         try:
-            for items in self._pages(reader, first, outcome, deleter):
-                for record in items:
-                    examined += 1
-                    failed = self.rules.failed_rule(record, self.now)
-                    if failed is not None:
-                        outcome.kept += 1
-                        if failed in self._server_rules:
-                            outcome.listed_not_matching += 1
-                        continue
-                    outcome.matched += 1
-                    if deleter is None:
-                        self._sample(outcome, record["id"])
-                    else:
-                        deleter.submit(record["id"])
-                if deleter is not None:
-                    deleter.collect(block=False)
-                if time.monotonic() - last_line >= self.LOG_EVERY:
-                    last_line = time.monotonic()
-                    self._progress_line(progress, outcome, examined, listed, reader)
+            while (number := walk.next_number()) is not None:
+                if number == 1 and first_unread:  # the walk's read of page 1 is the run's first request
+                    items, total, first_unread = first.items, first.total, False
+                else:
+                    page = reader.read(number)
+                    items, total = page.items, page.total
+                plan = walk.page(number, items, self.now(), total=total)
+                if previous is not None and deleter is not None:
+                    self._finish(previous, walk, reader, deleter, outcome)
+                    previous = None
+                outcome.kept += plan.kept
+                outcome.listed_not_matching += plan.listed_not_matching
+                if deleter is None:
+                    for record_id in sorted(plan.candidates):
+                        outcome.matched += 1
+                        self._sample(outcome, record_id)
+                    walk.done(plan, removed=0)
+                    continue
+                run = _PageRun(plan, removed_before=outcome.deleted + outcome.already_gone)
+                if plan.pending:
+                    self._confirm(run, walk, reader, deleter, outcome)
+                walk.settle(plan)  # before the next page is read: it leaves out what this one handled
+                if walk.backward:
+                    previous = run  # its deletes go on while the next page is read
+                else:
+                    self._finish(run, walk, reader, deleter, outcome)  # the next page's offset depends on them
+            if previous is not None and deleter is not None:
+                self._finish(previous, walk, reader, deleter, outcome)
         finally:
             if deleter is not None:
                 deleter.close()
         if deleter is not None and outcome.failed:
             outcome.first_failures = deleter.first_failures
 
-    def _pages(
-        self, reader: ListingReader, first: ListingPage, outcome: CleanupOutcome, deleter: _Deleter | None
-    ) -> Iterator[list[dict[str, Any]]]:
-        """The records to examine, page by page, each once (see the class's docstring)."""
-        if first.last_page is not None:
-            below = None  # ids at or above it were handled on a later page
-            for number in range(first.last_page, 1, -1):
-                items = [r for r in reader.read(number).items if below is None or r["id"] < below]
-                if items:
-                    below = min(r["id"] for r in items)
-                yield items
-            yield [r for r in first.items if below is None or r["id"] < below]
-            return
-        per_page = reader.filters["per_page"]
-        page, seen_up_to, number = first, 0, 1
+    def _confirm(
+        self, run: _PageRun, walk: CleanupWalk, reader: ListingReader, deleter: _Deleter, outcome: CleanupOutcome
+    ) -> None:
+        """One confirming read of the page and the deletes it allows."""
+        plan = run.plan
+        sent_at = time.monotonic()
+        page = reader.read(plan.number)
+        outcome.confirming_reads += 1
+        verdict = plan.confirm(walk.confirming(plan, page.items), self.now(), sent_at)
+        for record, rule in verdict.changed:
+            outcome.kept += 1
+            outcome.changed += 1
+            self._name(
+                "kept: changed after they were listed",
+                f"kept {name(record)}: it matched when listed, but no longer at its confirming read "
+                f"({_rule_text(rule)})",
+            )
+        for record_id in verdict.left:
+            outcome.unconfirmed += 1
+            self._name(
+                "left: not on their page at the confirming read",
+                f"left link {record_id}: it matched when listed but was no longer on page {plan.number} at the "
+                "confirming read (deleted meanwhile, or moved): not deleted on that evidence",
+            )
+        for record_id in verdict.moved:
+            self.log.debug("link %s moved to an earlier page: it is read again there", record_id)
+        run.batch = batch = _Batch(plan, verdict.fresh_until)
+        for record_id in verdict.delete:
+            if record_id not in run.counted:  # a delete sent again after a re-read is one match
+                run.counted.add(record_id)
+                outcome.matched += 1
+            deleter.submit(record_id, batch)
+
+    def _finish(
+        self, run: _PageRun, walk: CleanupWalk, reader: ListingReader, deleter: _Deleter, outcome: CleanupOutcome
+    ) -> None:
+        """Wait for the page's deletes; those held past their evidence's freshness go back to the page,
+        which is read again (as long as a round gets some through)."""
+        plan = run.plan
         while True:
-            items = [r for r in page.items if r["id"] > seen_up_to]
-            if items:
-                seen_up_to = max(r["id"] for r in items)
-            yield items
-            if len(page.items) < per_page:
-                return
-            if deleter is not None:
-                deleter.collect(block=True)  # the offset of the next record depends on what was deleted
-            still_listed = outcome.kept + outcome.failed  # of the records seen, those not deleted
-            number = still_listed // per_page + 1
-            page = reader.read(number)
+            deleter.collect(block=True)
+            batch, run.batch = run.batch, None
+            stale = batch.stale_records if batch is not None else []
+            if stale:
+                plan.requeue(stale)
+            if not plan.pending:
+                break
+            if batch is not None and batch.sent == 0 and stale:
+                self._leave_stale(plan, outcome)
+                break
+            if plan.rounds >= ROUNDS_MAX:
+                self._leave_stale(plan, outcome)
+                break
+            self._confirm(run, walk, reader, deleter, outcome)
+        walk.done(plan, removed=outcome.deleted + outcome.already_gone - run.removed_before + plan.left)
+
+    def _leave_stale(self, plan: PagePlan, outcome: CleanupOutcome) -> None:
+        count = len(plan.candidates)
+        outcome.unconfirmed += count
+        self.log.warning(
+            "left %d link(s) of page %d: their deletes waited longer than evidence_max_age (%g s) after the page's "
+            "confirming read, even right after one (the rate limit holds them): raise evidence_max_age or lower "
+            "max_workers",
+            count,
+            plan.number,
+            self.evidence_max_age,
+        )
+        plan.candidates.clear()
+
+    def _name(self, kind: str, text: str) -> None:
+        """Name the first few links of each kind in the log; the run's last line counts the rest."""
+        count = self._named.get(kind, 0) + 1
+        self._named[kind] = count
+        if count <= NAMED_MAX:
+            self.log.info("%s", text)
 
     def _sample(self, outcome: CleanupOutcome, record_id: int) -> None:
         if len(outcome.sample_ids) < self.sample_size:
             outcome.sample_ids.append(record_id)
 
-    def _progress_line(
-        self, progress: Progress, outcome: CleanupOutcome, examined: int, listed: int | None, reader: ListingReader
-    ) -> None:
-        done = outcome.deleted + outcome.already_gone + outcome.failed if not self.dry_run else outcome.matched
-        progress.update(done)
-        left = ""
+
+@dataclass
+class _PageRun:
+    """The driver's side of one page: the deletes of its last confirming read, what it counted."""
+
+    plan: PagePlan
+    removed_before: int  # deleted + already gone before its first delete
+    batch: _Batch | None = None
+    counted: set[int] = field(default_factory=set)
+
+
+def _rule_text(rule: str) -> str:
+    return {
+        "expired": "it is not over any more: its end or click limit moved",
+        "older_than_days": "its created_at is not old enough",
+        "search": "its text no longer matches search",
+        "space_id": "it moved to another space",
+        "domain_id": "it moved to another domain",
+    }.get(rule, rule)
+
+
+class Reporter:
+    """A progress line every ``LOG_EVERY`` seconds while the cleanup runs, from a thread of its own
+    (the walking thread may be held by the rate limiter), and the limiter's waits as they begin."""
+
+    def __init__(self, cleanup: StreamingCleanup, outcome: CleanupOutcome, reader: ListingReader) -> None:
+        self.cleanup = cleanup
+        self.outcome = outcome
+        self.reader = reader
+        self.limiter = getattr(cleanup.client, "limiter", None)
+        self.progress = Progress(limiter=self.limiter)
+        self.waiting_until = 0.0  # the limiter holds a request until then (monotonic)
+        self.held = 0.0  # seconds some request was held by the limiter (overlapping waits once)
+        self.held_said = 0.0  # of which told in a line already
+        self.last_line = time.monotonic()
+        self._stop = threading.Event()
+        self._lock = threading.Lock()
+        self._thread = threading.Thread(target=self._loop, name="linkstats-cleanup-progress", daemon=True)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join(timeout=5)
+
+    def on_wait(self, seconds: float) -> None:
+        """The rate limiter holds a request for ``seconds`` (called from the waiting thread)."""
+        now = time.monotonic()
+        until = now + seconds
+        if until > self.waiting_until:
+            self.held += until - max(now, self.waiting_until)
+            self.waiting_until = until
+        if seconds >= self.cleanup.LOG_EVERY and now - self.last_line >= 1.0:
+            self.line()  # a long wait is said when it begins, not 10 s into it
+
+    def _loop(self) -> None:
+        while not self._stop.wait(max(0.5, self.cleanup.LOG_EVERY - (time.monotonic() - self.last_line))):
+            if time.monotonic() - self.last_line >= self.cleanup.LOG_EVERY - 0.05:
+                self.line()
+
+    def line(self) -> None:
+        with self._lock:  # the reporter's thread and a waiting one may both tell
+            self._line()
+
+    def _line(self) -> None:
+        self.last_line = time.monotonic()
+        outcome = self.outcome
+        dry = outcome.dry_run
+        done = outcome.matched if dry else outcome.deleted + outcome.already_gone + outcome.failed
+        self.progress.update(done)
+        examined = outcome.matched + outcome.kept + outcome.unconfirmed
+        walk = getattr(self.cleanup, "_current", None)
+        listed = getattr(walk, "total", None)
+        parts = [f"{self.progress.rate:.1f}/s"]
         if listed:
             share = outcome.matched / examined if examined else 1.0
-            remaining = max(0, listed - examined) * share + (outcome.matched - done)
-            seconds = progress.seconds_left(remaining)
+            remaining = max(0, listed - examined) * share + (0 if dry else outcome.matched - done)
+            seconds = self.progress.seconds_left(remaining)
             if seconds is not None and remaining > 0:
-                left = f", about {_duration(seconds)} left"
-        verb = "would delete" if self.dry_run else "deleted"
-        self.log.info(
-            "%s %s of %s matching links, %s of %s listed examined, %s page(s) read (%.1f/s%s)",
-            verb,
+                parts.append(f"about {duration(seconds)} left")
+        wait = self.waiting_until - time.monotonic()
+        if wait >= 0.5:
+            parts.append(f"waiting {wait:.0f} s for the service's rate limit")
+        elif self.held - self.held_said >= 0.5:
+            parts.append(f"waited {self.held - self.held_said:.0f} s for the service's rate limit since the last line")
+        self.held_said = self.held
+        self.cleanup.log.info(
+            "%s %s of %s matching links, %s of %s listed examined, %s listing request(s) (%s)",
+            "would delete" if dry else "deleted",
             f"{done:,}",
             f"{outcome.matched:,}",
             f"{examined:,}",
             "?" if listed is None else f"{listed:,}",
-            f"{reader.pages_read:,}",
-            progress.rate,
-            left,
+            f"{self.reader.pages_read:,}",
+            ", ".join(parts),
         )
+
+
+class _Stale(Exception):
+    """A delete's evidence is older than ``evidence_max_age`` at the moment it would be sent."""
+
+
+class _Batch:
+    """The deletes one confirming read allowed: sent only until ``fresh_until`` (monotonic)."""
+
+    def __init__(self, plan: PagePlan, fresh_until: float) -> None:
+        self.plan = plan
+        self.fresh_until = fresh_until
+        self.read_at = fresh_until - plan.walk.max_age
+        self.expired = False  # once one delete found the evidence too old, the rest are not tried
+        self.sent = 0
+        self.stale_records: list[dict[str, Any]] = []
+
+    def check(self) -> float:
+        """The evidence's age now; raises ``_Stale`` past the freshness window."""
+        now = time.monotonic()
+        if self.expired or now > self.fresh_until:
+            self.expired = True
+            raise _Stale()
+        return now - self.read_at
 
 
 class _Deleter:
@@ -513,60 +683,80 @@ class _Deleter:
 
     At most ``max_pending`` deletes are in flight (a semaphore, released as each is answered), so
     memory stays bounded; answers queue up as they come and are counted on the walking thread.
+    Each delete is checked against its batch's freshness right before it is sent (after any rate
+    limit wait, through ``client.api.BEFORE_SEND``): one held too long is not sent.
     """
 
     def __init__(self, cleanup: StreamingCleanup, outcome: CleanupOutcome) -> None:
-        import threading
-
         self.cleanup = cleanup
         self.outcome = outcome
         self.pool = ThreadPoolExecutor(max_workers=cleanup.max_workers, thread_name_prefix="linkstats-cleanup")
         self.max_pending = max(4 * cleanup.max_workers, 200)
         self.slots = threading.BoundedSemaphore(self.max_pending)
-        self.answered: deque[tuple[int, Any]] = deque()  # (id, future), appended by the pool's threads
+        self.answered: deque[tuple[int, _Batch, Any]] = deque()  # (id, batch, future), from the pool's threads
         self.in_flight = 0  # submitted, not yet counted here
         self.submitted = 0
         self.first_failures: list[str] = []
         self.in_a_row = 0
-        self.client = cleanup.hook.client
+        self.client = cleanup.client
+        self.lock = threading.Lock()
 
-    def submit(self, record_id: int) -> None:
+    def submit(self, record_id: int, batch: _Batch) -> None:
         ceiling = self.outcome.ceiling
         if ceiling is not None and self.submitted >= ceiling:
             self.collect(block=True)
             raise self.cleanup._over_ceiling(self.outcome, self.outcome.matched, before_any=False)
         while not self.slots.acquire(timeout=0.5):  # all slots busy: count what was answered meanwhile
             self.collect(block=False)
-        future = self.pool.submit(self._delete, record_id)
+        future = self.pool.submit(self._delete, record_id, batch)
         self.in_flight += 1
         self.submitted += 1
-        future.add_done_callback(lambda done, record_id=record_id: self._answered(record_id, done))
+        future.add_done_callback(lambda done, record_id=record_id: self._answered(record_id, batch, done))
         self.collect(block=False)
 
-    def _answered(self, record_id: int, future: Any) -> None:
-        self.answered.append((record_id, future))
+    def _answered(self, record_id: int, batch: _Batch, future: Any) -> None:
+        self.answered.append((record_id, batch, future))
         self.slots.release()
 
-    def _delete(self, record_id: int) -> bool:
+    def _delete(self, record_id: int, batch: _Batch) -> bool | None:
+        """True: deleted; False: already gone; None: not sent (its evidence grew too old)."""
+        from airflow_provider_linkstats.client.api import BEFORE_SEND
         from airflow_provider_linkstats.client.contract import LINKS
 
-        return self.client.delete(LINKS, record_id, missing_ok=True)
+        try:
+            batch.check()  # before waiting for the limiter: a delete already too late does not queue
+        except _Stale:
+            return None
+
+        def fresh(request: Any) -> None:
+            age = batch.check()
+            with self.lock:
+                self.outcome.evidence_age_max = max(self.outcome.evidence_age_max, round(age, 1))
+
+        token = BEFORE_SEND.set(fresh)
+        try:
+            return self.client.delete(LINKS, record_id, missing_ok=True)
+        except _Stale:
+            return None
+        finally:
+            BEFORE_SEND.reset(token)
 
     def collect(self, *, block: bool) -> None:
         """Count the answers so far; with ``block``, first wait for every delete in flight."""
         while True:
             while self.answered:
-                record_id, future = self.answered.popleft()
+                record_id, batch, future = self.answered.popleft()
                 self.in_flight -= 1
-                self._count(record_id, future)
+                self._count(record_id, batch, future)
             if not block or not self.in_flight:
                 return
-            time.sleep(0.005)
+            time.sleep(0.002)
 
-    def _count(self, record_id: int, future: Any) -> None:
+    def _count(self, record_id: int, batch: _Batch, future: Any) -> None:
         try:
             gone_now = future.result()
         except LinkstatsError as error:
+            batch.sent += 1
             self.outcome.failed += 1
             self.in_a_row += 1
             if len(self.first_failures) < 5:
@@ -577,6 +767,11 @@ class _Deleter:
                     f"({self.outcome.deleted:,} deleted); first failures: {'; '.join(self.first_failures)}"
                 ) from error
             return
+        if gone_now is None:  # not sent: back to its page for another confirming read
+            self.submitted -= 1
+            batch.stale_records.append({"id": record_id})
+            return
+        batch.sent += 1
         self.in_a_row = 0
         if gone_now:
             self.outcome.deleted += 1

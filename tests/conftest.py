@@ -204,9 +204,22 @@ class RecordingTI:
         self.pushed[key] = value
 
 
-def run_operator(operator, **params):
-    """Render the operator's templates from a context, then execute it, as a worker would."""
+class DagRunStarted:
+    """The ``dag_run`` of a context, for what operators read of it: when the run started."""
+
+    def __init__(self, start_date) -> None:
+        self.start_date = start_date
+        self.run_id = f"manual__{start_date.isoformat()}"
+
+
+def run_operator(operator, *, run_started=None, **params):
+    """Render the operator's templates from a context, then execute it, as a worker would.
+
+    ``run_started``: the DAG run's start (an aware datetime): the context gets a ``dag_run``, so
+    two calls with the same start are two tries of one run."""
     context = {"params": params, "ti": RecordingTI(), "ds": "2026-11-21"}
+    if run_started is not None:
+        context["dag_run"] = DagRunStarted(run_started)
     operator.render_template_fields(context)
     return operator.execute(context), context["ti"]
 

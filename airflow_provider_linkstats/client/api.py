@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import datetime as dt
 import itertools
 import logging
+import time
 from collections.abc import Callable, Iterator, Mapping
+from contextvars import ContextVar
 from dataclasses import replace
 from typing import Any
 
@@ -17,6 +20,7 @@ from airflow_provider_linkstats.client.errors import (
     RETRY_STATUSES,
     LinkstatsApiError,
     LinkstatsConfigError,
+    LinkstatsConflictError,
     LinkstatsError,
     LinkstatsInputError,
     LinkstatsNotFoundError,
@@ -27,6 +31,7 @@ from airflow_provider_linkstats.client.errors import (
 from airflow_provider_linkstats.client.generations import Generation, generation_for
 from airflow_provider_linkstats.client.learned import contradiction
 from airflow_provider_linkstats.client.links import check_link, for_generation, needs_account
+from airflow_provider_linkstats.client.paging import PageGuard
 from airflow_provider_linkstats.client.protocol import (
     ApiRequest,
     ApiResponse,
@@ -46,7 +51,7 @@ from airflow_provider_linkstats.client.protocol import (
 )
 from airflow_provider_linkstats.client.ratelimit import RateLimiter
 from airflow_provider_linkstats.client.records import record_domain_id, status_listing
-from airflow_provider_linkstats.client.retry import RetryPolicy
+from airflow_provider_linkstats.client.retry import RetryPolicy, is_unknown_outcome
 from airflow_provider_linkstats.client.settings import ClientSettings
 from airflow_provider_linkstats.client.transport import RequestsTransport
 from airflow_provider_linkstats.client.validation import Fields, validate_fields, validate_list_params
@@ -56,6 +61,11 @@ log = logging.getLogger(__name__)
 
 
 ProfileSource = Callable[..., ServiceProfile]  # (service, account[, domains=True])
+
+# Called with each request of this thread (or task) after the rate limiter let it go and just
+# before it is sent; raising keeps it unsent. The cleanup sets it around a delete so that a delete
+# held by the limiter past the freshness of its evidence is not sent (``client.cleanup``).
+BEFORE_SEND: ContextVar[Callable[[ApiRequest], None] | None] = ContextVar("linkstats_before_send", default=None)
 
 
 class LinkstatsClient:
@@ -134,6 +144,12 @@ class LinkstatsClient:
     def _send_paced(self, request: ApiRequest) -> ApiResponse:
         """One attempt, after the rate limiter allows it; the answer's headers update the limiter."""
         self.limiter.wait(self.settings.max_rate_limit_wait)
+        if (check := BEFORE_SEND.get()) is not None:
+            try:
+                check(request)  # e.g. the cleanup's evidence for a delete is still fresh, after the wait
+            except BaseException:
+                self.limiter.release()
+                raise
         sent_at, sent_wall = self.limiter.now(), self.clock.stamp()
         try:
             response = self._transport.send(request)
@@ -220,6 +236,7 @@ class LinkstatsClient:
         if isinstance(fields, Fields) and fields.ready_for and fields.operation == operation:
             # Made ready already (an operator asks first), unless a duration must count from this write.
             if fields.ready_for == self.generation("links").name and not fields.has_durations:
+                self._still_ahead(fields)  # prepared a while ago (a bulk launch): a fixed end may have passed
                 return fields
         now = self.clock.now()  # the service's: durations count from it, a past expiry is past by it
         values = check_link(fields, operation, now=now)  # refuses a past expiry before any request
@@ -256,6 +273,25 @@ class LinkstatsClient:
                 if domain is None and operation == "create" and values.get("domain_id") is None:
                     domain = self._account_domain(profile)
         return for_generation(values, generation, timezone=timezone, default_domain_id=domain, now=now)
+
+    def _still_ahead(self, fields: Fields) -> None:
+        """A fixed ``expires_at`` given to fields prepared earlier is still ahead by the service's clock,
+        by more than its margin (the request takes time to be stored): else the write would make a
+        link dead from the start (``LinkstatsInputError``, no request)."""
+        from airflow_provider_linkstats.client.validation import aware_moment
+
+        given = fields.given.get("expires_at")
+        if given is None:
+            return
+        end, now, margin = aware_moment("expires_at", given), self.clock.now(), self.clock.margin
+        if end <= now + dt.timedelta(seconds=margin):
+            raise LinkstatsInputError(
+                "expires_at",
+                end.isoformat(),
+                f"a moment still ahead when the write is sent; it has passed, or is less than {margin:.0f} s "
+                f"ahead, by the service's clock ({now:%Y-%m-%d %H:%M:%S} UTC when this write was due), so the link "
+                "would be dead from the start",
+            )
 
     def _account_domain(self, profile: ServiceProfile) -> int | None:
         """The domain of a create that names none, when the connection has no default_domain_id
@@ -316,17 +352,27 @@ class LinkstatsClient:
     def _create(
         self, resource: Resource, fields: Mapping[str, Any], generation: Generation | None, zone: str | None
     ) -> dict[str, Any]:
-        fields = self.prepare(resource, fields, "create")
         generation = generation or self._spoken(resource)
-        request = build_create(resource, fields, generation)
-        # As sent, so normalised (a website's domain is lower-cased, without scheme or slash).
-        key_value = dict(request.form).get(resource.natural_key)
-        for _ in range(self.retry.max_retries + 1):
+        unknown: BaseException | None = None  # the latest try whose outcome was unknown
+        tries = self.retry.max_retries + 1
+        for attempt in range(1, tries + 1):
+            # Prepared at each send: a duration counts from this write (a resend's too).
+            fields = self.prepare(resource, fields, "create")
+            request = build_create(resource, fields, generation)
+            # As sent, so normalised (a website's domain is lower-cased, without scheme or slash).
+            key_value = dict(request.form).get(resource.natural_key)
+            sent_at = self.clock.stamp()  # the worker's; read on the service's clock once it has answered
             try:
                 response = self.call(request)
                 record = parse_record(request, response, generation)
                 return self.verified(resource, "create", fields, record, generation, zone, request, response.status)
             except LinkstatsValidationError as error:
+                if unknown is not None and key_value and resource.natural_key in error.errors:
+                    # Taken since the look-up: by the earlier try, committed late (a 504's PHP request
+                    # runs on), or by another. Taken as ours only if it is what was asked.
+                    existing = self._created_earlier(resource, request, fields, key_value, None, unknown)
+                    if existing is not None:
+                        return self.verified(resource, "create", fields, existing, generation, zone, request, None)
                 if resource is LINKS and "domain_id" in error.errors:
                     other = self._domain_relearned(fields)
                     if other is None:
@@ -341,42 +387,124 @@ class LinkstatsClient:
                     if other is not None:
                         return self._create(resource, fields.changed(domain_id=other), generation, zone)
                 raise
-            except LinkstatsTransportError as error:
-                if not error.sent:
+            except (LinkstatsTransportError, LinkstatsApiError) as error:
+                if not is_unknown_outcome(request, error):
                     raise
-                if not key_value:
-                    raise LinkstatsOutcomeUnknownError(
-                        f"{request.describe()}: the answer was lost, so the {resource.singular} may have been "
-                        f"created. Without a {resource.natural_key} it cannot be looked up, so it was not sent "
-                        f"again; check the service before retrying."
-                    ) from None
-                try:
-                    existing = self.find_by_natural_key(resource, key_value, fields.get("domain_id"))
-                except LinkstatsError as lookup_error:
-                    # Still unknown: say so, rather than report the lookup's GET as the failure.
-                    raise LinkstatsOutcomeUnknownError(
-                        f"{request.describe()}: the answer was lost, so the {resource.singular} may have been "
-                        f"created, and looking it up by {resource.natural_key} failed too ({lookup_error}); "
-                        f"it was not sent again"
-                    ) from lookup_error
-                if existing is not None:
-                    log.warning(
-                        "Linkstats %s: the answer was lost but the %s exists (id=%s); not sending again",
-                        request.describe(),
-                        resource.singular,
-                        existing.get("id"),
-                    )
-                    return self.verified(resource, "create", fields, existing, generation, zone, request, None)
+                unknown = error
+            time.sleep(self.retry.pause(attempt, unknown))  # let a late commit land before looking
+            existing = self._created_earlier(resource, request, fields, key_value, sent_at, unknown)
+            if existing is not None:
+                return self.verified(resource, "create", fields, existing, generation, zone, request, None)
+            if attempt < tries:
                 log.warning(
-                    "Linkstats %s: the answer was lost and no %s with that %s exists; sending again",
-                    request.describe(),
-                    resource.singular,
-                    resource.natural_key,
-                )
+                    "Linkstats %s: %s, and no %s it could have made exists; sending again",
+                    request.describe(), _unknown_reason(unknown), resource.singular,
+                )  # fmt: skip
+        if isinstance(unknown, LinkstatsApiError):  # a gateway each time, and nothing made: retry later
+            raise unknown.reworded(
+                f"{unknown.message}; each of {tries} tries was answered so, and no {resource.singular} it could "
+                "have made was found after it, so the task's retry may send it again"
+            ) from unknown
         raise LinkstatsOutcomeUnknownError(
-            f"{request.describe()}: every answer was lost ({self.retry.max_retries + 1} tries); "
-            f"the {resource.singular} may or may not exist"
+            f"{request.describe()}: no try of {tries} was answered with success ({_unknown_reason(unknown)}) and "
+            f"no {resource.singular} it could have made was found; the {resource.singular} may still appear "
+            f"(a gateway may answer before the service has finished): check the service before retrying"
         )
+
+    def _created_earlier(
+        self,
+        resource: Resource,
+        request: ApiRequest,
+        fields: Mapping[str, Any],
+        key_value: str | None,
+        sent_at: float | None,
+        unknown: BaseException | None,
+    ) -> dict[str, Any] | None:
+        """The record a create whose outcome is unknown made, if it made one: looked up by its
+        natural key where the service keeps it unique (a link's alias, a website's domain), else among
+        the records made since ``sent_at`` (the worker's clock before the send, read on the service's)
+        by a link's URL or by the name of a space, pixel or domain. Found but not what was asked
+        (another long URL, another domain): another's, ``LinkstatsConflictError``. Several
+        candidates: unknown."""
+        from airflow_provider_linkstats.client.verify import identity_differences
+
+        reason = _unknown_reason(unknown)
+        # When it was sent, on the service's clock as learned by now (the answers since taught it).
+        since = None if sent_at is None else dt.datetime.fromtimestamp(sent_at + self.clock.offset, dt.timezone.utc)
+        what = f"{resource.natural_key} {key_value!r}" if key_value else f"url {fields.get('url')!r}"
+        try:
+            if key_value and resource in (LINKS, WEBSITES):  # kept unique by the service: never ambiguous
+                found = self.find_by_natural_key(resource, key_value, fields.get("domain_id"))
+                candidates = [found] if found is not None else []
+            elif since is not None and resource is LINKS and fields.get("url"):
+                candidates = self._made_since(LINKS, "url", str(fields["url"]), since, fields.get("domain_id"))
+            elif since is not None and key_value:  # a space's, pixel's or domain's name: not unique
+                candidates = self._made_since(resource, resource.natural_key, key_value, since, None)
+            else:
+                raise LinkstatsOutcomeUnknownError(
+                    f"{request.describe()}: {reason}, so the {resource.singular} may have been created; "
+                    f"without a {resource.natural_key} it cannot be looked up, so it was not sent again: "
+                    "check the service before retrying"
+                )
+        except LinkstatsOutcomeUnknownError:
+            raise
+        except LinkstatsError as lookup_error:
+            # Still unknown: say so, rather than report the lookup's GET as the failure.
+            raise LinkstatsOutcomeUnknownError(
+                f"{request.describe()}: {reason}, so the {resource.singular} may have been created, and "
+                f"looking it up by {what} failed too ({lookup_error}); it was not sent again: check the "
+                "service before retrying"
+            ) from lookup_error
+        if not candidates:
+            return None
+        if len(candidates) > 1:
+            ids = ", ".join(str(record.get("id")) for record in candidates)
+            by = "url" if resource is LINKS else "name"
+            raise LinkstatsOutcomeUnknownError(
+                f"{request.describe()}: {reason}; {resource.name} {ids} with that {by} "
+                "were made since it was sent, so which one is this create's is unknown (give links an alias so "
+                "that a lost answer is looked up by it); it was not sent again: check them before retrying"
+            )
+        record = candidates[0]
+        others = identity_differences(resource, fields, record)
+        if others:
+            error = LinkstatsConflictError(
+                f"{request.describe()}: {reason}; a {resource.singular} with {what} exists (id={record.get('id')}) "
+                f"but it is not the one asked ({'; '.join(d.describe() for d in others)}): it is another's, and "
+                f"nothing was written to it; choose another {resource.natural_key}",
+                conn_id=self.settings.conn_id,
+            )
+            error.record_id = record.get("id")
+            raise error
+        log.warning(
+            "Linkstats %s: %s, but the %s exists as asked (id=%s, found by %s); not sending again",
+            request.describe(), reason, resource.singular, record.get("id"), what,
+        )  # fmt: skip
+        return record
+
+    def _made_since(
+        self, resource: Resource, field: str, value: str, since: dt.datetime, domain_id: Any
+    ) -> list[dict[str, Any]]:
+        """Records whose ``field`` is ``value`` (a link's long URL, a space's name), on ``domain_id``,
+        created at or after ``since`` (newest first: the walk stops at the first older one)."""
+        from airflow_provider_linkstats.client.records import parse_timestamp
+        from airflow_provider_linkstats.client.verify import same_text
+
+        # created_at keeps whole seconds; the clock's own uncertainty aside, nothing older is this create's
+        earliest = since - dt.timedelta(seconds=self.clock.uncertainty + 1.0)
+        found = []
+        filters = {"search": value, "search_by": field, "sort_by": "id", "sort": "desc"}
+        for record in self.iter(resource, filters):
+            created = parse_timestamp(record.get("created_at"))
+            if created is None or created < earliest:
+                break
+            if not isinstance(record.get(field), str) or not same_text(value, record[field]):
+                continue
+            on = record_domain_id(record)
+            if domain_id is not None and on is not None and str(on) != str(domain_id):
+                continue
+            found.append(record)
+        return found
 
     def _domain_relearned(self, fields: Mapping[str, Any]) -> int | None:
         """Another domain for a create refused on the one learned from the account (its default
@@ -448,12 +576,46 @@ class LinkstatsClient:
         generation: Generation | None,
         zone: str | None,
     ) -> dict[str, Any]:
-        fields = self.prepare(resource, fields, "update")
         generation = generation or self._spoken(resource)
-        request = build_update(resource, record_id, fields, generation)
-        response = self.call(request)
-        record = parse_record(request, response, generation) or self.get(resource, record_id)  # a 204: no record
-        return self.verified(resource, "update", fields, record, generation, zone, request, response.status)
+        last: BaseException | None = None
+        for attempt in range(1, self.retry.max_retries + 2):
+            fields = self.prepare(resource, fields, "update")  # at each send: durations count from it
+            request = build_update(resource, record_id, fields, generation)
+            try:
+                response = self.call(request)
+            except (LinkstatsTransportError, LinkstatsApiError) as error:
+                if not is_unknown_outcome(request, error):
+                    raise
+                last = error
+            else:
+                record = parse_record(request, response, generation) or self.get(resource, record_id)  # a 204
+                return self.verified(resource, "update", fields, record, generation, zone, request, response.status)
+            # Unknown: sent again only if the record does not hold what was asked (a PUT resent is
+            # idempotent only while nothing else changed the record meanwhile).
+            time.sleep(self.retry.pause(attempt, last))
+            try:
+                record = self.get(resource, record_id)
+            except LinkstatsError as lookup_error:
+                raise last from lookup_error  # the update's own failure; its task retry may send it again
+            missing = self._unapplied(resource, fields, record, zone)
+            if not missing:
+                log.warning(
+                    "Linkstats %s: %s, but the %s holds what was asked; not sending again",
+                    request.describe(), _unknown_reason(last), resource.singular,
+                )  # fmt: skip
+                return self.verified(resource, "update", fields, record, generation, zone, request, None)
+            log.warning(
+                "Linkstats %s: %s, and the %s does not hold what was asked (%s); sending again",
+                request.describe(), _unknown_reason(last), resource.singular, "; ".join(d.describe() for d in missing),
+            )  # fmt: skip
+        assert last is not None
+        raise last
+
+    def _unapplied(self, resource: Resource, fields: Mapping[str, Any], record: dict[str, Any], zone: str | None):
+        from airflow_provider_linkstats.client.verify import unapplied
+
+        asked = fields if isinstance(fields, Fields) else validate_fields(resource, "update", fields)
+        return unapplied(resource, asked, record, zone=zone or self.zone(resource))
 
     def default_domain_id(self) -> int | None:
         """The settings' ``default_domain_id``, else the account's default domain (read once), else the
@@ -634,9 +796,12 @@ class LinkstatsClient:
             max_items = check_whole_number("max_items", max_items, allowed="a non-negative integer or None")
         yielded = 0
         page_number = 1
+        guard = PageGuard(per_page)  # a listing whose paging lies (no meta, pages that repeat) still ends
         while max_items is None or yielded < max_items:
             request = request_for_page(page_number)
-            page = parse_page(request, self.call(request), per_page, self._known(resource_of(request)))
+            response = self.call(request)
+            page = parse_page(request, response, per_page, self._known(resource_of(request)))
+            guard.read(page_number, page.items, url=response.url or request.describe(), total=page.total)
             for item in page.items:
                 if max_items is not None and yielded >= max_items:
                     return
@@ -665,3 +830,11 @@ class LinkstatsClient:
                 continue
             return record
         return None
+
+
+def _unknown_reason(error: BaseException | None) -> str:
+    """Why a write's outcome is unknown, for logs and errors."""
+    status = getattr(error, "status", None)
+    if status is not None:
+        return f"a gateway answered HTTP {status} (the service may have done the work before it)"
+    return "the answer was lost"

@@ -128,6 +128,12 @@ class LinkstatsExistsError(LinkstatsValidationError):
     record_id: object = None
 
 
+class LinkstatsConflictError(LinkstatsExistsError):
+    """The record under the natural key asked is another's: it differs in what identifies it (a
+    link's long URL, a website's domain). Nothing was written to it; ``if_exists="update"`` would
+    overwrite it, another alias or domain avoids it."""
+
+
 class LinkstatsWriteMismatchError(LinkstatsApiError):
     """A create or update was answered 2xx, but the record does not hold what was sent.
 
@@ -175,11 +181,12 @@ class LinkstatsTransportError(LinkstatsError):
 
 
 class LinkstatsOutcomeUnknownError(LinkstatsError):
-    """A create was sent but its answer was lost, and it could not be reconciled.
+    """A create was sent but its answer was lost (or a gateway answered 502/503/504 in its place),
+    and it could not be reconciled: the look-up failed too, or found several candidates.
 
     The record may or may not exist. Repeating the call blindly could create a twin, so the
-    client stops here; give the record an alias (links) or use its domain (websites) so that a
-    retry can look it up instead.
+    client stops here; check the service before retrying. A link with an alias (or a website, by
+    its domain) is looked up by it, which is never ambiguous.
     """
 
 

@@ -94,6 +94,8 @@ class ApiResponse:
 class Page:
     items: list[dict[str, Any]]
     has_next: bool
+    last_page: int | None = None  # what the answer's meta said, when it said it (it may not be true)
+    total: int | None = None
 
 
 # -- plans: request/answer exchanges as generators, and the one stepper that runs them ------------
@@ -431,7 +433,14 @@ def parse_page(request: ApiRequest, response: ApiResponse, per_page: int, genera
         has_next = bool(links["next"])
     else:
         has_next = len(items) >= per_page
-    return Page(items=items, has_next=has_next and bool(items))
+    told = meta if isinstance(meta, dict) else {}
+    last_page, total = told.get("last_page"), told.get("total")
+    return Page(
+        items=items,
+        has_next=has_next and bool(items),
+        last_page=last_page if _is_int(last_page) and last_page >= 1 else None,
+        total=total if _is_int(total) and total >= 0 else None,
+    )
 
 
 def resource_of(request: ApiRequest) -> Resource | None:

@@ -87,6 +87,9 @@ class RateLimiter:
         self.waited = 0.0  # total seconds callers were held back (for progress lines and benchmarks)
         self.throttled = 0  # 429 answers seen
         self.windows_seen = 0  # new server windows noticed (refills)
+        # Told the seconds of each wait as it begins (from the waiting thread): a long run's
+        # progress says "waiting N s for the service's rate limit" (``streaming.Reporter``).
+        self.on_wait: Callable[[float], None] | None = None
 
     @property
     def _margin(self) -> float:
@@ -242,6 +245,7 @@ class RateLimiter:
         waited = 0.0
         while (delay := self.reserve()) > 0:
             self._check_wait(delay, max_wait)
+            self._tell(delay)
             sleep(delay)
             waited += delay
         self._add_waited(waited)
@@ -252,6 +256,7 @@ class RateLimiter:
         waited = 0.0
         while (delay := self.reserve()) > 0:
             self._check_wait(delay, max_wait)
+            self._tell(delay)
             await asyncio.sleep(delay)
             waited += delay
         self._add_waited(waited)
@@ -265,6 +270,24 @@ class RateLimiter:
                 status=429,
                 retry_after=delay,
             )
+
+    def _tell(self, delay: float) -> None:
+        if (hook := self.on_wait) is not None:
+            try:
+                hook(delay)
+            except Exception:  # a progress line must never stop a request
+                pass
+
+    @property
+    def burst(self) -> int | None:
+        """Requests that may go at once, without waiting (None while the server has not said):
+        what is left of the window's first half (the second half is spread over the window)."""
+        with self._lock:
+            if self._remaining is None or self.limit is None:
+                return None
+            if self._reset_at is not None and self._clock() >= self._reset_at:
+                return self.limit - self.limit // 2
+            return max(0, self._remaining - self.limit // 2)
 
     def _add_waited(self, seconds: float) -> None:
         if seconds:

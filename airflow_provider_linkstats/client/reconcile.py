@@ -17,12 +17,19 @@ Airflow's ``create_or_reconcile``). The rest does no I/O.
 
 from __future__ import annotations
 
+import datetime as dt
 import logging
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Protocol
 
 from airflow_provider_linkstats.client.checks import check_choice, is_blank
 from airflow_provider_linkstats.client.contract import LINKS, WEBSITES, Resource
-from airflow_provider_linkstats.client.errors import LinkstatsExistsError, LinkstatsValidationError
+from airflow_provider_linkstats.client.errors import (
+    LinkstatsConflictError,
+    LinkstatsExistsError,
+    LinkstatsValidationError,
+)
+from airflow_provider_linkstats.client.verify import Difference, identity_differences
 
 if TYPE_CHECKING:
     from airflow_provider_linkstats.client.api import LinkstatsClient
@@ -55,6 +62,37 @@ def updatable(resource: Resource, fields: dict[str, Any]) -> dict[str, Any]:
     return {name: value for name, value in fields.items() if name in names}
 
 
+def created_since(record: JsonDict, moment: dt.datetime) -> bool:
+    """Whether ``record`` was created at or after ``moment`` (the service's clock; its ``created_at``
+    keeps whole seconds, so a second's slack). No readable ``created_at``: not known to be, False."""
+    from airflow_provider_linkstats.client.records import parse_timestamp
+
+    created = parse_timestamp(record.get("created_at"))
+    return created is not None and created >= moment - dt.timedelta(seconds=1)
+
+
+def conflict_error(
+    resource: Resource,
+    existing: JsonDict,
+    others: list[Difference],
+    key: Any,
+    taken: LinkstatsValidationError | None = None,
+    conn_id: str | None = None,
+) -> LinkstatsConflictError:
+    """The error for a record under the asked natural key that is not the one asked (``others``)."""
+    message = (
+        f"a {resource.singular} with {resource.natural_key} {key!r} exists (id={existing.get('id')}) but it is "
+        f"another's: {'; '.join(d.describe() for d in others)}. Nothing was written to it; choose another "
+        f"{resource.natural_key}, or set if_exists='update' to overwrite it"
+    )
+    if taken is not None:
+        error = taken.reworded(message, LinkstatsConflictError)
+    else:
+        error = LinkstatsConflictError(message, status=None, conn_id=conn_id)
+    error.record_id = existing.get("id")
+    return error
+
+
 class Records(Protocol):
     """What ``create_or_reconcile`` writes and reads through (the hook's record methods)."""
 
@@ -77,6 +115,7 @@ def create_or_reconcile(
     *,
     conn_id: str | None = None,
     log: logging.Logger | logging.LoggerAdapter[Any] | None = None,
+    made_since: Callable[[], dt.datetime | None] | None = None,
 ) -> tuple[JsonDict, str]:
     """Create a record, or meet the one with the same natural key: (record, "created" | "skipped" | "updated").
 
@@ -86,6 +125,11 @@ def create_or_reconcile(
     ``if_exists`` decides: "fail" raises ``LinkstatsExistsError``, "skip" returns the record as
     it is, "update" writes the given fields to it. A create whose answer was lost is looked up
     by the client and the record returned if it exists, so a retry never makes a twin.
+
+    "skip" never writes to another's record: one that differs in what identifies it (a link's long
+    URL, a website's domain: ``verify.IDENTIFYING``) raises ``LinkstatsConflictError``. Fields the
+    service left unset are filled in only on a record created at or after ``made_since()`` (the
+    run's start on the service's clock: a record an earlier try of this run made); without it, never.
     Spaces, pixels and domains, whose names the service does not keep unique, are looked up first.
     """
     if_exists = check_choice("if_exists", if_exists, IF_EXISTS_CHOICES)
@@ -97,7 +141,7 @@ def create_or_reconcile(
         existing = records.find(str(key), fields.get("domain_id"), resource)
         if existing is None:
             return records.create_record(fields, resource), CREATED
-        return _meet_existing(records, existing, fields, if_exists, resource, None, conn_id, log)
+        return _meet_existing(records, existing, fields, if_exists, resource, None, conn_id, log, made_since)
     try:
         return records.create_record(fields, resource), CREATED
     except LinkstatsValidationError as error:
@@ -111,7 +155,7 @@ def create_or_reconcile(
             f"{taken.message}: choose another {resource.natural_key}; {key!r} is taken, but by no "
             f"{resource.singular} the API key of connection {conn_id!r} can see{where}"
         ) from taken
-    return _meet_existing(records, existing, fields, if_exists, resource, taken, conn_id, log)
+    return _meet_existing(records, existing, fields, if_exists, resource, taken, conn_id, log, made_since)
 
 
 def _meet_existing(
@@ -123,6 +167,7 @@ def _meet_existing(
     taken: LinkstatsValidationError | None,
     conn_id: str | None,
     log: logging.Logger | logging.LoggerAdapter[Any],
+    made_since: Callable[[], dt.datetime | None] | None = None,
 ) -> tuple[JsonDict, str]:
     """``if_exists`` applied to the record found under the create's natural key."""
     noun, key_name = resource.singular, resource.natural_key
@@ -139,14 +184,22 @@ def _meet_existing(
         error.record_id = record_id
         raise error
     if if_exists == "skip":
-        repair = records.unset_fields(existing, fields, resource)
+        others = identity_differences(resource, fields, existing)
+        if others:  # another's record: "skip" never writes to it, nor reports it as ours
+            raise conflict_error(resource, existing, others, key, taken, conn_id)
+        # Fields the service left unset are filled in only on a record this run made (an earlier
+        # try's write it ignored); an older record is someone's as it is.
+        since = made_since() if made_since is not None else None  # asked now: the clock has heard the service
+        ours = since is not None and created_since(existing, since)
+        repair = records.unset_fields(existing, fields, resource) if ours else {}
         if not repair:
             log.info("%s with %s %r exists (id=%s); skipped", noun, key_name, key, record_id)
             return existing, SKIPPED
         record = records.update_record(record_id, repair, resource)
         log.warning(
-            "%s with %s %r exists (id=%s) without %s as asked (a write the service ignored, e.g. an earlier "
-            "try's); those fields were updated", noun, key_name, key, record_id, ", ".join(sorted(repair)),
+            "%s with %s %r exists (id=%s, made by an earlier try of this run) without %s as asked (a write "
+            "the service ignored); those fields were updated", noun, key_name, key, record_id,
+            ", ".join(sorted(repair)),
         )  # fmt: skip
         return record, UPDATED
     record = records.update_record(record_id, updatable(resource, fields), resource)

@@ -1,10 +1,14 @@
 """When to try a request again, and how long to wait first (built on tenacity).
 
-Retried: what ``errors.is_transient`` calls transient, except a POST whose answer was lost (the
-client reconciles those by natural key instead, see ``api.py``). A ``Retry-After`` is honoured up
-to ``max_rate_limit_wait`` (real installs ask for 30-60 s after a 429); a server that asks for
-longer gets a clear error at once, so Airflow's own task retries take over instead of a worker
-slot being held for minutes.
+Retried: what ``errors.is_transient`` calls transient, except a write whose outcome is unknown: a
+create or update (POST, PUT) answered 502, 503 or 504 by a gateway, or whose answer was lost. A
+gateway's answer may come after the service did the work (a 504 usually does: the PHP request ran
+to the end), so the client reconciles those before any resend (``api.py``: the record looked up
+and compared with what was asked). A 429 always comes before any work and is retried; a DELETE
+and the reads are retried on any transient failure (a DELETE's 404 on a retry is success).
+A ``Retry-After`` is honoured up to ``max_rate_limit_wait`` (real installs ask for 30-60 s after
+a 429); a server that asks for longer gets a clear error at once, so Airflow's own task retries
+take over instead of a worker slot being held for minutes.
 """
 
 from __future__ import annotations
@@ -15,6 +19,7 @@ from dataclasses import dataclass
 import tenacity
 
 from airflow_provider_linkstats.client.errors import (
+    RETRY_STATUSES,
     LinkstatsApiError,
     LinkstatsRateLimitError,
     LinkstatsTransportError,
@@ -49,9 +54,17 @@ class RetryPolicy:
     def should_retry(self, request: ApiRequest, error: BaseException) -> bool:
         if not is_transient(error):
             return False
-        if isinstance(error, LinkstatsTransportError):
-            return not error.sent or request.idempotent
+        if is_unknown_outcome(request, error):
+            return False  # the caller reconciles (api.py), never a blind resend
         return not self.asks_too_long(error)
+
+    def pause(self, tries: int, error: BaseException | None = None) -> float:
+        """Seconds to let pass before reconciling a write whose outcome is unknown (its ``tries``-th):
+        the server's ``Retry-After`` when it fits ``max_rate_limit_wait``, else the backoff."""
+        asked = error.retry_after if isinstance(error, LinkstatsApiError) else None
+        if asked is not None and asked <= self.max_rate_limit_wait:
+            return float(asked)
+        return min(self.max_wait, self.initial_wait * 2 ** max(0, tries - 1))
 
     def asks_too_long(self, error: BaseException) -> bool:
         """Whether the server asked for a longer pause than this policy will sit through."""
@@ -101,6 +114,19 @@ class RetryPolicy:
             "before_sleep": before_sleep,
             "reraise": True,
         }
+
+
+WRITES = frozenset({"POST", "PUT", "PATCH"})
+
+
+def is_unknown_outcome(request: ApiRequest, error: BaseException) -> bool:
+    """A create or update that may have been done though it did not answer success: its answer was
+    lost after sending, or a gateway answered 502/503/504 (``RETRY_STATUSES``) in its place."""
+    if request.method not in WRITES:
+        return False
+    if isinstance(error, LinkstatsTransportError):
+        return error.sent
+    return isinstance(error, LinkstatsApiError) and error.status in RETRY_STATUSES
 
 
 def _short(error: BaseException | None) -> str:

@@ -190,6 +190,63 @@ def unset_fields(
     return repair_fields(resource, found, fields) if found else {}
 
 
+# What identifies a record beyond its natural key: a record under the alias (or domain) asked is
+# the one asked for only if these hold as asked. Another link under the same alias is another's.
+IDENTIFYING: dict[str, tuple[str, ...]] = {LINKS.name: ("url",), WEBSITES.name: ("domain",)}
+
+
+def identity_differences(resource: Resource, asked: Mapping[str, Any], record: Mapping[str, Any]) -> list[Difference]:
+    """The identifying fields (``IDENTIFYING``: a link's long URL, a website's domain) that ``record``
+    holds otherwise than ``asked``: not empty, and the record is not the one asked for."""
+    found = []
+    for name in IDENTIFYING.get(resource.name, ()):
+        value = asked.get(name)
+        if value is None or name not in record:
+            continue
+        if name == "domain":
+            difference = _website_domain(value, record, asked, None)
+        else:
+            stored = record.get(name)
+            same = isinstance(stored, str) and same_text(str(value), stored)
+            difference = None if same else Difference(name, value, stored, not stored)
+        if difference is not None:
+            found.append(difference)
+    return found
+
+
+def unapplied(
+    resource: Resource, asked: Mapping[str, Any], record: Mapping[str, Any], *, zone: str | None = None
+) -> list[Difference]:
+    """What of an update ``asked`` the read ``record`` does not hold: the checked fields
+    (``differences``) and every other plain value sent whose key the record carries. Empty: the
+    update's effect is there (it was applied, or the record held it already), so it is not resent.
+    A record that carries none of the fields sent shows nothing: counted as not there."""
+    found = differences(resource, asked, record, zone=zone)
+    seen = {difference.field for difference in found}
+    for name, value in asked.items():
+        if name in seen or name in checked(resource) or name in SECRETS or name not in record:
+            continue
+        if value is None or isinstance(value, (list, tuple, dict, dt.date, dt.time)) or name in DERIVED:
+            continue
+        stored = record.get(name)
+        if _int(value) == _int(stored) or (isinstance(stored, str) and same_text(str(value), stored)):
+            continue
+        found.append(Difference(name, value, stored, stored in (None, "", 0)))
+    sent = [name for name, value in asked.items() if value is not None and name not in SECRETS]
+    if sent and not any(name in record for name in sent):  # nothing to compare: not known to be there
+        found.append(Difference(sent[0], asked[sent[0]], None, True))
+    return found
+
+
+# Sent in a form the record does not echo as sent (checked with the expiry, or not at all).
+DERIVED = frozenset({"expiration_time", "starts_at"})
+
+
+def same_text(asked: str, stored: str) -> bool:
+    """Equal as the service keeps text: surrounding blanks trimmed, a trailing slash of a URL aside."""
+    return asked.strip() == stored.strip() or asked.strip().rstrip("/") == stored.strip().rstrip("/")
+
+
 # -- one check per field ----------------------------------------------------------------------
 
 

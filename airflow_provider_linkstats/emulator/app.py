@@ -61,7 +61,8 @@ def build_app(state: EmulatorState, services: Iterable[str] = SERVICES, *, share
         for root in spec.API_ROOTS:
             api.add_fallback(app, mount + root, service)
     if "links" in services:
-        _add_redirect(app, state)  # last: it catches every other GET path
+        _add_redirect(app, state)  # GET /{alias}: every single-segment path is the short-link route
+    app.add_route("/{rest:path}", _route_miss, methods=["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"])
     return ServerDate(FaultsAndStats(ClientRateLimit(app, state.limiter), state.faults, state.stats), state.clock)
 
 
@@ -214,7 +215,15 @@ def _add_redirect(app: FastAPI, state: EmulatorState) -> None:
             return RedirectResponse(visit.location, status_code=visit.status)
         return JSONResponse({"message": visit.message}, status_code=visit.status)
 
-    app.add_route("/{alias:path}", follow, methods=["GET"])
+    app.add_route("/{alias}", follow, methods=["GET"])
+
+
+async def _route_miss(request: Request) -> Response:
+    """A path no route matches (a typo in the base URL, /pubilc/api/v1/...): Laravel's stock
+    exception handler answers JSON to a client asking for it, its HTML 404 page to a browser."""
+    if wants_json(request.scope):
+        return JSONResponse({"message": spec.ROUTE_MISS}, status_code=404)
+    return HTMLResponse("<!DOCTYPE html><title>Not Found</title>", status_code=404)
 
 
 def _token(request: Request) -> str:

@@ -21,6 +21,7 @@ class FaultRule:
     retry_after: str | None = None
     body: str | None = None  # None: a JSON {"message": ...}
     content_type: str = "text/html; charset=utf-8"
+    after_commit: bool = False  # handle the request (the change is committed), then answer ``status``
 
     def matches(self, method: str, path: str) -> bool:
         relative = paths.api_relative(path)
@@ -57,11 +58,15 @@ class Faults:
         path_prefix: str | None = None,
         body: str | None = None,
         content_type: str = "text/html; charset=utf-8",
+        after_commit: bool = False,
     ) -> None:
         """Answer the next ``count`` matching API requests with ``status`` instead of handling them.
 
         ``retry_after``: seconds, or an aware datetime sent as an HTTP date. ``body``: sent as-is
-        (an HTML error page, truncated JSON...) instead of the JSON message.
+        (an HTML error page, truncated JSON...) instead of the JSON message; with ``after_commit``
+        and no body, a proxy's own HTML page. ``after_commit``: the request is handled first (a
+        create or update is committed) and its answer replaced, as a gateway that gave up waiting
+        for a PHP request that still ran to the end (502, 504; a proxy's 503).
         """
         if not 200 <= int(status) <= 599:
             raise ValueError(f"status must be a final HTTP status (200-599), got {status!r}")
@@ -71,8 +76,9 @@ class Faults:
             api_path_prefix(path_prefix),
             int(status),
             _retry_after(retry_after),
-            body,
+            body if body is not None or not after_commit else proxy_page(int(status)),
             content_type,
+            bool(after_commit),
         )
         with self._lock:
             self._fail.append(rule)
@@ -111,6 +117,18 @@ class Faults:
             return Decision(
                 self._latency, _consume(self._fail, method, path), _consume(self._drop, method, path) is not None
             )
+
+
+PROXY_REASONS = {502: "Bad Gateway", 503: "Service Temporarily Unavailable", 504: "Gateway Time-out"}
+
+
+def proxy_page(status: int) -> str:
+    """The HTML page nginx answers with when it gives up on the upstream."""
+    reason = PROXY_REASONS.get(status, "Error")
+    return (
+        f"<html>\r\n<head><title>{status} {reason}</title></head>\r\n<body>\r\n"
+        f"<center><h1>{status} {reason}</h1></center>\r\n<hr><center>nginx</center>\r\n</body>\r\n</html>\r\n"
+    )
 
 
 def _consume(rules: list[FaultRule], method: str, path: str) -> FaultRule | None:

@@ -88,7 +88,10 @@ class FaultsAndStats:
         decision = self.faults.take(method, path)
         if decision.latency:
             await asyncio.sleep(decision.latency)
-        if decision.fail is not None:
+        if decision.fail is not None and decision.fail.after_commit:
+            await self.app(scope, receive, _discard)  # the change is committed...
+            await _answer(noting_status, decision.fail)  # ...and a gateway answers in its place
+        elif decision.fail is not None:
             await _answer(noting_status, decision.fail)
         elif decision.drop:
             await self.app(scope, receive, _discard)  # the change is committed...

@@ -291,6 +291,8 @@ PLAN_FEATURES = {
 # -- messages -----------------------------------------------------------------------------------
 
 NOT_FOUND = "Resource not found."
+# Laravel's stock handler for a path no route matches (outside the API): 404, an empty message, no status.
+ROUTE_MISS = ""
 WEBSITE_MODEL_NOT_FOUND = "No query results for model [App\\Models\\Website]."
 UNAUTHENTICATED = "Unauthenticated."
 NO_API_ACCESS = "You don't have access to this feature."

@@ -399,14 +399,40 @@ class LinkstatsBaseHook(BaseHook):
         return self.client.find_by_natural_key(resource or self.resource, natural_key, domain_id)
 
     def create_or_reconcile(
-        self, fields: JsonDict, if_exists: str = "fail", resource: Resource | None = None
+        self,
+        fields: JsonDict,
+        if_exists: str = "fail",
+        resource: Resource | None = None,
+        *,
+        run_start: Any = None,
     ) -> tuple[JsonDict, str]:
         """Create, or meet the record with the same natural key: (record, "created" | "skipped" |
-        "updated"); ``if_exists`` "fail", "skip" or "update" (``client/reconcile.py`` says how)."""
+        "updated"); ``if_exists`` "fail", "skip" or "update" (``client/reconcile.py`` says how).
+        ``run_start``: when the DAG run started (its ``start_date``); a record created since, by the
+        service's clock, is this run's, and only such a record has unset fields filled in on "skip"."""
         from airflow_provider_linkstats.client.reconcile import create_or_reconcile
 
         resource = resource or self.resource
-        return create_or_reconcile(self, resource, fields, if_exists, conn_id=self.linkstats_conn_id, log=self.log)
+        return create_or_reconcile(
+            self,
+            resource,
+            fields,
+            if_exists,
+            conn_id=self.linkstats_conn_id,
+            log=self.log,
+            made_since=(lambda: self.on_service_clock(run_start)) if run_start is not None else None,
+        )
+
+    def on_service_clock(self, moment: Any) -> Any:
+        """``moment`` (an aware datetime stamped by Airflow, whose clock is the worker's) on the service's
+        clock, taken at its earliest within the offset's uncertainty; None stays None."""
+        import datetime as dt
+
+        if not isinstance(moment, dt.datetime):
+            return None
+        clock = self.client.clock
+        moment = moment if moment.tzinfo is not None else moment.replace(tzinfo=dt.timezone.utc)
+        return dt.datetime.fromtimestamp(moment.timestamp() + clock.offset - clock.uncertainty, dt.timezone.utc)
 
     def unset_fields(self, record: JsonDict, fields: JsonDict, resource: Resource | None = None) -> JsonDict:
         """The asked fields ``record`` holds nothing for: what a write the service ignored leaves behind."""

@@ -391,7 +391,8 @@ class LinkstatsCreateOperatorBase(LinkstatsLineageMixin, LinkstatsBaseOperator):
     """Create a record; ``if_exists`` decides what a record with the same natural key means.
 
     The natural key is the alias (links), domain (websites) or name (spaces, pixels): with "fail"
-    an existing one fails the task, with "skip" it is returned as is, with "update" the given
+    an existing one fails the task, with "skip" it is returned as is (unless it is another's: a link
+    with another long URL fails the task, nothing written to it), with "update" the given
     fields are written to it. So a retried task never creates a twin.
     """
 
@@ -416,7 +417,8 @@ class LinkstatsCreateOperatorBase(LinkstatsLineageMixin, LinkstatsBaseOperator):
         if_exists = check_choice("if_exists", self.if_exists, IF_EXISTS_CHOICES)
         fields = self.prepare_fields()
         # Create first; the look-up and if_exists only when the service says the key is taken.
-        record, outcome = self.hook.create_or_reconcile(fields, if_exists, self.resource)
+        run_start = run_started(context)
+        record, outcome = self.hook.create_or_reconcile(fields, if_exists, self.resource, run_start=run_start)
         self.log.info("%s %s id=%s", outcome, self.resource.singular, record.get("id"))
         self.touched_ids = (record["id"],)
         self.after_write(record, context)
@@ -590,3 +592,11 @@ class LinkstatsListOperatorBase(LinkstatsBaseOperator):
         shown = ", ".join(f"{k}={v!r}" for k, v in filters.items()) or "no filters"
         self.log.info("listed %d %s (%s)", len(records), self.resource.name, shown)
         return records
+
+
+def run_started(context: Any) -> Any:
+    """When the task's DAG run started (``dag_run.start_date``), or None outside a run: what tells a
+    record an earlier try of this run made from one that existed before (it survives a killed worker)."""
+    getter = getattr(context, "get", None)
+    dag_run = getter("dag_run") if getter is not None else None
+    return getattr(dag_run, "start_date", None)

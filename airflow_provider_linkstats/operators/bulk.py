@@ -58,7 +58,7 @@ def delete_many(
         log.info("nothing to delete: 0 %s given", noun)
         return result
     started = time.monotonic()
-    progress = Progress(pace=budget_pace(limiter))
+    progress = Progress(limiter=limiter)  # the budget's pace, and the requests that may still go at once
     with ThreadPoolExecutor(max_workers=max_workers, thread_name_prefix="linkstats-delete") as pool:
         futures = {pool.submit(delete_one, record_id): record_id for record_id in ids}
         for done, future in enumerate(as_completed(futures), start=1):
@@ -69,7 +69,6 @@ def delete_many(
                 result.errors[record_id] = error
             progress.update(done)
             if done % every == 0 or done == total:
-                progress.pace = budget_pace(limiter)  # learned from the service's answers meanwhile
                 log.info("%s", progress.line(done, total, len(result.errors), noun))
     result.deleted.sort()
     result.already_gone.sort()

@@ -1,7 +1,8 @@
 """Cleanup of links at any size: walk the listing, decide from each record, delete as it goes.
 
 The operator module stays cheap to import (the scheduler imports it at every parse): the walk
-and the deletes live in ``airflow_provider_linkstats/streaming.py``, imported when the task runs.
+and the deletes live in ``airflow_provider_linkstats/streaming.py`` (the driver) and
+``client/cleanup.py`` (its decisions), imported when the task runs.
 """
 
 from __future__ import annotations
@@ -17,25 +18,31 @@ __all__ = ["LinkstatsCleanupLinksOperator"]
 SEARCH_BY_CHOICES = ("title", "alias", "url")
 _NONE_TEXTS = ("none", "null")  # a template of a null param renders as "None"
 SAMPLE_MAX = 100
+DEFAULT_EVIDENCE_MAX_AGE = 120  # seconds; client.cleanup's default, repeated here to keep the import cheap
+EVIDENCE_AGES = "seconds from 1 to 3600 (default 120)"
 
 
 class LinkstatsCleanupLinksOperator(LinksServiceMixin, LinkstatsBaseOperator):
     """Delete the links that match every rule given, walking the listing once and deleting as it goes.
 
     Each link is decided from its own record before it is deleted, by the provider's reading of the
-    connected phpShort generation; the listing's filters only narrow the walk, so a server whose
-    filter lists live links loses none of them. Memory and XCom stay small whatever the number of
-    links: the task returns counts and at most ``sample_size`` ids. Requests: one per page of 100
-    listed links plus one per delete (and one to count all links, for ``max_share``, when the walk
-    is narrowed by filters). A retry after a lost worker continues where the listing stands: the
-    links already deleted are no longer listed, so no answered delete is sent again.
+    connected phpShort generation and by the service's clock (learned from its answers' ``Date``,
+    less a safety margin); the listing's filters only narrow the walk, so a server whose filter
+    lists live links loses none of them. A link is deleted only on fresh evidence: its page is read
+    again right before its deletes (a confirming read), and a delete is sent at most
+    ``evidence_max_age`` seconds after it. Memory and XCom stay small whatever the number of links:
+    the task returns counts and at most ``sample_size`` ids. Requests: one per page of 100 listed
+    links, one confirming read per page with matches, plus one per delete (and one to count all
+    links, for ``max_share``, when the walk is narrowed by filters). A retry after a lost worker
+    continues where the listing stands: the links already deleted are no longer listed, so no
+    answered delete is sent again.
 
     Rules (every one given must hold; at least one):
 
     :param expired: the link is over: its end time passed or its click limit was reached (a phpShort
         46+ window that has not started yet is not over). Default True. Templated.
-    :param older_than_days: its ``created_at`` is more than this many days ago (a record without
-        ``created_at`` is kept). Templated.
+    :param older_than_days: its ``created_at`` is more than this many days ago by the service's
+        clock (a record without ``created_at`` is kept). Templated.
     :param search: text its ``search_by`` field contains (SQL LIKE, as the service searches:
         case-insensitive, ``%`` and ``_`` are wildcards). Templated.
     :param search_by: title (default), alias or url. Templated.
@@ -59,9 +66,13 @@ class LinkstatsCleanupLinksOperator(LinksServiceMixin, LinkstatsBaseOperator):
     :param max_workers: concurrent deletes (1-16, default 8), paced together by the connection's
         rate limiter. Templated.
     :param sample_size: ids kept in the returned sample (0-100, default 20). Templated.
+    :param evidence_max_age: the most seconds between a page's confirming read and a delete it
+        allows (1-3600, default 120). A delete the rate limiter holds longer is not sent: the page
+        is read again before the rest. Templated.
 
     Returns (XCom) ``{"matched", "deleted", "already_gone", "failed", "kept", "listed_not_matching",
-    "pages", "total_links", "ceiling", "over_ceiling", "sample_ids", "dry_run", ...}``.
+    "changed", "unconfirmed", "pages", "confirming_reads", "total_links", "ceiling", "over_ceiling",
+    "clock", "evidence_age_max", "sample_ids", "dry_run", ...}``.
     """
 
     template_fields: Sequence[str] = (
@@ -77,6 +88,7 @@ class LinkstatsCleanupLinksOperator(LinksServiceMixin, LinkstatsBaseOperator):
         "max_share",
         "max_workers",
         "sample_size",
+        "evidence_max_age",
     )
     ui_color = "#fde8e8"
 
@@ -94,6 +106,7 @@ class LinkstatsCleanupLinksOperator(LinksServiceMixin, LinkstatsBaseOperator):
         max_share: float | str | None = 0.5,
         max_workers: int | str = DEFAULT_MAX_WORKERS,
         sample_size: int | str = 20,
+        evidence_max_age: float | str = DEFAULT_EVIDENCE_MAX_AGE,
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
@@ -108,24 +121,25 @@ class LinkstatsCleanupLinksOperator(LinksServiceMixin, LinkstatsBaseOperator):
         self.max_share = max_share
         self.max_workers = max_workers
         self.sample_size = sample_size
+        self.evidence_max_age = evidence_max_age
 
-    def rules(self, now: Any) -> Any:
+    def rules(self) -> Any:
         """The rules, checked (each error names its argument and what is allowed), before any request."""
         import datetime as dt
 
         from airflow_provider_linkstats.client.checks import check_bool, check_choice, check_number
         from airflow_provider_linkstats.client.checks import check_whole_number as whole
+        from airflow_provider_linkstats.client.cleanup import CleanupRules
         from airflow_provider_linkstats.client.errors import LinkstatsInputError
-        from airflow_provider_linkstats.streaming import CleanupRules
 
-        created_before = None
+        older_than = None
         if not is_blank(self.older_than_days):
             days = check_number("older_than_days", self.older_than_days, allowed="a number of days >= 0, or None")
-            created_before = now - dt.timedelta(days=days)
+            older_than = dt.timedelta(days=days)  # counted back from the service's "now" at each decision
         search = None if is_blank(self.search) else str(self.search)
         rules = CleanupRules(
             expired=check_bool("expired", self.expired),
-            created_before=created_before,
+            older_than=older_than,
             search=search,
             search_by=check_choice("search_by", self.search_by, SEARCH_BY_CHOICES),
             space_id=None
@@ -144,13 +158,11 @@ class LinkstatsCleanupLinksOperator(LinksServiceMixin, LinkstatsBaseOperator):
 
     @fails_fast
     def execute(self, context: Any) -> dict[str, Any]:
-        import datetime as dt
-
         from airflow_provider_linkstats.client.checks import check_bool, check_number, check_whole_number
+        from airflow_provider_linkstats.client.paging import UntrustedListingError
         from airflow_provider_linkstats.streaming import CeilingError, StreamingCleanup
 
-        now = dt.datetime.now(dt.timezone.utc)
-        rules = self.rules(now)
+        rules = self.rules()
         dry_run = check_bool("dry_run", self.dry_run)
         max_deletes = None
         if not is_blank(self.max_deletes):
@@ -164,6 +176,11 @@ class LinkstatsCleanupLinksOperator(LinksServiceMixin, LinkstatsBaseOperator):
                 raise LinkstatsInputError("max_share", self.max_share, "a share of all links from 0 to 1, or None")
         workers = check_whole_number("max_workers", self.max_workers, minimum=1, maximum=POOL_SIZE)
         sample_size = check_whole_number("sample_size", self.sample_size, maximum=SAMPLE_MAX)
+        evidence_max_age = check_number("evidence_max_age", self.evidence_max_age, allowed=EVIDENCE_AGES)
+        if not 1 <= evidence_max_age <= 3600:
+            from airflow_provider_linkstats.client.errors import LinkstatsInputError
+
+            raise LinkstatsInputError("evidence_max_age", self.evidence_max_age, EVIDENCE_AGES)
         cleanup = StreamingCleanup(
             self.hook,
             rules,
@@ -172,12 +189,12 @@ class LinkstatsCleanupLinksOperator(LinksServiceMixin, LinkstatsBaseOperator):
             max_share=max_share,
             max_workers=workers,
             sample_size=sample_size,
+            evidence_max_age=evidence_max_age,
             log=self.log,
-            now=now,
         )
         try:
             outcome = cleanup.run()
-        except CeilingError as error:
+        except (CeilingError, UntrustedListingError) as error:
             from airflow.providers.common.compat.sdk import AirflowFailException
 
             raise AirflowFailException(str(error)) from error

@@ -14,7 +14,6 @@ Cheap to import (DAG parse): the loading, walking and creating happen in ``execu
 from __future__ import annotations
 
 import json
-import math
 import re
 import time
 from collections.abc import Mapping, Sequence
@@ -138,7 +137,11 @@ class LinkstatsBulkCreateLinksOperator(LinksServiceMixin, LinkstatsLineageMixin,
                 None,
                 f"an object-storage URL for the full result of {len(items)} links (more than xcom_limit={limit})",
             )
-        launch = Launch(self.hook, items, if_exists=if_exists, workers=workers, log=self.log)
+        from airflow_provider_linkstats.operators.base import run_started
+
+        launch = Launch(
+            self.hook, items, if_exists=if_exists, workers=workers, log=self.log, run_start=run_started(context)
+        )
         outcome = launch.run()
         self.touched_ids = tuple(entry["id"] for entry in outcome.links.values())
         value = outcome.summary()
@@ -253,12 +256,18 @@ class Item:
     """One link of the launch. (Plain classes here, not dataclasses: this module is imported at
     every DAG parse, where each dataclass definition costs about half a millisecond.)"""
 
-    __slots__ = ("alias", "fields", "row")
+    __slots__ = ("alias", "fields", "row", "where")
 
-    def __init__(self, alias: str, fields: dict[str, Any], row: int) -> None:
+    def __init__(self, alias: str, fields: dict[str, Any], row: int, where: str = "") -> None:
         self.alias = alias
         self.fields = fields  # the create fields, checked against the contract
-        self.row = row  # 1-based position in the input, for messages
+        self.row = row  # 1-based position in the input, for ordering messages
+        self.where = where or f"row {row}"  # the file's line ("line 5") or the list's index ("links[3]")
+
+    @property
+    def named(self) -> str:
+        """``line 5 (alias 'spring-0004')``: the row as the user finds it in the file, for messages."""
+        return f"{self.where} (alias {self.alias!r})"
 
 
 def plan_items(
@@ -309,7 +318,7 @@ def plan_items(
             problems.append(f"{where}: the alias again, first {'on' if first.startswith('line') else 'at'} {first}.")
             continue
         seen[alias] = place
-        items.append(Item(alias, fields, number))
+        items.append(Item(alias, fields, number, place))
     if problems:
         shown = problems[:20] + ([f"and {len(problems) - 20} more."] if len(problems) > 20 else [])
         listed = "\n".join(f"- {problem}" for problem in shown)
@@ -324,8 +333,11 @@ def plan_items(
 
 class Outcome:
     def __init__(self) -> None:
-        self.links: dict[str, dict[str, Any]] = {}  # alias -> {"id", "short_url", "outcome"}
+        # alias -> {"id", "short_url", "outcome", "made_by"[, "expires_at"]}
+        self.links: dict[str, dict[str, Any]] = {}
         self.failed: dict[str, BaseException] = {}
+        self.rows: dict[str, str] = {}  # alias -> "line 5 (alias 'x')", for messages
+        self.order: dict[str, int] = {}  # alias -> its row, to name failures in the file's order
 
     def count(self, outcome: str) -> int:
         return sum(1 for entry in self.links.values() if entry["outcome"] == outcome)
@@ -334,6 +346,7 @@ class Outcome:
         return {
             "total": len(self.links) + len(self.failed),
             "created": self.count("created"),
+            "created_earlier": self.count("created_earlier"),
             "skipped": self.count("skipped"),
             "updated": self.count("updated"),
             "failed": len(self.failed),
@@ -344,7 +357,8 @@ class Outcome:
 
         from airflow_provider_linkstats.client.errors import is_permanent
 
-        shown = "; ".join(f"{alias}: {error}" for alias, error in sorted(self.failed.items())[:10])
+        named = sorted(self.failed.items(), key=lambda pair: self.order.get(pair[0], 0))
+        shown = "; ".join(f"{self.rows.get(alias, alias)}: {error}" for alias, error in named[:10])
         more = f"; and {len(self.failed) - 10} more" if len(self.failed) > 10 else ""
         message = (
             f"{len(self.failed)} of {total} links failed ({len(self.links)} done; a retry creates only what is "
@@ -355,47 +369,81 @@ class Outcome:
         raise AirflowException(message)
 
 
-class Launch:
-    """One bulk create: walk once, then create (or mend) what is missing, concurrently."""
+# Who made a link (the result's "made_by"): this try, an earlier try of this run (a resumed launch),
+# or nobody of this run (it existed before; "before this try" when the run's start is not known).
+THIS_TRY, EARLIER_TRY = "this try", "an earlier try of this run"
+BEFORE_RUN, BEFORE_TRY = "before the run", "before this try"
 
-    def __init__(self, hook: Any, items: list[Item], *, if_exists: str, workers: int, log: Any) -> None:
+
+class Launch:
+    """One bulk create: walk once, then create (or mend) what is missing, concurrently.
+
+    ``run_start``: when the DAG run started (``dag_run.start_date``). A link found by the walk
+    whose ``created_at`` (the service's clock) is at or after it was made by an earlier try of this
+    run: the run's start and the records both outlive a killed worker, where the earlier try's
+    XCom and memory do not, and it costs no request (the walk reads ``created_at`` anyway).
+    """
+
+    def __init__(
+        self, hook: Any, items: list[Item], *, if_exists: str, workers: int, log: Any, run_start: Any = None
+    ) -> None:
         self.hook = hook
         self.items = items
         self.if_exists = if_exists
         self.workers = workers
         self.log = log
+        self.run_start = run_start
+        self.run_since: Any = None  # the run's start on the service's clock, once it has answered
         self.outcome = Outcome()
+        self.outcome.rows = {item.alias: item.named for item in items}
+        self.outcome.order = {item.alias: item.row for item in items}
 
     def run(self) -> Outcome:
         from concurrent.futures import ThreadPoolExecutor, as_completed
 
+        from airflow_provider_linkstats.operators.launch_progress import FAILED, LaunchProgress
+
+        # Checked and made ready once; a duration (expires_at="PT2H") is resolved again at each
+        # create by the service's clock, and a fixed end checked again then (``client.prepare``).
         prepared = [(item, self.hook.prepare_link_fields(item.fields, "create")) for item in self.items]
         existing = self.walk(prepared)
-        started = time.monotonic()
+        self.run_since = self.hook.on_service_clock(self.run_start)
+        if self.if_exists == "skip":
+            self.refuse_conflicts(existing)  # before any write: "skip" never touches another's link
         total = len(prepared)
+        limiter = getattr(self.hook.client, "limiter", None)
+        progress = LaunchProgress(total, log=self.log, pace=lambda: _pace(limiter))
         every = max(1, min(100, total // 10))
-        with ThreadPoolExecutor(max_workers=self.workers, thread_name_prefix="linkstats-launch") as pool:
-            futures = {pool.submit(self.one, item, fields, existing.get(item.alias)): item for item, fields in prepared}
-            for done, future in enumerate(as_completed(futures), start=1):
-                item = futures[future]
-                try:
-                    record, outcome = future.result()
-                except Exception as error:  # every item is tried; failures are reported together
-                    self.outcome.failed[item.alias] = error
-                else:
-                    self.outcome.links[item.alias] = {
-                        "id": record.get("id"),
-                        "short_url": record.get("short_url"),
-                        "outcome": outcome,
-                    }
-                if done % every == 0 or done == total:
-                    self.log.info("%s", self.progress(done, total, time.monotonic() - started))
+        told = getattr(limiter, "on_wait", None)
+        if limiter is not None:
+            limiter.on_wait = progress.waiting
+        try:
+            with progress, ThreadPoolExecutor(max_workers=self.workers, thread_name_prefix="linkstats-launch") as pool:
+                futures = {
+                    pool.submit(self.one, item, fields, existing.get(item.alias)): item for item, fields in prepared
+                }
+                for done, future in enumerate(as_completed(futures), start=1):
+                    item = futures[future]
+                    try:
+                        record, outcome, made_by = future.result()
+                    except Exception as error:  # every item is tried; failures are reported together
+                        self.outcome.failed[item.alias] = error
+                        progress.add(FAILED)
+                    else:
+                        self.outcome.links[item.alias] = entry(record, outcome, made_by)
+                        progress.add(outcome)
+                    if done % every == 0 or done == total:
+                        progress.report()
+        finally:
+            if limiter is not None:
+                limiter.on_wait = told
         summary = self.outcome.summary()
         self.log.info(
-            "bulk create finished in %.1f s: %d created, %d skipped, %d updated, %d failed, of %d links",
-            time.monotonic() - started, summary["created"], summary["skipped"], summary["updated"],
-            summary["failed"], total,
-        )
+            "bulk create finished in %.1f s: %d created, %d created by an earlier try of this run, %d skipped, "
+            "%d updated, %d failed, of %d links",
+            time.monotonic() - progress.started, summary["created"], summary["created_earlier"],
+            summary["skipped"], summary["updated"], summary["failed"], total,
+        )  # fmt: skip
         return self.outcome
 
     def walk(self, prepared: list[tuple[Item, dict[str, Any]]]) -> dict[str, dict[str, Any]]:
@@ -421,53 +469,95 @@ class Launch:
         self.log.info(
             "%d of %d links exist already (one listing walk%s)",
             len(found), len(wanted), f" of aliases containing {prefix!r}" if prefix else "",
-        )
+        )  # fmt: skip
         return found
 
-    def one(self, item: Item, fields: dict[str, Any], existing: dict[str, Any] | None) -> tuple[dict[str, Any], str]:
-        """Create one link, or meet the existing one as ``if_exists`` says."""
+    def refuse_conflicts(self, existing: dict[str, dict[str, Any]]) -> None:
+        """Fail before any write when a row's alias belongs to another link (another long URL)."""
+        from airflow_provider_linkstats.client.errors import LinkstatsConflictError
+        from airflow_provider_linkstats.client.verify import identity_differences
+
+        problems = []
+        for item in self.items:
+            record = existing.get(item.alias)
+            others = identity_differences(LINKS, item.fields, record) if record is not None else []
+            if others:
+                problems.append(
+                    f"{self.outcome.rows[item.alias]}: link id={record.get('id')} has this alias with "  # type: ignore[union-attr]
+                    f"{'; '.join(d.describe() for d in others)}"
+                )
+        if problems:
+            shown = "; ".join(problems[:10]) + (f"; and {len(problems) - 10} more" if len(problems) > 10 else "")
+            raise LinkstatsConflictError(
+                f"{len(problems)} of {len(self.items)} rows name an alias that belongs to another link, so nothing "
+                f"was written: {shown}. Give those rows other aliases, or set if_exists='update' to overwrite "
+                "those links",
+                conn_id=getattr(self.hook, "linkstats_conn_id", None),
+            )
+
+    def made_by(self, record: dict[str, Any]) -> str:
+        """Who made an existing link: an earlier try of this run, or nobody of this run."""
+        from airflow_provider_linkstats.client.reconcile import created_since
+
+        if self.run_since is None:
+            return BEFORE_TRY
+        return EARLIER_TRY if created_since(record, self.run_since) else BEFORE_RUN
+
+    def one(
+        self, item: Item, fields: dict[str, Any], existing: dict[str, Any] | None
+    ) -> tuple[dict[str, Any], str, str]:
+        """Create one link, or meet the existing one as ``if_exists`` says: (record, outcome, made_by)."""
         from airflow_provider_linkstats.client.reconcile import SKIPPED, UPDATED, updatable
 
         if existing is None:  # created first; a 422 "taken" (a concurrent launch) is reconciled there
-            return self.hook.create_or_reconcile(fields, self.if_exists)
+            record, outcome = self.hook.create_or_reconcile(fields, self.if_exists, run_start=self.run_start)
+            if outcome == "created":
+                return record, outcome, THIS_TRY
+            return record, self._kept(record, outcome), self.made_by(record)
+        made_by = self.made_by(existing)
         if self.if_exists == "fail":
             from airflow_provider_linkstats.client.errors import LinkstatsExistsError
 
             error = LinkstatsExistsError(
                 f"set if_exists='skip' to reuse it or 'update' to overwrite it: a link with alias {item.alias!r} "
-                f"already exists (id={existing.get('id')})"
+                f"already exists (id={existing.get('id')}, made {made_by})"
             )
             error.record_id = existing.get("id")
             raise error
         if self.if_exists == "update":
-            return self.hook.update_record(existing["id"], updatable(LINKS, fields)), UPDATED
-        repair = self.hook.unset_fields(existing, fields)
-        if repair:
-            return self.hook.update_record(existing["id"], repair), UPDATED
-        return existing, SKIPPED
+            # The row as given: a duration counts from this update, not from the launch's start.
+            return self.hook.update_record(existing["id"], updatable(LINKS, item.fields)), UPDATED, made_by
+        if made_by == EARLIER_TRY:
+            # Our own link: fields the service left unset (a write it ignored) are filled in.
+            repair = self.hook.unset_fields(existing, item.fields)
+            if repair:
+                self.log.warning(
+                    "%s: link id=%s, made by an earlier try of this run, lacks %s as asked; updating them",
+                    self.outcome.rows[item.alias], existing.get("id"), ", ".join(sorted(repair)),
+                )  # fmt: skip
+                return self.hook.update_record(existing["id"], repair), "created_earlier", made_by
+            return existing, "created_earlier", made_by
+        return existing, SKIPPED, made_by
 
-    def progress(self, done: int, total: int, elapsed: float) -> str:
-        """``created 300/1000 links (1.0/s, about 12 min left)``: the time left at the slower of the
-        rate so far and the budget's pace (the first half of a window's budget goes out at once)."""
-        limiter = getattr(self.hook.client, "limiter", None)
-        limit, window = getattr(limiter, "limit", None), getattr(limiter, "window", None)
-        pace = float(limit) / float(window) if limit and window else None
-        rate = done / elapsed if elapsed > 0 else 0.0
-        ahead = min(rate, pace) if pace and rate > 0 else (pace or rate)
-        parts = [f"{rate:.1f}/s"]
-        if done < total and ahead > 0:
-            parts.append(f"about {_duration((total - done) / ahead)} left")
-        if self.outcome.failed:
-            parts.append(f"{len(self.outcome.failed)} failed")
-        return f"created {done - len(self.outcome.failed)}/{total} links ({', '.join(parts)})"
+    def _kept(self, record: dict[str, Any], outcome: str) -> str:
+        """A create refused as taken, then skipped or updated: an earlier try's link counts as that."""
+        if outcome == "skipped" and self.made_by(record) == EARLIER_TRY:
+            return "created_earlier"
+        return outcome
 
 
-def _duration(seconds: float) -> str:
-    if seconds < 90:
-        return f"{math.ceil(seconds)} s"
-    if seconds < 5400:
-        return f"{seconds / 60:.0f} min"
-    return f"{seconds / 3600:.1f} h"
+def entry(record: dict[str, Any], outcome: str, made_by: str) -> dict[str, Any]:
+    """One link of the result: its id and short URL, what happened and who made it; its stored end
+    (the moment the service keeps: a duration counts from this link's own create)."""
+    value = {"id": record.get("id"), "short_url": record.get("short_url"), "outcome": outcome, "made_by": made_by}
+    if record.get("expires_at"):
+        value["expires_at"] = record["expires_at"]
+    return value
+
+
+def _pace(limiter: Any) -> float | None:
+    limit, window = getattr(limiter, "limit", None), getattr(limiter, "window", None)
+    return float(limit) / float(window) if limit and window else None
 
 
 # -- the result --------------------------------------------------------------------------------------

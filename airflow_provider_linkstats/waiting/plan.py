@@ -14,6 +14,7 @@ from typing import Any
 
 from airflow_provider_linkstats.client.contract import LINKS, MAX_PER_PAGE, LinkStatus
 from airflow_provider_linkstats.client.errors import LinkstatsNotFoundError
+from airflow_provider_linkstats.client.paging import PageGuard
 from airflow_provider_linkstats.client.protocol import (
     ApiRequest,
     ApiResponse,
@@ -93,6 +94,7 @@ def walk_pages(
     built from our own filters, never from ``links.next`` (real installs drop the status filter
     from it)."""
     page_number = 1
+    guard = PageGuard(MAX_PER_PAGE)  # a listing whose paging lies (no meta, pages that repeat) still ends
     while True:
         request = request_for_page(page_number)
         response = yield request
@@ -100,6 +102,7 @@ def walk_pages(
             answered.append(response)
         raise_for_status(request, response)
         page = parse_page(request, response, MAX_PER_PAGE)
+        guard.read(page_number, page.items, url=response.url or request.describe(), total=page.total)
         if take(page.items) or not page.has_next:
             return page_number
         page_number += 1

@@ -71,11 +71,98 @@ def test_a_retry_walks_once_and_creates_only_what_is_missing(emu_pinned):
 def test_a_link_the_service_left_without_its_click_limit_is_mended_on_the_retry(emu_pinned, make_hook):
     from airflow_provider_linkstats.hooks.linkstats import LinkstatsLinksHook
 
+    started = pendulum.now("UTC")  # the run's start; the first try made spring-0000 and died
     LinkstatsLinksHook().create_link("https://example.com/p/0", alias="spring-0000")  # no limit stored
-    value, _ = run_operator(bulk(links=campaign(3), defaults={"expiration_clicks": 9}))
-    assert (value["created"], value["updated"]) == (2, 1)
+    value, _ = run_operator(bulk(links=campaign(3), defaults={"expiration_clicks": 9}), run_started=started)
+    assert (value["created"], value["created_earlier"], value["updated"]) == (2, 1, 0)
+    assert value["links"]["spring-0000"]["made_by"] == "an earlier try of this run"
     key = "clicks_limit" if emu_pinned.links_version == "49" else "expiration_clicks"
     assert all(int(link[key]) == 9 for link in emu_pinned.store.links())
+
+
+def test_a_resumed_launch_tells_who_made_each_link(emu_pinned, caplog, capsys):
+    """Issue 31 item 8 / 32 item 2: the first try's links are "created by an earlier try", not skipped,
+    in the result and the progress lines; a link that existed before the run is skipped."""
+    from airflow_provider_linkstats.hooks.linkstats import LinkstatsLinksHook
+
+    links = campaign(25)
+    LinkstatsLinksHook().create_link(links[24]["url"], alias=links[24]["alias"])  # before the run
+    # The run starts later: the service's clock moves on (the hooks learn it from its Date header),
+    # Airflow stamps the run's start by the worker's.
+    emu_pinned.clock.advance(10)
+    started = pendulum.now("UTC")
+    with pytest.raises(AirflowFailException):  # the first try: 5 rows refused by the service
+        bad = [dict(row, domain_id=999) if 10 <= i < 15 else row for i, row in enumerate(links)]
+        run_operator(bulk(links=bad[:15]), run_started=started)
+    caplog.clear()
+    capsys.readouterr()
+    caplog.set_level(logging.INFO)
+    value, _ = run_operator(bulk(links=links), run_started=started)  # the retry
+    assert {k: value[k] for k in ("created", "created_earlier", "skipped", "updated", "failed")} == {
+        "created": 14, "created_earlier": 10, "skipped": 1, "updated": 0, "failed": 0,
+    }  # fmt: skip
+    made_by = {alias: link["made_by"] for alias, link in value["links"].items()}
+    assert made_by["spring-0003"] == "an earlier try of this run" and made_by["spring-0012"] == "this try"
+    assert made_by["spring-0024"] == "before the run"
+    text = "\n".join(r.getMessage() for r in caplog.records) + capsys.readouterr().out
+    assert "created 14, created by an earlier try 10, skipped 1, updated 0, failed 0: 25/25 links done" in text
+    assert len(emu_pinned.store.links()) == 25
+
+
+def test_a_reused_alias_of_another_link_is_a_conflict_and_nothing_is_written(emu_pinned):
+    """Issue 31 item 6: "skip" (the default) never fills in or reports as ours a link with another long URL."""
+    from airflow_provider_linkstats.client.errors import LinkstatsConflictError
+    from airflow_provider_linkstats.hooks.linkstats import LinkstatsLinksHook
+
+    other = LinkstatsLinksHook().create_link("https://example.com/another-campaign", alias="spring-0001")
+    before = len(emu_pinned.stats.requests())
+    rows = (
+        r"1 of 3 rows name an alias that belongs to another link, so nothing was written: "
+        r"links\[1\] \(alias 'spring-0001'\)"
+    )
+    with fails_without_retry(
+        LinkstatsConflictError, match=rows + r": link id=\d+ .*url: asked 'https://example.com/p/1'"
+    ):
+        run_operator(bulk(links=campaign(3), defaults={"expiration_clicks": 9}))
+    assert methods(emu_pinned, before) == ["GET"]  # the walk, then nothing
+    (stored,) = emu_pinned.store.links()
+    assert stored["id"] == other["id"] and stored["url"] == "https://example.com/another-campaign"
+    key = "clicks_limit" if emu_pinned.links_version == "49" else "expiration_clicks"
+    assert not stored[key]
+    value, _ = run_operator(bulk(links=campaign(3), if_exists="update"))  # asked: overwritten
+    assert (value["created"], value["updated"]) == (2, 1)
+
+
+def test_short_lived_links_with_slow_creates_each_get_their_whole_lifetime(emulators, monkeypatch):
+    """Issue 31 item 5: a duration counts from each link's own create (resolved again at each write by
+    the service's clock), not from the launch's start; a fixed end that passes during the launch
+    fails its rows instead of making dead links."""
+    emulator = emulators("49")  # 46+ keep the end to the second
+    emulator.reset()
+    monkeypatch.setenv(
+        "AIRFLOW_CONN_LINKSTATS_LINKS_DEFAULT", connection_json(emulator.url, api_version="49", timezone="UTC")
+    )
+    emulator.faults.set_latency(0.4)  # slow creates, one at a time: the last is sent ~3 s after the first
+    try:
+        value, _ = run_operator(bulk(links=campaign(8), defaults={"expires_at": "PT2M"}, max_workers=1))
+        assert value["created"] == 8
+        for link in emulator.store.links():
+            created = pendulum.parse(link["created_at"])
+            end = pendulum.parse(value["links"][link["alias"]]["expires_at"])
+            assert 119 <= (end - created).total_seconds() <= 121, link["alias"]  # two minutes from its own create
+
+        emulator.reset()
+        emulator.faults.set_latency(0.4)
+        fixed = pendulum.now("UTC").add(seconds=5).isoformat()  # ahead at planning, past before the last creates
+        dead = r"links failed .*'expires_at'.* it has passed, or is less than \d+ s ahead"
+        with pytest.raises(AirflowFailException, match=dead):
+            run_operator(bulk(links=campaign(12), defaults={"expires_at": fixed}, max_workers=1))
+        stored = emulator.store.links()
+        assert 0 < len(stored) < 12
+        assert all(pendulum.parse(link["active_period_end_at"]) > pendulum.parse(link["created_at"]) for link in stored)
+    finally:
+        emulator.faults.set_latency(0)
+        emulator.reset()
 
 
 def test_csv_from_object_storage_with_aliases_from_a_column(emu, tmp_path):
@@ -111,14 +198,15 @@ def test_every_item_is_tried_and_the_failures_named_together(emu):
     with pytest.raises(AirflowFailException) as caught:  # 422s: no retry can mend them
         run_operator(bulk(links=links))
     text = str(caught.value)
-    assert text.startswith("2 of 6 links failed (4 done") and "spring-0001: " in text and "spring-0004: " in text
+    assert text.startswith("2 of 6 links failed (4 done")
+    assert "links[1] (alias 'spring-0001'): " in text and "links[4] (alias 'spring-0004'): " in text
     stored = sorted(link["alias"] for link in emu.store.links())
     assert stored == ["spring-0000", "spring-0002", "spring-0003", "spring-0005"]
 
 
 def test_if_exists_fail_counts_existing_links_as_failures(emu):
     run_operator(bulk(links=campaign(2)))
-    with pytest.raises(AirflowFailException, match=r"1 of 3 links failed .*spring-0001: .*already exists"):
+    with pytest.raises(AirflowFailException, match=r"1 of 3 links failed .*spring-0001'\): .*already exists"):
         links = campaign(3)[1:] + [{"url": "https://example.com/n", "alias": "spring-new"}]
         run_operator(bulk(links=links, if_exists="fail"))
 
@@ -147,5 +235,41 @@ def test_progress_lines_with_the_time_left(emu, caplog, capsys):
     caplog.set_level(logging.INFO)
     run_operator(bulk(links=campaign(40)))
     text = "\n".join(r.getMessage() for r in caplog.records) + capsys.readouterr().out
-    assert "created 4/40 links (" in text and "created 40/40 links (" in text
+    assert "created 4, created by an earlier try 0, skipped 0, updated 0, failed 0: 4/40 links done (" in text
+    assert "failed 0: 40/40 links done (" in text and "/s over the last minute" in text
     assert "0 of 40 links exist already (one listing walk of aliases containing 'spring-00')" in text
+
+
+def test_progress_says_when_the_rate_limit_holds_the_launch(emu, caplog, capsys, make_hook, monkeypatch):
+    """Issue 32 item 2: a line at least every EVERY seconds while work is pending, saying so when
+    the service's rate limit holds the requests back; the time left at most at the budget's pace."""
+    from airflow_provider_linkstats.operators import launch_progress
+
+    monkeypatch.setattr(launch_progress, "EVERY", 1.0)  # the 10 s of a real launch, scaled down
+    emu.set_rate_limit(4, window=4.0)  # 1 request a second
+    caplog.set_level(logging.INFO)
+    task = bulk(links=campaign(8))
+    task.hook = make_hook("links", emu.url, rate_limit_window=4.0)
+    try:
+        value, _ = run_operator(task)
+    finally:
+        emu.set_rate_limit(None)
+    assert value["created"] == 8
+    text = "\n".join(r.getMessage() for r in caplog.records) + capsys.readouterr().out
+    lines = [line for line in text.splitlines() if "links done (" in line]
+    assert any("s for the service's rate limit" in line and "waiting " in line for line in lines), lines
+    for line in lines:  # never faster than the budget: 1.0/s
+        rate = float(line.split("links done (")[1].split("/s")[0])
+        assert rate <= 1.0 + 1e-9, line
+
+
+def test_a_conflict_in_a_csv_names_the_files_line(emu, tmp_path):
+    from airflow_provider_linkstats.client.errors import LinkstatsConflictError
+    from airflow_provider_linkstats.hooks.linkstats import LinkstatsLinksHook
+
+    LinkstatsLinksHook().create_link("https://example.com/another", alias="spring-hat")
+    path = tmp_path / "campaign.csv"
+    path.write_text("alias,url\nspring-shoe,https://example.com/shoe\nspring-hat,https://example.com/hat\n")
+    with fails_without_retry(LinkstatsConflictError, match=r"line 3 \(alias 'spring-hat'\): link id=\d+"):
+        run_operator(bulk(source=f"file://{path}"))
+    assert [link["alias"] for link in emu.store.links()] == ["spring-hat"]  # nothing written

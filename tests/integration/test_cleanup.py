@@ -5,6 +5,8 @@ Each test reads its outcome at the server: what was deleted, how many requests o
 
 from __future__ import annotations
 
+import copy
+import itertools
 import json
 import math
 import os
@@ -75,11 +77,14 @@ def test_cleanup_deletes_old_expired_links_only_and_returns_counts(emu_any):
     assert result["kept"] == (5 if emu.links_version == "44" else 45)  # 49 walks every link
     assert len(result["sample_ids"]) == 20 and set(result["sample_ids"]) <= set(old)
     assert len(json.dumps(result)) < 2000
-    # Pages: the walk reads each page of the listing once (the Expired listing on 44, all links on 49).
+    # Pages: the walk reads each page of the listing once (the Expired listing on 44, all links on 49),
+    # and each page holding matches once more, right before its deletes (the confirming read).
     listed = len(old) + len(fresh) + (0 if emu.links_version == "44" else len(live_old))
+    pages = math.ceil(listed / 100)
     walk = [r for r in listing_gets(emu) if r["query"].get("sort_by") == ["id"]]
-    assert len(walk) == math.ceil(listed / 100) == result["pages"]
-    assert sorted(int(r["query"].get("page", ["1"])[0]) for r in walk) == list(range(1, len(walk) + 1))
+    assert len(walk) == 2 * pages == result["pages"] and result["confirming_reads"] == pages
+    numbers = Counter(int(r["query"].get("page", ["1"])[0]) for r in walk)
+    assert numbers == Counter({n: 2 for n in range(1, pages + 1)})
 
 
 def test_a_dry_run_deletes_nothing_and_says_what_would_go(emu):
@@ -290,3 +295,259 @@ def test_a_cleanup_killed_mid_run_and_retried_deletes_each_link_once(emu, tmp_pa
     assert {link["id"] for link in emu.store.links()} == set(live)
     # The retry deleted what was left: all but what the killed try had answered (up to 4 were in flight).
     assert 400 - killed_at - 4 <= result["deleted"] <= 400 - killed_at
+
+
+# -- the service's clock decides, on fresh evidence (issue 31) ----------------------------------------
+
+
+def log_text(caplog, capsys) -> str:
+    """The task's log lines: Airflow 3 logs through structlog to stdout, Airflow 2 through logging."""
+    return "\n".join(r.getMessage() for r in caplog.records) + capsys.readouterr().out
+
+
+def timed_lines(caplog, capsys) -> list[tuple[float, str]]:
+    """(epoch seconds, text) of the task's log lines, in order."""
+    import datetime as dt
+    import re
+
+    lines = [(record.created, record.getMessage()) for record in caplog.records]
+    lines += [
+        (dt.datetime.fromisoformat(line.split()[0].replace("Z", "+00:00")).timestamp(), line)
+        for line in capsys.readouterr().out.splitlines()
+        if re.match(r"^\d{4}-\d\d-\d\dT\S+ ", line)
+    ]
+    return sorted(lines)
+
+
+@pytest.fixture
+def emu49(emulators, monkeypatch):
+    """The phpShort 49 emulator: its Expired filter misses links ended by date, so the walk covers all
+    links and the records decide (where the clock matters)."""
+    emulator = emulators("49")
+    emulator.reset()
+    monkeypatch.setenv("AIRFLOW_CONN_LINKSTATS_LINKS_DEFAULT", connection_json(emulator.url, api_version="49"))
+    yield emulator
+    emulator.reset()
+
+
+def test_links_live_by_the_services_clock_are_kept_when_it_is_behind(emu49, caplog, capsys):
+    """The service's clock is 10 min behind the worker's: 5 links end in 5 min by its clock (5 min ago
+    by the worker's). Before: deleted, 5 of 5 (the worker's clock decided). Now: kept."""
+    import logging
+
+    emu = emu49
+    caplog.set_level(logging.INFO)
+    service_now = pendulum.now("UTC").subtract(minutes=10)
+    emu.clock.set(service_now)
+    live = [seed_dated(emu, f"soon{i}", service_now.add(minutes=5))["id"] for i in range(5)]
+    ended = [seed_dated(emu, f"over{i}", service_now.subtract(minutes=1))["id"] for i in range(3)]
+    emu.stats.reset()
+
+    result, _ = run_operator(cleanup(max_share=None))
+
+    assert {link["id"] for link in emu.store.links()} == set(live)
+    assert sorted(i for (i, _status) in deletes_by_id(emu)) == sorted(ended)
+    assert result["deleted"] == 3 and result["kept"] == 5
+    assert "10.0 min behind this worker's" in result["clock"]
+    assert "'now' is the service's clock (10.0 min behind this worker's" in log_text(caplog, capsys)
+
+
+class RedatingShort(FilterBlindShort):
+    """FilterBlindShort whose links in ``redate`` get an end 30 days later right after the first read
+    of their page is answered: the walk's read shows them ended, the confirming read does not."""
+
+    def __init__(self, redate: set[int]) -> None:
+        super().__init__("49")
+        self.redate = redate
+        self.reads: Counter = Counter()
+
+    def __call__(self, request: dict) -> tuple:
+        answer = copy.deepcopy(super().__call__(request))  # the answer as it was, before any re-dating
+        if request["method"] == "GET" and request["path"].endswith("/links"):
+            page = int(dict(request["query"]).get("page", 1))
+            self.reads[page] += 1
+            if self.reads[page] == 1:
+                later = pendulum.now("UTC").add(days=30).format("YYYY-MM-DDTHH:mm:ss.000000Z")
+                for link_id in self.redate & {r["id"] for r in answer[2]["data"]}:
+                    self.records[link_id]["active_period_end_at"] = later
+        return answer
+
+
+def test_a_link_re_dated_after_its_page_was_read_is_kept_and_named(scripted, monkeypatch, caplog, capsys):
+    """Before: deleted, 5 of 5 (the delete was decided from the walk's read). Now: kept, named."""
+    import logging
+
+    caplog.set_level(logging.INFO)
+    redated = {7, 19, 120, 133, 150}
+    server = RedatingShort(redated)
+    for link_id in range(1, 151):
+        server.add(link_id, ended=True)
+    scripted.set_default(server)
+    monkeypatch.setenv("AIRFLOW_CONN_LINKSTATS_LINKS_DEFAULT", connection_json(scripted.url, api_version="49"))
+
+    result, _ = run_operator(cleanup(max_share=None))
+
+    assert sorted(server.records) == sorted(redated)  # the re-dated links are all still there
+    deleted = sorted(int(r["path"].rsplit("/", 1)[1]) for r in scripted.requests if r["method"] == "DELETE")
+    assert deleted == sorted(set(range(1, 151)) - redated)
+    assert result["deleted"] == 145 and result["kept"] == result["changed"] == 5
+    assert server.reads == Counter({1: 2, 2: 2})  # each page: the walk's read and one confirming read
+    text = log_text(caplog, capsys)
+    for link_id in redated:
+        assert f"kept link {link_id} ('a{link_id}'): it matched when listed, but no longer" in text
+
+
+class PagingShort(FilterBlindShort):
+    """FilterBlindShort whose listing sends ``data`` only (no meta), and with ``ignore_page`` the first
+    page whatever ``page`` asks (a proxy that drops it)."""
+
+    def __init__(
+        self, *, ignore_page: bool = False, meta: dict | None = None, page_size: int | None = None, keep_meta=False
+    ) -> None:
+        super().__init__("44")
+        self.keep_meta = keep_meta  # the meta of its own paging, as it is
+        self.ignore_page = ignore_page
+        self.meta = meta
+        self.page_size = page_size  # its own page size, whatever per_page asks
+
+    def __call__(self, request: dict) -> tuple:
+        if request["method"] == "GET" and request["path"].endswith("/links"):
+            query = [(k, v) for k, v in request["query"] if not (k == "page" and self.ignore_page)]
+            if self.page_size:
+                query = [(k, str(self.page_size) if k == "per_page" else v) for k, v in query]
+            request = {**request, "query": query}
+        verb, status, body = super().__call__(request)
+        if isinstance(body, dict) and "meta" in body and not self.keep_meta:
+            body = {"data": body["data"], **({"meta": self.meta} if self.meta else {})}
+        return verb, status, body
+
+
+def listing_requests(scripted) -> list[dict]:
+    return [r for r in scripted.requests if r["method"] == "GET" and r["path"].endswith("/links")]
+
+
+@pytest.mark.parametrize("kwargs", [{"dry_run": True}, {"max_deletes": 1000, "max_share": None}])
+def test_a_listing_without_meta_ends(scripted, monkeypatch, kwargs):
+    """Before: the dry run and the counting walk before a ceiling read page 1 again and again."""
+    server = PagingShort()
+    for link_id in range(1, 251):
+        server.add(link_id, ended=link_id % 5 != 0)  # 200 ended, 50 live
+    scripted.set_default(server)
+    monkeypatch.setenv("AIRFLOW_CONN_LINKSTATS_LINKS_DEFAULT", connection_json(scripted.url))
+
+    result, _ = run_operator(cleanup(**kwargs))
+
+    assert result["matched"] == 200
+    walks = 1 if kwargs.get("dry_run") else 2  # the count before the ceiling, then the deletes
+    assert len(listing_requests(scripted)) <= walks * 2 * math.ceil(250 / 100) + 1
+    if not kwargs.get("dry_run"):
+        assert result["deleted"] == 200 and len(server.records) == 50
+
+
+@pytest.mark.parametrize(
+    "shape",
+    [
+        {"meta": {"current_page": 1, "last_page": 1_000_000, "per_page": 100, "total": 250}},  # a lying last_page
+        {"meta": {"current_page": 1, "last_page": 1, "per_page": 100, "total": 250}},  # one that says too few
+        {"page_size": 250},  # more rows than per_page asks, no meta
+        {"page_size": 15, "keep_meta": True},  # fewer, with the meta of its own page size
+    ],
+    ids=["last_page-too-high", "last_page-too-low", "more-than-per_page", "fewer-than-per_page"],
+)
+def test_a_listing_whose_paging_is_off_is_walked_to_its_end_within_the_bound(scripted, monkeypatch, shape):
+    server = PagingShort(**shape)
+    for link_id in range(1, 251):
+        server.add(link_id, ended=link_id % 5 != 0)  # 200 ended, 50 live
+    scripted.set_default(server)
+    monkeypatch.setenv("AIRFLOW_CONN_LINKSTATS_LINKS_DEFAULT", connection_json(scripted.url))
+
+    result, _ = run_operator(cleanup(max_share=None))
+
+    assert result["deleted"] == 200 and sorted(server.records) == list(range(5, 251, 5))
+    size = shape.get("page_size", 100)
+    assert len(listing_requests(scripted)) <= 2 * (math.ceil(250 / size) + 2)
+
+
+@pytest.mark.parametrize("meta", [None, {"current_page": 1, "last_page": 3, "per_page": 100, "total": 250}])
+def test_a_listing_whose_pages_repeat_stops_naming_the_url(scripted, monkeypatch, meta):
+    from airflow.providers.common.compat.sdk import AirflowFailException
+
+    server = PagingShort(ignore_page=True, meta=meta)
+    for link_id in range(1, 251):
+        server.add(link_id, ended=False)
+    scripted.set_default(server)
+    monkeypatch.setenv("AIRFLOW_CONN_LINKSTATS_LINKS_DEFAULT", connection_json(scripted.url))
+    with pytest.raises(AirflowFailException, match="the same 100 rows as page") as failure:
+        run_operator(cleanup(dry_run=True))
+    assert f"{scripted.url}/public/api/v1/links?" in str(failure.value)
+    # At most: page 1, and without a total, the count of all links for max_share (a small page, then
+    # the walk's first two pages), or the walk's page 3 and page 2.
+    assert len(listing_requests(scripted)) <= 4 and not [r for r in scripted.requests if r["method"] == "DELETE"]
+
+
+def test_the_clients_listing_walk_ends_on_pages_that_repeat(scripted, make_hook):
+    from airflow_provider_linkstats.client import LINKS
+    from airflow_provider_linkstats.client.paging import UntrustedListingError
+
+    server = PagingShort(ignore_page=True)
+    for link_id in range(1, 251):
+        server.add(link_id, ended=False)
+    scripted.set_default(server)
+    hook = make_hook("links", scripted.url)
+    with pytest.raises(UntrustedListingError, match="answered page 2 with the same 100 rows as page 1"):
+        hook.client.list(LINKS)
+    assert len(listing_requests(scripted)) == 2
+
+
+def test_requests_stay_within_two_percent_of_the_minimum(emu):
+    expired = [seed_expired(emu, f"m{i}")["id"] for i in range(450)]
+    emu.stats.reset()
+    result, _ = run_operator(cleanup(max_share=None))
+    minimum = len(expired) + math.ceil(len(expired) / 100)
+    assert result["deleted"] == 450 and emu.stats.count() <= minimum * 1.02
+    assert emu.stats.count(method="DELETE") == 450 and result["confirming_reads"] == 5
+
+
+def test_under_the_rate_limit_deletes_wait_no_longer_than_their_evidence_allows(
+    emu, make_hook, monkeypatch, caplog, capsys
+):
+    """10 requests per 2 s, evidence at most 1 s old: the limiter holds deletes longer than that, so
+    pages are read again before the rest; every link is deleted once, and the waits are told."""
+    import logging
+
+    from airflow_provider_linkstats.streaming import StreamingCleanup
+
+    monkeypatch.setattr(StreamingCleanup, "LOG_EVERY", 1.0)
+    caplog.set_level(logging.INFO)
+    expired = [seed_expired(emu, f"r{i}")["id"] for i in range(30)]
+    emu.stats.reset()
+    task = cleanup(max_share=None, evidence_max_age=1, max_workers=4)
+    task.hook = make_hook("links", rate_limit_window=2.0)
+    emu.limiter.configure(10, 2.0)
+    try:
+        result, _ = run_operator(task)
+    finally:
+        emu.limiter.configure(None)
+    assert deletes_by_id(emu) == Counter({(i, 200): 1 for i in expired})
+    assert result["deleted"] == 30 and result["evidence_age_max"] <= 1.0
+    assert result["confirming_reads"] > 1  # the page was read again for the deletes held past 1 s
+    lines = timed_lines(caplog, capsys)
+    assert any("for the service's rate limit" in text for _, text in lines)
+    # A progress line at least every LOG_EVERY (1 s here) while work is pending, from start to finish.
+    said = ("cleanup of links matching", "matching links,", "cleanup finished in")
+    stamps = [at for at, text in lines if any(phrase in text for phrase in said)]
+    gaps = [later - earlier for earlier, later in itertools.pairwise(stamps)]
+    assert len(stamps) >= 5 and max(gaps) <= 2.5, gaps  # 1 s apart, with room for a loaded machine
+
+
+def test_evidence_max_age_is_checked_before_any_request(emu):
+    from airflow_provider_linkstats.client.errors import LinkstatsInputError
+
+    emu.stats.reset()
+    for bad in (0, 4000, "soon"):
+        with pytest.raises(Exception, match="'evidence_max_age'.*seconds from 1 to 3600") as failure:
+            run_operator(cleanup(evidence_max_age=bad))
+        assert isinstance(failure.value, LinkstatsInputError) or isinstance(
+            failure.value.__cause__, LinkstatsInputError
+        )
+    assert emu.stats.count() == 0

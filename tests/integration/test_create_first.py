@@ -11,7 +11,11 @@ from __future__ import annotations
 
 import pytest
 
-from airflow_provider_linkstats.client.errors import LinkstatsExistsError, LinkstatsValidationError
+from airflow_provider_linkstats.client.errors import (
+    LinkstatsConflictError,
+    LinkstatsExistsError,
+    LinkstatsValidationError,
+)
 from airflow_provider_linkstats.operators.links import LinkstatsCreateLinkOperator
 from airflow_provider_linkstats.operators.websites import LinkstatsCreateWebsiteOperator
 from tests.conftest import connection_json, fails_without_retry, run_operator
@@ -54,12 +58,18 @@ def test_taken_alias_then_skip_update_fail(emu_pinned):
     first, _ = run_operator(link(url="https://example.com/1", alias="promo"))
     before = len(emu_pinned.stats.requests())
 
-    skipped, _ = run_operator(link(url="https://example.com/2", alias="promo", if_exists="skip"))
+    skipped, _ = run_operator(link(url="https://example.com/1", alias="promo", if_exists="skip"))
     assert skipped["id"] == first["id"] and skipped["url"] == "https://example.com/1"
     # The create went first and was refused; then one look-up by alias.
     skip_requests = emu_pinned.stats.requests()[before:]
     assert [(r["method"], r["status"]) for r in skip_requests] == [("POST", 422), ("GET", 200)]
     assert skip_requests[1]["query"]["search"] == ["promo"]
+
+    # "skip" never takes another long URL's link for the one asked, nor writes to it.
+    another = r"alias 'promo' exists \(id=\d+\) but it is another's: url: asked 'https://example.com/2'"
+    with fails_without_retry(LinkstatsConflictError, match=another):
+        run_operator(link(url="https://example.com/2", alias="promo", if_exists="skip", expiration_clicks=9))
+    assert emu_pinned.stats.count(method="PUT") == 0
 
     updated, _ = run_operator(link(url="https://example.com/3", alias="promo", if_exists="update"))
     assert updated["id"] == first["id"] and updated["url"] == "https://example.com/3"
@@ -150,9 +160,11 @@ def test_client_without_airflow_creates_or_reconciles(emulators, links_version):
         first, outcome = links.create_or_reconcile(LINKS, {"url": "https://example.com/1", "alias": "promo"})
         assert outcome == "created" and sent(emulator) == ["POST /links"]
 
-        skipped, outcome = links.create_or_reconcile(LINKS, {"url": "https://example.com/2", "alias": "promo"}, "skip")
+        skipped, outcome = links.create_or_reconcile(LINKS, {"url": "https://example.com/1", "alias": "promo"}, "skip")
         assert (outcome, skipped["id"], skipped["url"]) == ("skipped", first["id"], "https://example.com/1")
         assert sent(emulator)[1:] == ["POST /links", "GET /links"]  # refused as taken, then one look-up
+        with pytest.raises(LinkstatsConflictError, match="another's: url: asked 'https://example.com/2'"):
+            links.create_or_reconcile(LINKS, {"url": "https://example.com/2", "alias": "promo"}, "skip")
 
         updated, outcome = links.create_or_reconcile(
             LINKS, {"url": "https://example.com/3", "alias": "promo"}, if_exists="update"
@@ -172,3 +184,24 @@ def test_client_without_airflow_creates_or_reconciles(emulators, links_version):
     finally:
         links.close()
         sites.close()
+
+
+# -- "skip" never writes to another's record (issue 31 item 6) --------------------------------------
+
+
+def test_skip_fills_in_unset_fields_only_on_a_link_this_run_made(emu_pinned):
+    import datetime as dt
+
+    key = "clicks_limit" if emu_pinned.links_version == "49" else "expiration_clicks"
+    older, _ = run_operator(link(url="https://example.com/1", alias="older"))  # before the run, no click limit
+    started = dt.datetime.now(dt.timezone.utc)
+    # Time passes on the service (its clock moves on; the hooks learn it from Date): the run is later.
+    emu_pinned.clock.advance(10)
+    ours, _ = run_operator(link(url="https://example.com/2", alias="ours"), run_started=started)  # the first try
+    for alias, url in (("older", "https://example.com/1"), ("ours", "https://example.com/2")):
+        task = link(url=url, alias=alias, if_exists="skip", expiration_clicks=9)
+        run_operator(task, run_started=started)  # a try of the run that started at ``started``
+    stored = {row["alias"]: row for row in emu_pinned.store.links()}
+    assert int(stored["ours"][key] or 0) == 9  # this run's link: the field the service left unset is filled in
+    assert int(stored["older"][key] or 0) == 0  # someone's link as it was: not written to
+    assert emu_pinned.stats.count(method="PUT") == 1

@@ -11,7 +11,6 @@ import pytest
 from airflow_provider_linkstats.client import (
     LinkstatsAuthError,
     LinkstatsNotFoundError,
-    LinkstatsOutcomeUnknownError,
     LinkstatsValidationError,
 )
 from airflow_provider_linkstats.client.contract import MAX_PER_PAGE, LinkStatus
@@ -98,9 +97,10 @@ def test_server_validation_error_names_the_field(links, emu):
 
 
 def test_503_with_retry_after_is_retried(links, emu):
-    emu.faults.fail_next(count=2, status=503, retry_after=0)
+    """A 503 before any work (maintenance mode): each is looked up (nothing found), then sent again."""
+    emu.faults.fail_next(count=2, status=503, retry_after=0, method="POST")
     assert links.create_link("https://example.com", alias="after-503")["alias"] == "after-503"
-    assert emu.stats.count(method="POST") == 3
+    assert emu.stats.count(method="POST") == 3 and emu.stats.count(method="GET") == 2
     assert len(emu.store.links()) == 1
 
 
@@ -111,11 +111,11 @@ def test_dropped_create_with_alias_is_reconciled_not_duplicated(links, emu):
     assert [r["method"] for r in emu.stats.requests()] == ["POST", "GET"]
 
 
-def test_dropped_create_without_alias_fails_clearly_and_is_not_resent(links, emu):
+def test_dropped_create_without_alias_is_found_by_its_url_and_not_resent(links, emu):
     emu.faults.drop_next(method="POST")
-    with pytest.raises(LinkstatsOutcomeUnknownError, match="may have been created"):
-        links.create_link("https://example.com")
-    assert len(emu.store.links()) == 1 and emu.stats.count(method="POST") == 1
+    created = links.create_link("https://example.com")
+    assert [link["id"] for link in emu.store.links()] == [created["id"]]
+    assert [r["method"] for r in emu.stats.requests()] == ["POST", "GET"]
 
 
 def test_dropped_delete_is_retried_and_counts_as_done(links, emu):

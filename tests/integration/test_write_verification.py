@@ -58,6 +58,7 @@ class LinksService:
                 "id": len(self.links) + 1, "alias": form["alias"], "url": form["url"], "domain": 1, "space": None,
                 "pixels": [], "privacy": 0, "visitor_password": False, "stats_password": False,
                 "clicks_limit": None, "end": None, "kind": 0, "rules": {},
+                "created_at": dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.000000Z"),
             }
             link.update(form.get("stored", {}))
             self.links[link["id"]] = link
@@ -130,6 +131,7 @@ class LinksService:
             "short_url": f"https://sho.rt/{link['alias']}",
             "privacy": link["privacy"], "space": {"id": link["space"], "name": "S"} if link["space"] else None,
             "domain": {"id": link["domain"], "name": "sho.rt"}, "pixels": [{"id": p} for p in link["pixels"]],
+            "created_at": link["created_at"],
         }
         rules = link["rules"]
         if self.generation == "44":
@@ -188,8 +190,9 @@ def create(**fields):
 def test_a_field_the_service_ignores_fails_the_write_and_the_retry_repairs_it(service, scripted, kind):
     fields, holds = ASKED[kind]
     service.ignore = {kind}
+    started = dt.datetime.now(dt.timezone.utc)  # the DAG run's: the retry is a try of the same run
     with pytest.raises(LinkstatsWriteMismatchError) as caught:  # not AirflowFailException: worth a retry
-        run_operator(create(**fields))
+        run_operator(create(**fields), run_started=started)
     error = caught.value
     text = str(error)
     assert text.startswith("POST ") and "Retry the task: connection 'linkstats_links_default'" in text
@@ -198,7 +201,7 @@ def test_a_field_the_service_ignores_fails_the_write_and_the_retry_repairs_it(se
     assert error.field == NAMED[kind] and error.record_id == 1 and not holds(service.links[1])
 
     before = len(scripted.requests)
-    record, _ = run_operator(create(**fields))  # the task's retry
+    record, _ = run_operator(create(**fields), run_started=started)  # the task's retry
     assert list(service.links) == [1] and record["id"] == 1 and holds(service.links[1])
     methods = [r["method"] for r in scripted.requests[before:] if r["path"] != f"{API}/stats/0"]
     assert methods == ["POST", "GET", "PUT"]  # refused as taken, found, mended
@@ -219,6 +222,7 @@ def test_an_upgrade_to_46_between_detection_and_write(service, scripted, make_ho
     hook forgets the version, detects 46+ on its next use and its retry brings the link to what was asked."""
     from airflow_provider_linkstats.hooks.linkstats import LinkstatsLinksHook
 
+    started = dt.datetime.now(dt.timezone.utc)  # the run's start: the first try's link is this run's
     hook = LinkstatsLinksHook()
     assert hook.dialect.name == "44"
     service.generation = "49"
@@ -228,7 +232,7 @@ def test_an_upgrade_to_46_between_detection_and_write(service, scripted, make_ho
     assert [d.field for d in caught.value.differences] == ["expiration_clicks", "country"]
     assert hook.known.profile is None  # forgotten: the next use asks the service again
     asked = {"url": "https://example.com/spring", "alias": "spring", **fields}
-    record, outcome = hook.create_or_reconcile(asked, "skip")
+    record, outcome = hook.create_or_reconcile(asked, "skip", run_start=started)
     assert hook.dialect.name == "46" and outcome == "updated"
     assert record["expiration_clicks"] == 5 and record["country"][0]["key"] == "US"
     assert list(service.links) == [1] and service.links[1]["clicks_limit"] == 5

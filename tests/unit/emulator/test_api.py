@@ -113,6 +113,30 @@ def test_not_found_body(api, method, path):
     assert response.json() == {"message": "Resource not found.", "status": 404}
 
 
+@pytest.mark.parametrize(
+    ("method", "path"),
+    [("GET", "/pubilc/api/v1/stats/0"), ("GET", "/pubilc/api/v1/links"), ("POST", "/pubilc/api/v1/links"),
+     ("DELETE", "/api/v2/links/1"), ("GET", "/doesnotexist/links"), ("GET", "/analytics/api/v2/websites")],
+)  # fmt: skip
+def test_a_path_outside_the_api_is_laravels_route_miss(emu, method, path):
+    """As a running phpShort 49 answers a typo in the base URL: 404 with an empty message and no
+    ``status`` key (the API's own not-found has both), JSON to a client asking for it, HTML else."""
+    link = emu.store.add_link(url="https://e.com")
+    headers = {"Accept": "application/json", "Authorization": f"Bearer {API_KEY}"}
+    response = requests.request(method, emu.url + path, headers=headers, data={"url": "https://x.com"}, timeout=10)
+    assert (response.status_code, response.json()) == (404, {"message": ""})
+    browser = requests.request(method, emu.url + path, timeout=10)
+    assert browser.status_code == 404 and browser.headers["Content-Type"].startswith("text/html")
+    assert [x["id"] for x in emu.store.links()] == [link["id"]]  # nothing created
+
+
+def test_a_single_segment_path_is_the_short_link_route(emu):
+    link = emu.store.add_link(url="https://e.com/landing", alias="spring")
+    assert requests.get(f"{emu.url}/spring", allow_redirects=False, timeout=10).headers["location"] == link["url"]
+    missing = requests.get(f"{emu.url}/doesnotexist", headers={"Accept": "application/json"}, timeout=10)
+    assert missing.status_code == 404 and missing.json()["message"] == "This link does not exist or is disabled."
+
+
 def test_website_update_on_a_missing_id_is_laravels_model_not_found(api):
     response = api.put("/websites/999", {"privacy": "1"})
     assert response.status_code == 404

@@ -114,6 +114,23 @@ def test_fail_next_with_a_raw_body(api, emu):
     assert response.headers["content-type"].startswith("text/html") and "<h1>" in response.text
 
 
+@pytest.mark.parametrize("status", [502, 503, 504])
+def test_fail_next_after_commit_does_the_work_then_answers_with_a_proxy_page(api, emu, status):
+    """A gateway that gave up on a request the service still finished: committed, then an HTML page."""
+    emu.faults.fail_next(status=status, method="POST", after_commit=True)
+    response = api.post("/links", {"url": "https://e.com", "alias": "late", "domain_id": "1"})
+    assert response.status_code == status
+    assert response.headers["content-type"].startswith("text/html") and f"<h1>{status} " in response.text
+    assert [link["alias"] for link in emu.store.links()] == ["late"]  # the work was done
+
+
+def test_fail_next_after_commit_over_http(api, emu):
+    assert admin(emu, "POST", "/faults/fail_next", {"status": 504, "method": "PUT", "after_commit": True}).ok
+    link = emu.store.add_link(url="https://e.com", alias="x")
+    assert api.put(f"/links/{link['id']}", {"url": "https://f.com"}).status_code == 504
+    assert emu.store.links()[0]["url"] == "https://f.com"
+
+
 def test_faults_spare_admin_routes_and_redirects(emu):
     emu.store.add_link(url="https://example.com", alias="go")
     emu.faults.fail_next(status=503)

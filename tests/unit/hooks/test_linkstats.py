@@ -329,15 +329,35 @@ def test_dropped_post_not_found_is_sent_again(links, scripted):
     assert [r["method"] for r in scripted.requests] == ["POST", "GET", "POST"]
 
 
-def test_dropped_post_without_alias_fails_clearly(links, scripted):
-    scripted.add(("drop",))
-    with pytest.raises(LinkstatsOutcomeUnknownError, match="may have been created"):
+def test_dropped_post_without_alias_is_found_by_its_url_among_the_links_made_since(links, scripted):
+    import datetime as dt
+
+    made = {**LINK, "created_at": dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.000000Z")}
+    older = {**LINK, "id": 3, "created_at": "2026-01-01T00:00:00.000000Z"}  # the same URL long before: not ours
+    scripted.add(("drop",), ("respond", 200, {"data": [made, older]}))
+    assert links.create_link("https://example.com/spring")["id"] == 7
+    assert [r["method"] for r in scripted.requests] == ["POST", "GET"]
+    query = dict(scripted.requests[1]["query"])
+    assert (query["search_by"], query["search"], query["sort"]) == ("url", "https://example.com/spring", "desc")
+
+
+def test_dropped_post_without_alias_and_no_link_made_since_is_sent_again(links, scripted):
+    older = {**LINK, "id": 3, "created_at": "2026-01-01T00:00:00.000000Z"}
+    scripted.add(("drop",), ("respond", 200, {"data": [older]}), ("respond", 201, {"data": LINK}))
+    assert links.create_link("https://example.com/spring")["id"] == 7
+    assert [r["method"] for r in scripted.requests] == ["POST", "GET", "POST"]
+
+
+def test_dropped_post_without_alias_and_a_failed_look_up_fails_clearly(links, scripted):
+    scripted.add(("drop",), *[("respond", 500, {"message": "boom"})] * 3)
+    with pytest.raises(LinkstatsOutcomeUnknownError, match="may have been created, and looking it up by url"):
         links.create_link("https://example.com/spring")
-    assert [r["method"] for r in scripted.requests] == ["POST"]
+    assert [r["method"] for r in scripted.requests].count("POST") == 1
 
 
 def test_delete_lost_then_404_counts_as_done(links, scripted):
-    scripted.add(("drop",), ("respond", 404, {"message": "not found"}))
+    # A real install's answer for a record that is gone (a bare "not found" reads as a route miss).
+    scripted.add(("drop",), ("respond", 404, {"message": "Resource not found.", "status": 404}))
     assert links.delete_link(7) is True
     assert [r["method"] for r in scripted.requests] == ["DELETE", "DELETE"]
 

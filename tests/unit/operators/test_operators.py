@@ -143,9 +143,11 @@ def test_if_exists_fail_skip_update(emu):
     with pytest.raises(AirflowFailException, match="already exists"):
         run(LinkstatsCreateLinkOperator(task_id="c", url="https://example.com/2", alias="promo"))
     skipped, _ = run(
-        LinkstatsCreateLinkOperator(task_id="c", url="https://example.com/2", alias="promo", if_exists="skip")
+        LinkstatsCreateLinkOperator(task_id="c", url="https://example.com/1", alias="promo", if_exists="skip")
     )
     assert skipped["id"] == first["id"] and skipped["url"] == "https://example.com/1"
+    with pytest.raises(AirflowFailException, match="another's: url: asked 'https://example.com/2'"):
+        run(LinkstatsCreateLinkOperator(task_id="c", url="https://example.com/2", alias="promo", if_exists="skip"))
     updated, _ = run(
         LinkstatsCreateLinkOperator(task_id="c", url="https://example.com/3", alias="promo", if_exists="update")
     )

@@ -57,3 +57,53 @@ def test_failures_are_counted_apart_and_a_finished_run_says_no_time_left():
     clock.now = 2.0
     progress.update(10)
     assert progress.line(10, 10, 2, "links") == "deleted 8/10 links (5.0/s, 2 failed)"
+
+
+class BurstLimiter:
+    """What Progress reads of a rate limiter: its budget, and how many requests may still go at once."""
+
+    limit, window = 60, 60.0
+
+    def __init__(self, burst: int) -> None:
+        self.burst = burst
+
+
+def test_work_within_the_limiters_burst_is_not_slowed_to_the_budgets_pace():
+    """Before: 'deleted 1/3 links (1.0/s, about 2 s left)', then 'finished in 0.0 s'."""
+    clock = Clock()
+    progress = Progress(limiter=BurstLimiter(burst=27), clock=clock)
+    clock.now = 0.005
+    progress.update(1)
+    assert progress.rate == 1.0  # the budget's pace still caps the rate shown
+    assert progress.seconds_left(2) < 0.1  # but the 2 left go at once: the limiter lets 27 more go now
+    assert progress.line(1, 3, 0, "links") == "deleted 1/3 links (1.0/s, about 0 s left)"
+    drained = Progress(limiter=BurstLimiter(burst=0), clock=clock)
+    clock.now = 1.0
+    drained.update(1)
+    assert drained.seconds_left(2) == 2.0  # no burst left: at the budget's pace
+
+
+def test_the_rate_is_the_one_of_the_last_minute():
+    clock = Clock()
+    progress = Progress(clock=clock)
+    assert progress.window == 60.0
+    for second in range(1, 121):  # a minute at 10/s, then a minute at 2/s
+        clock.now = float(second)
+        progress.update(second * 10 if second <= 60 else 600 + (second - 60) * 2)
+    assert progress.rate == 2.0
+
+
+def test_the_rate_limiter_tells_each_wait_as_it_begins():
+    from airflow_provider_linkstats.client.ratelimit import RateLimiter
+
+    clock = Clock()
+    limiter = RateLimiter(window=10.0, clock=clock)
+    told: list[float] = []
+    limiter.on_wait = told.append
+    limiter.reserve()
+    limiter.observe({"X-RateLimit-Limit": "2", "X-RateLimit-Remaining": "0"}, 200)
+
+    def sleep(seconds: float) -> None:
+        clock.now += seconds
+
+    assert limiter.wait(sleep=sleep) == told[0] and 9.9 < told[0] <= 10.1

@@ -1,0 +1,356 @@
+"""The cleanup's decisions, without I/O: which links match, by which clock, when a page is read again,
+and when a walk of the listing is not to be trusted.
+
+``streaming.StreamingCleanup`` drives it: it reads the pages this plan asks for, feeds them in with
+the service's "now" (``ServiceClock.settled_now()``: a moment that has passed by the service's clock
+whichever way the measurement errs) and sends the deletes it returns. Tests feed canned pages.
+
+The walk (``CleanupWalk``), sorted by id ascending:
+
+- **backward** when the first page's ``meta`` tells a page count that agrees with its total: the
+  last page first, down to page 1. A delete only moves records of later pages, which were read
+  already, so no record is skipped, and the ids already handled (``below``) keep any record from
+  being handled twice;
+- **forward** otherwise (no meta, or a ``last_page`` that disagrees with the total): each page
+  after the deletes of the one before are answered, from the offset of the records still listed.
+
+Every delete rests on fresh evidence (``PagePlan``): the read that finds a link (the walk's) is
+followed by a **confirming read** of the same page right before its deletes are sent; a link is
+deleted only if that read shows it still matching, and only while that read is at most
+``max_age`` seconds old (the driver checks at the moment the delete leaves, after any rate-limit
+wait). A record that stopped matching is kept and named; one no longer on the confirming page is
+not deleted on that evidence (read again on an earlier page when it moved there, else left); a
+delete held past ``max_age`` goes back to the page, which is read again before the rest.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import math
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from airflow_provider_linkstats.client.paging import PageGuard, UntrustedListingError
+
+DEFAULT_EVIDENCE_MAX_AGE = 120.0  # seconds from a confirming read to the last delete it allows
+NAMED_MAX = 5  # links named in the log for each kind of "not deleted"; the rest are counted
+ROUNDS_MAX = 1000  # confirming reads of one page at most (a page is read again only when a round made progress)
+
+JsonDict = dict[str, Any]
+
+
+# -- the rules ---------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class CleanupRules:
+    """Which links a cleanup deletes, decided from each record (the listing's filters only narrow the walk).
+
+    ``expired``: the link is over for good by its record, whatever the generation
+    (``link_timing(record).ended(now)``: its end passed by ``now``, or its click limit was reached;
+    a phpShort 46+ window that has not started yet is not over). ``older_than``: its ``created_at``
+    is more than this long before ``now`` (a record without one is kept). ``search`` (SQL LIKE, as
+    the service reads it: case-insensitive, ``%`` and ``_`` wildcards) in ``search_by``;
+    ``space_id`` (0: no space); ``domain_id``. Every rule given must hold. ``now`` is the service's
+    settled now at the moment of each decision.
+    """
+
+    expired: bool = True
+    older_than: dt.timedelta | None = None
+    search: str | None = None
+    search_by: str = "title"
+    space_id: int | None = None
+    domain_id: int | None = None
+
+    def any(self) -> bool:
+        given = (self.older_than, self.search, self.space_id, self.domain_id)
+        return self.expired or any(value is not None for value in given)
+
+    def listing_filters(self, lists_date_expiry: bool) -> JsonDict:
+        """What to ask the listing for: every rule the server can apply, sorted by id ascending.
+
+        ``status=2`` only where the generation's filter means "ended by date or clicks" (44-45);
+        phpShort 46+'s does not, so there the walk covers all links and the records decide.
+        """
+        from airflow_provider_linkstats.client.contract import MAX_PER_PAGE
+
+        filters: JsonDict = {"sort_by": "id", "sort": "asc", "per_page": MAX_PER_PAGE}
+        if self.expired and lists_date_expiry:
+            filters["status"] = 2
+        if self.search is not None:
+            filters.update(search=self.search, search_by=self.search_by)
+        if self.space_id is not None:
+            filters["space_id"] = self.space_id
+        if self.domain_id is not None:
+            filters["domain_id"] = self.domain_id
+        return filters
+
+    def matches(self, record: JsonDict, now: dt.datetime) -> bool:
+        return self.failed_rule(record, now) is None
+
+    def failed_rule(self, record: JsonDict, now: dt.datetime) -> str | None:
+        """The first rule the record does not meet (its argument's name), or None when it meets them all."""
+        from airflow_provider_linkstats.client.records import link_timing, parse_timestamp, record_domain_id
+
+        if self.expired and not link_timing(record).ended(now):
+            return "expired"
+        if self.older_than is not None:
+            created = parse_timestamp(record.get("created_at"))
+            if created is None or created >= now - self.older_than:
+                return "older_than_days"
+        if self.search is not None and not _like(self.search).search(str(record.get(self.search_by) or "")):
+            return "search"
+        if self.space_id is not None:
+            found, space = _record_space(record)
+            if not found or (space != self.space_id and not (self.space_id == 0 and space is None)):
+                return "space_id"
+        if self.domain_id is not None and record_domain_id(record) != self.domain_id:
+            return "domain_id"
+        return None
+
+    def describe(self) -> str:
+        parts = ["expired"] if self.expired else []
+        if self.older_than is not None:
+            parts.append(f"created more than {_days(self.older_than)} ago")
+        if self.search is not None:
+            parts.append(f"{self.search_by} like {self.search!r}")
+        if self.space_id is not None:
+            parts.append("in no space" if self.space_id == 0 else f"in space {self.space_id}")
+        if self.domain_id is not None:
+            parts.append(f"on domain {self.domain_id}")
+        return ", ".join(parts)
+
+
+def _days(span: dt.timedelta) -> str:
+    days = span.total_seconds() / 86400
+    return f"{days:g} day{'' if days == 1 else 's'}"
+
+
+def _like(needle: str) -> re.Pattern[str]:
+    """SQL ``LIKE '%needle%'`` on a case-insensitive collation: ``%`` and ``_`` are wildcards."""
+    parts = ["." if ch == "_" else ".*" if ch == "%" else re.escape(ch) for ch in needle]
+    return re.compile("".join(parts), re.IGNORECASE | re.DOTALL)
+
+
+def _record_space(record: JsonDict) -> tuple[bool, int | None]:
+    """(whether the record tells its space, the space id or None for none)."""
+    if "space" in record:
+        space = record["space"]
+        value = space.get("id") if isinstance(space, dict) else space
+    elif "space_id" in record:
+        value = record["space_id"]
+    else:
+        return False, None
+    if value is None:
+        return True, None
+    try:
+        return True, int(value)
+    except (TypeError, ValueError):
+        return False, None
+
+
+def name(record: JsonDict) -> str:
+    """``link 12 ('spring-a')`` for the log."""
+    alias = record.get("alias")
+    return f"link {record.get('id')}" + (f" ({alias!r})" if alias else "")
+
+
+# -- one page: found, confirmed, deleted ---------------------------------------------------------------
+
+
+@dataclass
+class Confirmation:
+    """What one confirming read of a page decided."""
+
+    delete: list[int] = field(default_factory=list)  # confirmed: send these before ``fresh_until``
+    changed: list[tuple[JsonDict, str]] = field(default_factory=list)  # (record, the rule it no longer meets)
+    moved: list[int] = field(default_factory=list)  # not on the page: moved to an earlier page, read there
+    left: list[int] = field(default_factory=list)  # not on the page, not to be read again: left alone
+    fresh_until: float = 0.0  # the driver's monotonic clock: no delete of ``delete`` leaves after it
+
+
+class PagePlan:
+    """One page of the walk: what its find read found, and the confirming reads that decide its deletes.
+
+    ``candidates`` are the records that matched at their latest read and wait for a confirming
+    one; they go back here when their delete was held past its evidence's freshness (``requeue``).
+    """
+
+    def __init__(self, walk: CleanupWalk, number: int) -> None:
+        self.walk = walk
+        self.number = number
+        self.candidates: dict[int, JsonDict] = {}
+        self.examined: set[int] = set()
+        self.kept = 0  # did not match at their first read here
+        self.listed_not_matching = 0  # of those, listed under a filter the server was asked to apply
+        self.rounds = 0  # confirming reads so far
+        self.handled: tuple[int | None, int] = (None, 0)  # the walk's ``below`` and ``seen_up_to`` before it
+        self.left = 0  # candidates not on the page at a confirming read, not to be read again
+
+    @property
+    def pending(self) -> bool:
+        return bool(self.candidates)
+
+    def _examine(self, record: JsonDict, now: dt.datetime) -> None:
+        record_id = record["id"]
+        self.examined.add(record_id)
+        failed = self.walk.rules.failed_rule(record, now)
+        if failed is None:
+            self.candidates[record_id] = record
+            return
+        if record_id in self.walk.counted:
+            return  # kept already on the page before it (it moved here meanwhile)
+        self.kept += 1
+        if failed in self.walk.server_rules:
+            self.listed_not_matching += 1
+
+    def found(self, items: Iterable[JsonDict], now: dt.datetime) -> None:
+        """The walk's read of this page: every record not handled yet is judged by the rules at ``now``."""
+        for record in items:
+            if record["id"] not in self.examined:
+                self._examine(record, now)
+
+    def confirm(self, items: Iterable[JsonDict], now: dt.datetime, sent_at: float) -> Confirmation:
+        """A confirming read of the page, sent at ``sent_at`` (the driver's monotonic clock) and
+        answered at ``now`` (the service's settled now): the candidates it shows still matching are
+        to be deleted before ``sent_at + max_age``."""
+        self.rounds += 1
+        verdict = Confirmation(fresh_until=sent_at + self.walk.max_age)
+        shown: dict[int, JsonDict] = {record["id"]: record for record in items}
+        for record_id, record in shown.items():
+            if record_id in self.candidates:
+                del self.candidates[record_id]
+                failed = self.walk.rules.failed_rule(record, now)
+                if failed is None:
+                    verdict.delete.append(record_id)
+                else:
+                    verdict.changed.append((record, failed))
+            elif record_id not in self.examined:
+                self._examine(record, now)  # new here (moved from an earlier page): found by this read
+        floor = min(shown) if shown else None
+        for record_id in [i for i in self.candidates if i not in shown]:
+            del self.candidates[record_id]
+            # Sorted by id: a record missing below the page's first id moved to an earlier page,
+            # which the backward walk reads next; one missing above it is gone (deleted meanwhile).
+            if self.walk.backward and floor is not None and record_id < floor and self.walk.open_below(self):
+                self.examined.discard(record_id)
+                verdict.moved.append(record_id)
+            else:
+                verdict.left.append(record_id)
+        self.left += len(verdict.left)
+        return verdict
+
+    def requeue(self, records: Iterable[JsonDict]) -> None:
+        """Deletes held past their evidence's freshness: they wait for another confirming read."""
+        for record in records:
+            self.candidates[record["id"]] = record
+
+
+class CleanupWalk:
+    """The order of the walk, what was handled, and whether the service's paging can be trusted.
+
+    Built from the first page's answer (``items``, and what its ``meta`` told); ``guard`` stops a
+    walk that would not end (``client.paging``). The driver asks ``next_number()`` for the page
+    to read, hands each read to ``page()`` (the walk's read) and each confirming read to the
+    ``PagePlan``, and says when a page is done (``done``).
+    """
+
+    def __init__(
+        self,
+        rules: CleanupRules,
+        first: list[JsonDict],
+        *,
+        per_page: int,
+        url: str,
+        last_page: int | None = None,
+        total: int | None = None,
+        meta_per_page: int | None = None,
+        server_rules: frozenset[str] = frozenset(),
+        max_age: float = DEFAULT_EVIDENCE_MAX_AGE,
+    ) -> None:
+        self.rules = rules
+        self.server_rules = server_rules
+        self.max_age = max_age
+        self.url = url
+        self.size = max(meta_per_page or per_page, len(first))  # the service's page size
+        self.guard = PageGuard(self.size, remember=4)  # ordered by id: a repeat shows among neighbours
+        self.total = total
+        # The page count is trusted only when it agrees with the total (a lying one reads empty
+        # pages or misses records); else the forward walk, which needs neither.
+        expected = math.ceil(total / self.size) if total is not None else None
+        self.backward = last_page is not None and expected is not None and abs(last_page - max(expected, 1)) <= 1
+        self.distrusted = last_page is not None and not self.backward
+        self.first = first
+        self._numbers = iter(range(last_page, 0, -1)) if self.backward and last_page else None
+        self.below: int | None = None  # backward: every id at or above it is handled
+        self.seen_up_to = 0  # forward: every id at or below it is handled
+        self.counted: set[int] = set()  # ids kept on the page before (a record moved down is kept once)
+        self.examined = 0  # records examined (forward: for the offset of the next page)
+        self.removed = 0  # of those, deleted or found gone (forward: no longer listed)
+        self.last_full = True
+        self._next: int | None = 1
+
+    def next_number(self) -> int | None:
+        """The page to read next, or None when the walk is over."""
+        if self._numbers is not None:
+            return next(self._numbers, None)
+        if self._next is None:
+            return None
+        number, self._next = self._next, None
+        return number
+
+    def page(self, number: int, items: list[JsonDict], now: dt.datetime, *, total: int | None = None) -> PagePlan:
+        """The walk's read of page ``number``: its records not handled yet, judged at ``now``."""
+        self.guard.read(number, items, url=self.url, total=total if total is not None else self.total)
+        plan = PagePlan(self, number)
+        plan.handled = (self.below, self.seen_up_to)  # what other pages handled: its own re-reads leave it out
+        fresh = [record for record in items if self._unhandled(record["id"], plan)]
+        if not self.backward and items and len(items) >= self.size and not fresh:
+            raise UntrustedListingError(
+                f"Check the service's paging (or a proxy in front of it): {self.url} answered page {number} with "
+                f"{len(items)} rows all read before (sorted by id, each page should bring new ones); the cleanup "
+                "stopped rather than read the same rows without end",
+                self.url,
+            )
+        self.last_full = len(items) >= self.size
+        plan.found(fresh, now)
+        return plan
+
+    def confirming(self, plan: PagePlan, items: list[JsonDict]) -> list[JsonDict]:
+        """The records of a confirming read of ``plan``'s page that belong to it (not handled on another)."""
+        self.guard.read(plan.number, items, url=self.url, counted=False)
+        return [record for record in items if self._unhandled(record["id"], plan)]
+
+    def open_below(self, plan: PagePlan) -> bool:
+        """Whether a record that left ``plan``'s page for an earlier one will still be read there."""
+        return plan.rounds == 1 and self.backward and plan.number > 1
+
+    def _unhandled(self, record_id: int, plan: PagePlan) -> bool:
+        below, seen_up_to = plan.handled
+        if self.backward:
+            return below is None or record_id < below
+        return record_id > seen_up_to
+
+    def settle(self, plan: PagePlan) -> None:
+        """What ``plan``'s page holds is known (its first confirming read, or its walk read when none
+        is needed): the backward walk's next page leaves out what it handled. The driver calls it
+        before reading the next page; ``done`` calls it again (idempotent)."""
+        self.counted = set(plan.examined)
+        if self.backward and plan.examined:
+            # A record that moved to an earlier page was dropped from ``examined``: it stays below.
+            self.below = min(plan.examined) if self.below is None else min(self.below, min(plan.examined))
+
+    def done(self, plan: PagePlan, *, removed: int) -> None:
+        """``plan``'s page is handled: ``removed`` of its records are no longer listed."""
+        self.examined += len(plan.examined)
+        self.removed += removed
+        self.settle(plan)
+        if self.backward:
+            return
+        if plan.examined:
+            self.seen_up_to = max(self.seen_up_to, max(plan.examined))
+        if self.last_full:
+            # Records still listed before the next unseen one: the next page starts at that offset.
+            self._next = max(self.examined - self.removed, 0) // self.size + 1

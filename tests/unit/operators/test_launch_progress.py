@@ -1,0 +1,69 @@
+"""The bulk launch's progress lines (issue 32 item 2): counts apart, the rate of the last minute of
+written links capped by the budget's pace, the time left from it, a line at least every ``every``
+seconds while work is pending, and the rate limiter's waits said. A scripted clock drives them."""
+
+from __future__ import annotations
+
+import logging
+import time
+
+from airflow_provider_linkstats.operators.launch_progress import LaunchProgress
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def test_counts_apart_and_skips_do_not_make_the_rate():
+    clock = Clock()
+    progress = LaunchProgress(300, log=logging.getLogger("t"), clock=clock)
+    for _ in range(90):
+        progress.add("created_earlier")
+    for _ in range(10):
+        progress.add("skipped")
+    clock.now += 30
+    for _ in range(30):
+        progress.add("created")
+    line = progress.line()
+    assert line.startswith(
+        "created 30, created by an earlier try 90, skipped 10, updated 0, failed 0: 130/300 links done"
+    )
+    assert "(1.0/s over the last minute, about 3 min left)" in line  # 30 written in 30 s; 170 left at 1/s
+
+
+def test_the_rate_is_the_last_minutes_and_never_above_the_budget():
+    clock = Clock()
+    progress = LaunchProgress(1000, log=logging.getLogger("t"), pace=lambda: 1.0, clock=clock)
+    for _ in range(120):  # a burst: the first half of a window's budget goes at once
+        progress.add("created")
+    clock.now += 2
+    assert progress.rate() == 1.0  # capped by the budget's pace
+    clock.now += 120  # then two minutes of nothing: the burst is out of the window
+    for _ in range(15):
+        progress.add("created")
+    assert progress.rate() == 15 / 60
+    assert "about 58 min left" in progress.line()  # 865 left at 0.25/s: 57.7 min
+
+
+def test_a_line_at_least_every_interval_while_pending_saying_the_rate_limit_wait(caplog):
+    caplog.set_level(logging.INFO, logger="t")
+    progress = LaunchProgress(10, log=logging.getLogger("t"), pace=lambda: 1.0, every=0.2)
+    with progress:
+        progress.waiting(12.0)  # what RateLimiter.on_wait tells
+        time.sleep(0.7)
+    lines = [r.getMessage() for r in caplog.records]
+    assert len(lines) >= 2, lines
+    assert all("0/10 links done" in line and "waiting 12 s for the service's rate limit" in line for line in lines[:1])
+
+
+def test_no_line_once_everything_is_done(caplog):
+    caplog.set_level(logging.INFO, logger="t")
+    progress = LaunchProgress(1, log=logging.getLogger("t"), every=0.1)
+    progress.add("created")
+    with progress:
+        time.sleep(0.4)
+    assert caplog.records == []

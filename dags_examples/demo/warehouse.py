@@ -13,6 +13,7 @@ import datetime as dt
 import json
 import sqlite3
 from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 from zoneinfo import ZoneInfo
@@ -26,22 +27,22 @@ DAYS = 3
 _recorded: list[tuple[int, dt.datetime, int]] = []  # (link id, instant, count) as seeded
 
 
-def warehouse_file(demo: Any) -> Path:
-    return Path(demo.env["AIRFLOW_HOME"]) / "linkstats_warehouse.db"
+def warehouse_file(home: Path) -> Path:
+    return Path(home) / "linkstats_warehouse.db"
 
 
-def warehouse_env(demo: Any) -> dict[str, str]:
+def warehouse_env(home: Path) -> dict[str, str]:
     """The example DAG's default connection: Airflow's SQLite provider, a file in the Airflow home."""
-    return {"AIRFLOW_CONN_LINKSTATS_WAREHOUSE": json.dumps({"conn_type": "sqlite", "host": str(warehouse_file(demo))})}
+    return {"AIRFLOW_CONN_LINKSTATS_WAREHOUSE": json.dumps({"conn_type": "sqlite", "host": str(warehouse_file(home))})}
 
 
-def warehouse_dates(demo: Any) -> list[str]:
+def warehouse_dates(demo: Any = None) -> list[str]:
     """The last three days, as logical dates of a daily DAG (UTC midnights, oldest first)."""
     today = dt.datetime.now(dt.timezone.utc).replace(hour=0, minute=0, second=0, microsecond=0)
     return [(today - dt.timedelta(days=n)).isoformat() for n in range(DAYS, 0, -1)]
 
 
-def prepare_warehouse(demo: Any, emulator: Any) -> None:
+def prepare_warehouse(emulator: Any, say: Callable[[str], None] = print) -> None:
     """An account in New York, 4 links, clicks 30 s after and before midnight over the last 5 local days."""
     requests.post(
         f"{emulator.url}/__emulator__/accounts/1", json={"timezone": ACCOUNT_ZONE}, timeout=5
@@ -62,23 +63,23 @@ def prepare_warehouse(demo: Any, emulator: Any) -> None:
                 _recorded.append((int(link["id"]), at, count))
     answer = requests.post(f"{emulator.url}/__emulator__/traffic", json={"clicks": clicks}, timeout=10)
     answer.raise_for_status()
-    print(
-        f"warehouse: {len(clicks)} click rows for {LINKS} links, 30 s after and before midnight in {ACCOUNT_ZONE}",
-        flush=True,
-    )
+    say(f"warehouse: {len(clicks)} click rows for {LINKS} links, 30 s after and before midnight in {ACCOUNT_ZONE}")
 
 
-def check_warehouse(demo: Any, emulator: Any) -> bool:
+def check_warehouse(home: Path, say: Callable[[str], None] = print) -> bool:
     """Print the table; True when every loaded day equals the recorded clicks of that day in its zone."""
     from airflow_provider_linkstats.client.warehouse import tz_of
 
-    with sqlite3.connect(warehouse_file(demo)) as db:
+    if not warehouse_file(home).exists():
+        say("  warehouse | no table: the runs wrote nothing")
+        return False
+    with sqlite3.connect(warehouse_file(home)) as db:
         rows = db.execute(f"SELECT day, zone, link_id, clicks FROM {TABLE} ORDER BY day, link_id").fetchall()
         days = db.execute(f"SELECT day, complete FROM {TABLE}_days ORDER BY day").fetchall()
-    print(f"  warehouse | {TABLE} ({len(rows)} rows; days loaded: {', '.join(d for d, _ in days)})", flush=True)
-    print("  warehouse |   day         zone        link_id  clicks", flush=True)
+    say(f"  warehouse | {TABLE} ({len(rows)} rows; days loaded: {', '.join(d for d, _ in days)})")
+    say("  warehouse |   day         zone        link_id  clicks")
     for day, zone, link_id, clicks in rows:
-        print(f"  warehouse |   {day}  {zone:<10}  {link_id:>7}  {clicks:>6}", flush=True)
+        say(f"  warehouse |   {day}  {zone:<10}  {link_id:>7}  {clicks:>6}")
     if not rows:
         return False
     zone = rows[0][1]

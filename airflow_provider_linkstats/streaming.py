@@ -11,6 +11,7 @@ the bulk delete both use it, and it is imported only when a task runs.
 from __future__ import annotations
 
 import logging
+import math
 import threading
 import time
 from collections import deque
@@ -138,8 +139,9 @@ def progress_line(done: int, total: int, elapsed: float, failed: int, noun: str,
 
 
 def duration(seconds: float) -> str:
+    """A time left in words, rounded up below 90 s (never "about 0 s left" for work still pending)."""
     if seconds < 90:
-        return f"{seconds:.0f} s"
+        return f"{math.ceil(seconds)} s"
     if seconds < 5400:
         return f"{seconds / 60:.0f} min"
     return f"{seconds / 3600:.1f} h"

@@ -22,6 +22,8 @@ from collections import deque
 from collections.abc import Callable
 from typing import Any
 
+from airflow_provider_linkstats.streaming import duration
+
 # What happened to one link; the result's counts carry these names.
 CREATED, CREATED_EARLIER, SKIPPED, UPDATED, FAILED = "created", "created_earlier", "skipped", "updated", "failed"
 KINDS = (CREATED, CREATED_EARLIER, SKIPPED, UPDATED, FAILED)
@@ -125,10 +127,3 @@ class LaunchProgress:
             if self.done < self.total and self.clock() - self._last_line >= self.every:
                 self.report()
 
-
-def duration(seconds: float) -> str:
-    if seconds < 90:
-        return f"{math.ceil(seconds)} s"
-    if seconds < 5400:
-        return f"{seconds / 60:.0f} min"
-    return f"{seconds / 3600:.1f} h"

@@ -45,7 +45,8 @@ def test_the_pages_hold_examples():
 
 DAG_FILE = re.compile(r"# dags/(\w+\.py)\n")
 # Warnings a newcomer reads as a failure; an example that prints one is not run as a user would.
-ALARMING = ("cannot be called outside of the Task Runner",)
+# Airflow 3: "execute cannot be called outside of the Task Runner!"; 2.11: "... outside TaskInstance!".
+ALARMING = ("cannot be called outside of the Task Runner", "cannot be called outside TaskInstance")
 
 
 def run_block(block, where: str, namespace: dict, request) -> None:
@@ -64,6 +65,34 @@ def run_block(block, where: str, namespace: dict, request) -> None:
         path.unlink()
 
 
+class Warnings(logging.Handler):
+    """Every warning logged while it is attached, whatever the loggers' propagation: Airflow 2.11's
+    task loggers (``airflow.task``) stop propagating once a DAG has run in the process, so pytest's
+    caplog alone would miss them later in a session."""
+
+    LOGGERS = ("", "airflow.task")
+
+    def __init__(self) -> None:
+        super().__init__(logging.WARNING)
+        self.lines: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.lines.append(record.getMessage())
+
+    def __enter__(self) -> Warnings:
+        for name in self.LOGGERS:
+            logging.getLogger(name).addHandler(self)
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        for name in self.LOGGERS:
+            logging.getLogger(name).removeHandler(self)
+
+    @property
+    def text(self) -> str:
+        return "\n".join(self.lines)
+
+
 def alarming(text: str) -> list[str]:
     return [line for line in text.splitlines() if any(words in line for words in ALARMING)]
 
@@ -73,25 +102,36 @@ def test_python_examples_run_against_the_emulator(page, emu, tmp_path, monkeypat
     monkeypatch.chdir(tmp_path)  # files an example writes land here
     caplog.set_level(logging.WARNING)
     namespace: dict = {"__name__": f"docs_example_{page.stem}"}
-    for block in blocks(page.read_text()):
-        if block.language != "python":
-            continue
-        try:
-            run_block(block, f"{page_id(page)}:{block.line}", namespace, request)
-        except Exception as error:
-            pytest.fail(f"{page_id(page)}, the block at line {block.line} fails: {type(error).__name__}: {error}")
+    with Warnings() as warned:
+        for block in blocks(page.read_text()):
+            if block.language != "python":
+                continue
+            try:
+                run_block(block, f"{page_id(page)}:{block.line}", namespace, request)
+            except Exception as error:
+                pytest.fail(f"{page_id(page)}, the block at line {block.line} fails: {type(error).__name__}: {error}")
     printed = capfd.readouterr()
-    assert not alarming(caplog.text + printed.out + printed.err), f"{page_id(page)} prints a warning read as a failure"
+    text = caplog.text + warned.text + printed.out + printed.err
+    assert not alarming(text), f"{page_id(page)} prints a warning read as a failure"
 
 
-def test_the_warning_check_can_fail(emu, caplog, capfd):
-    """What the docs used to do: the check above sees Airflow's warning for an execute() by hand."""
-    from airflow_provider_linkstats.operators.cleanup import LinkstatsCleanupLinksOperator
+def test_the_warning_check_can_fail(emu):
+    """What the docs used to do: the check above sees Airflow's warning for an execute() by hand, run
+    as a user's script would run it (a process of its own: in this one Airflow may have stopped
+    warning once a DAG ran)."""
+    import os
+    import subprocess
+    import sys
 
-    caplog.set_level(logging.WARNING)
-    LinkstatsCleanupLinksOperator(task_id="plan", older_than_days=30, dry_run=True).execute({})
-    printed = capfd.readouterr()
-    assert alarming(caplog.text + printed.out + printed.err)
+    code = (
+        "from airflow_provider_linkstats.operators.cleanup import LinkstatsCleanupLinksOperator as Op\n"
+        "Op(task_id='plan', older_than_days=30, dry_run=True).execute({})\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=180, env=dict(os.environ), check=False
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert alarming(done.stdout + done.stderr), (done.stdout + done.stderr)[-2000:]
 
 
 def curl_blocks(page) -> list:

@@ -19,7 +19,7 @@ def test_a_burst_at_the_start_does_not_show_as_the_rate_under_a_budget():
     clock.now = 0.005
     progress.update(1)  # the limiter let the first request go at once: 200/s if read naively
     assert progress.rate == 1.5  # shown: the budget's pace, not 200/s
-    assert progress.line(1, 3, 0, "links") == "deleted 1/3 links (1.5/s, about 1 s left)"
+    assert progress.line(1, 3, 0, "links") == "deleted 1/3 links (1.5/s, about 2 s left)"
 
 
 def test_the_rate_follows_the_last_seconds_not_the_whole_run():
@@ -76,7 +76,7 @@ def test_work_within_the_limiters_burst_is_not_slowed_to_the_budgets_pace():
     progress.update(1)
     assert progress.rate == 1.0  # the budget's pace still caps the rate shown
     assert progress.seconds_left(2) < 0.1  # but the 2 left go at once: the limiter lets 27 more go now
-    assert progress.line(1, 3, 0, "links") == "deleted 1/3 links (1.0/s, about 0 s left)"
+    assert progress.line(1, 3, 0, "links") == "deleted 1/3 links (1.0/s, about 1 s left)"
     drained = Progress(limiter=BurstLimiter(burst=0), clock=clock)
     clock.now = 1.0
     drained.update(1)

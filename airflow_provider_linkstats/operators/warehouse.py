@@ -229,20 +229,27 @@ class LinkstatsStatsToWarehouseOperatorBase(LinkstatsBaseOperator):
 
 
 class Progress:
-    """A log line every ``PROGRESS_EVERY`` seconds: done, left, and the time left at the pace so far."""
+    """A log line every ``PROGRESS_EVERY`` seconds: done, left, the rate and the time left, from the
+    project's sliding-window progress (``streaming.Progress``), capped by the hook's rate limiter."""
 
-    def __init__(self, log: Any, total: int, what: str) -> None:
+    def __init__(self, log: Any, total: int, what: str, limiter: Any = None) -> None:
+        from airflow_provider_linkstats.streaming import Progress as Window
+
         self.log, self.total, self.what = log, total, what
-        self.started = self.last = time.monotonic()
+        self.window = Window(limiter=limiter)
+        self.last = time.monotonic()
 
     def step(self, done: int) -> None:
+        from airflow_provider_linkstats.streaming import duration
+
+        self.window.update(done)
         now = time.monotonic()
         if now - self.last < PROGRESS_EVERY or done >= self.total:
             return
         self.last = now
-        pace = (now - self.started) / max(done, 1)
-        left = (self.total - done) * pace
-        self.log.info("%d of %d %s; about %.0f s left (%.2f s each)", done, self.total, self.what, left, pace)
+        left = self.window.seconds_left(self.total - done)
+        after = f", about {duration(left)} left" if left is not None else ""
+        self.log.info("%d of %d %s (%.1f/s%s)", done, self.total, self.what, self.window.rate, after)
 
 
 class LinkstatsLinkStatsToWarehouseOperator(LinksServiceMixin, LinkstatsStatsToWarehouseOperatorBase):
@@ -305,7 +312,7 @@ class LinkstatsLinkStatsToWarehouseOperator(LinksServiceMixin, LinkstatsStatsToW
         counts: dict[int, dict[dt.date, int]] = {}
         learned: dict[int, Counter] = {}
         requests = 0
-        progress = Progress(self.log, len(wanted), "links fetched")
+        progress = Progress(self.log, len(wanted), "links fetched", getattr(hook.client, "limiter", None))
         for done, link_id in enumerate(wanted):
             per_day: dict[dt.date, int] = {}
             for first, to in windows:  # a click is in one window's answer, whatever day it is named
@@ -385,7 +392,7 @@ class LinkstatsWebsiteStatsToWarehouseOperator(AnalyticsServiceMixin, LinkstatsS
         names = (breakdown,) if breakdown else generation.daily_series
         rows_by_day: dict[dt.date, list[tuple]] = {day.day: [] for day in plan.days}
         requests = 0
-        progress = Progress(self.log, len(ids), "websites fetched")
+        progress = Progress(self.log, len(ids), "websites fetched", getattr(hook.client, "limiter", None))
         for done, website_id in enumerate(ids):
             if breakdown:
                 for day in plan.days:

@@ -421,7 +421,7 @@ def test_website_breakdown_progress_lines_and_lineage(emu, warehouse, monkeypatc
     monkeypatch.setattr(module, "PROGRESS_EVERY", 0.0)
     progress = module.Progress(Log(), 40, "links fetched")
     progress.step(10)
-    assert lines and lines[0].startswith("10 of 40 links fetched; about ") and " s left" in lines[0]
+    assert lines and lines[0].startswith("10 of 40 links fetched (") and " s left)" in lines[0]
 
     clicks_near_midnight(emu, "UTC")
     load = link_load(interval=RUNS[3])

@@ -3,7 +3,8 @@
 ``poke()`` is called directly, the way a worker calls it in poke mode (the watch is built from
 the inputs first, as ``execute`` does), so every figure is requests the service really got.
 The links that expire do so by date: the emulator's clock is moved past it, and the waits read
-the emulator's clock (``waiting.plan.now``), as they read the real one on a real install. A link
+the emulator's clock (``waiting.plan.offset``: at once, where a real install's clock, which
+never jumps, is learnt from the Date header of its answers). A link
 that ends by date is not polled: a poke with nothing due sends nothing (in poke mode Airflow
 would not even call it before the end; see docs/waiting.md).
 """
@@ -46,7 +47,7 @@ def run(emu: EmulatorProcess, total: int, expiring: list[dict], expire_after: fl
     from airflow_provider_linkstats.waiting import plan
 
     offset = [dt.datetime.fromisoformat(emu.admin("GET", "/clock")["now"]).timestamp() - time.time()]
-    plan.now = lambda: time.time() + offset[0]  # type: ignore[assignment]  # the emulator's clock
+    plan.offset = lambda clock: offset[0]  # type: ignore[assignment]  # the emulator's clock, jumps included
     rows: list[Row] = []
     one = expiring[-1]
     n = len(expiring)

@@ -175,8 +175,9 @@ def child(arm: str, links_file: str, result_file: str, poke_interval: float, lim
 
 
 def _follow_the_emulators_clock() -> None:
-    """The waits compare end times with ``waiting.plan.now``; the parent moves the emulator's clock
-    in waves, so the triggers read that clock (an offset refreshed by a thread, off the loop)."""
+    """The waits compare end times with the service's clock (``waiting.plan.offset``, learnt from
+    the Date header of its answers); the parent moves the emulator's clock in waves, so the
+    triggers follow its jumps at once (an offset refreshed by a thread, off the loop)."""
     import threading
     import urllib.request
 
@@ -196,7 +197,7 @@ def _follow_the_emulators_clock() -> None:
             time.sleep(0.2)
 
     threading.Thread(target=refresh, name="emulator-clock", daemon=True).start()
-    plan.now = lambda: time.time() + offset[0]  # type: ignore[assignment]
+    plan.offset = lambda clock: offset[0]  # type: ignore[assignment]
     # No real clock jumps forward by minutes, this one does: the poller must not sleep towards an end
     # it computed before a jump, so it runs a round every interval (one with nothing due sends nothing).
     from airflow_provider_linkstats.waiting.watch import Poll

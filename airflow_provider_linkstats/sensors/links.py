@@ -36,6 +36,7 @@ __all__ = ["LinkstatsLinkExpiredSensor"]
 TRIGGER_CLASSPATH = "airflow_provider_linkstats.triggers.links.LinkstatsLinkExpiredTrigger"
 DEFAULT_CONN_ID = CONNECTION_TYPES["linkstats_links"][2]  # LinkstatsLinksHook.default_conn_name
 _JINJA_MARKERS = ("{{", "{%", "{#")
+DATE_RESOLUTION = 1.0  # seconds: an HTTP Date header's, what one answer leaves open of the service's clock
 
 
 class LinkstatsLinkExpiredSensor(BaseSensorOperator):
@@ -149,12 +150,16 @@ class LinkstatsLinkExpiredSensor(BaseSensorOperator):
 
         now = plan.now()
         wake = self._poll.next_round(self._poll.last if self._poll.last is not None else now)
+        if self.reschedule:  # the next poke's process learns the service's clock from one answer
+            wake += DATE_RESOLUTION  # alone: its reading may lag this one's by the Date's second
         until = min(wake - now, self.timeout - run_duration())
         if until > float(self.poke_interval):
+            clock = self._poll.clock
             self.log.info(
-                "Nothing to poll: next look at %s in %.0f s (its end, or the re-read every %.0f s)",
+                "Nothing to poll: next look at %s in %.0f s (its end by %s, or the re-read every %.0f s)",
                 self._current_watch().describe(),
                 until,
+                clock.describe() if clock is not None else "this worker's clock",
                 self._poll.bound(),
             )
         return max(float(self.poke_interval), until)
@@ -190,7 +195,9 @@ class LinkstatsLinkExpiredSensor(BaseSensorOperator):
 
         watch = self._current_watch()
         with failing_fast():
-            result = drive(self._poll.round(check=check), self.hook.client.call)
+            client = self.hook.client
+            self._poll.clock = client.clock  # ends are the service's: its answers tell its time
+            result = drive(self._poll.round(check=check), client.call)
             if watch in result.failed:
                 raise result.failed[watch]
         return result
@@ -223,6 +230,7 @@ class LinkstatsLinkExpiredSensor(BaseSensorOperator):
                 deadline=dt.datetime.fromtimestamp(deadline, dt.timezone.utc).isoformat(),
                 verified=watch.verified,
                 service_profile=self._handed_profile(),
+                service_clock=self._handed_clock(),
             )
         )
         self.log.info("Deferring: the triggerer waits for %s to expire", watch.describe())
@@ -239,6 +247,14 @@ class LinkstatsLinkExpiredSensor(BaseSensorOperator):
         if profile is None or not profile.generation:
             return None
         return {"service": profile.service, "root": profile.root, "generation": profile.generation}
+
+    def _handed_clock(self) -> dict[str, float] | None:
+        """The service's clock as this worker measured it (no request, no secret), so the triggerer
+        sleeps towards an end by the service's clock before its own first answer corrects it."""
+        clock = self._poll.clock
+        if clock is None or not clock.known:
+            return None
+        return {"offset": round(clock.offset, 3), "uncertainty": round(clock.uncertainty, 3)}
 
     def _trigger_kwargs(self, **inputs: Any) -> dict[str, Any]:
         """The trigger's kwargs: what the wait is about (``inputs``), and the sensor's settings."""

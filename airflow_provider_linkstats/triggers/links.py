@@ -76,6 +76,10 @@ class LinkstatsLinkExpiredTrigger(_Arguments, BaseTrigger):
         "root", "generation"}``, no secret), so the triggerer need not look the root up. Used only
         if the root is one the connection's base URL gives and the version matches its
         ``api_version`` extra; otherwise the triggerer finds them out as without it.
+    :param service_clock: the service's clock as the sensor measured it from the ``Date`` of its
+        answers (``{"offset": seconds the service is ahead of the worker, "uncertainty": seconds}``),
+        so the triggerer sleeps towards an end by the service's clock before its first answer
+        (which then corrects it). None: the triggerer's clock stands in until then.
 
     Events: ``{"status": "success", "links": [...]}``, ``{"status": "timeout", "message", "pending"}``
     or ``{"status": "error", "reason": "gone"|"input"|"api"|"transport"|"connection"|"poller", "message", ...}``.
@@ -97,6 +101,7 @@ class LinkstatsLinkExpiredTrigger(_Arguments, BaseTrigger):
         verified: bool = False,
         known: dict[str, Any] | None = None,  # a default: triggers stored by earlier versions have none
         service_profile: dict[str, Any] | None = None,
+        service_clock: dict[str, Any] | None = None,
     ) -> None:
         super().__init__()
         # Named like the sensor's template fields: on Airflow >= 3.3, start_from_trigger renders
@@ -112,6 +117,7 @@ class LinkstatsLinkExpiredTrigger(_Arguments, BaseTrigger):
         self.verified = bool(verified)
         self.known = known
         self.service_profile = service_profile
+        self.service_clock = service_clock
 
     async def run(self) -> AsyncIterator[TriggerEvent]:
         try:
@@ -129,7 +135,9 @@ class LinkstatsLinkExpiredTrigger(_Arguments, BaseTrigger):
             return
 
         self.log.info("Waiting for %s to expire (poke every %.1f s)", watch.describe(), self.poke_interval)
-        subscription = Subscription(watch, interval=self.poke_interval, handed=self.service_profile)
+        subscription = Subscription(
+            watch, interval=self.poke_interval, handed=self.service_profile, clock=_handed_clock(self.service_clock)
+        )
         poller = SharedPoller.join(self.linkstats_conn_id, subscription)
         try:
             while True:
@@ -156,6 +164,15 @@ class LinkstatsLinkExpiredTrigger(_Arguments, BaseTrigger):
         if event["status"] == "success":
             self.log.info("%s expired", watch.describe())
         yield TriggerEvent(event)
+
+
+def _handed_clock(value: Any) -> tuple[float, float] | None:
+    """``service_clock`` as (offset, uncertainty); anything else (none handed, another shape) is None."""
+    if not isinstance(value, dict):
+        return None
+    offset, uncertainty = value.get("offset"), value.get("uncertainty", 0.0)
+    numbers = all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in (offset, uncertainty))
+    return (float(offset), max(float(uncertainty), 0.0)) if numbers else None  # type: ignore[arg-type]
 
 
 def _deadline(value: Any) -> float | None:
@@ -249,7 +266,7 @@ class LinkstatsLinksExpiredEventTrigger(_Arguments, BaseEventTrigger):
                         client = await hook.get_polling_client(interval, max_connections=1)
                     if dialect is None:  # the api_version extra, or one probe (kept by the hook)
                         dialect = await hook.aget_dialect(client)
-                    records = await adrive(feed.walk(dialect), client.call)
+                    records = await adrive(feed.walk(dialect, client.clock), client.call)
                 except LinkstatsError as error:
                     wait = retry_wait(error, interval)
                     level = logging.WARNING if is_transient(error) else logging.ERROR

@@ -46,10 +46,18 @@ class Note:
 class Subscription:
     """One trigger's membership: its watch, its pace, and the notes addressed to it."""
 
-    def __init__(self, watch: Watch, *, interval: float, handed: dict[str, Any] | None = None) -> None:
+    def __init__(
+        self,
+        watch: Watch,
+        *,
+        interval: float,
+        handed: dict[str, Any] | None = None,
+        clock: tuple[float, float] | None = None,
+    ) -> None:
         self.watch = watch
         self.interval = interval
         self.handed = handed  # the service profile the sensor handed over, if any
+        self.clock = clock  # the service's clock as the sensor measured it: (offset, uncertainty)
         self.failures = 0
         self.notes: asyncio.Queue[Note] = asyncio.Queue()
 
@@ -119,6 +127,7 @@ class SharedPoller:
         except Exception as error:  # connection missing or unusable: say which, never its content
             return self._end_all("connection", f"connection {self.conn_id!r} is unusable: {describe(error)}")
         self.limiter = client.limiter
+        self.poll.clock = client.clock  # ends are the service's: its answers tell its time
         async with client:
             try:
                 await self._poll(client)
@@ -139,6 +148,7 @@ class SharedPoller:
         extra_wait = 0.0
         while self.subscriptions:
             self.poll.interval = self.min_interval()
+            self._adopt_clock(client)  # before the ends are converted to this loop's sleeps
             if last is not None:  # the time to the next round, counted on the loop's clock from the last one
                 wake = started + max(self.poll.next_round(last) - last, extra_wait)
                 if wake > loop.time():
@@ -184,6 +194,16 @@ class SharedPoller:
             if (member := self.subscriptions.get(watch)) is not None:
                 self._finish(member, event)
         return 0.0
+
+    def _adopt_clock(self, client: AsyncLinkstatsClient) -> None:
+        """Before the service has answered this poller, the clock a deferring sensor measured stands
+        in for it (not the triggerer's own): the first answer replaces it where they disagree (the
+        worker's and the triggerer's clocks, both kept by NTP, usually differ by far less than a second)."""
+        if client.clock.known:
+            return
+        handed = next((s.clock for s in self.subscriptions.values() if s.clock is not None), None)
+        if handed is not None:
+            client.clock.adopt_offset(*handed)
 
     def _failed(self, error: LinkstatsError, subscriptions: list[Subscription]) -> float:
         """A poll failed for these triggers: end their waits, or tell them and wait longer."""

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import datetime as dt
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from airflow_provider_linkstats.client.contract import LINKS, MAX_PER_PAGE, LinkStatus
 from airflow_provider_linkstats.client.generations import Generation
@@ -23,6 +23,9 @@ from airflow_provider_linkstats.client.protocol import build_list
 from airflow_provider_linkstats.client.records import link_timing
 from airflow_provider_linkstats.waiting import plan
 from airflow_provider_linkstats.waiting.plan import JsonDict, Plan, record_id, walk_pages
+
+if TYPE_CHECKING:
+    from airflow_provider_linkstats.client.clock import ServiceClock
 
 
 class ExpiredFeed:
@@ -37,14 +40,16 @@ class ExpiredFeed:
         self.reported: dict[int, int] = {}  # link id -> walks in a row that did not list it (0 or 1)
         self.changed = False  # the memory changed in the last news(): worth saving
 
-    def walk(self, dialect: Generation | None = None) -> Plan[list[JsonDict]]:
-        """Every ended link the (filtered) listing holds."""
+    def walk(self, dialect: Generation | None = None, clock: ServiceClock | None = None) -> Plan[list[JsonDict]]:
+        """Every ended link the (filtered) listing holds. Where the walk decides (46+), a link has
+        ended once its end passed by the service's ``clock`` (the client's) less its margin, as the
+        page's own answer corrected it; the worker's clock stands in without one."""
         decide = dialect is not None and not dialect.lists_date_expiry
         filters = {**self.filters, "status": int(LinkStatus.ALL)} if decide else self.filters
-        moment = dt.datetime.fromtimestamp(plan.now(), dt.timezone.utc)
         records: list[JsonDict] = []
 
         def take(items: list[JsonDict]) -> bool:
+            moment = dt.datetime.fromtimestamp(plan.service_time(clock), dt.timezone.utc)
             records.extend(r for r in items if not decide or link_timing(r).ended(moment))
             return False
 

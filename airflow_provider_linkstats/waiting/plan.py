@@ -10,7 +10,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from airflow_provider_linkstats.client.contract import LINKS, MAX_PER_PAGE, LinkStatus
 from airflow_provider_linkstats.client.errors import LinkstatsNotFoundError
@@ -26,6 +26,9 @@ from airflow_provider_linkstats.client.protocol import (
     raise_for_status,
 )
 
+if TYPE_CHECKING:
+    from airflow_provider_linkstats.client.clock import ServiceClock
+
 JsonDict = dict[str, Any]
 
 GETS_MAX = 3  # more links than this are read from the All listing (per page), not one GET each
@@ -36,9 +39,35 @@ ALL_NEWEST_FIRST = {**ALL_OLDEST_FIRST, "sort": "desc"}
 
 
 def now() -> float:
-    """The waits' clock (epoch seconds): every decision about an end time reads it here, so a test
-    can follow the emulator's clock instead of the wall clock."""
+    """The worker's clock (epoch seconds): the waits' pace (when the next round is due) counts on
+    it. An end time is the service's: ``offset`` converts between the two."""
     return time.time()
+
+
+def offset(clock: ServiceClock | None) -> float:
+    """Seconds to add to ``now()`` to read the service's clock: what ``clock`` (the client's) learnt
+    from the ``Date`` of its answers; 0 before any answer, where the worker's clock stands in. A
+    test whose emulator's clock jumps (a real one does not) makes the waits follow it here."""
+    return clock.offset if clock is not None else 0.0
+
+
+def margin(clock: ServiceClock | None) -> float:
+    """Seconds an end must be past, by the service's clock as measured, before a wait counts it
+    as past (``ServiceClock.margin``: the measurement's uncertainty and a stated safety margin);
+    0 with no clock (a plan run on its own, in tests)."""
+    return clock.margin if clock is not None else 0.0
+
+
+def service_time(clock: ServiceClock | None, worker: float | None = None) -> float:
+    """The service's time when the worker's clock reads ``worker`` (epoch seconds; default: now),
+    less the margin: an end at or before it has passed by the service's clock, whichever way the
+    measurement errs."""
+    return (now() if worker is None else worker) + offset(clock) - margin(clock)
+
+
+def worker_time(clock: ServiceClock | None, end: float) -> float:
+    """The worker's time at which the service's ``end`` counts as passed (``service_time``'s inverse)."""
+    return end - offset(clock) + margin(clock)
 
 
 class LinkGoneError(LinkstatsNotFoundError):

@@ -12,7 +12,7 @@ from __future__ import annotations
 import datetime as dt
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from airflow_provider_linkstats.client.checks import check_existence_check_every, is_blank
 from airflow_provider_linkstats.client.contract import LINKS, MAX_PER_PAGE
@@ -37,6 +37,9 @@ from airflow_provider_linkstats.waiting.plan import (
     record_id,
     walk_pages,
 )
+
+if TYPE_CHECKING:
+    from airflow_provider_linkstats.client.clock import ServiceClock
 
 # What a record says about a link's end: (end as epoch seconds or None, whether a click limit is set).
 Known = tuple[float | None, bool]
@@ -145,9 +148,10 @@ class Watch:
         """A read is due (within the budget): never checked, alias or end still unknown."""
         return not self.verified or link_id not in self.known or (self.single and self.alias is None)
 
-    def ends_by(self, link_id: int, now: float) -> bool:
+    def ends_by(self, link_id: int, at: float) -> bool:
+        """Whether the known end is at or before ``at`` (the service's time, ``plan.service_time``)."""
         end = self.known.get(link_id, (None, True))[0]
-        return end is not None and end <= now
+        return end is not None and end <= at
 
     def by_clicks(self, link_id: int) -> bool:
         """Whether only the Expired listing can tell: a click limit, or no end time (or unknown)."""
@@ -214,10 +218,23 @@ class Poll:
     ``batch``: seconds an end that passed may wait for the next ends to pass too, so that one read
     confirms them all (one page of the All listing confirms up to 100). The shared poller batches;
     0 (a sensor's one watch) confirms every end at once. The rule is ``confirm_at``.
+    ``clock``: the service's clock (the client's, ``client.clock``). A link ends at its end time by
+    the service's clock: an end counts as passed once the service's clock, as measured, is past it
+    by ``ServiceClock.margin``, and a wait sleeps in worker time until then (``plan.service_time``,
+    ``plan.worker_time``). The pace (``last``, ``checked_at``, ``next_round``) is the worker's clock.
+    Without a clock (a plan run on its own) an end is compared with the worker's clock as is.
     """
 
-    def __init__(self, watches: Iterable[Watch] = (), *, interval: float = 0.0, batch: float = 0.0) -> None:
+    def __init__(
+        self,
+        watches: Iterable[Watch] = (),
+        *,
+        interval: float = 0.0,
+        batch: float = 0.0,
+        clock: ServiceClock | None = None,
+    ) -> None:
         self.watches: list[Watch] = list(watches)
+        self.clock = clock
         self.interval = interval
         self.batch = batch
         self.expired_pages: int | None = None  # what the last full walk of the Expired listing cost
@@ -236,14 +253,16 @@ class Poll:
     def confirm_at(self) -> tuple[float, float] | None:
         """The earliest pending end, and when to confirm it: once the last pending end within
         ``batch`` seconds of it has passed too (at once for an end alone, or with ``batch`` 0).
-        Each end waits at most ``batch`` seconds, and only when another end will share the read."""
+        Each end waits at most ``batch`` seconds, and only when another end will share the read.
+        Both are the service's times (``plan.service_time`` says when they have passed)."""
         ends = sorted(end for w in self.watches for i in w.pending if (end := w.known.get(i, (None,))[0]) is not None)
         return (ends[0], max(e for e in ends if e <= ends[0] + self.batch)) if ends else None
 
     def next_end(self) -> float | None:
-        """When to confirm the next ends, if nothing needs polling meanwhile (None: poll at the interval)."""
+        """When (the worker's time) to confirm the next ends, if nothing needs polling meanwhile
+        (None: poll at the interval)."""
         batch = self.confirm_at()
-        return None if batch is None or self.polling() else batch[1]
+        return None if batch is None or self.polling() else plan.worker_time(self.clock, batch[1])
 
     def bound(self) -> float:
         """The staleness bound of these watches: seconds between reads of every pending link
@@ -266,9 +285,10 @@ class Poll:
         return max(wake, end if due is None else min(end, due))
 
     def round(self, now: float | None = None, *, check: bool | None = None) -> Plan[RoundResult]:
-        """One round at ``now`` (epoch seconds), for every watch at once. ``check`` forces or skips
-        the periodic existence check (reschedule mode counts its pokes itself)."""
+        """One round at ``now`` (the worker's epoch seconds), for every watch at once. ``check``
+        forces or skips the periodic existence check (reschedule mode counts its pokes itself)."""
         now = plan.now() if now is None else now
+        at = plan.service_time(self.clock, now)  # ends are the service's: compared with its clock, less the margin
         if self.last is not None:  # intervals slept through count towards the periodic check
             self.rounds_since_check += max(1, int((now - self.last) / self.interval)) if self.interval > 0 else 1
         if self.checked_at is None:  # what the watches know (records given, or read before) counts from now
@@ -293,10 +313,10 @@ class Poll:
         # the ends that passed are confirmed once their batch is complete, or if the next round (an
         # interval on) would come after the earliest one's ``batch`` seconds
         first, complete = self.confirm_at() or (float("inf"), float("inf"))  # inf: no end pending
-        confirm = first <= now and (complete <= now or now + self.interval > first + self.batch)
+        confirm = first <= at and (complete <= at or at + self.interval > first + self.batch)
 
         def due(w: Watch, i: int) -> bool:
-            return periodic or w.must_read(i) or (confirm and w.ends_by(i, now))
+            return periodic or w.must_read(i) or (confirm and w.ends_by(i, at))
 
         to_read = [i for w in live for i in w.pending if due(w, i)]
         # 3. the Expired listing, for what only clicks can end: a listed link exists and is over, so
@@ -307,7 +327,7 @@ class Poll:
         # are due on 44-45 (whose listing holds them), the walk is made only if it is expected to
         # cost less than the reads it spares, and never further than that.
         clicks = list(dict.fromkeys(i for w in live for i in w.link_ids if w.by_clicks(i)))
-        ends = [i for i in pending if confirm and self.dates_listed and any(w.ends_by(i, now) for w in live)]
+        ends = [i for i in pending if confirm and self.dates_listed and any(w.ends_by(i, at) for w in live)]
         budget: int | None = None  # pages the walk may read (None: all it takes)
         read_anyway: set[int] = set()
         if len(to_read) <= GETS_MAX:
@@ -333,7 +353,9 @@ class Poll:
             # that holds every pending link is a periodic check at no extra cost
             records = yield from read_links(rest, pages=self.pages, riders=pending, missing=missing)
         self._learn_generation([*records.values(), *found.values()])
-        moment = dt.datetime.fromtimestamp(now, dt.timezone.utc)
+        # Decided by the service's clock as its answers (these included) corrected it: before any
+        # answer the worker's clock stood in for what to read, the first read corrects it here.
+        moment = dt.datetime.fromtimestamp(plan.service_time(self.clock, now), dt.timezone.utc)
         for watch in live:
             for link_id in [i for i in watch.link_ids if i in records or i in found]:
                 record = records[link_id] if link_id in records else found[link_id]

@@ -202,13 +202,22 @@ class Emulator:
 
 RUNNER_MARK = "DEMO-RUNNER"  # dags_examples/demo/runner.py's own lines
 
-LOG_LINE = re.compile(r"^\d{4}-\d\d-\d\dT\S+ \[(\w+)\s*\] (.*?)\s+\[[\w.]+\]")
+# A log line of Airflow 3 ("2026-... [info     ] message [logger]") or 2.11 ("[2026-...] {file.py:12} INFO - message").
+# 2.11 also prints a task's lines a second time in a plain format ("INFO  [airflow.task] message"),
+# as alembic prints its own: noise, like the warnings Python prints with a file path.
+PLAIN_LOG_LINE = re.compile(r"^[A-Z]+\s+\[[\w.]+\] |^/\S+\.py:\d+ ")
+LOG_LINE = re.compile(
+    r"^(?:\d{4}-\d\d-\d\dT\S+ \[(\w+)\s*\] (.*?)\s+\[[\w.]+\]"
+    r"|\[\d{4}-\d\d-\d\d[T ][^\]]+\] \{[^}]*\} (\w+) - (.*?)\s*$)"
+)
 SHOWN_MESSAGES = re.compile(
     r"^(bulk delete finished|deleted \d+/\d+ |created link|created website|.* deleted$"
     r"|bulk create finished|created \d+/\d+ links|\d+ of \d+ links exist already|waiting \d+ s for"
     r"|Deferring: |Waiting for \d+ links? to expire|\d+ links? expired$)"
 )
 TASK_START = re.compile(r"^\[DAG TEST\] starting task_id=(\S+) map_index=(-?\d+)")
+# Airflow 2.11's dag.test() does not print that line; its task context's first line names the task.
+TASK_START_2 = re.compile(r"^Exporting env vars: .*AIRFLOW_CTX_TASK_ID='([^']+)'")
 # Progress lines of a run this short say nothing its summary line does not (and a rate measured
 # over three deletes in a few milliseconds reads oddly beside "finished in 0.0 s"): not shown.
 PROGRESS_LINE = re.compile(r"^(?:deleted|created) \d+/(\d+) ")
@@ -219,16 +228,21 @@ def shown_line(line: str) -> str | None:
     """The part of one output line the demo shows, or None for noise."""
     match = LOG_LINE.match(line)
     if match:
-        message = match.group(2)
+        message = match.group(2) if match.group(2) is not None else match.group(4)
         task = TASK_START.match(message)
         if task:
             mapped = f"[{task.group(2)}]" if task.group(2) != "-1" else ""
             return f"task {task.group(1)}{mapped} started"
+        task = TASK_START_2.match(message)
+        if task:
+            return f"task {task.group(1)} started"
         progress = PROGRESS_LINE.match(message)
         if progress and int(progress.group(1)) < SHORT_RUN:
             return None
         return message if SHOWN_MESSAGES.match(message) else None
-    if line.strip() and not re.match(r"^(\d{4}-|You might|Run `pip)", line):
+    if PLAIN_LOG_LINE.match(line):
+        return None
+    if line.strip() and not re.match(r"^(\d{4}-|\[\d{4}-|You might|Run `pip)", line):
         return line.rstrip()
     return None
 

@@ -16,6 +16,7 @@ import httpx
 import pytest
 
 from tests.conftest import connection_json
+from tests.support.service_clock import follow_the_emulators_clock
 
 API = "/public/api/v1"
 TOTAL, EVERY_NTH = 1500, 5
@@ -42,12 +43,11 @@ def confirm(emulators, monkeypatch, version: str) -> tuple[object, list[tuple[st
     """The sensor's first poke (reads every record), the clock past the end, then the poke that
     confirms: its result and the requests it sent."""
     from airflow_provider_linkstats.sensors.links import LinkstatsLinkExpiredSensor
-    from airflow_provider_linkstats.waiting import plan
 
     emu = emulators(version)
     emu.reset()
     monkeypatch.setenv("AIRFLOW_CONN_LINKSTATS_LINKS_DEFAULT", connection_json(emu.url, api_version=version))
-    monkeypatch.setattr(plan, "now", lambda: emu.clock.now().timestamp())
+    follow_the_emulators_clock(monkeypatch, emu)  # it jumps two days on below
     end = (dt.datetime.now(dt.timezone.utc) + dt.timedelta(days=2)).replace(second=0, microsecond=0)
     try:
         wanted = seed(emu, version, end)

@@ -28,6 +28,7 @@ import math
 
 import pytest
 
+from airflow_provider_linkstats.client.clock import SAFETY_MARGIN
 from tests.conftest import connection_json
 
 API = "/public/api/v1"
@@ -35,17 +36,21 @@ WAITS = 20
 INTERVAL, EVERY, BATCH = 0.5, 10, 1.0  # bound: 5 s; ends a second apart share a read
 LOOKUP = f"{API}/stats/0"
 PAGE = f"{API}/links"
+# An end counts as passed at most this long after it by the service's clock: the stated margin, and
+# the second a Date header (whole seconds) leaves open.
+MARGIN = SAFETY_MARGIN + 1.0
 
 
 def planned(ends: list[float], start: float) -> int:
-    """The plan's figure: a read each time the bound passes before the first end, and one page per
-    batch (the first pending end, and every end within ``BATCH`` seconds of it); no look-up."""
+    """The plan's figure: a read each time the bound passes before the first end counts as passed
+    (``MARGIN`` after it by the service's clock, which ``start`` reads), and one page per batch (the
+    first pending end, and every end within ``BATCH`` seconds of it); no look-up."""
     batches, pending = 0, sorted(ends)
     while pending:
         first = pending[0]
         pending = [e for e in pending if e > first + BATCH]
         batches += 1
-    bound_reads = max(0, math.ceil((min(ends) - start) / (INTERVAL * EVERY)) - 1)
+    bound_reads = max(0, math.ceil((min(ends) + MARGIN - start) / (INTERVAL * EVERY)) - 1)
     return bound_reads + batches
 
 
@@ -105,10 +110,11 @@ def test_20_waits_ending_a_second_apart_on_49_cost_the_plans_requests(emulators,
     monkeypatch.setenv(
         "AIRFLOW_CONN_LINKSTATS_LINKS_DEFAULT", connection_json(emu.url, probing=True, api_version="49")
     )
-    # phpShort 49 keeps seconds: 20 ends over 7 whole seconds, the first 7-8 s ahead, so the bound
-    # (5 s) passes once before it. Planned: the bound's read, 4 batches (two seconds each) = 5.
+    # phpShort 49 keeps seconds: 20 ends over 7 whole seconds, the first 5-6 s ahead (counted as
+    # passed 7-9 s on), so the bound (5 s) passes once before it. Planned: the bound's read, 4
+    # batches (two seconds each) = 5.
     start = emu.clock.now().timestamp()
-    first = math.ceil(start) + 7
+    first = math.ceil(start) + 5
     ends = [float(first + i // 3) for i in range(WAITS)]
     fmt = "%Y-%m-%dT%H:%M:%S"
     links = []
@@ -129,19 +135,18 @@ def test_20_waits_ending_a_second_apart_on_49_cost_the_plans_requests(emulators,
 
 
 def test_20_waits_ending_at_one_minute_on_44_cost_the_plans_requests(emulators, monkeypatch, fast_batches):
-    from airflow_provider_linkstats.waiting import plan
-
     emu = emulators("44")
     emu.reset()
     monkeypatch.setenv(
         "AIRFLOW_CONN_LINKSTATS_LINKS_DEFAULT", connection_json(emu.url, probing=True, api_version="44")
     )
-    # phpShort 44 keeps minutes: the emulator's clock is set 7 s before a whole minute, and the
-    # waits follow its clock. Planned: the bound's read, one batch = 2.
+    # phpShort 44 keeps minutes: the emulator's clock is set 6 s before a whole minute (a service a
+    # minute or two ahead of the worker), and the waits read its clock from the Date header of its
+    # answers: before the first one (the bound's read) the worker's clock stands in, the end is
+    # minutes away, and nothing is read. Planned: the bound's read, one batch = 2.
     minute = (dt.datetime.now(dt.timezone.utc) + dt.timedelta(minutes=2)).replace(second=0, microsecond=0)
-    emu.clock.set(minute - dt.timedelta(seconds=7))
-    monkeypatch.setattr(plan, "now", lambda: emu.clock.now().timestamp())
-    start = plan.now()
+    emu.clock.set(minute - dt.timedelta(seconds=6))
+    start = emu.clock.now().timestamp()
     ends = [minute.timestamp()] * WAITS
     expiry = {"expiration_date": minute.strftime("%Y-%m-%d"), "expiration_time": minute.strftime("%H:%M")}
     links = [emu.store.add_link(url=f"https://example.com/{i}", alias=f"m{i}", **expiry) for i in range(WAITS)]

@@ -92,6 +92,8 @@ def test_a_tasks_lines_are_shown_while_the_dag_runs(tmp_path, monkeypatch):
     finally:
         runner.close()
     at = {message.split("| ", 1)[1]: when for when, message in shown if "| " in message}
+    written = [line for line in log.read_text().splitlines() if "created" in line or "slow" in line]
+    assert "created 10/20 links (for 2026-03-04, probe on)" in at, written
     first, second = at["created 10/20 links (for 2026-03-04, probe on)"], at["created 20/20 links (1.0/s)"]
     assert second - first >= 3.5 and ended - first >= 3.5, shown  # shown as written, not at the end
     assert "task slow started" in at

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import importlib.util
 import re
+import time
 from dataclasses import dataclass
 
 import airflow
@@ -24,6 +25,7 @@ import pytest
 
 from tests.conftest import DAGS_FOLDER
 from tests.support.docs_pages import REPO, blocks, pages
+from tests.support.service_clock import follow_the_emulators_clock
 from tests.support.used_up import UsedUpLinks
 
 AIRFLOW_3 = not airflow.__version__.startswith("2.")
@@ -86,11 +88,12 @@ def load_dag(doc: DocDag, folder):
 
 @pytest.fixture
 def used_up(emu, monkeypatch):
-    """``UsedUpLinks`` on the emulator; the waits' clock is the emulator's, read after a visit."""
+    """``UsedUpLinks`` on the emulator; the waits follow its clock, read after a visit."""
     from airflow_provider_linkstats.waiting import plan
 
     visitors = UsedUpLinks(emu)
-    monkeypatch.setattr(plan, "now", lambda: (visitors.expire(), emu.clock.now().timestamp())[1])
+    monkeypatch.setattr(plan, "now", lambda: (visitors.expire(), time.time())[1])
+    follow_the_emulators_clock(monkeypatch, emu)
     undo = visitors.install()
     yield visitors
     undo()

@@ -11,6 +11,7 @@ import pytest
 import requests
 
 from tests.support.example_dags import EXAMPLES, VISITORS, click_until_expired, load, load_module
+from tests.support.service_clock import follow_the_emulators_clock
 
 
 def dagbag():
@@ -61,12 +62,10 @@ def seed_dated_link(emu, ends: pendulum.DateTime, **fields):
 
 
 def test_campaign_dag_end_to_end(emu_any, airflow_db, monkeypatch):
-    from airflow_provider_linkstats.waiting import plan
-
     emu = emu_any
     # The visitors expire the dated link by moving the emulator's clock: the wait, which sleeps
-    # until a link's end time, reads that clock too.
-    monkeypatch.setattr(plan, "now", lambda: emu.clock.now().timestamp())
+    # until a link's end time by the service's clock, follows that clock through the jump.
+    follow_the_emulators_clock(monkeypatch, emu)
     monkeypatch.setenv("LINKSTATS_CAMPAIGN_POKE_INTERVAL", "0.5")
     monkeypatch.setenv("LINKSTATS_CAMPAIGN_WAIT_TIMEOUT", "120")
     dag = load("linkstats_campaign_launch")

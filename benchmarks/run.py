@@ -40,6 +40,7 @@ FLEET_TIMEOUT = 720  # four fleets of 1,000 triggers (the rate-limited one waits
 END_TIMES_TIMEOUT = 900  # two generations of 20 waits ending 1-2 minutes ahead (twice with a polling root)
 CLEANUP_TIMEOUT = 2400  # 110,000 + 20,000 + 20,000 links deleted, each run seeded fresh, and 500 at the limit
 LAUNCH_TIMEOUT = 900  # a real Airflow 3 deployment starting, then 40 mapped task processes
+WAREHOUSE_TIMEOUT = 600  # 10,000 links seeded, 7 daily loads of 600 requests each
 
 
 def machine() -> list[str]:
@@ -172,6 +173,28 @@ def cleanup(env: dict[str, str], quick: bool) -> list[Row]:
     return [Row(r["section"], r["what"], r["figure"], r["ratio"], r["target"], r["verdict"]) for r in rows]
 
 
+def warehouse(env: dict[str, str]) -> list[Row]:
+    """Run benchmarks/warehouse.py (7 daily loads of 10,000 links, 500 clicked a day, into SQLite)."""
+    rows_file = Path(tempfile.mkstemp(prefix="linkstats-warehouse-", suffix=".json")[1])
+    what = "daily statistics into a warehouse (benchmarks/warehouse.py)"
+    try:
+        done = subprocess.run(
+            [sys.executable, "-m", "benchmarks.warehouse", "--json", str(rows_file)],
+            env={**os.environ, **env},
+            cwd=HERE.parent,
+            capture_output=True,
+            text=True,
+            timeout=WAREHOUSE_TIMEOUT,
+        )
+    except subprocess.TimeoutExpired:
+        return [Row("7. warehouse", what, "timeout")]
+    rows = json.loads(rows_file.read_text() or "[]")
+    rows_file.unlink(missing_ok=True)
+    if not rows:
+        return [Row("7. warehouse", what, f"failed: {done.stderr[-300:]}")]
+    return [Row(r["section"], r["what"], r["figure"], r["ratio"], r["target"], r["verdict"]) for r in rows]
+
+
 NOTES = """
 How to read it:
 
@@ -189,6 +212,9 @@ How to read it:
   without rate limit seeded through its admin API (and one at 60 requests a minute per client
   address); requests are counted by the emulator, against the minimum N deletes + ceil(N/100)
   pages (the confirming read of each page before its deletes costs ceil(N/100) more).
+- 7: the emulator's clock plays 7 days; each day 500 random links of 10,000 get 1-3 clicks, then the
+  day's load runs in the benchmark's process (peak RSS: Airflow and the provider imported first);
+  requests are counted by the emulator. The naive loop asks every link's statistics every day.
 - 5: each sample is two fresh interpreters, one per side, each importing `airflow.sdk` and then
   the side's modules with plain imports; bytecode caches warm on both sides (a pip install
   compiles them).
@@ -304,6 +330,9 @@ def measure(args: argparse.Namespace, env: dict[str, str]) -> int:
     if not args.no_cleanup:
         progress("6. streaming cleanup of 10,000 and 100,000 links (benchmarks/cleanup.py, a few minutes)")
         rows += cleanup(env, args.quick)
+
+    progress("7. daily statistics into a warehouse (benchmarks/warehouse.py, about a minute)")
+    rows += warehouse(env)
 
     progress("5. DAG parse cost")
     rows += parse_cost.run(env, samples=7 if args.quick else 15)  # a loaded machine moves single samples by 2x

@@ -40,6 +40,11 @@ from airflow_provider_linkstats.client.errors import LinkstatsInputError
 # How a generation expires a link by date.
 LOCAL_MINUTE = "local date and time, rounded up to the minute"  # expiration_date + expiration_time
 UTC_WINDOW = "window in UTC"  # a start and an end, with an explicit offset
+# The zone a generation counts statistics' days in (``Generation.stats_zone``): a zone name ("UTC"),
+# the account's zone (ACCOUNT_ZONE), or the UTC offset the account's zone has at the moment of the
+# request, applied to every click whatever its date (ACCOUNT_OFFSET: MySQL's CONVERT_TZ with an offset).
+ACCOUNT_ZONE = "account"
+ACCOUNT_OFFSET = "account offset"
 # How a generation takes targeting rules.
 PER_KIND = "per kind"  # a numeric target_type and one list field per kind (country, platform, ...)
 ONE_LIST = "one list"  # a named targets_type and one targets list
@@ -72,6 +77,10 @@ class Generation:
     has_disabled: bool = True  # the ``disabled`` flag and the Disabled status
     strips_www: bool = False  # analytics: the stored domain loses every "www."
     hints: Mapping[str, str] = field(default_factory=dict)  # a lacking field -> what to use instead
+    # Statistics: the zone their days are counted in (see ACCOUNT_ZONE) and the daily series a
+    # warehouse load reads per record.
+    stats_zone: str = "UTC"
+    daily_series: tuple[str, ...] = ()
 
     def __repr__(self) -> str:
         return f"Generation({self.label})"
@@ -274,6 +283,7 @@ PHPSHORT_44 = Generation(
     expiry=LOCAL_MINUTE,
     probe="click",
     hints={"starts_at": "phpShort 44-45 links start at once"},
+    daily_series=("clicks",),  # one row per day: a click adds to its UTC day's row
 )
 
 PHPSHORT_46 = Generation(
@@ -326,6 +336,8 @@ PHPSHORT_46 = Generation(
     targeting=ONE_LIST,
     expiry=UTC_WINDOW,
     probe="click",
+    daily_series=("click",),  # hours, days or months by the span asked: days for 1 to 89 days apart
+    stats_zone=ACCOUNT_OFFSET,  # the account's zone's offset when asked (a summer click asked in winter: 1 h off)
     lists_date_expiry=False,  # status=2 lists only links that reached their click limit
     has_disabled=False,
     hints={
@@ -342,6 +354,7 @@ PHPANALYTICS_3 = Generation(
     form_fields={"favorite": None},
     stats_names=_WEBSITE_STATS_3,
     probe="visitors_hour",
+    daily_series=("visitors", "pageviews"),
 )
 
 PHPANALYTICS_31 = Generation(
@@ -357,6 +370,8 @@ PHPANALYTICS_31 = Generation(
     },
     probe="visitors_hour",
     strips_www=True,
+    # observed on a running 31: the server's UTC day whatever the account's zone (32 announces zones)
+    daily_series=("visitors", "pageviews"),
     record_marks=("favorite",),
 )
 

@@ -14,6 +14,8 @@
      second install: its own records and a real install's rate limit), beside the other steps;
    - cleanup: old and fresh expired links seeded, the cleanup DAG deletes only the old ones;
    - report: links and websites with visitors seeded, the report DAG writes its CSV and charts;
+   - warehouse: clicks near midnight in New York seeded, a 3-day backfill of the daily load into a
+     SQLite table (dags_examples/demo/warehouse.py), the table printed and checked;
    - launch: a bulk launch of ``LAUNCH_COUNT`` links from a CSV in one task, at a real install's
      60 requests a minute (the first half of a minute's budget goes at once, the rest is paced);
 
@@ -49,6 +51,8 @@ from typing import Any
 
 import pendulum
 import requests
+
+from dags_examples.demo import warehouse as warehouse_step
 
 REPO = Path(__file__).resolve().parents[2]
 OUT = REPO / "demo-output"
@@ -530,6 +534,16 @@ STEPS = [
         lambda demo: {"top_n": 5, "output_dir": str(REPORTS)},
         prepare_report,
         check_report,
+    ),
+    # A 3-day backfill of the daily statistics load into SQLite, then the table (demo/warehouse.py).
+    Step(
+        "warehouse",
+        "linkstats_stats_to_warehouse",
+        lambda demo: {},
+        lambda demo, emulator: warehouse_step.prepare_warehouse(emulator, say),
+        lambda demo, emulator: warehouse_step.check_warehouse(HOME, say),
+        logical_dates=warehouse_step.warehouse_dates,
+        env=lambda demo: warehouse_step.warehouse_env(HOME),
     ),
     # Last of the demo's emulator: it sets the budget back to a real install's.
     Step(

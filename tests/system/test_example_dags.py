@@ -35,6 +35,8 @@ def test_dagbag_imports_every_example_without_errors(airflow_db):
         "linkstats_cleanup_expired",
         "linkstats_weekly_report",
         "linkstats_bulk_launch",
+        "linkstats_stats_to_warehouse",
+        "linkstats_warehouse_top_links",
     }
     if not airflow.__version__.startswith("2."):
         expected.add("linkstats_cleanup_on_expiry")  # Airflow 3 only (AssetWatcher)
@@ -221,6 +223,7 @@ def test_report_dag_writes_csv_ranked_by_clicks_with_referrers_and_website_traff
         "linkstats_cleanup_expired",
         "linkstats_weekly_report",
         "linkstats_cleanup_on_expiry",
+        "linkstats_stats_to_warehouse",
     ],
 )
 def test_examples_use_only_the_public_api_and_params(dag_id):

@@ -66,6 +66,7 @@ PARSE_TIME_MODULES = {"airflow_provider_linkstats"} | {
         "operators.base",
         "operators.cleanup",
         "operators.launch",
+        "operators.warehouse",
         "operators.links",
         "operators.stats",
         "operators.websites",

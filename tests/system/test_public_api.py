@@ -27,6 +27,7 @@ def test_the_tree_of_all_lists_names_the_public_modules():
         *(f"airflow_provider_linkstats.operators.{m}" for m in ("links", "websites", "stats", "spaces", "pixels")),
         "airflow_provider_linkstats.operators.cleanup",
         "airflow_provider_linkstats.operators.launch",
+        "airflow_provider_linkstats.operators.warehouse",
         "airflow_provider_linkstats.operators.retry_policy",  # LinkstatsRetryPolicy (Airflow 3.3+)
         "airflow_provider_linkstats.sensors.links",
         "airflow_provider_linkstats.triggers.links",

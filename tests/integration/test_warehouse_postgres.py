@@ -1,0 +1,130 @@
+"""The warehouse load into a real PostgreSQL (a private cluster the test starts with initdb and
+pg_ctl, as ``make e2e`` does): the backfill equals the recorded clicks per service day, and a
+re-run, a retry after a kill between two days and two overlapping backfills at once leave the same
+rows. Skipped, saying why, only where the PostgreSQL binaries are missing (CI installs them)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+
+import pytest
+
+from tests.integration.test_warehouse import (
+    RUNS,
+    clicks_near_midnight,
+    concurrently,
+    counted_in,
+    emu_gen,  # noqa: F401 - the fixture
+    link_load,
+    loaded_days,
+    run,
+    truth,
+)
+
+pytestmark = pytest.mark.xdist_group("postgres")
+
+
+@pytest.fixture(scope="module")
+def postgres():
+    """A PostgreSQL 15 cluster on 127.0.0.1 with a database ``airflow`` (trust auth on loopback only)."""
+    from e2e.procs import ProcessGroups
+    from e2e.services import PG_BIN, start_postgres
+
+    if not (PG_BIN / "initdb").exists():
+        pytest.skip(f"PostgreSQL binaries missing ({PG_BIN}/initdb): apt-get install postgresql-15")
+    groups = ProcessGroups()
+    try:
+        proc, database, home = start_postgres(groups)
+        yield proc.port
+    finally:
+        groups.stop_all()
+        if "home" in locals():
+            shutil.rmtree(home, ignore_errors=True)
+
+
+@pytest.fixture
+def pg(postgres, monkeypatch):
+    """Connection ``pgwh`` (the postgres provider's hook), the tables dropped before and after."""
+    monkeypatch.setenv(
+        "AIRFLOW_CONN_PGWH",
+        json.dumps(
+            {"conn_type": "postgres", "host": "127.0.0.1", "port": postgres, "login": "airflow", "schema": "airflow"}
+        ),
+    )
+    from airflow.providers.postgres.hooks.postgres import PostgresHook
+
+    hook = PostgresHook(postgres_conn_id="pgwh")
+
+    def drop() -> None:
+        for table in ("clicks", "clicks_counters", "clicks_days"):
+            hook.run(f"DROP TABLE IF EXISTS {table}")
+
+    drop()
+    yield hook
+    drop()
+
+
+def rows(hook) -> set[tuple]:
+    return {
+        (r[0], r[1].isoformat(), r[2], r[3]) for r in hook.get_records("SELECT link_id, day, zone, clicks FROM clicks")
+    }
+
+
+def load(interval):
+    return run(link_load(interval=interval, sql_conn_id="pgwh"))
+
+
+def test_postgres_backfill_reruns_kill_and_overlapping_backfills(emu_gen, pg, monkeypatch):  # noqa: F811
+    clicks_near_midnight(emu_gen, "America/New_York")
+    zone = counted_in(emu_gen, "America/New_York")
+    expected = {row for row in truth(emu_gen, zone) if row[1] in loaded_days(zone)}
+    reports = [load(interval) for interval in RUNS]
+    assert rows(pg) == expected
+    assert all(r["requests"] == r["minimum_requests"] for r in reports)
+    assert reports[0]["asset"] == f"postgres://127.0.0.1:{pg.get_connection('pgwh').port}/airflow/public/clicks"
+    port = pg.get_connection("pgwh").port
+    operator = link_load(interval=RUNS[0], sql_conn_id="pgwh")
+    run(operator)
+    (output,) = operator.get_openlineage_facets_on_complete(None).outputs
+    assert (output.namespace, output.name) == (f"postgres://127.0.0.1:{port}", "airflow.public.clicks")
+    for interval in reversed(RUNS):
+        load(interval)
+    assert rows(pg) == expected
+    # the day column is a DATE
+    assert pg.get_first(
+        "SELECT data_type FROM information_schema.columns WHERE table_name = 'clicks' AND column_name = 'day'"
+    ) == ("date",)
+
+    from airflow_provider_linkstats.sinks import SqlSink
+
+    pg.run("DELETE FROM clicks")
+    pg.run("DELETE FROM clicks_counters")
+    written = SqlSink.write_day
+
+    def killed_after_one(self, day, *args, **kwargs):
+        written(self, day, *args, **kwargs)
+        raise SystemExit("killed")
+
+    monkeypatch.setattr(SqlSink, "write_day", killed_after_one)
+    with pytest.raises(SystemExit):
+        load((RUNS[1][0], RUNS[3][1]))
+    monkeypatch.setattr(SqlSink, "write_day", written)
+    load((RUNS[1][0], RUNS[3][1]))
+    for interval in RUNS:
+        load(interval)
+    assert rows(pg) == expected
+
+    pg.run("DELETE FROM clicks")
+    pg.run("DELETE FROM clicks_counters")
+    # Two workers: two processes, each a backfill of its own, at the same time.
+    workers = [
+        concurrently(RUNS[:4], "pgwh"),
+        concurrently(RUNS[2:], "pgwh"),
+    ]
+    for worker in workers:
+        worker.start()
+    for worker in workers:
+        worker.join(120)
+    assert [worker.exitcode for worker in workers] == [0, 0]
+    assert rows(pg) == expected

@@ -1,0 +1,165 @@
+"""The warehouse load's plan: the day rule, completeness, and which links need a request."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+import pytest
+
+from airflow_provider_linkstats.client.errors import LinkstatsInputError
+from airflow_provider_linkstats.client.generations import PHPANALYTICS_3, PHPANALYTICS_31, PHPSHORT_44, PHPSHORT_46
+from airflow_provider_linkstats.client.warehouse import (
+    Counter,
+    ServiceDay,
+    bucketing_zone,
+    daily_counts,
+    days_ending_in,
+    minimum_requests,
+    needs_request,
+    plan_days,
+    steady_since,
+)
+
+UTC = dt.timezone.utc
+LATER = dt.datetime(2030, 1, 1, tzinfo=UTC)
+
+
+def utc(text: str) -> dt.datetime:
+    return dt.datetime.fromisoformat(text).replace(tzinfo=UTC)
+
+
+def test_the_bucketing_zone_is_a_fact_of_the_generation():
+    winter, summer = utc("2026-01-15T12:00"), utc("2026-07-15T12:00")
+    assert bucketing_zone(PHPSHORT_44, "Asia/Kolkata", winter) == "UTC"  # a click adds to its UTC day's row
+    assert bucketing_zone(PHPANALYTICS_3, "Asia/Kolkata", winter) == "UTC"
+    assert bucketing_zone(PHPANALYTICS_31, "Asia/Kolkata", winter) == "UTC"  # observed on a running 31
+    # phpShort 46+: the account zone's offset at the moment asked
+    assert bucketing_zone(PHPSHORT_46, "America/New_York", winter) == "UTC-05:00"
+    assert bucketing_zone(PHPSHORT_46, "America/New_York", summer) == "UTC-04:00"
+    assert bucketing_zone(PHPSHORT_46, "Asia/Kolkata", summer) == "UTC+05:30"
+    assert bucketing_zone(PHPSHORT_46, "UTC", summer) == "UTC"
+
+
+def test_days_of_a_fixed_offset_and_their_wider_windows():
+    day = ServiceDay.of(dt.date(2026, 7, 4), "UTC-05:00")
+    assert (day.start, day.end) == (utc("2026-07-04T05:00"), utc("2026-07-05T05:00"))  # EST bounds, in July
+    plan = plan_days(utc("2026-07-05T00:00"), utc("2026-07-06T00:00"), "UTC-05:00", now=utc("2026-07-06T00:05"))
+    assert plan.dates == [dt.date(2026, 7, 4)] and plan.today == dt.date(2026, 7, 5)
+    # the service selects July's days with EDT bounds: a day more each way catches every click named July 4
+    assert plan.windows() == [(dt.date(2026, 7, 3), dt.date(2026, 7, 6))]
+
+
+@pytest.mark.parametrize(
+    ("zone", "expected"),
+    [
+        ("UTC", "2025-03-10"),  # the UTC day ends at the interval's end
+        ("America/New_York", "2025-03-09"),  # ends 04:00 UTC on the 10th (DST began on the 9th)
+        ("Asia/Kolkata", "2025-03-10"),  # ends 18:30 UTC on the 10th
+    ],
+)
+def test_a_daily_utc_interval_loads_the_zone_day_that_ends_in_it(zone, expected):
+    assert days_ending_in(utc("2025-03-10T00:00"), utc("2025-03-11T00:00"), zone) == [dt.date.fromisoformat(expected)]
+
+
+@pytest.mark.parametrize("zone", ["UTC", "America/New_York", "Asia/Kolkata", "Australia/Lord_Howe"])
+def test_back_to_back_intervals_load_every_day_exactly_once(zone):
+    start = utc("2025-03-01T00:00")
+    loaded: list[dt.date] = []
+    for hours in (24, 24, 7, 17, 24, 48, 1, 23, 24 * 7, 24 * 31):  # daily, uneven, weekly, monthly
+        end = start + dt.timedelta(hours=hours)
+        loaded += days_ending_in(start, end, zone)
+        start = end
+    assert loaded == sorted(set(loaded))
+    first, last = loaded[0], loaded[-1]
+    assert len(loaded) == (last - first).days + 1  # no gap, no repeat
+
+
+def test_an_empty_interval_a_manual_run_on_airflow_3_loads_the_day_that_ended_last():
+    moment = utc("2025-03-10T20:00")
+    assert days_ending_in(moment, moment, "UTC") == [dt.date(2025, 3, 9)]
+    assert days_ending_in(moment, moment, "Asia/Kolkata") == [dt.date(2025, 3, 10)]  # ended 18:30 UTC
+
+
+def test_a_day_not_over_is_loaded_as_incomplete_and_a_day_not_begun_is_refused():
+    plan = plan_days(utc("2025-03-10T00:00"), utc("2025-03-11T00:00"), "Asia/Kolkata", now=utc("2025-03-10T20:00"))
+    assert plan.dates == [dt.date(2025, 3, 10)] and not plan.incomplete  # over at 18:30 UTC
+    plan = plan_days(utc("2025-03-10T00:00"), utc("2025-03-11T00:00"), "UTC", now=utc("2025-03-10T20:00"))
+    assert plan.incomplete == {dt.date(2025, 3, 10)}
+    with pytest.raises(LinkstatsInputError) as caught:
+        plan_days(utc("2025-03-11T00:00"), utc("2025-03-12T00:00"), "UTC", now=utc("2025-03-10T20:00"))
+    assert caught.value.field == "data_interval_end" and "in the future" in str(caught.value)
+
+
+def test_pendulum_moments_as_airflow_passes_them():
+    import pendulum
+
+    start = pendulum.datetime(2025, 3, 10, tz="Europe/Paris")
+    plan = plan_days(start, start.add(days=1), "UTC", now=pendulum.now("UTC"))
+    assert plan.dates == [dt.date(2025, 3, 9)]  # Paris' day is 23:00-23:00 UTC: the UTC 9th ends in it
+
+
+def test_days_an_earlier_run_loaded_incomplete_are_reloaded():
+    plan = plan_days(utc("2025-03-10T00:00"), utc("2025-03-11T00:00"), "UTC", now=LATER, reload=[dt.date(2025, 3, 8)])
+    assert plan.dates == [dt.date(2025, 3, 8), dt.date(2025, 3, 10)]
+
+
+@pytest.mark.parametrize("value", ["2025-03-10", "yesterday", dt.datetime(2025, 3, 10), None])
+def test_interval_bounds_must_be_aware(value):
+    with pytest.raises(LinkstatsInputError) as caught:
+        plan_days(value, utc("2025-03-11T00:00"), "UTC", now=LATER)
+    assert caught.value.field == "data_interval_start"
+
+
+def test_a_bad_zone_is_refused():
+    with pytest.raises(LinkstatsInputError, match="IANA"):
+        plan_days(utc("2025-03-10T00:00"), utc("2025-03-11T00:00"), "Mars/Olympus", now=LATER)
+
+
+def test_request_windows_reach_today_and_stay_within_the_day_buckets():
+    plan = plan_days(utc("2025-03-10T00:00"), utc("2025-03-11T00:00"), "UTC", now=utc("2025-03-11T00:05"))
+    assert plan.windows() == [(dt.date(2025, 3, 10), dt.date(2025, 3, 11))]  # one request, through today
+    plan = plan_days(utc("2024-01-01T00:00"), utc("2024-07-01T00:00"), "UTC", now=LATER)
+    windows = plan.windows()
+    assert windows[0][0] == dt.date(2024, 1, 1) and windows[-1][1] == dt.date(2024, 6, 30)
+    assert all((to - first).days < 90 for first, to in windows)  # phpShort 46+ answers days under 90 days apart
+    assert all(b[0] - a[1] == dt.timedelta(days=1) for a, b in zip(windows, windows[1:], strict=False))
+
+
+# -- only what changed ---------------------------------------------------------------------------------
+
+
+def test_a_link_needs_a_request_unless_its_counter_held_before_the_first_day_began():
+    day = ServiceDay.of(dt.date(2025, 3, 10), "UTC")
+    assert not needs_request(0, None, day)  # never clicked
+    assert needs_request(3, None, day)  # never loaded
+    assert not needs_request(3, Counter(3, utc("2025-03-09T12:00")), day)
+    assert needs_request(3, Counter(3, utc("2025-03-10T00:05")), day)  # a click just after midnight is possible
+    assert needs_request(4, Counter(3, utc("2025-03-01T00:00")), day)
+
+
+def test_the_counter_is_steady_since_the_end_of_the_last_day_with_clicks():
+    plan = plan_days(utc("2025-03-10T00:00"), utc("2025-03-11T00:00"), "UTC", now=utc("2025-03-11T00:05"))
+    listed = utc("2025-03-11T00:05")
+    windows = plan.windows()
+    clicked_on_the_10th = {dt.date(2025, 3, 10): 2}
+    assert steady_since(listed, clicked_on_the_10th, windows, plan) == utc("2025-03-11T00:00")
+    # a click after midnight today: only the listing's moment is known
+    assert steady_since(listed, {dt.date(2025, 3, 11): 1}, windows, plan) == listed
+    # no click in the window at all: steady since the first day to load began
+    assert steady_since(listed, {}, windows, plan) == utc("2025-03-10T00:00")
+    # a window that does not reach today (a backfill of old days) proves nothing before the listing
+    old = plan_days(utc("2025-01-10T00:00"), utc("2025-01-11T00:00"), "UTC", now=LATER)
+    assert steady_since(listed, {}, [(dt.date(2025, 1, 10), dt.date(2025, 1, 10))], old) == listed
+
+
+def test_daily_counts_read_days_and_the_hours_of_a_single_day():
+    rows = [{"value": "2025-03-10 23", "count": "2"}, {"value": "2025-03-10 01", "count": 1}, {"value": "2025-03-11"}]
+    assert daily_counts(rows) == {dt.date(2025, 3, 10): 3, dt.date(2025, 3, 11): 0}
+    with pytest.raises(ValueError, match="not a day"):
+        daily_counts([{"value": "2025-03", "count": 4}])  # months: a span phpShort 46+ buckets by month
+
+
+def test_the_minimum_requests():
+    assert minimum_requests(listed=10_000, changed=500) == 100 + 500
+    assert minimum_requests(listed=1, changed=0) == 1
+    assert minimum_requests(websites=3, statistics=2) == 6

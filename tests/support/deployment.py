@@ -18,6 +18,7 @@ process is started in its own process group and the whole group is killed at the
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import secrets
 import shutil
@@ -266,6 +267,10 @@ def deployment_env(home: Path, dags: Path, api_port: int, emulators: dict) -> di
         # 422 (not a link statistic), which failed the weekly report whenever it ran while the
         # campaign's website existed (seen under parallel load).
         "AIRFLOW_CONN_LINKSTATS_ANALYTICS_DEFAULT": connection_json(campaign.analytics_url, "linkstats_analytics"),
+        # The statistics example's warehouse: a SQLite file under the home, as the DAG's docstring says.
+        "AIRFLOW_CONN_LINKSTATS_WAREHOUSE": json.dumps(
+            {"conn_type": "sqlite", "host": str(home / "linkstats_warehouse.db")}
+        ),
     }
     if "expiry" in emulators:
         env["LINKSTATS_EXPIRY_POKE_INTERVAL"] = "1"

@@ -9,6 +9,7 @@ beside this one on an emulator and connection of its own (tests/support/deployme
 
 from __future__ import annotations
 
+import contextlib
 import json
 import threading
 import time
@@ -22,7 +23,14 @@ from tests.support.example_dags import click_until_expired
 from tests.system.test_deployment_readme import README_LINK_POSTS
 
 DAG_ID = "linkstats_campaign_launch"
-SCHEDULED_EXAMPLES = ("linkstats_cleanup_expired", "linkstats_weekly_report")
+# Scheduled by the scheduler beside the campaign: a daily run each (the warehouse load's run then
+# schedules linkstats_warehouse_top_links on its table's asset).
+SCHEDULED_EXAMPLES = (
+    "linkstats_cleanup_expired",
+    "linkstats_weekly_report",
+    "linkstats_stats_to_warehouse",
+    "linkstats_warehouse_top_links",
+)
 
 
 @scenario("campaign")
@@ -108,6 +116,11 @@ def campaign(shared: SharedDeployment) -> None:
             # must not hide a failure of these.
             assert deployment.unexplained_retries(dag_id) == []
         assert list((home / "linkstats-reports").glob("top_links_*.csv"))
+        import sqlite3
+
+        with contextlib.closing(sqlite3.connect(home / "linkstats_warehouse.db")) as warehouse:
+            days = warehouse.execute("SELECT COUNT(*) FROM linkstats_link_clicks_daily_days").fetchone()[0]
+        assert days >= 1  # the scheduled run loaded its day (the rows: tests/integration/test_warehouse.py)
 
         # Real per-task log files (trigger logs included) and every metadata row: no API key.
         watched = {"API key": API_KEY}

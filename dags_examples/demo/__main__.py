@@ -213,6 +213,7 @@ LOG_LINE = re.compile(
 SHOWN_MESSAGES = re.compile(
     r"^(bulk delete finished|deleted \d+/\d+ |created link|created website|.* deleted$"
     r"|bulk create finished|created \d+/\d+ links|\d+ of \d+ links exist already|waiting \d+ s for"
+    r"|created [\d,]+, created by an earlier try .* links done|(?:would delete|deleted) [\d,]+ of [\d,]+ matching links"
     r"|Deferring: |Waiting for \d+ links? to expire|\d+ links? expired$)"
 )
 TASK_START = re.compile(r"^\[DAG TEST\] starting task_id=(\S+) map_index=(-?\d+)")
@@ -220,7 +221,12 @@ TASK_START = re.compile(r"^\[DAG TEST\] starting task_id=(\S+) map_index=(-?\d+)
 TASK_START_2 = re.compile(r"^Exporting env vars: .*AIRFLOW_CTX_TASK_ID='([^']+)'")
 # Progress lines of a run this short say nothing its summary line does not (and a rate measured
 # over three deletes in a few milliseconds reads oddly beside "finished in 0.0 s"): not shown.
-PROGRESS_LINE = re.compile(r"^(?:deleted|created) \d+/(\d+) ")
+# The total: the bulk delete's "deleted 1/3 links", the launch's "...: 28/40 links done", the
+# cleanup's "deleted 3 of 3 matching links".
+PROGRESS_LINE = re.compile(
+    r"^(?:deleted|created) \d+/(\d+) |^created [\d,]+, .*: [\d,]+/([\d,]+) links done"
+    r"|^(?:would delete|deleted) [\d,]+ of ([\d,]+) matching links"
+)
 SHORT_RUN = 10
 
 
@@ -237,7 +243,7 @@ def shown_line(line: str) -> str | None:
         if task:
             return f"task {task.group(1)} started"
         progress = PROGRESS_LINE.match(message)
-        if progress and int(progress.group(1)) < SHORT_RUN:
+        if progress and int(next(g for g in progress.groups() if g).replace(",", "")) < SHORT_RUN:
             return None
         return message if SHOWN_MESSAGES.match(message) else None
     if PLAIN_LOG_LINE.match(line):

@@ -27,8 +27,21 @@ def test_progress_lines_of_a_run_of_a_few_links_are_left_to_its_summary():
     assert shown_line(LOG.format("deleted 1/3 links (1.0/s, about 2 s left)")) is None
     finished = "bulk delete finished in 0.0 s: 3 deleted, 0 already gone, 0 failed, of 3 links"
     assert shown_line(LOG.format(finished)) == finished
-    for progress in ("deleted 10/30 links (5.0/s, about 4 s left)", "created 32/40 links (7.8/s, about 8 s left)"):
+    shown = (
+        "deleted 10/30 links (5.0/s, about 4 s left)",
+        "created 32/40 links (7.8/s, about 8 s left)",
+        # the bulk launch's and the cleanup's lines as they read now (issue 32: the launch's pacing shown)
+        "created 28, created by an earlier try 0, skipped 0, updated 0, failed 0: 28/40 links done (1.0/s)",
+        "deleted 1,234 of 5,000 matching links, 2,000 of 9,000 listed examined, 21 listing request(s) (1.0/s)",
+    )
+    for progress in shown:
         assert shown_line(LOG.format(progress)) == progress
+    hidden = (
+        "created 2, created by an earlier try 0, skipped 0, updated 0, failed 0: 2/3 links done (1.0/s)",
+        "deleted 1 of 3 matching links, 3 of 3 listed examined, 2 listing request(s) (1.0/s)",
+    )
+    for progress in hidden:  # a run of a few links: its summary line says it all
+        assert shown_line(LOG.format(progress)) is None
     assert shown_line(LOG.format("Task instance state updated")) is None  # Airflow's own noise
     assert shown_line("alias   clicks") == "alias   clicks"  # what a task prints: its tables
     started = LOG.format("[DAG TEST] starting task_id=create_links map_index=2")

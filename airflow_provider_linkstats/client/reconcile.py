@@ -86,11 +86,23 @@ def conflict_error(
         f"another's: {'; '.join(d.describe() for d in others)}. Nothing was written to it; choose another "
         f"{resource.natural_key}, or set if_exists='update' to overwrite it"
     )
+    return existing_error(LinkstatsConflictError, message, existing.get("id"), taken, conn_id)
+
+
+def existing_error(
+    kind: type[LinkstatsExistsError],
+    message: str,
+    record_id: Any,
+    taken: LinkstatsValidationError | None,
+    conn_id: str | None,
+) -> LinkstatsExistsError:
+    """``kind`` saying ``message`` about the existing record ``record_id``: the service's 422 "taken"
+    reworded where there was one (its method, URL and status kept), else an error of our own."""
     if taken is not None:
-        error = taken.reworded(message, LinkstatsConflictError)
+        error = taken.reworded(message, kind)
     else:
-        error = LinkstatsConflictError(message, status=None, conn_id=conn_id)
-    error.record_id = existing.get("id")
+        error = kind(message, status=None, conn_id=conn_id)
+    error.record_id = record_id
     return error
 
 
@@ -178,12 +190,7 @@ def _meet_existing(
             f"set if_exists='skip' to reuse it or if_exists='update' to overwrite its fields: a {noun} with "
             f"{key_name} {key!r} already exists (id={record_id})"
         )
-        if taken is not None:
-            error = taken.reworded(message, LinkstatsExistsError)
-        else:
-            error = LinkstatsExistsError(message, status=None, conn_id=conn_id)
-        error.record_id = record_id
-        raise error
+        raise existing_error(LinkstatsExistsError, message, record_id, taken, conn_id)
     if if_exists == "skip":
         others = identity_differences(resource, fields, existing)
         if others:  # another's record: "skip" never writes to it, nor reports it as ours

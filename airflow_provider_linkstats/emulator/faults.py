@@ -22,6 +22,7 @@ class FaultRule:
     body: str | None = None  # None: a JSON {"message": ...}
     content_type: str = "text/html; charset=utf-8"
     after_commit: bool = False  # handle the request (the change is committed), then answer ``status``
+    commit_after: float | None = None  # answer ``status`` at once, handle the request this many seconds later
 
     def matches(self, method: str, path: str) -> bool:
         relative = paths.api_relative(path)
@@ -59,6 +60,7 @@ class Faults:
         body: str | None = None,
         content_type: str = "text/html; charset=utf-8",
         after_commit: bool = False,
+        commit_after: float | None = None,
     ) -> None:
         """Answer the next ``count`` matching API requests with ``status`` instead of handling them.
 
@@ -76,9 +78,10 @@ class Faults:
             api_path_prefix(path_prefix),
             int(status),
             _retry_after(retry_after),
-            body if body is not None or not after_commit else proxy_page(int(status)),
+            body if body is not None or not (after_commit or commit_after is not None) else proxy_page(int(status)),
             content_type,
             bool(after_commit),
+            None if commit_after is None else float(commit_after),
         )
         with self._lock:
             self._fail.append(rule)

@@ -85,6 +85,7 @@ class RateLimiter:
         self._next_send = 0.0  # earliest start of the next request while spreading
         self._in_flight = 0
         self.waited = 0.0  # total seconds callers were held back (for progress lines and benchmarks)
+        self.sent = 0  # requests let go: progress lines measure what one unit of work costs from it
         self.throttled = 0  # 429 answers seen
         self.windows_seen = 0  # new server windows noticed (refills)
         # Told the seconds of each wait as it begins (from the waiting thread): a long run's
@@ -113,6 +114,7 @@ class RateLimiter:
             if remaining is None:  # nothing known yet: the first request finds out
                 self._in_flight += 1
                 self._sent_in_window += 1
+                self.sent += 1
                 return 0.0
             if remaining <= 0:
                 if self._reset_at is None:
@@ -128,6 +130,7 @@ class RateLimiter:
             self._remaining = remaining - 1
             self._in_flight += 1
             self._sent_in_window += 1
+            self.sent += 1
             return 0.0
 
     def now(self) -> float:

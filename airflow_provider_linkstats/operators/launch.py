@@ -433,7 +433,9 @@ class Launch:
             self.refuse_conflicts(existing)  # before any write: "skip" never touches another's link
         total = len(prepared)
         limiter = getattr(self.hook.client, "limiter", None)
-        progress = LaunchProgress(total, log=self.log, pace=lambda: _pace(limiter))
+        progress = LaunchProgress(
+            total, log=self.log, pace=lambda: _pace(limiter), requests=lambda: getattr(limiter, "sent", None)
+        )
         every = max(1, min(100, total // 10))
         told = getattr(limiter, "on_wait", None)
         if limiter is not None:

@@ -68,10 +68,16 @@ class Faults:
         (an HTML error page, truncated JSON...) instead of the JSON message; with ``after_commit``
         and no body, a proxy's own HTML page. ``after_commit``: the request is handled first (a
         create or update is committed) and its answer replaced, as a gateway that gave up waiting
-        for a PHP request that still ran to the end (502, 504; a proxy's 503).
+        for a PHP request that still ran to the end (502, 504; a proxy's 503). ``commit_after``
+        (seconds): the gateway answers at once (a proxy's HTML page unless ``body``) and the request
+        is handled (committed) that much later, as a PHP request that runs on after its gateway gave up.
         """
         if not 200 <= int(status) <= 599:
             raise ValueError(f"status must be a final HTTP status (200-599), got {status!r}")
+        if commit_after is not None and (
+            isinstance(commit_after, bool) or not isinstance(commit_after, (int, float)) or commit_after < 0
+        ):
+            raise ValueError(f"commit_after must be a number of seconds >= 0, got {commit_after!r}")
         rule = FaultRule(
             _count(count),
             _method(method),

@@ -176,6 +176,11 @@ def duration(seconds: float) -> str:
     return f"{seconds / 3600:.1f} h"
 
 
+def counted(number: int, noun: str) -> str:
+    """``1 day``, ``3 days``: a count and its noun, singular for one."""
+    return f"{number} {noun}{'' if number == 1 else 's'}"
+
+
 _duration = duration  # the name bulk deletes used
 
 

@@ -163,9 +163,11 @@ class LinkstatsStatsToWarehouseOperatorBase(LinkstatsBaseOperator):
             if plan.incomplete else "",
         )  # fmt: skip
         result = self.load(plan, sink, generation, statistic, breakdown, ids, filters)
+        from airflow_provider_linkstats.streaming import counted
+
         self.log.info(
-            "loaded %d rows for %d days into %s: %d requests (the minimum: %d)",
-            result["rows"], len(plan.days), sink.describe(), result["requests"], result["minimum_requests"],
+            "loaded %s for %s into %s: %d requests (the minimum: %d)", counted(result["rows"], "row"),
+            counted(len(plan.days), "day"), sink.describe(), result["requests"], result["minimum_requests"],
         )  # fmt: skip
         self.lineage_output = sink.lineage_dataset()
         asset = self._asset_uri(sink.asset_uri())

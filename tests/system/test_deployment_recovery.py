@@ -140,6 +140,22 @@ def recovery(shared: SharedDeployment) -> None:
     # were said to exist before the run).
     assert_made_by(launch_result(deployment, 0), killed_with, "the documented clear")
 
+    # A clear of the whole (finished) run: Airflow queues it again and moves its start_date past every
+    # link; the launch runs a third time and finds all 40, each made by an earlier try of this run
+    # (before issue 37: all 40 "before the run", created_earlier 0, the start_date being the evidence).
+    deployment.cli("tasks", "clear", DAG_ID, "--yes")
+    deadline = time.monotonic() + 180
+    while task_row(deployment, "try_number")[0] <= first_try + 1 or deployment.run_states(DAG_ID)[0] != "success":
+        assert time.monotonic() < deadline, f"the cleared run did not end: {deployment.run_states(DAG_ID)}"
+        assert deployment.run_states(DAG_ID)[0] != "failed", deployment.failed_task_logs(DAG_ID)
+        time.sleep(1)
+    whole = launch_result(deployment, 0)
+    assert Counter(link["made_by"] for link in whole["links"].values()) == {"an earlier try of this run": ROWS}, (
+        "after a clear of the whole run",
+        {k: whole[k] for k in ("created", "created_earlier", "skipped")},
+    )
+    assert made(emu, "recover") == [f"recover-sku-{n:04d}" for n in range(1, ROWS + 1)]  # nothing made twice
+
     # A second run, killed the same way and left to the example's own retry (a minute later): the
     # plain retry says the same (before: 30 of 36 links the first try made were "before the run").
     emu.faults.set_latency(1.0)

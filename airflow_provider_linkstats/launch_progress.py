@@ -24,7 +24,7 @@ from collections import deque
 from collections.abc import Callable
 from typing import Any
 
-from airflow_provider_linkstats.streaming import duration, unit_pace
+from airflow_provider_linkstats.streaming import MIN_COSTED_UNITS, duration, unit_pace
 
 # What happened to one link; the result's counts carry these names.
 CREATED, CREATED_EARLIER, SKIPPED, UPDATED, FAILED = "created", "created_earlier", "skipped", "updated", "failed"
@@ -99,10 +99,10 @@ class LaunchProgress:
         return min(rate, pace) if pace else rate
 
     def per_link(self) -> float | None:
-        """Requests a written link has cost so far (measured), or None before any."""
+        """Requests a written link has cost so far (measured), or None before ``MIN_COSTED_UNITS``."""
         sent, before = self.requests(), self._requests_before
         written = sum(self.counts[kind] for kind in WRITTEN)
-        if sent is None or before is None or written <= 0 or sent <= before:
+        if sent is None or before is None or written < MIN_COSTED_UNITS or sent <= before:
             return None
         return (sent - before) / written
 

@@ -47,9 +47,16 @@ def budget_pace(limiter: Any) -> float | None:
 
 
 def requests_sent(limiter: Any) -> int | None:
-    """Requests the rate limiter has let go so far (``RateLimiter.sent``), or None without one."""
-    sent = getattr(limiter, "sent", None)
+    """Requests the rate limiter has let go and heard back from so far (``RateLimiter.answered``), or
+    None without one."""
+    sent = getattr(limiter, "answered", None)
     return sent if isinstance(sent, int) and not isinstance(sent, bool) else None
+
+
+# Units done before what one costs is read from the requests answered: until then the threads'
+# answers that arrived before their units were counted (up to one per thread) would make the
+# first units look several times dearer than they are.
+MIN_COSTED_UNITS = 20
 
 
 def unit_pace(pace: float | None, per_unit: float | None) -> float | None:
@@ -115,9 +122,10 @@ class Progress:
 
     @property
     def per_unit(self) -> float | None:
-        """Requests one unit has cost so far (measured), or None before any unit or without a limiter."""
+        """Requests one unit has cost so far (measured), or None before ``MIN_COSTED_UNITS`` units or
+        without a limiter (then the budget's request pace caps the rate, as if a unit cost one)."""
         sent, done = requests_sent(self.limiter), self.samples[-1][1]
-        if sent is None or self._sent_before is None or done <= 0 or sent <= self._sent_before:
+        if sent is None or self._sent_before is None or done < MIN_COSTED_UNITS or sent <= self._sent_before:
             return None
         return (sent - self._sent_before) / done
 

@@ -133,6 +133,13 @@ class RateLimiter:
             self.sent += 1
             return 0.0
 
+    @property
+    def answered(self) -> int:
+        """Requests let go whose answer (or failure) is in: what progress lines measure a unit's cost
+        by (requests still out would make the first units look dearer than they are)."""
+        with self._lock:
+            return self.sent - self._in_flight
+
     def now(self) -> float:
         """The limiter's clock: a client stamps a request with it to pass as ``observe(sent_at=)``."""
         return self._clock()

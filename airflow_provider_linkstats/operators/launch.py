@@ -434,7 +434,7 @@ class Launch:
         total = len(prepared)
         limiter = getattr(self.hook.client, "limiter", None)
         progress = LaunchProgress(
-            total, log=self.log, pace=lambda: _pace(limiter), requests=lambda: getattr(limiter, "sent", None)
+            total, log=self.log, pace=lambda: _pace(limiter), requests=lambda: getattr(limiter, "answered", None)
         )
         every = max(1, min(100, total // 10))
         told = getattr(limiter, "on_wait", None)

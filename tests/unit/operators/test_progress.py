@@ -126,7 +126,7 @@ def test_rate_and_time_left_are_in_units_capped_by_the_budget_per_unit():
     Before: '1.0/s, about 60 s left' for 60 units left, which took 120 s."""
     clock = Clock()
     limiter = budget_of_one_a_second(clock)
-    limiter.sent = 7  # the listing's pages before the run: not its units' cost
+    limiter.sent = 7  # the listing's pages before the run (answered): not its units' cost
     progress = Progress(limiter=limiter, clock=clock)
     for second in range(1, 41):  # a burst: 40 units in 40 s (2 requests each, the budget's first half)
         limiter.sent += 2

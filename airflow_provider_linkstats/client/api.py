@@ -573,7 +573,8 @@ class LinkstatsClient:
         for record in self.iter(resource, filters):
             if earliest is None:  # after the first page (``since`` may need its Date)
                 moment = since() if callable(since) else since
-                # created_at keeps whole seconds; the clock's uncertainty and margin aside, nothing older is this create's
+                # created_at keeps whole seconds; the clock's uncertainty and margin aside, nothing older is
+                # this create's
                 earliest = moment - dt.timedelta(seconds=self.clock.margin + 1.0)
             if not isinstance(record.get(field), str) or not same_text(value, record[field]):
                 continue

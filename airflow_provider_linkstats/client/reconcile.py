@@ -221,8 +221,10 @@ def _meet_existing(
     # service's clock it was created after the moment no try of this task had sent anything before
     # (``made_since()``: the task's evidence, which a clear does not move) and it is what was asked.
     since = made_since() if made_since is not None else None  # asked now: the clock has heard the service
-    ours = since is not None and created_since(existing, since, slack=0) and not identity_differences(
-        resource, fields, existing
+    ours = (
+        since is not None
+        and created_since(existing, since, slack=0)
+        and not identity_differences(resource, fields, existing)
     )
     if ours and if_exists != "update":
         repair = records.unset_fields(existing, fields, resource)

@@ -421,7 +421,9 @@ class LinkstatsCreateOperatorBase(LinkstatsLineageMixin, LinkstatsBaseOperator):
         since, _ = earlier_tries_since(context)
         record, outcome = self.hook.create_or_reconcile(fields, if_exists, self.resource, tries_since=since)
         if outcome == "created_earlier":
-            self.log.info("%s id=%s was created by an earlier try of this task", self.resource.singular, record.get("id"))
+            self.log.info(
+                "%s id=%s was created by an earlier try of this task", self.resource.singular, record.get("id")
+            )
         else:
             self.log.info("%s %s id=%s", outcome, self.resource.singular, record.get("id"))
         self.touched_ids = (record["id"],)

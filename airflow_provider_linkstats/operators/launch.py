@@ -539,8 +539,10 @@ class Launch:
                 return record, outcome, THIS_TRY
             return record, self._kept(record, outcome), self.made_by(record)
         made_by = self.made_by(existing)
-        if made_by == EARLIER_TRY and self.if_exists != "update" and not identity_differences(LINKS, item.fields, existing):
-            # Our own link (its try's worker was lost): fields the service left unset (a write it ignored) are filled in.
+        ours = made_by == EARLIER_TRY and not identity_differences(LINKS, item.fields, existing)
+        if ours and self.if_exists != "update":
+            # Our own link (its try's worker was lost): fields the service left unset (a write it
+            # ignored) are filled in.
             repair = self.hook.unset_fields(existing, item.fields)
             if repair:
                 self.log.warning(

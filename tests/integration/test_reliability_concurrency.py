@@ -74,7 +74,10 @@ def test_eight_threads_share_one_hook_without_losing_or_doubling_a_request(emu, 
             results = list(pool.map(do, work))
         overlapped = time.monotonic() - started
         retried = {alias: create(alias) for alias in unknown}  # the task's retry: its create is sent again
-        results = [retried.get(item[1], result) if item[0] == "create" else result for item, result in zip(work, results, strict=True)]
+        results = [
+            retried.get(item[1], result) if item[0] == "create" else result
+            for item, result in zip(work, results, strict=True)
+        ]
     finally:
         hook.close()
     assert len(unknown) == fail_post

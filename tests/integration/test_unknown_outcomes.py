@@ -28,7 +28,10 @@ GATEWAY = (502, 503, 504)
 def emu(request, emulators, monkeypatch):
     emulator = emulators(request.param)
     emulator.reset()
-    monkeypatch.setenv("AIRFLOW_CONN_LINKSTATS_LINKS_DEFAULT", connection_json(emulator.url, api_version=request.param, late_commit_window=2))
+    monkeypatch.setenv(
+        "AIRFLOW_CONN_LINKSTATS_LINKS_DEFAULT",
+        connection_json(emulator.url, api_version=request.param, late_commit_window=2),
+    )
     monkeypatch.setenv(
         "AIRFLOW_CONN_LINKSTATS_ANALYTICS_DEFAULT",
         connection_json(emulator.analytics_url, "linkstats_analytics", api_version=ANALYTICS_OF[request.param]),

@@ -119,8 +119,6 @@ class _Server(ThreadingHTTPServer):
         self.send_date = True  # False: no answer carries a Date header
 
 
-
-
 class ScriptedServer:
     def __init__(self, *, send_date: bool = True) -> None:
         self._server = _Server()

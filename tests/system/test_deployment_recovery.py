@@ -34,8 +34,9 @@ CLEAR = ("tasks", "clear", DAG_ID, "-t", TASK, "--downstream", "--yes")
 def task_row(deployment, *columns: str, run: int = 0) -> tuple:
     """Columns of the launch task of the ``run``-th run (0: the first, by id)."""
     rows = deployment.query(
-        f"SELECT {', '.join(f'ti.{c}' for c in columns)} FROM task_instance ti JOIN dag_run dr ON dr.dag_id = ti.dag_id "
-        "AND dr.run_id = ti.run_id WHERE ti.dag_id = ? AND ti.task_id = ? ORDER BY dr.id",
+        f"SELECT {', '.join(f'ti.{c}' for c in columns)} FROM task_instance ti "
+        "JOIN dag_run dr ON dr.dag_id = ti.dag_id AND dr.run_id = ti.run_id "
+        "WHERE ti.dag_id = ? AND ti.task_id = ? ORDER BY dr.id",
         DAG_ID,
         TASK,
     )

@@ -144,7 +144,8 @@ def test_fail_next_commit_after_answers_at_once_and_commits_later(api, emu):
 
 def test_fail_next_refuses_a_negative_commit_after(emu):
     answer = admin(emu, "POST", "/faults/fail_next", {"status": 504, "commit_after": -1})
-    assert answer.status_code == 422 and answer.json() == {"message": "commit_after must be a number of seconds >= 0, got -1"}
+    assert answer.status_code == 422
+    assert answer.json() == {"message": "commit_after must be a number of seconds >= 0, got -1"}
 
 
 def test_admin_errors_are_json_messages_not_a_dicts_repr(emu):

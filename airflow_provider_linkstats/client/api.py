@@ -425,11 +425,12 @@ class LinkstatsClient:
         what = f"{resource.natural_key} {key_value!r}" if key_value else f"url {fields.get('url')!r}"
         since = dt.datetime.fromtimestamp(sent_at + self.clock.offset, dt.timezone.utc)
         # A retry meets a record with the key (a create refused as taken; spaces, pixels and domains are
-        # looked up by name first) and takes it as its own by created_at. A link without alias is not.
-        looks_first = bool(key_value)
+        # looked up by name first; a link without alias by its URL among those made since the run was
+        # due: reconcile.create_or_reconcile) and takes it as its own by created_at.
+        looks_first = bool(key_value) or (resource is LINKS and bool(fields.get("url")))
         after = (
             "the task's retry looks for it again before creating" if looks_first else
-            "a retry would send it again (give the link an alias, so that a retry finds it by it)"
+            "a retry would send it again"
         )  # fmt: skip
         error = LinkstatsOutcomeUnknownError(
             f"{request.describe()}: {_unknown_reason(unknown)}; the {resource.singular} was looked up by {what} "
@@ -550,6 +551,14 @@ class LinkstatsClient:
                 "answers lack a Date header: a proxy that strips it?)"
             )
         return dt.datetime.fromtimestamp(sent_at + self.clock.offset, dt.timezone.utc)
+
+    def links_made_since(
+        self, url: str, since: dt.datetime | Callable[[], dt.datetime], domain_id: Any = None
+    ) -> list[dict[str, Any]]:
+        """Links with the long URL ``url`` created at or after ``since`` (the service's clock; a
+        callable is read once the listing has answered), less the clock's margin: what a task's
+        retry looks for before creating a link without alias again."""
+        return self._made_since(LINKS, "url", url, since, domain_id)
 
     def _made_since(
         self,

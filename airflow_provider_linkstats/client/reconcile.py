@@ -153,6 +153,9 @@ def create_or_reconcile(
     log = log or logging.getLogger(__name__)
     key = fields.get(resource.natural_key)
     if is_blank(key):
+        earlier = _earlier_link_by_url(records, resource, fields, made_since, log)
+        if earlier is not None:
+            return earlier, CREATED_EARLIER
         return _create(records, fields, resource, if_exists, conn_id, log, made_since)
     if not creates_first(resource):
         existing = records.find(str(key), fields.get("domain_id"), resource)
@@ -173,6 +176,48 @@ def create_or_reconcile(
             f"{resource.singular} the API key of connection {conn_id!r} can see{where}"
         ) from taken
     return _meet_existing(records, existing, fields, if_exists, resource, taken, conn_id, log, made_since)
+
+
+def _earlier_link_by_url(
+    records: Records,
+    resource: Resource,
+    fields: JsonDict,
+    made_since: Callable[[], dt.datetime | None] | None,
+    log: logging.Logger | logging.LoggerAdapter[Any],
+) -> JsonDict | None:
+    """On a retry (``made_since`` known), a link without alias is first looked for by its long URL
+    among the links created since no try of this task had sent anything: an earlier try's create
+    may have landed after its try stopped. One: this task's own. Several: which is unknown,
+    ``LinkstatsOutcomeUnknownError``. Costs one listing request, on retries only."""
+    from airflow_provider_linkstats.client.errors import LinkstatsOutcomeUnknownError
+
+    find = getattr(records, "find_made_since", None)
+    url = fields.get("url")
+    if resource is not LINKS or find is None or made_since is None or is_blank(url):
+        return None
+    if made_since() is None:  # the first try: no earlier try made anything
+        return None
+
+    def since() -> dt.datetime:
+        moment = made_since()  # read once the listing has answered: its Date taught the clock
+        assert moment is not None
+        return moment
+
+    found = find(str(url), since, fields.get("domain_id"))
+    if not found:
+        return None
+    if len(found) > 1:
+        ids = ", ".join(str(record.get("id")) for record in found)
+        raise LinkstatsOutcomeUnknownError(
+            f"links {ids} have url {url!r} and were made since this task's first try could have sent its create, "
+            "so which one an earlier try made is unknown (give links an alias so that a retry finds its own); "
+            "nothing was sent: check them before retrying"
+        )
+    log.warning(
+        "link with url %r exists (id=%s, created %s), made by an earlier try of this task: taken as this task's "
+        "own, not sent again", url, found[0].get("id"), found[0].get("created_at"),
+    )  # fmt: skip
+    return found[0]
 
 
 def _create(
@@ -281,6 +326,11 @@ class ClientRecords:
 
             natural_key = stored_key(natural_key, self.client.generation(WEBSITES.service))
         return self.client.find_by_natural_key(resource, natural_key, domain_id)
+
+    def find_made_since(self, url: str, since: Any, domain_id: int | str | None = None) -> list[JsonDict]:
+        if is_blank(domain_id):
+            domain_id = self.client.default_domain_id()
+        return self.client.links_made_since(url, since, domain_id)
 
     def unset_fields(self, record: JsonDict, fields: JsonDict, resource: Resource | None = None) -> JsonDict:
         from airflow_provider_linkstats.client.verify import unset_fields

@@ -543,6 +543,12 @@ class LinkstatsLinksHook(LinkstatsBaseHook):
         domain = domain_id if not is_blank(domain_id) else self.default_domain_id()
         return super().find(natural_key, domain)
 
+    def find_made_since(self, url: str, since: Any, domain_id: int | str | None = None) -> list[JsonDict]:
+        """Links with the long URL ``url`` created since ``since`` (the service's clock, or a callable
+        giving it): what a retry looks for before creating a link without alias again."""
+        domain = domain_id if not is_blank(domain_id) else self.default_domain_id()
+        return self.client.links_made_since(url, since, domain)
+
     def default_domain_id(self) -> int | None:
         """The ``default_domain_id`` extra, else the account's default domain (read once), else None."""
         return self.client.default_domain_id()

@@ -170,18 +170,23 @@ def test_nothing_found_within_the_window_is_an_unknown_outcome_never_a_resend(em
     assert 2 <= looks <= 10  # bounded: spread over the window, not a poll loop
 
 
-def test_the_task_retry_after_an_unknown_outcome_creates_once(emu):
-    """The retry of a task that stopped with "outcome unknown" looks again first (its create is refused as
-    taken if the first landed, and the link is taken as its own): one link either way."""
+@pytest.mark.parametrize("alias", ["spring", None])
+def test_the_task_retry_after_an_unknown_outcome_creates_once(emu, alias):
+    """The retry of a task that stopped with "outcome unknown" looks again first (with an alias its create
+    is refused as taken; without, it looks for a link with the URL made since the run was due) and takes
+    the first try's late link as its own: one link. Before: without alias, the retry made a second."""
     due = dt.datetime.now(dt.timezone.utc) - dt.timedelta(seconds=2)
     emu.clock.advance(1)
     emu.faults.fail_next(status=504, method="POST", path_prefix="/links", commit_after=WINDOW + 3)
     run = Run(run_after=due, start_date=due)
-    with pytest.raises(LinkstatsOutcomeUnknownError):
-        run_try(link(), run, try_number=1)
+    task = LinkstatsCreateLinkOperator(task_id="create", url="https://example.com/spring", alias=alias)
+    with pytest.raises(LinkstatsOutcomeUnknownError) as raised:
+        run_try(task, run, try_number=1)
+    assert raised.value.retry_looks_first  # left to the task's retry, not failed at once
     time.sleep(4)  # the late commit lands
-    record = run_try(link(), run, try_number=2)
+    record = run_try(task, run, try_number=2)
     assert [row["id"] for row in emu.store.links()] == [record["id"]]
+    assert posts(emu) == (2 if alias else 1)  # with an alias the retry's create was refused as taken
 
 
 # -- no evidence either way ---------------------------------------------------------------------------

@@ -351,16 +351,16 @@ def test_dropped_post_without_alias_is_found_by_its_url_among_the_links_made_sin
 
 def test_dropped_post_without_alias_and_no_link_made_since_is_never_sent_again(make_hook, scripted):
     """An older link with the URL is not this create's; none newer within the window: "outcome unknown",
-    and the task is not retried (a retry would create it again: the error says to give an alias)."""
+    left to the task's retry, which looks for a link with the URL made since the run was due first."""
     from airflow_provider_linkstats.client.errors import is_permanent
 
     links = make_hook("links", scripted.url, retry_wait=0.01, retry_wait_max=2.0, late_commit_window=1)
     older = {**LINK, "id": 3, "created_at": "2026-01-01T00:00:00.000000Z"}
     scripted.add(("drop",))
     scripted.set_default(("respond", 200, {"data": [older]}))
-    with pytest.raises(LinkstatsOutcomeUnknownError, match="give the link an alias") as raised:
+    with pytest.raises(LinkstatsOutcomeUnknownError, match="the task's retry looks for it again") as raised:
         links.create_link("https://example.com/spring")
-    assert is_permanent(raised.value)
+    assert not is_permanent(raised.value)
     assert [r["method"] for r in scripted.requests].count("POST") == 1
 
 

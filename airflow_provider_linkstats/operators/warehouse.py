@@ -171,12 +171,41 @@ class LinkstatsStatsToWarehouseOperatorBase(LinkstatsBaseOperator):
         asset = self._asset_uri(sink.asset_uri())
         return {"days": [d.isoformat() for d in plan.dates], "zone": zone, "asset": asset, **result}
 
-    def replan(self, plan: Any, service_now: Any) -> Any:
-        """The plan again by the service's clock, once a request has taught it."""
+    def replan(self, plan: Any, service_now: Any, read_after: Any = None) -> Any:
+        """The plan again by the service's clock, once a request has taught it; a day is complete
+        only if it ended by ``read_after`` (every answer the load uses was read after it)."""
         from airflow_provider_linkstats.client.warehouse import plan_days
 
         start, end, zone, reload = self._plan_args
-        return plan_days(start, end, zone, service_now, reload)
+        return plan_days(start, end, zone, service_now, reload, complete_by=read_after)
+
+    def _read_after(self, worker_moment: float, listing: Any = None) -> Any:
+        """The service's moment before which no answer this load uses was read, less the clock's
+        margin, so that an answer read before a day ended never makes the day complete.
+
+        The first answer is the earliest (everything else is asked after it): with a listing, its
+        first page's own ``Date`` less the round trip (``GaplessListing.read_from``); without one,
+        ``worker_moment`` (the worker's epoch seconds, noted before the first request) on the
+        service's clock."""
+        import datetime as dt
+
+        from airflow_provider_linkstats.client.clock import SAFETY_MARGIN
+
+        margin = dt.timedelta(seconds=SAFETY_MARGIN)
+        read_from = getattr(listing, "read_from", None)
+        if read_from is not None:
+            return read_from - margin
+        clock = getattr(self.hook.client, "clock", None)
+        if clock is None or not getattr(clock, "known", False):
+            return dt.datetime.fromtimestamp(worker_moment, dt.timezone.utc) - margin
+        return dt.datetime.fromtimestamp(worker_moment + clock.offset - clock.margin, dt.timezone.utc)
+
+    def _say_if_not_gapless(self, listing: Any) -> None:
+        if not getattr(listing, "gapless", True):
+            self.log.warning(
+                "the service's listing told no total (a proxy in front of it strips 'meta'?): the walk read it "
+                "page by page newest first, where a record deleted meanwhile can hide another from this load"
+            )
 
     def _service_now(self, worker_now: Any) -> Any:
         """The service's clock (learned from its Date header), where the client has one; else the worker's."""
@@ -279,10 +308,10 @@ class LinkstatsLinkStatsToWarehouseOperator(LinksServiceMixin, LinkstatsStatsToW
              ids: list[int] | None, filters: dict[str, Any]) -> dict[str, Any]:  # fmt: skip
         import datetime as dt
 
+        from airflow_provider_linkstats.client.errors import LinkstatsNotFoundError
         from airflow_provider_linkstats.client.warehouse import (
             Counter,
             daily_counts,
-            listing_pages,
             minimum_requests,
             needs_request,
             steady_since,
@@ -290,17 +319,19 @@ class LinkstatsLinkStatsToWarehouseOperator(LinksServiceMixin, LinkstatsStatsToW
 
         hook, series = self.hook, generation.daily_series[0]
         known = sink.counters(statistic)
-        began = time.time()
+        began = time.time()  # before the first request whose answer this load uses
         if ids is None:
-            listed = {int(link["id"]): int(link.get("clicks") or 0) for link in hook.iter_links(**filters)}
-            pages = listing_pages(len(listed))
+            listing = hook.iter_records(filters, complete=True)  # skips no link, however the listing moves
+            listed = {int(link["id"]): int(link.get("clicks") or 0) for link in listing}
+            pages = listing.pages
+            self._say_if_not_gapless(listing)
         else:
-            listed, pages = {i: None for i in ids}, 0
+            listed, pages, listing = {i: None for i in ids}, 0, None
         # The service's moment the listing began (its Date header's clock, less the time the pages
         # took and the header's second): a counter read then held its value at least from there.
         now = self._service_now(dt.datetime.now(dt.timezone.utc))
         listed_at = now - dt.timedelta(seconds=time.time() - began + 1)
-        plan = self.replan(plan, now)
+        plan = self.replan(plan, now, self._read_after(began, listing))
         windows = plan.windows()
         wanted = list(ids) if ids is not None else [
             i for i, clicks in listed.items() if needs_request(clicks, known.get(i), plan.days[0])
@@ -311,14 +342,20 @@ class LinkstatsLinkStatsToWarehouseOperator(LinksServiceMixin, LinkstatsStatsToW
         )  # fmt: skip
         counts: dict[int, dict[dt.date, int]] = {}
         learned: dict[int, Counter] = {}
+        gone: list[int] = []  # deleted between the listing and their statistics: their rows stay as they were
         requests = 0
         progress = Progress(self.log, len(wanted), "links fetched", getattr(hook.client, "limiter", None))
         for done, link_id in enumerate(wanted):
             per_day: dict[dt.date, int] = {}
-            for first, to in windows:  # a click is in one window's answer, whatever day it is named
-                for day, count in daily_counts(hook.iter_stats(link_id, series, first, to)).items():
-                    per_day[day] = per_day.get(day, 0) + count
-                requests += 1
+            try:
+                for first, to in windows:  # a click is in one window's answer, whatever day it is named
+                    requests += 1
+                    for day, count in daily_counts(hook.iter_stats(link_id, series, first, to)).items():
+                        per_day[day] = per_day.get(day, 0) + count
+            except LinkstatsNotFoundError:
+                gone.append(link_id)
+                progress.step(done + 1)
+                continue
             counts[link_id] = per_day
             clicks = listed[link_id]
             if clicks is not None:
@@ -334,12 +371,33 @@ class LinkstatsLinkStatsToWarehouseOperator(LinksServiceMixin, LinkstatsStatsToW
                     rows_by_day[day].append((link_id, day.isoformat(), plan.zone, per_day[day]))
                     continue
                 days_with_clicks += 1
-                for row in hook.iter_stats(link_id, breakdown, day, day):
-                    value = "" if row.get("value") is None else str(row["value"])
-                    rows_by_day[day].append((link_id, day.isoformat(), plan.zone, breakdown, value, int(row["count"])))
+                if link_id in gone:
+                    continue
                 requests += 1
-        return self.write(plan, sink, statistic, list(listed), rows_by_day, learned) | {
+                try:
+                    rows = [
+                        (link_id, day.isoformat(), plan.zone, breakdown,
+                         "" if row.get("value") is None else str(row["value"]), int(row["count"]))
+                        for row in hook.iter_stats(link_id, breakdown, day, day)
+                    ]  # fmt: skip
+                except LinkstatsNotFoundError:
+                    gone.append(link_id)
+                    continue
+                rows_by_day[day].extend(rows)
+        if gone:
+            gone_set = set(gone)
+            for day, day_rows in rows_by_day.items():
+                rows_by_day[day] = [row for row in day_rows if row[0] not in gone_set]
+            learned = {i: c for i, c in learned.items() if i not in gone_set}
+            shown = ", ".join(map(str, gone[:20])) + (f" and {len(gone) - 20} more" if len(gone) > 20 else "")
+            self.log.warning(
+                "%d links were deleted after the listing read them (their statistics answered 404): %s; their rows "
+                "already in %s are left as they were", len(gone), shown, sink.describe(),
+            )  # fmt: skip
+        record_ids = [i for i in listed if i not in set(gone)]
+        return self.write(plan, sink, statistic, record_ids, rows_by_day, learned) | {
             "links": len(listed),
+            "gone": gone,
             "fetched": len(wanted),
             "requests": requests + pages,
             "minimum_requests": minimum_requests(
@@ -380,14 +438,18 @@ class LinkstatsWebsiteStatsToWarehouseOperator(AnalyticsServiceMixin, LinkstatsS
              ids: list[int] | None, filters: dict[str, Any]) -> dict[str, Any]:  # fmt: skip
         import datetime as dt
 
-        from airflow_provider_linkstats.client.warehouse import daily_counts, listing_pages
+        from airflow_provider_linkstats.client.warehouse import daily_counts
 
         hook = self.hook
+        began = time.time()  # before the first request whose answer this load uses
         if ids is None:
-            ids = [int(website["id"]) for website in hook.iter_websites(**filters)]
-            pages = listing_pages(len(ids))
+            listing = hook.iter_records(filters, complete=True)  # skips no website, however the listing moves
+            ids = [int(website["id"]) for website in listing]
+            pages = listing.pages
+            self._say_if_not_gapless(listing)
         else:
-            pages = 0
+            pages, listing = 0, None
+        plan = self.replan(plan, self._service_now(dt.datetime.now(dt.timezone.utc)), self._read_after(began, listing))
         windows = [(d.day, d.day) for d in plan.days] if breakdown else plan.windows()
         names = (breakdown,) if breakdown else generation.daily_series
         rows_by_day: dict[dt.date, list[tuple]] = {day.day: [] for day in plan.days}

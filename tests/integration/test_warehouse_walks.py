@@ -1,0 +1,107 @@
+"""The warehouse load while the account moves under it (issue 36, items 1-3), against the emulator
+and SQLite: a link deleted while the listing is read hides no other, a link deleted before its
+statistics are read is a link gone (not a failed load), and a day is complete only when every answer
+used for it was read after it ended by the service's clock.
+
+The truth is the emulator's record of each click (``store.recorded_clicks``: a deleted link's clicks
+go with it), per UTC day (phpShort 44 counts in UTC).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import logging
+import sqlite3
+
+from tests.integration.test_warehouse import link_load, rows, run, truth, warehouse  # noqa: F401 (fixture)
+
+DAY = dt.datetime(2026, 10, 6, tzinfo=dt.timezone.utc)
+
+
+def links_clicked_on_day(emu, count: int, *, skip: set[int] = frozenset()) -> list[int]:
+    """``count`` links created the day before ``DAY``, each clicked once at 12:00 on ``DAY`` (but the
+    indexes in ``skip``); returns their ids, oldest first."""
+    emu.clock.set(DAY - dt.timedelta(hours=12), freeze=True)
+    made = emu.store.seed_links(count, alias_prefix="walk-", url="https://example.com/walk")
+    ids = list(range(made["first_id"], made["last_id"] + 1))
+    at = (DAY + dt.timedelta(hours=12)).isoformat()
+    emu.store.record_traffic([{"link_id": i, "at": at} for n, i in enumerate(ids) if n not in skip])
+    return ids
+
+
+def day_flags(path) -> dict[str, int]:
+    with sqlite3.connect(path) as db:
+        return dict(db.execute("SELECT day, complete FROM clicks_days").fetchall())
+
+
+def test_a_link_deleted_after_page_1_hides_no_other(emu, warehouse):  # noqa: F811
+    """150 links, newest first 100 a page; one of page 1 deleted once page 1 is answered. A walk by
+    offset then starts page 2 one link further and never sees the link that moved up to page 1
+    (before: 148 of the 149 clicked links loaded, the day marked complete); the load's walk reads
+    the part already read at the listing's end, so every one of the 149 is seen, at 2 pages."""
+    ids = links_clicked_on_day(emu, 150, skip={119})
+    victim = ids[119]  # on page 1 newest first (ids 150..51), never clicked
+    emu.clock.set(DAY + dt.timedelta(days=1, hours=1))  # the day is over by the service's clock
+    emu.faults.after_page(page=1, delete=[victim])
+    emu.stats.reset()
+    report = run(link_load(interval=(DAY, DAY + dt.timedelta(days=1))))
+    expected = truth(emu, "UTC")
+    assert len(expected) == 149
+    assert rows(warehouse) == expected
+    assert day_flags(warehouse) == {"2026-10-06": 1}
+    assert emu.stats.count(path_prefix="/links") == 2  # the same pages as a walk by offset
+    assert report["requests"] == report["minimum_requests"] == 2 + 149
+    emu.clock.reset()
+
+
+def test_a_link_deleted_before_its_statistics_is_a_link_gone_not_a_failed_load(emu, warehouse, caplog, capsys):  # noqa: F811
+    """A link the listing showed with new clicks is deleted before its statistics are read (404).
+    Before: the load failed for good (0 rows written, a permanent error). Now the load succeeds,
+    names the link, and its rows of the days it was loaded for stay as they were."""
+    kept, other, victim = (emu.store.add_link(url=f"https://example.com/{n}", alias=f"g{n}")["id"] for n in range(3))
+    noon = DAY + dt.timedelta(hours=12)
+    emu.store.record_traffic([{"link_id": i, "at": noon.isoformat()} for i in (kept, other, victim)])
+    emu.clock.set(DAY + dt.timedelta(days=1, hours=1))
+    run(link_load(interval=(DAY, DAY + dt.timedelta(days=1))))
+    before = rows(warehouse)
+    assert (victim, "2026-10-06", "UTC", 1) in before
+
+    next_noon = noon + dt.timedelta(days=1)
+    emu.store.record_traffic([{"link_id": i, "at": next_noon.isoformat(), "count": 2} for i in (kept, victim)])
+    emu.clock.set(DAY + dt.timedelta(days=2, hours=1))
+    emu.faults.after_page(page=1, delete=[victim])  # gone once the listing is read, before its statistics
+    caplog.set_level(logging.INFO)
+    report = run(link_load(interval=(DAY + dt.timedelta(days=1), DAY + dt.timedelta(days=2))))
+    assert report["gone"] == [victim]
+    text = "\n".join(r.getMessage() for r in caplog.records) + capsys.readouterr().out
+    assert f"deleted after the listing read them (their statistics answered 404): {victim};" in text
+    # The gone link's rows stay as they were; every other row is the truth (which lost the victim's clicks).
+    assert rows(warehouse) == truth(emu, "UTC") | {(victim, "2026-10-06", "UTC", 1)}
+    assert (kept, "2026-10-07", "UTC", 2) in rows(warehouse)
+    assert day_flags(warehouse) == {"2026-10-06": 1, "2026-10-07": 1}
+    emu.clock.reset()
+
+
+def test_a_listing_over_the_service_midnight_keeps_the_day_incomplete(emu, warehouse):  # noqa: F811
+    """The scheduler a little ahead: the run starts at 23:59:30 by the service's clock and its listing
+    (150 links, 2 pages) ends a minute later. The newest link, read on page 1 at 23:59:30 with 0 clicks,
+    is clicked 4 times at 23:59:45, after its page was read. Before: the day was marked complete from the
+    time after the listing, so the next run never reloaded it (4 clicks lost for good). Now a day is
+    complete only if every answer used for it was read after it ended: it is kept incomplete, the next
+    run reloads it, and the table equals the truth."""
+    ids = links_clicked_on_day(emu, 150, skip=set(range(1, 150)))  # only the oldest clicked, at noon
+    early, late = ids[0], ids[-1]
+    emu.clock.set(DAY + dt.timedelta(hours=23, minutes=59, seconds=30))
+    emu.faults.after_page(page=1, advance=60)  # the listing runs over the service's midnight
+    first = run(link_load(interval=(DAY, DAY + dt.timedelta(days=1))))
+    assert first["days"] == ["2026-10-06"]
+    assert day_flags(warehouse) == {"2026-10-06": 0}  # before: 1 (complete)
+    # The 4 clicks came at 23:59:45: after the listing read the link's counter, before midnight.
+    at = (DAY + dt.timedelta(hours=23, minutes=59, seconds=45)).isoformat()
+    emu.store.record_traffic([{"link_id": late, "at": at, "count": 4}])
+    emu.clock.set(DAY + dt.timedelta(days=2, hours=1))
+    second = run(link_load(interval=(DAY + dt.timedelta(days=1), DAY + dt.timedelta(days=2))))
+    assert second["days"] == ["2026-10-06", "2026-10-07"]  # the incomplete day again
+    assert rows(warehouse) == truth(emu, "UTC") == {(early, "2026-10-06", "UTC", 1), (late, "2026-10-06", "UTC", 4)}
+    assert day_flags(warehouse) == {"2026-10-06": 1, "2026-10-07": 1}
+    emu.clock.reset()

@@ -105,3 +105,28 @@ def test_a_listing_over_the_service_midnight_keeps_the_day_incomplete(emu, wareh
     assert rows(warehouse) == truth(emu, "UTC") == {(early, "2026-10-06", "UTC", 1), (late, "2026-10-06", "UTC", 4)}
     assert day_flags(warehouse) == {"2026-10-06": 1, "2026-10-07": 1}
     emu.clock.reset()
+
+
+def test_the_complete_walk_over_http_misses_no_link_whatever_is_deleted_between_pages(emu):
+    """350 links, 100 a page; after each page some links are deleted, among the pages read and those
+    to come. The complete walk yields every link left at its end, each once, in the 4 pages a walk by
+    offset reads; the same deletes during a walk by offset (newest first) hide links from it."""
+    from airflow_provider_linkstats.hooks.linkstats import LinkstatsLinksHook
+
+    def deletes_during(walk) -> tuple[list[int], set[int]]:
+        emu.reset()
+        made = emu.store.seed_links(350, alias_prefix="w-", url="https://example.com/w")
+        first = made["first_id"]
+        emu.faults.after_page(page=1, delete=[first + 300, first + 349, first + 10])  # read, read, to come
+        emu.faults.after_page(page=3, delete=[first + 5, first + 320], sort="asc")
+        emu.faults.after_page(page=2, delete=[first + 150, first + 1], sort="asc")
+        emu.faults.after_page(page=2, delete=[first + 120, first + 260], sort="desc")
+        emu.stats.reset()
+        seen = [int(link["id"]) for link in walk(LinkstatsLinksHook())]
+        return seen, {int(link["id"]) for link in emu.store.links()}
+
+    seen, left = deletes_during(lambda hook: hook.iter_records({}, complete=True))
+    assert left <= set(seen) and len(seen) == len(set(seen))
+    assert emu.stats.count(path_prefix="/links") == 4
+    by_offset, left = deletes_during(lambda hook: hook.iter_links())
+    assert len(left - set(by_offset)) >= 2  # the walk by offset missed links that were there throughout

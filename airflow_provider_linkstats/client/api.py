@@ -768,7 +768,7 @@ class LinkstatsClient:
             for name, allowed in (("sort_by", "id"), ("sort", None)):
                 if not is_blank(filters.get(name)) and str(filters[name]) != allowed:
                     raise LinkstatsInputError(
-                        name, filters[name], "left out: a complete walk reads the listing sorted by id, in its own order"
+                        name, filters[name], "left out: a complete walk reads the listing by id, in its own order"
                     )
             filters.pop("sort", None)
         params = validate_list_params(resource, filters)

@@ -100,7 +100,8 @@ class FaultsAndStats:
             await _drop_connection(send)  # ...and the client never hears of it
         else:
             after = self.faults.take_after(method, path, _query(scope))
-            await self.app(scope, receive, noting_status if after is None else self._changing(noting_status, after, path))
+            sending = noting_status if after is None else self._changing(noting_status, after, path)
+            await self.app(scope, receive, sending)
 
     def _changing(self, send: Any, rule: AfterPage, path: str) -> Any:
         """``send`` that applies ``rule`` (deletes, a clock step) before the answer's last byte leaves."""

@@ -200,6 +200,18 @@ class LinkstatsStatsToWarehouseOperatorBase(LinkstatsBaseOperator):
             return dt.datetime.fromtimestamp(worker_moment, dt.timezone.utc) - margin
         return dt.datetime.fromtimestamp(worker_moment + clock.offset - clock.margin, dt.timezone.utc)
 
+    def _confirm_gone(self, record_id: int, error: Exception) -> int:
+        """A statistics 404 counts as the record deleted only if the record itself answers 404 too
+        (not a route or a proxy that answers 404 for statistics): else ``error`` is raised. Returns
+        the requests made (1)."""
+        from airflow_provider_linkstats.client.errors import LinkstatsNotFoundError
+
+        try:
+            self.hook.get_record(record_id)
+        except LinkstatsNotFoundError:
+            return 1
+        raise error
+
     def _say_if_not_gapless(self, listing: Any) -> None:
         if not getattr(listing, "gapless", True):
             self.log.warning(
@@ -352,7 +364,8 @@ class LinkstatsLinkStatsToWarehouseOperator(LinksServiceMixin, LinkstatsStatsToW
                     requests += 1
                     for day, count in daily_counts(hook.iter_stats(link_id, series, first, to)).items():
                         per_day[day] = per_day.get(day, 0) + count
-            except LinkstatsNotFoundError:
+            except LinkstatsNotFoundError as error:
+                requests += self._confirm_gone(link_id, error)
                 gone.append(link_id)
                 progress.step(done + 1)
                 continue
@@ -380,7 +393,8 @@ class LinkstatsLinkStatsToWarehouseOperator(LinksServiceMixin, LinkstatsStatsToW
                          "" if row.get("value") is None else str(row["value"]), int(row["count"]))
                         for row in hook.iter_stats(link_id, breakdown, day, day)
                     ]  # fmt: skip
-                except LinkstatsNotFoundError:
+                except LinkstatsNotFoundError as error:
+                    requests += self._confirm_gone(link_id, error)
                     gone.append(link_id)
                     continue
                 rows_by_day[day].extend(rows)
@@ -438,6 +452,7 @@ class LinkstatsWebsiteStatsToWarehouseOperator(AnalyticsServiceMixin, LinkstatsS
              ids: list[int] | None, filters: dict[str, Any]) -> dict[str, Any]:  # fmt: skip
         import datetime as dt
 
+        from airflow_provider_linkstats.client.errors import LinkstatsNotFoundError
         from airflow_provider_linkstats.client.warehouse import daily_counts
 
         hook = self.hook
@@ -455,35 +470,52 @@ class LinkstatsWebsiteStatsToWarehouseOperator(AnalyticsServiceMixin, LinkstatsS
         rows_by_day: dict[dt.date, list[tuple]] = {day.day: [] for day in plan.days}
         requests = 0
         progress = Progress(self.log, len(ids), "websites fetched", getattr(hook.client, "limiter", None))
+        gone: list[int] = []  # deleted between the listing and their statistics: their rows stay as they were
         for done, website_id in enumerate(ids):
-            if breakdown:
-                for day in plan.days:
-                    for row in hook.iter_stats(website_id, breakdown, day.day, day.day):
-                        value = "" if row.get("value") is None else str(row["value"])
-                        rows_by_day[day.day].append(
-                            (website_id, day.day.isoformat(), plan.zone, breakdown, value, int(row["count"]))
-                        )
-                    requests += 1
-            else:
-                series = {}
-                for name in names:
-                    per_day: dict[dt.date, int] = {}
-                    for first, to in windows:
-                        per_day.update(daily_counts(hook.iter_stats(website_id, name, first, to)))
+            mine: list[tuple[dt.date, tuple]] = []
+            try:
+                if breakdown:
+                    for day in plan.days:
                         requests += 1
-                    series[name] = per_day
-                for day in rows_by_day:
-                    values = [series[name].get(day, 0) for name in names]
-                    if any(values):
-                        rows_by_day[day].append((website_id, day.isoformat(), plan.zone, *values))
+                        for row in hook.iter_stats(website_id, breakdown, day.day, day.day):
+                            value = "" if row.get("value") is None else str(row["value"])
+                            mine.append(
+                                (day.day, (website_id, day.day.isoformat(), plan.zone, breakdown, value,
+                                           int(row["count"])))
+                            )  # fmt: skip
+                else:
+                    series = {}
+                    for name in names:
+                        per_day: dict[dt.date, int] = {}
+                        for first, to in windows:
+                            requests += 1
+                            per_day.update(daily_counts(hook.iter_stats(website_id, name, first, to)))
+                        series[name] = per_day
+                    for day in rows_by_day:
+                        values = [series[name].get(day, 0) for name in names]
+                        if any(values):
+                            mine.append((day, (website_id, day.isoformat(), plan.zone, *values)))
+            except LinkstatsNotFoundError as error:
+                requests += self._confirm_gone(website_id, error)
+                gone.append(website_id)
+                mine = []
+            for day, row in mine:
+                rows_by_day[day].append(row)
             progress.step(done + 1)
+        if gone:
+            self.log.warning(
+                "%d websites were deleted after the listing read them (their statistics answered 404): %s; their "
+                "rows already in %s are left as they were", len(gone), ", ".join(map(str, gone)), sink.describe(),
+            )  # fmt: skip
+        written = [i for i in ids if i not in set(gone)]
         rows = 0
         for day in plan.days:
             day_rows = _merged(rows_by_day[day.day], key_size=len(sink.schema.key))
-            sink.write_day(day.day, plan.zone, statistic, ids, day_rows, day.day not in plan.incomplete)
+            sink.write_day(day.day, plan.zone, statistic, written, day_rows, day.day not in plan.incomplete)
             rows += len(day_rows)
         return {
             "websites": len(ids),
+            "gone": gone,
             "rows": rows,
             "requests": requests + pages,
             "minimum_requests": pages

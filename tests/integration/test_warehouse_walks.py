@@ -13,6 +13,8 @@ import datetime as dt
 import logging
 import sqlite3
 
+import pytest
+
 from tests.integration.test_warehouse import link_load, rows, run, truth, warehouse  # noqa: F401 (fixture)
 
 DAY = dt.datetime(2026, 10, 6, tzinfo=dt.timezone.utc)
@@ -71,14 +73,54 @@ def test_a_link_deleted_before_its_statistics_is_a_link_gone_not_a_failed_load(e
     emu.clock.set(DAY + dt.timedelta(days=2, hours=1))
     emu.faults.after_page(page=1, delete=[victim])  # gone once the listing is read, before its statistics
     caplog.set_level(logging.INFO)
+    emu.stats.reset()
     report = run(link_load(interval=(DAY + dt.timedelta(days=1), DAY + dt.timedelta(days=2))))
     assert report["gone"] == [victim]
+    # 1 listing page, 2 statistics requests (one a 404), the victim's GET /links/{id} (404: gone indeed).
+    assert emu.stats.count(path_prefix="/links") + emu.stats.count(path_prefix="/stats") == report["requests"] == 4
     text = "\n".join(r.getMessage() for r in caplog.records) + capsys.readouterr().out
     assert f"deleted after the listing read them (their statistics answered 404): {victim};" in text
     # The gone link's rows stay as they were; every other row is the truth (which lost the victim's clicks).
     assert rows(warehouse) == truth(emu, "UTC") | {(victim, "2026-10-06", "UTC", 1)}
     assert (kept, "2026-10-07", "UTC", 2) in rows(warehouse)
     assert day_flags(warehouse) == {"2026-10-06": 1, "2026-10-07": 1}
+    emu.clock.reset()
+
+
+def test_a_website_deleted_before_its_statistics_is_a_website_gone(emu, warehouse):  # noqa: F811
+    """The same for websites: one deleted once the listing is read; the load succeeds and names it."""
+    from airflow_provider_linkstats.operators.warehouse import LinkstatsWebsiteStatsToWarehouseOperator
+
+    emu.clock.set(DAY - dt.timedelta(days=1), freeze=True)
+    kept, victim = (emu.store.add_website(domain=f"site{n}.example.com")["id"] for n in range(2))
+    noon = (DAY + dt.timedelta(hours=12)).isoformat()
+    emu.store.record_traffic(pageviews=[{"website_id": i, "at": noon, "page": "/"} for i in (kept, victim)])
+    emu.clock.set(DAY + dt.timedelta(days=1, hours=1))
+    emu.faults.after_page(page=1, delete=[victim], path_prefix="/websites")
+    report = run(
+        LinkstatsWebsiteStatsToWarehouseOperator(
+            task_id="sites", sql_conn_id="wh", table="sites",
+            data_interval_start=DAY.isoformat(), data_interval_end=(DAY + dt.timedelta(days=1)).isoformat(),
+        )
+    )  # fmt: skip
+    assert report["gone"] == [victim]
+    with sqlite3.connect(warehouse) as db:
+        assert db.execute("SELECT website_id, day, pageviews FROM sites").fetchall() == [(kept, "2026-10-06", 1)]
+    emu.clock.reset()
+
+
+def test_a_statistics_404_for_a_link_that_still_exists_fails_the_load(emu, warehouse):  # noqa: F811
+    """A 404 from the statistics route while the link itself answers (a proxy, a route missing) is not
+    a link gone: the load fails with the service's error, rather than write the day without the link."""
+    from airflow.providers.common.compat.sdk import AirflowFailException
+
+    link = emu.store.add_link(url="https://example.com/s", alias="s404")["id"]
+    emu.store.record_traffic([{"link_id": link, "at": (DAY + dt.timedelta(hours=12)).isoformat()}])
+    emu.clock.set(DAY + dt.timedelta(days=1, hours=1))
+    emu.faults.fail_next(status=404, path_prefix="/stats")
+    with pytest.raises(AirflowFailException, match="404"):
+        run(link_load(interval=(DAY, DAY + dt.timedelta(days=1))))
+    assert rows(warehouse) == set()
     emu.clock.reset()
 
 

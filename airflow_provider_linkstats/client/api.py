@@ -759,7 +759,7 @@ class LinkstatsClient:
         websites ``favorite`` is refused before any request by a version without it.
         ``complete``: a walk that skips no record listed from its start to its end, however the
         listing changes meanwhile (``paging.GaplessWalk``: sorted by id, in its own order, at the
-        same number of pages); it returns a ``GaplessListing`` (``pages``, ``gapless``).
+        same number of pages); it returns a ``GaplessListing`` (``pages``, ``read_from``).
         """
         filters = dict(filters or {})
         if resource is WEBSITES and not is_blank(filters.get("favorite")):
@@ -862,8 +862,7 @@ def _unknown_reason(error: BaseException | None) -> str:
 
 class GaplessListing:
     """The records of a complete walk (``LinkstatsClient.iter(..., complete=True)``), one page
-    request at a time; once exhausted, ``pages`` says how many pages were read and ``gapless``
-    whether the walk could rule out a skip (False when the service told no total)."""
+    request at a time; once exhausted, ``pages`` says how many pages were read."""
 
     def __init__(self, client: LinkstatsClient, resource: Resource, params: dict[str, Any], max_items: int | None):
         if max_items is not None:
@@ -876,10 +875,6 @@ class GaplessListing:
     @property
     def pages(self) -> int:
         return self.walk.pages
-
-    @property
-    def gapless(self) -> bool:
-        return self.walk.gapless
 
     @property
     def read_from(self) -> dt.datetime | None:

@@ -123,17 +123,29 @@ class GaplessWalk:
     never skipped. The pages are the same number as a forward walk's, whatever changes: a delete
     or a create costs no request. A record's repeat costs nothing either.
 
-    When the service tells no total (a proxy stripped ``meta``), the pages to read oldest first are
-    not known: the walk goes on newest first, forward, as any walk does, and ``gapless`` is False
-    (a record deleted meanwhile may hide another; the caller says so).
+    The total is checked by the first oldest-first page: unless the total is a whole number of
+    pages, that page reaches into the newest-first page 1's records (deletes only move it further),
+    so a full page below them says the total was short (a stale or lying ``meta``): the end is then
+    looked for as without one. An empty page says it was long: the end is looked for below it. (A
+    total short by a whole number of pages cannot be told from a true one without a read more: it
+    is believed.)
+
+    When the service tells no total (a proxy stripped ``meta``), the last page is found first:
+    oldest-first pages 2, 4, 8, ... are read until one is not full, then the pages between are
+    halved down to the first one not full; a page found not full when read holds the listing's end
+    then (later deletes only move records towards the start), so the walk goes down from it. That
+    costs about ``2 log2(pages)`` requests more (100 pages: 14).
     """
 
     def __init__(self) -> None:
         self.size = 0
-        self.gapless = True
         self.pages = 0  # pages read
         self._asc: list[int] = []  # the oldest-first page numbers still to read, highest first
-        self._forward: int | None = None  # the fallback: the next newest-first page
+        self._probe: int | None = None  # without a total: the oldest-first page to read to find the end
+        self._full = 1  # the highest page found full (page 1: the newest-first page 1 was full)
+        self._end: tuple[int, list[Any]] | None = None  # the lowest page found not full, and its records
+        self._newest_low: int | None = None  # the lowest id of the newest-first page 1
+        self._check: bool | None = None  # the first oldest-first read checks the total (True: it must overlap)
         self._seen: set[Any] = set()
         self._done = False
 
@@ -143,8 +155,8 @@ class GaplessWalk:
             return None
         if self.pages == 0:
             return "desc", 1
-        if self._forward is not None:
-            return "desc", self._forward
+        if self._probe is not None:
+            return "asc", self._probe
         return ("asc", self._asc[0]) if self._asc else None
 
     def read(self, items: list[Any], *, has_next: bool, total: int | None, last_page: int | None = None) -> list[Any]:
@@ -155,19 +167,46 @@ class GaplessWalk:
             self.size = len(items)
             if not has_next or not items:
                 self._done = True
-            elif total is not None or last_page is not None:
+            elif (total is not None and total > self.size) or (total is None and (last_page or 0) > 1):
                 pages = math.ceil(total / self.size) if total is not None else int(last_page or 1)
                 self._asc = list(range(pages - 1, 0, -1))
-            else:
-                self.gapless = False
-                self._forward = 2
-        elif self._forward is not None:
-            self._forward = self._forward + 1 if has_next and items else None
-            self._done = self._forward is None
-        else:
-            self._asc.pop(0)
-            self._done = not self._asc
+                ids = _ids(items)
+                self._newest_low = min(ids) if ids else None
+                self._check = total is not None and total % self.size != 0
+            else:  # no total, or one that says a page while another follows
+                self._probe = 2
+            return self.fresh(items)
+        if self._probe is not None:
+            return self._found(self._probe, items)
+        number = self._asc.pop(0)
+        if self._check is not None:
+            must_overlap, self._check = self._check, None
+            highest = _highest_id(items)
+            short = must_overlap and len(items) >= self.size and None not in (highest, self._newest_low)
+            if not items or (short and highest < self._newest_low):  # type: ignore[operator]
+                self._asc = []
+                return self._found(number, items)  # the end is below (empty) or further (full): found as without a total
+        self._done = not self._asc
         return self.fresh(items)
+
+    def _found(self, number: int, items: list[Any]) -> list[Any]:
+        """A probe's page: full (the end is further) or not (the end is on it or before)."""
+        if len(items) >= self.size:
+            self._full = max(self._full, number)
+        else:
+            self._end = (number, items)
+        if self._end is None:
+            self._probe = number * 2
+            return []
+        end, held = self._end
+        if end - self._full > 1:
+            self._probe = (self._full + end) // 2
+            return []
+        # The end's page as read (it held the listing's end then); then down from the page before it.
+        self._probe = None
+        self._asc = list(range(end - 1, 0, -1))
+        self._done = not self._asc
+        return self.fresh(held)
 
     def fresh(self, items: list[Any]) -> list[Any]:
         """``items`` less those already yielded (by id; a record read twice is yielded once)."""
@@ -179,3 +218,16 @@ class GaplessWalk:
                     self._seen.add(key)
                 kept.append(item)
         return kept
+
+
+def _ids(items: list[Any]) -> list[int] | None:
+    """The integer ids of ``items`` (None when any has none)."""
+    try:
+        return [int(item["id"]) for item in items]
+    except (KeyError, TypeError, ValueError):
+        return None
+
+
+def _highest_id(items: list[Any]) -> int | None:
+    ids = _ids(items)
+    return max(ids) if ids else None

@@ -392,7 +392,7 @@ class LinkstatsBaseHook(BaseHook):
     ) -> Iterator[JsonDict]:
         """Every record matching ``filters``, page by page (``LinkstatsClient.iter`` reads them);
         ``complete``: a walk that skips no record listed from its start to its end, however the
-        listing changes meanwhile (in its own order; ``pages`` and ``gapless`` once read)."""
+        listing changes meanwhile (in its own order; ``pages`` once read)."""
         return self.client.iter(resource or self.resource, filters, max_items=max_items, complete=complete)
 
     def find(

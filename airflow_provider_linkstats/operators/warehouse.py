@@ -212,13 +212,6 @@ class LinkstatsStatsToWarehouseOperatorBase(LinkstatsBaseOperator):
             return 1
         raise error
 
-    def _say_if_not_gapless(self, listing: Any) -> None:
-        if not getattr(listing, "gapless", True):
-            self.log.warning(
-                "the service's listing told no total (a proxy in front of it strips 'meta'?): the walk read it "
-                "page by page newest first, where a record deleted meanwhile can hide another from this load"
-            )
-
     def _service_now(self, worker_now: Any) -> Any:
         """The service's clock (learned from its Date header), where the client has one; else the worker's."""
         clock = getattr(self.hook.client, "clock", None)
@@ -336,7 +329,6 @@ class LinkstatsLinkStatsToWarehouseOperator(LinksServiceMixin, LinkstatsStatsToW
             listing = hook.iter_records(filters, complete=True)  # skips no link, however the listing moves
             listed = {int(link["id"]): int(link.get("clicks") or 0) for link in listing}
             pages = listing.pages
-            self._say_if_not_gapless(listing)
         else:
             listed, pages, listing = {i: None for i in ids}, 0, None
         # The service's moment the listing began (its Date header's clock, less the time the pages
@@ -461,7 +453,6 @@ class LinkstatsWebsiteStatsToWarehouseOperator(AnalyticsServiceMixin, LinkstatsS
             listing = hook.iter_records(filters, complete=True)  # skips no website, however the listing moves
             ids = [int(website["id"]) for website in listing]
             pages = listing.pages
-            self._say_if_not_gapless(listing)
         else:
             pages, listing = 0, None
         plan = self.replan(plan, self._service_now(dt.datetime.now(dt.timezone.utc)), self._read_after(began, listing))

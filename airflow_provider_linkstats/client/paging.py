@@ -184,8 +184,8 @@ class GaplessWalk:
             highest = _highest_id(items)
             short = must_overlap and len(items) >= self.size and None not in (highest, self._newest_low)
             if not items or (short and highest < self._newest_low):  # type: ignore[operator]
-                self._asc = []
-                return self._found(number, items)  # the end is below (empty) or further (full): found as without a total
+                self._asc = []  # the end is below (empty) or further (full): looked for as without a total
+                return self._found(number, items)
         self._done = not self._asc
         return self.fresh(items)
 

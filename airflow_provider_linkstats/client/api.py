@@ -906,9 +906,19 @@ class GaplessListing:
                 self.first_read = None if date is None else date - (time.time() - sent)
             page = parse_page(request, response, per_page, client._known(resource_of(request)))
             # The newest-first page 1 counts apart from the oldest-first pages (another order, the same number).
-            guard.read(number if order == "asc" else -number, page.items, url=response.url or request.describe(),
-                       total=page.total)  # fmt: skip
-            for item in self.walk.read(page.items, has_next=page.has_next, total=page.total, last_page=page.last_page):
+            plain = self.walk.unsorted  # then every page is asked newest first: numbered as asked
+            guard.read(number if order == "asc" or plain else -number, page.items,
+                       url=response.url or request.describe(), total=page.total)  # fmt: skip
+            unsorted = self.walk.unsorted
+            fresh = self.walk.read(page.items, has_next=page.has_next, total=page.total, last_page=page.last_page)
+            if self.walk.unsorted and not unsorted:
+                guard = PageGuard(per_page)  # a walk afresh, in the service's own order
+                log.warning(
+                    "%s answered in an order other than the one asked (it ignores 'sort'): the walk reads the "
+                    "listing page by page instead, where a record deleted meanwhile can hide another",
+                    response.url or request.describe(),
+                )
+            for item in fresh:
                 if self.keep is not None and not self.keep(item):
                     continue
                 if max_items is not None and yielded >= max_items:

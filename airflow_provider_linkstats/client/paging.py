@@ -130,6 +130,9 @@ class GaplessWalk:
     total short by a whole number of pages cannot be told from a true one without a read more: it
     is believed.)
 
+    A service that ignores ``sort`` (a page not in the order asked) is read forward from page 1 as
+    any walk is, and ``unsorted`` says so: there a delete during the walk can hide a record.
+
     When the service tells no total (a proxy stripped ``meta``), the last page is found first:
     oldest-first pages 2, 4, 8, ... are read until one is not full, then the pages between are
     halved down to the first one not full; a page found not full when read holds the listing's end
@@ -146,6 +149,8 @@ class GaplessWalk:
         self._end: tuple[int, list[Any]] | None = None  # the lowest page found not full, and its records
         self._newest_low: int | None = None  # the lowest id of the newest-first page 1
         self._check: bool | None = None  # the first oldest-first read checks the total (True: it must overlap)
+        self._forward: int | None = None  # the service ignores ``sort``: the next page of a plain walk
+        self.unsorted = False  # the service ignored ``sort``: the walk fell back to reading forward
         self._seen: set[Any] = set()
         self._done = False
 
@@ -155,6 +160,8 @@ class GaplessWalk:
             return None
         if self.pages == 0:
             return "desc", 1
+        if self._forward is not None:
+            return "desc", self._forward
         if self._probe is not None:
             return "asc", self._probe
         return ("asc", self._asc[0]) if self._asc else None
@@ -163,6 +170,8 @@ class GaplessWalk:
         """Account for the page ``next()`` asked; returns its records not yielded before."""
         first = self.pages == 0
         self.pages += 1
+        if self._forward is not None or not _in_order(items, descending=first):
+            return self._plain(items, has_next)
         if first:
             self.size = len(items)
             if not has_next or not items:
@@ -208,6 +217,23 @@ class GaplessWalk:
         self._done = not self._asc
         return self.fresh(held)
 
+    def _plain(self, items: list[Any], has_next: bool) -> list[Any]:
+        """The service answers in an order other than the one asked (it ignores ``sort``): the
+        listing is read forward from page 1, as any walk does (``unsorted``: the caller says so;
+        the records read already are not yielded twice)."""
+        if self._forward is None:
+            self.unsorted = True
+            self._asc, self._probe = [], None
+            if self.pages == 1:  # page 1 itself: kept, and on from page 2
+                self._forward = 2 if has_next and items else None
+                self._done = self._forward is None
+            else:
+                self._forward = 1
+            return self.fresh(items)
+        self._forward = self._forward + 1 if has_next and items else None
+        self._done = self._forward is None
+        return self.fresh(items)
+
     def fresh(self, items: list[Any]) -> list[Any]:
         """``items`` less those already yielded (by id; a record read twice is yielded once)."""
         kept = []
@@ -231,3 +257,12 @@ def _ids(items: list[Any]) -> list[int] | None:
 def _highest_id(items: list[Any]) -> int | None:
     ids = _ids(items)
     return max(ids) if ids else None
+
+
+def _in_order(items: list[Any], *, descending: bool) -> bool:
+    """Whether ``items``' ids run the way asked (records without an integer id: assumed so)."""
+    ids = _ids(items)
+    if not ids:
+        return True
+    pairs = zip(ids, ids[1:], strict=False)
+    return all(a > b for a, b in pairs) if descending else all(a < b for a, b in pairs)

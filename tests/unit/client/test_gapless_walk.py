@@ -111,6 +111,19 @@ def test_a_total_that_lies_is_caught_by_the_first_oldest_first_page(seed, lie):
     assert len(seen) == len(set(seen))
 
 
+@pytest.mark.parametrize("served", ["asc", "desc"])
+def test_a_service_that_ignores_sort_is_read_forward_and_says_so(served):
+    """A page in another order than asked: the walk reads the listing forward from page 1 (every
+    record once), ``unsorted`` says so."""
+    listing = Listing(350, 100)
+    walker, yielded = GaplessWalk(), []
+    while (step := walker.next()) is not None:
+        answer = listing.page(served, step[1])
+        yielded += [i["id"] for i in walker.read(answer["items"], has_next=answer["has_next"], total=answer["total"])]
+    assert sorted(yielded) == list(range(1, 351)) and walker.unsorted
+    assert walker.pages == (4 if served == "asc" else 1 + 1 + 4)  # asc: page 1 told at once; desc: at page 3
+
+
 def test_a_listing_of_one_page_is_one_read():
     listing = Listing(100, 100)
     walker, seen = walk(listing, random.Random(2), deletes=0, creates=0)

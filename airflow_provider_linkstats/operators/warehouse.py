@@ -125,7 +125,7 @@ class LinkstatsStatsToWarehouseOperatorBase(LinkstatsBaseOperator):
 
         from airflow_provider_linkstats.client.errors import LinkstatsInputError
         from airflow_provider_linkstats.client.generations import ACCOUNT_OFFSET, ACCOUNT_ZONE
-        from airflow_provider_linkstats.client.warehouse import aware, bucketing_zone, plan_days
+        from airflow_provider_linkstats.client.warehouse import aware, bucketing_zone, label_offset, plan_days
 
         breakdown = self._breakdown()
         schema = self.schema_for(breakdown)
@@ -152,8 +152,9 @@ class LinkstatsStatsToWarehouseOperatorBase(LinkstatsBaseOperator):
         statistic = breakdown or "+".join(generation.daily_series)
         sink.create_tables()
         reload = sink.incomplete_days(statistic, zone)
-        self._plan_args = (start, end, zone, reload)
-        plan = plan_days(start, end, zone, self._service_now(now), reload)
+        self._plan_args = (start, end, zone, reload, generation)
+        service_now = self._service_now(now)
+        plan = plan_days(start, end, zone, service_now, reload, label_offset(generation, zone, service_now))
         if not plan.days:
             self.log.info("no day of %s ends in this interval (%s to %s): nothing to load", zone, start, end)
             return {"days": [], "zone": zone, "rows": 0, "requests": 0, "minimum_requests": 0}
@@ -173,10 +174,10 @@ class LinkstatsStatsToWarehouseOperatorBase(LinkstatsBaseOperator):
 
     def replan(self, plan: Any, service_now: Any) -> Any:
         """The plan again by the service's clock, once a request has taught it."""
-        from airflow_provider_linkstats.client.warehouse import plan_days
+        from airflow_provider_linkstats.client.warehouse import label_offset, plan_days
 
-        start, end, zone, reload = self._plan_args
-        return plan_days(start, end, zone, service_now, reload)
+        start, end, zone, reload, generation = self._plan_args
+        return plan_days(start, end, zone, service_now, reload, label_offset(generation, zone, service_now))
 
     def _service_now(self, worker_now: Any) -> Any:
         """The service's clock (learned from its Date header), where the client has one; else the worker's."""
@@ -309,42 +310,50 @@ class LinkstatsLinkStatsToWarehouseOperator(LinksServiceMixin, LinkstatsStatsToW
             "%d links listed, %d with new clicks to fetch (%d unchanged)", len(listed), len(wanted),
             len(listed) - len(wanted),
         )  # fmt: skip
-        counts: dict[int, dict[dt.date, int]] = {}
+        counts: dict[int, dict[dt.date, int | None]] = {}
         learned: dict[int, Counter] = {}
-        requests = 0
+        requests = asked_alone = 0
         progress = Progress(self.log, len(wanted), "links fetched", getattr(hook.client, "limiter", None))
         for done, link_id in enumerate(wanted):
-            per_day: dict[dt.date, int] = {}
-            for first, to in windows:  # a click is in one window's answer, whatever day it is named
-                for day, count in daily_counts(hook.iter_stats(link_id, series, first, to)).items():
-                    per_day[day] = per_day.get(day, 0) + count
+            labelled: dict[dt.date, int] = {}
+            for first, to in windows:  # a click is in one window's answer, whatever day it is labelled
+                for day, count in plan.counts((first, to), hook.iter_stats(link_id, series, first, to)).items():
+                    labelled[day] = labelled.get(day, 0) + count
                 requests += 1
-            counts[link_id] = per_day
+            # Days the labels do not match (a DST change since): asked alone, the service's selection
+            # is then exactly the day (a breakdown asks its own request of the day instead).
+            alone = {day: None for day in plan.ask_alone(labelled, windows)}
+            if breakdown is None:
+                for day in alone:
+                    alone[day] = sum(daily_counts(hook.iter_stats(link_id, series, day, day)).values())
+                    requests += 1
+                    asked_alone += 1
+            counts[link_id] = plan.day_counts(labelled, windows, alone)
             clicks = listed[link_id]
             if clicks is not None:
-                learned[link_id] = Counter(clicks, steady_since(listed_at, per_day, windows, plan))
+                learned[link_id] = Counter(clicks, steady_since(listed_at, labelled, windows, plan, counts[link_id]))
             progress.step(done + 1)
         days_with_clicks = 0
         rows_by_day: dict[dt.date, list[tuple]] = {day.day: [] for day in plan.days}
         for link_id, per_day in counts.items():
             for day in rows_by_day:
-                if not per_day.get(day):
+                if per_day.get(day) == 0:  # None: a day asked alone, by its breakdown
                     continue
                 if breakdown is None:
                     rows_by_day[day].append((link_id, day.isoformat(), plan.zone, per_day[day]))
                     continue
                 days_with_clicks += 1
-                for row in hook.iter_stats(link_id, breakdown, day, day):
-                    value = "" if row.get("value") is None else str(row["value"])
-                    rows_by_day[day].append((link_id, day.isoformat(), plan.zone, breakdown, value, int(row["count"])))
-                requests += 1
+                found, pages = breakdown_of(hook, link_id, breakdown, day)
+                for value, count in found:
+                    rows_by_day[day].append((link_id, day.isoformat(), plan.zone, breakdown, value, count))
+                requests += pages
         return self.write(plan, sink, statistic, list(listed), rows_by_day, learned) | {
             "links": len(listed),
             "fetched": len(wanted),
             "requests": requests + pages,
             "minimum_requests": minimum_requests(
-                listed=len(listed) if ids is None else 0, changed=len(wanted), windows=len(windows),
-                breakdown_days=days_with_clicks,
+                listed=len(listed) if ids is None else None, changed=len(wanted), windows=len(windows),
+                breakdown_days=days_with_clicks, alone=asked_alone,
             ),
         }  # fmt: skip
 
@@ -391,17 +400,17 @@ class LinkstatsWebsiteStatsToWarehouseOperator(AnalyticsServiceMixin, LinkstatsS
         windows = [(d.day, d.day) for d in plan.days] if breakdown else plan.windows()
         names = (breakdown,) if breakdown else generation.daily_series
         rows_by_day: dict[dt.date, list[tuple]] = {day.day: [] for day in plan.days}
-        requests = 0
+        requests = breakdown_pages = 0
         progress = Progress(self.log, len(ids), "websites fetched", getattr(hook.client, "limiter", None))
         for done, website_id in enumerate(ids):
             if breakdown:
                 for day in plan.days:
-                    for row in hook.iter_stats(website_id, breakdown, day.day, day.day):
-                        value = "" if row.get("value") is None else str(row["value"])
-                        rows_by_day[day.day].append(
-                            (website_id, day.day.isoformat(), plan.zone, breakdown, value, int(row["count"]))
-                        )
-                    requests += 1
+                    found, day_pages = breakdown_of(hook, website_id, breakdown, day.day)
+                    for value, count in found:
+                        row = (website_id, day.day.isoformat(), plan.zone, breakdown, value, count)
+                        rows_by_day[day.day].append(row)
+                    requests += day_pages
+                    breakdown_pages += day_pages
             else:
                 series = {}
                 for name in names:
@@ -424,9 +433,24 @@ class LinkstatsWebsiteStatsToWarehouseOperator(AnalyticsServiceMixin, LinkstatsS
             "websites": len(ids),
             "rows": rows,
             "requests": requests + pages,
-            "minimum_requests": pages
-            + (len(ids) * len(plan.days) if breakdown else len(ids) * len(names) * len(windows)),
+            # a breakdown: a request per website and day, and a page more per 100 values
+            "minimum_requests": pages + (breakdown_pages if breakdown else len(ids) * len(names) * len(windows)),
         }
+
+
+def breakdown_of(hook: Any, record_id: int, name: str, day: Any) -> tuple[list[tuple[str, int]], int]:
+    """One day's breakdown of a record: ``(value, count)`` rows (an unknown value as ``""``) and the
+    pages it took. Read by value, not by count: the services sort by one column and the database
+    leaves ties in any order, so pages by count could repeat a row and drop another; values are
+    unique in a breakdown. 100 rows a page, the most the services take."""
+    from airflow_provider_linkstats.client.contract import MAX_PER_PAGE
+    from airflow_provider_linkstats.client.warehouse import listing_pages
+
+    found = [
+        ("" if row.get("value") is None else str(row["value"]), int(float(row.get("count") or 0)))
+        for row in hook.iter_stats(record_id, name, day, day, sort_by="value", sort="asc", per_page=MAX_PER_PAGE)
+    ]
+    return found, listing_pages(len(found), MAX_PER_PAGE)
 
 
 def _merged(rows: list[tuple], key_size: int) -> list[tuple]:

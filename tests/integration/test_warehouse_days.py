@@ -1,0 +1,204 @@
+"""Days whose length is not 24 hours, breakdowns asked after an offset change, and breakdown pages
+whose counts tie, against the emulator of phpShort 49 (which selects the account's calendar days,
+DST-aware, and labels the ``click`` series with the zone's UTC offset at the moment of asking, as
+the install's CONVERT_TZ does).
+
+The truth is the emulator's record of every click with its instant, grouped by the account's
+calendar day (its IANA zone): every hour of that day must be in exactly one loaded day.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import sqlite3
+from collections import Counter
+from zoneinfo import ZoneInfo
+
+import pytest
+
+from tests.conftest import GENERATIONS, connection_json
+
+UTC = dt.timezone.utc
+
+
+@pytest.fixture
+def emu49(emulators, monkeypatch):
+    """The phpShort 49 emulator, reset, behind the default links connection."""
+    emulator = emulators("49")
+    emulator.reset()
+    monkeypatch.setenv("AIRFLOW_CONN_LINKSTATS_LINKS_DEFAULT", connection_json(emulator.url, api_version="49"))
+    monkeypatch.setenv(
+        "AIRFLOW_CONN_LINKSTATS_ANALYTICS_DEFAULT",
+        connection_json(emulator.analytics_url, "linkstats_analytics", api_version=GENERATIONS["49"]),
+    )
+    yield emulator
+    emulator.reset()
+
+
+@pytest.fixture
+def warehouse(tmp_path, monkeypatch):
+    path = tmp_path / "warehouse.db"
+    monkeypatch.setenv("AIRFLOW_CONN_WH", json.dumps({"conn_type": "sqlite", "host": str(path)}))
+    return path
+
+
+def utc(text: str) -> dt.datetime:
+    return dt.datetime.fromisoformat(text).replace(tzinfo=UTC)
+
+
+# (zone, a moment on the night of the change): both directions, west and east of UTC (2026's dates).
+DST_NIGHTS = {
+    "new-york-fall-back": ("America/New_York", utc("2026-11-01T06:00")),  # 02:00 EDT -> 01:00 EST
+    "new-york-spring-forward": ("America/New_York", utc("2026-03-08T07:00")),  # 02:00 EST -> 03:00 EDT
+    "sydney-spring-forward": ("Australia/Sydney", utc("2026-10-03T16:00")),  # 02:00 AEST -> 03:00 AEDT
+    "sydney-fall-back": ("Australia/Sydney", utc("2026-04-04T16:00")),  # 03:00 AEDT -> 02:00 AEST
+}
+
+
+def clicks_every_hour(emu, zone: str, around: dt.datetime, hours: int = 96, per_hour: int = 3, links: int = 2):
+    """``links`` links, each clicked ``per_hour`` times at half past every UTC hour for ``hours``
+    hours centred on ``around``; the account in ``zone``."""
+    emu.configure_account(timezone=zone)
+    first = around - dt.timedelta(hours=hours // 2)
+    emu.clock.set(first - dt.timedelta(days=2), freeze=True)
+    made = [emu.store.add_link(url=f"https://example.com/{i}", alias=f"dst{i}") for i in range(links)]
+    for link in made:
+        for hour in range(hours):
+            at = first + dt.timedelta(hours=hour, minutes=30)
+            emu.record_clicks(link["id"], at=at, count=per_hour, country=("US", "FR", "JP")[hour % 3])
+    emu.clock.reset()
+    return made
+
+
+def account_days(emu, zone: str) -> Counter:
+    """(link_id, day) -> clicks: the recorded clicks per calendar day of the account's zone."""
+    counts: Counter = Counter()
+    for click in emu.store.recorded_clicks():
+        day = dt.datetime.fromisoformat(click["at"]).astimezone(ZoneInfo(zone)).date().isoformat()
+        counts[(int(click["link_id"]), day)] += int(click.get("count", 1))
+    return counts
+
+
+def complete_days(path, table: str) -> dict[str, str]:
+    with sqlite3.connect(path) as db:
+        return dict(db.execute(f"SELECT day, zone FROM {table}_days WHERE complete = 1").fetchall())
+
+
+def table_counts(path, table: str, column: str = "clicks") -> Counter:
+    counts: Counter = Counter()
+    with sqlite3.connect(path) as db:
+        for link, day, count in db.execute(f"SELECT link_id, day, {column} FROM {table}").fetchall():
+            counts[(int(link), str(day))] += int(count)
+    return counts
+
+
+def hours_covered(days: dict[str, str]) -> Counter:
+    """How many loaded days hold each UTC hour (every loaded day's span, in its ``zone``)."""
+    from airflow_provider_linkstats.client.warehouse import ServiceDay
+
+    covered: Counter = Counter()
+    for day, zone in days.items():
+        span = ServiceDay.of(dt.date.fromisoformat(day), zone)
+        hour = span.start
+        while hour < span.end:
+            covered[hour] += 1
+            hour += dt.timedelta(hours=1)
+    return covered
+
+
+def load(table: str, start: dt.datetime, end: dt.datetime, **arguments):
+    from airflow_provider_linkstats.operators.warehouse import LinkstatsLinkStatsToWarehouseOperator
+    from tests.conftest import run_operator
+
+    operator = LinkstatsLinkStatsToWarehouseOperator(
+        task_id="load", sql_conn_id="wh", table=table,
+        data_interval_start=start.isoformat(), data_interval_end=end.isoformat(), **arguments,
+    )  # fmt: skip
+    return run_operator(operator)[0]
+
+
+def daily_utc_runs(around: dt.datetime, before: int = 2, after: int = 3) -> list[tuple[dt.datetime, dt.datetime]]:
+    midnight = around.replace(hour=0, minute=0)
+    return [(midnight + dt.timedelta(days=i), midnight + dt.timedelta(days=i + 1)) for i in range(-before, after)]
+
+
+def assert_every_hour_once(emu, warehouse, table: str, zone: str) -> tuple[int, int]:
+    """Every day marked complete holds exactly the account day's recorded clicks, and the loaded
+    days tile time: no hour in two days, none missing between the first and the last."""
+    days = complete_days(warehouse, table)
+    assert days, "no day was loaded complete"
+    covered = hours_covered(days)
+    first, last = min(covered), max(covered)
+    doubled = sorted(hour for hour, n in covered.items() if n > 1)
+    missing = []
+    hour = first
+    while hour <= last:
+        if not covered.get(hour):
+            missing.append(hour)
+        hour += dt.timedelta(hours=1)
+    loaded = table_counts(warehouse, table)
+    recorded_in_span = sum(
+        int(c.get("count", 1))
+        for c in emu.store.recorded_clicks()
+        if first <= dt.datetime.fromisoformat(c["at"]) < last + dt.timedelta(hours=1)
+    )
+    loaded_total = sum(n for (link, day), n in loaded.items() if day in days)
+    assert (doubled, missing, loaded_total) == ([], [], recorded_in_span), (
+        f"hours in two days {doubled}, hours in none {missing}: {recorded_in_span} recorded, {loaded_total} loaded"
+    )
+    truth = account_days(emu, zone)
+    assert set(days.values()) == {zone}
+    for day in days:
+        assert {k: v for k, v in loaded.items() if k[1] == day} == {k: v for k, v in truth.items() if k[1] == day}
+    return recorded_in_span, loaded_total
+
+
+@pytest.mark.parametrize("night", sorted(DST_NIGHTS))
+def test_daily_utc_runs_across_a_dst_night_load_every_hour_of_the_account_day_once(emu49, warehouse, night):
+    """Scheduled runs, each at its time (the service's clock at the interval's end + 10 minutes)."""
+    zone, change = DST_NIGHTS[night]
+    clicks_every_hour(emu49, zone, change)
+    for start, end in daily_utc_runs(change):
+        emu49.clock.set(end + dt.timedelta(minutes=10))
+        load("clicks", start, end)
+    emu49.clock.reset()
+    assert_every_hour_once(emu49, warehouse, "clicks", zone)
+
+
+def breakdown_sums(path, table: str) -> Counter:
+    counts: Counter = Counter()
+    with sqlite3.connect(path) as db:
+        for link, day, count in db.execute(f"SELECT link_id, day, clicks FROM {table}").fetchall():
+            counts[(int(link), str(day))] += int(count)
+    return counts
+
+
+@pytest.mark.parametrize("night", sorted(DST_NIGHTS))
+def test_a_backfill_asked_weeks_after_the_change_and_its_breakdown_equal_the_account_days(emu49, warehouse, night):
+    """Every run asked three weeks after the DST night (the service labels the days before it with
+    the new offset): the daily table and the breakdown both hold each account day's clicks."""
+    zone, change = DST_NIGHTS[night]
+    clicks_every_hour(emu49, zone, change)
+    emu49.clock.set(change + dt.timedelta(days=21))
+    reports = []
+    for start, end in daily_utc_runs(change):
+        emu49.stats.reset()
+        reports.append(load("clicks", start, end))
+        assert emu49.stats.count(path_prefix="/stats") + emu49.stats.count(path_prefix="/links") == reports[-1]["requests"]
+        load("by_country", start, end, breakdown="country")
+    emu49.clock.reset()
+    days = complete_days(warehouse, "by_country")
+    assert days == complete_days(warehouse, "clicks")
+    daily, by_country = table_counts(warehouse, "clicks"), breakdown_sums(warehouse, "by_country")
+    differ = {key: (daily.get(key, 0), by_country.get(key, 0)) for key in daily.keys() | by_country.keys()
+              if key[1] in days and daily.get(key, 0) != by_country.get(key, 0)}  # fmt: skip
+    assert not differ, f"(link, day): (daily table, breakdown) {sorted(differ.items())}"
+    assert_every_hour_once(emu49, warehouse, "clicks", zone)
+    truth = account_days(emu49, zone)
+    assert {k: v for k, v in breakdown_sums(warehouse, "by_country").items() if k[1] in days} == {
+        k: v for k, v in truth.items() if k[1] in days
+    }
+    # The cost: the listing, a request per link, and one per link and day its labels do not match.
+    assert all(report["requests"] == report["minimum_requests"] for report in reports)
+    assert max(report["requests"] for report in reports) <= 1 + 2 * 2

@@ -185,7 +185,8 @@ def test_a_backfill_asked_weeks_after_the_change_and_its_breakdown_equal_the_acc
     for start, end in daily_utc_runs(change):
         emu49.stats.reset()
         reports.append(load("clicks", start, end))
-        assert emu49.stats.count(path_prefix="/stats") + emu49.stats.count(path_prefix="/links") == reports[-1]["requests"]
+        served = emu49.stats.count(path_prefix="/stats") + emu49.stats.count(path_prefix="/links")
+        assert served == reports[-1]["requests"]
         load("by_country", start, end, breakdown="country")
     emu49.clock.reset()
     days = complete_days(warehouse, "by_country")
@@ -202,3 +203,68 @@ def test_a_backfill_asked_weeks_after_the_change_and_its_breakdown_equal_the_acc
     # The cost: the listing, a request per link, and one per link and day its labels do not match.
     assert all(report["requests"] == report["minimum_requests"] for report in reports)
     assert max(report["requests"] for report in reports) <= 1 + 2 * 2
+
+
+# -- breakdown pages whose counts tie -------------------------------------------------------------------
+
+
+def tied_breakdown_service(values: int = 150):
+    """Answers as phpAnalytics 31 does: one website; its ``country`` breakdown has ``values`` rows,
+    every count the same, and the order of rows that tie differs from one request to the next (MySQL
+    promises no order for ties: each page is its own query). ``sort_by=value`` is honoured."""
+    import random
+
+    site = {"id": 7, "domain": "shop.example.com", "favorite": False, "favorited_at": None}
+    rows = [{"value": f"C{i:03d}", "count": "2"} for i in range(values)]
+    asked = []
+
+    def answer(request):
+        query = dict(request["query"])
+        path = request["path"]
+        if path.endswith("/websites"):
+            return ("respond", 200, {"data": [site], "meta": {"current_page": 1, "last_page": 1, "total": 1}})
+        asked.append(query)
+        per_page = int(query.get("per_page", 10)) if query.get("per_page") in ("10", "25", "50", "100") else 10
+        page = int(query.get("page", 1))
+        if query.get("sort_by") == "value":
+            ordered = sorted(rows, key=lambda row: row["value"], reverse=query.get("sort") == "desc")
+        else:
+            ordered = list(rows)
+            random.Random(len(asked)).shuffle(ordered)  # ties: any order, per query
+        last = max(1, -(-len(ordered) // per_page))
+        body = {
+            "current_page": page, "data": ordered[(page - 1) * per_page : page * per_page], "last_page": last,
+            "per_page": per_page, "total": len(ordered), "from": (page - 1) * per_page + 1,
+            "to": min(page * per_page, len(ordered)), "next_page_url": None if page >= last else f"?page={page + 1}",
+            "prev_page_url": None, "path": path, "status": 200,
+        }  # fmt: skip
+        return ("respond", 200, body)
+
+    return answer
+
+
+def test_a_breakdown_whose_counts_tie_is_read_whole_once(scripted, warehouse, monkeypatch):
+    """150 countries with 2 visitors each: two pages of 100; read by count, the tie order changes
+    between the pages' queries, so rows repeat and others are dropped."""
+    from airflow_provider_linkstats.operators.warehouse import LinkstatsWebsiteStatsToWarehouseOperator
+    from tests.conftest import run_operator
+
+    monkeypatch.setenv(
+        "AIRFLOW_CONN_LINKSTATS_ANALYTICS_DEFAULT",
+        connection_json(scripted.url + "/api/v1", "linkstats_analytics", api_version="31"),
+    )
+    scripted._server.default = tied_breakdown_service()
+    day = dt.datetime.now(UTC).replace(hour=0, minute=0, second=0, microsecond=0) - dt.timedelta(days=3)
+    operator = LinkstatsWebsiteStatsToWarehouseOperator(
+        task_id="load", sql_conn_id="wh", table="by_country", breakdown="country",
+        data_interval_start=day.isoformat(), data_interval_end=(day + dt.timedelta(days=1)).isoformat(),
+    )  # fmt: skip
+    report = run_operator(operator)[0]
+    with sqlite3.connect(warehouse) as db:
+        loaded = db.execute("SELECT value, count FROM by_country").fetchall()
+    values = [value for value, _ in loaded]
+    assert (len(values), len(set(values))) == (150, 150), f"{len(values)} rows, {len(set(values))} distinct"
+    assert {count for _, count in loaded} == {2}
+    stats = [r for r in scripted.requests if "/stats/" in r["path"]]
+    assert len(stats) == 2 and all(dict(r["query"]).get("per_page") == "100" for r in stats)
+    assert report["requests"] == report["minimum_requests"] == 1 + 2  # the listing, two pages of 100

@@ -155,6 +155,14 @@ class LinkstatsStatsToWarehouseOperatorBase(LinkstatsBaseOperator):
         self._plan_args = (start, end, zone, reload, generation)
         service_now = self._service_now(now)
         plan = plan_days(start, end, zone, service_now, reload, label_offset(generation, zone, service_now))
+        if aware(start, "data_interval_start") == end_moment:
+            self.log.info(
+                "the data interval is empty (%s: a trigger timetable, such as Airflow 3's schedule=\"@daily\", or a "
+                "manual run), so this run loads the day of %s that ended last before it: %s. For days that follow "
+                "the logical dates, schedule with data intervals: schedule=CronDataIntervalTimetable(\"0 0 * * *\", "
+                "timezone=%r) (from airflow.timetables.interval), which loads the day of each logical date",
+                end_moment.isoformat(), zone, ", ".join(map(str, plan.dates)) or "none", account_zone or zone,
+            )  # fmt: skip
         if not plan.days:
             self.log.info("no day of %s ends in this interval (%s to %s): nothing to load", zone, start, end)
             return {"days": [], "zone": zone, "rows": 0, "requests": 0, "minimum_requests": 0}

@@ -268,3 +268,43 @@ def test_a_breakdown_whose_counts_tie_is_read_whole_once(scripted, warehouse, mo
     stats = [r for r in scripted.requests if "/stats/" in r["path"]]
     assert len(stats) == 2 and all(dict(r["query"]).get("per_page") == "100" for r in stats)
     assert report["requests"] == report["minimum_requests"] == 1 + 2  # the listing, two pages of 100
+
+
+# -- runs as users run them -----------------------------------------------------------------------------
+
+
+class RecordingLog:
+    def __init__(self) -> None:
+        self.lines: list[str] = []
+
+    def info(self, message, *args):
+        self.lines.append(message % args if args else message)
+
+    warning = debug = error = exception = info
+
+
+def test_an_empty_interval_says_which_day_it_loaded_and_the_schedule_that_follows_logical_dates(emu49, warehouse):
+    """Airflow 3's schedule="@daily" (a trigger timetable) in UTC for an account in New York: its run
+    of logical date 2026-10-12 loads New York's 10th (the 11th ends at 04:00 UTC on the 12th)."""
+    from airflow_provider_linkstats.operators.warehouse import LinkstatsLinkStatsToWarehouseOperator
+    from tests.conftest import run_operator
+
+    clicks_every_hour(emu49, "America/New_York", utc("2026-10-11T12:00"), hours=24)
+    moment = utc("2026-10-12T00:00").isoformat()
+    operator = LinkstatsLinkStatsToWarehouseOperator(
+        task_id="load", sql_conn_id="wh", table="clicks", data_interval_start=moment, data_interval_end=moment
+    )
+    log = RecordingLog()
+    operator._log = operator._cached_logger = log  # the logger Airflow 2.11 / 3 caches on the task
+    report = run_operator(operator)[0]
+    assert report["days"] == ["2026-10-10"]
+    (line,) = [line for line in log.lines if "data interval is empty" in line]
+    assert "America/New_York that ended last before it: 2026-10-10" in line
+    assert 'schedule=CronDataIntervalTimetable("0 0 * * *", timezone=\'America/New_York\')' in line
+
+
+def test_a_load_with_nothing_to_fetch_reports_the_requests_it_made_as_the_minimum(emu49, warehouse):
+    """An account without links: the listing's one page is the whole cost, and the minimum."""
+    report = load("clicks", utc("2026-10-11T00:00"), utc("2026-10-12T00:00"))
+    assert report["links"] == report["fetched"] == 0
+    assert report["requests"] == report["minimum_requests"] == 1

@@ -322,6 +322,30 @@ def steady_since(
     return min(plan.label_end(max(clicked), known), clicks_listed_at)
 
 
+def first_day_found_short(
+    clicks: int | None,
+    known: Counter | None,
+    answered: int,
+    windows: Sequence[tuple[dt.date, dt.date]],
+    plan: DayPlan,
+) -> dt.date | None:
+    """The first day to reload when a link's counter grew since it was last read by more clicks
+    than the statistics answer holds from the first day to load through today (``answered``): the
+    rest were counted on earlier days, after the counter was read, so an earlier run loaded those
+    days without them (it ran before they came: a service clock behind, clicks recorded late) and
+    may have marked them complete. They are the days from the one before the moment the counter
+    was known steady since (clicks counted up to a day late).
+
+    None when nothing is short, or when it cannot be told: no counter known, a counter that did
+    not grow (one that went down is another matter), a last window short of today."""
+    if clicks is None or known is None or not windows or windows[-1][1] < plan.today or not plan.days:
+        return None
+    if clicks - known.clicks <= answered:
+        return None
+    first = (known.steady_since - dt.timedelta(days=1)).astimezone(tz_of(plan.zone)).date()
+    return first if first < plan.days[0].day else None
+
+
 def daily_counts(rows: Iterable[Mapping[str, Any]]) -> dict[dt.date, int]:
     """A daily series' rows (``{"value": "2025-01-31", "count": 3}``, or ``"2025-01-31 23"`` for the
     hours phpShort 46+ answers for a single day; counts may be strings) summed per day."""

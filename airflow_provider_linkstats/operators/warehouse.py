@@ -291,6 +291,7 @@ class LinkstatsLinkStatsToWarehouseOperator(LinksServiceMixin, LinkstatsStatsToW
         from airflow_provider_linkstats.client.warehouse import (
             Counter,
             daily_counts,
+            first_day_found_short,
             listing_pages,
             minimum_requests,
             needs_request,
@@ -321,6 +322,7 @@ class LinkstatsLinkStatsToWarehouseOperator(LinksServiceMixin, LinkstatsStatsToW
         counts: dict[int, dict[dt.date, int | None]] = {}
         learned: dict[int, Counter] = {}
         requests = asked_alone = 0
+        short: list[dt.date] = []  # per link whose counter grew by more than its answer holds: the first day short
         progress = Progress(self.log, len(wanted), "links fetched", getattr(hook.client, "limiter", None))
         for done, link_id in enumerate(wanted):
             labelled: dict[dt.date, int] = {}
@@ -340,7 +342,12 @@ class LinkstatsLinkStatsToWarehouseOperator(LinksServiceMixin, LinkstatsStatsToW
             clicks = listed[link_id]
             if clicks is not None:
                 learned[link_id] = Counter(clicks, steady_since(listed_at, labelled, windows, plan, counts[link_id]))
+                found = first_day_found_short(clicks, known.get(link_id), sum(labelled.values()), windows, plan)
+                short += [found] if found else []
             progress.step(done + 1)
+        if short and not getattr(self, "_reloaded_short", False):  # once a run: the second pass starts earlier
+            return self._reload_short(plan, now, min(short), len(short), requests + pages, sink, generation,
+                                      statistic, breakdown, ids, filters)  # fmt: skip
         days_with_clicks = 0
         rows_by_day: dict[dt.date, list[tuple]] = {day.day: [] for day in plan.days}
         for link_id, per_day in counts.items():
@@ -351,10 +358,10 @@ class LinkstatsLinkStatsToWarehouseOperator(LinksServiceMixin, LinkstatsStatsToW
                     rows_by_day[day].append((link_id, day.isoformat(), plan.zone, per_day[day]))
                     continue
                 days_with_clicks += 1
-                found, pages = breakdown_of(hook, link_id, breakdown, day)
+                found, day_pages = breakdown_of(hook, link_id, breakdown, day)
                 for value, count in found:
                     rows_by_day[day].append((link_id, day.isoformat(), plan.zone, breakdown, value, count))
-                requests += pages
+                requests += day_pages
         return self.write(plan, sink, statistic, list(listed), rows_by_day, learned) | {
             "links": len(listed),
             "fetched": len(wanted),
@@ -364,6 +371,28 @@ class LinkstatsLinkStatsToWarehouseOperator(LinksServiceMixin, LinkstatsStatsToW
                 breakdown_days=days_with_clicks, alone=asked_alone,
             ),
         }  # fmt: skip
+
+    def _reload_short(self, plan: Any, now: Any, earliest: Any, links: int, spent: int, *load: Any) -> dict[str, Any]:
+        """The load again, from ``earliest``: days an earlier run loaded (and may have marked complete)
+        before clicks on them were counted, found by links whose counters grew by more than the
+        answers from this run's first day hold. Nothing was written yet; the requests ``spent`` on
+        finding it are added to this run's."""
+        import datetime as dt
+
+        start, end, zone, reload, generation = self._plan_args
+        first = plan.days[0].day
+        extra = {earliest + dt.timedelta(days=n) for n in range((first - earliest).days)}
+        self.log.info(
+            "%d links counted more clicks since they were last read than their answers from %s hold: the days "
+            "from %s were loaded before those clicks came, and are loaded again by this run", links, first, earliest,
+        )  # fmt: skip
+        self._plan_args = (start, end, zone, sorted(set(reload) | extra), generation)
+        self._reloaded_short = True
+        replanned = self.replan(plan, now)
+        result = self.load(replanned, *load)
+        result["requests"] += spent
+        result["minimum_requests"] += spent  # the first pass is what found the days short
+        return result | {"days": [day.isoformat() for day in replanned.dates]}
 
     def write(self, plan: Any, sink: Any, statistic: str, record_ids: list[int], rows_by_day: dict,
               learned: dict) -> dict[str, Any]:  # fmt: skip

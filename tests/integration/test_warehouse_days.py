@@ -308,3 +308,27 @@ def test_a_load_with_nothing_to_fetch_reports_the_requests_it_made_as_the_minimu
     report = load("clicks", utc("2026-10-11T00:00"), utc("2026-10-12T00:00"))
     assert report["links"] == report["fetched"] == 0
     assert report["requests"] == report["minimum_requests"] == 1
+
+
+def test_a_day_marked_complete_found_short_by_a_later_run_is_reloaded(emu, warehouse):
+    """The scheduler's run of the 6th ran (and marked the day complete) before 3 of its clicks were
+    counted (Airflow 2.11's backfill then skips that run: it succeeded). The next run sees the
+    link's counter grown by 4 where its answer from the 7th holds 1, and loads the 6th again."""
+    link = emu.store.add_link(url="https://example.com/late", alias="late")
+    sixth = utc("2026-10-06T00:00")
+    emu.record_clicks(link["id"], at=sixth + dt.timedelta(hours=10), count=2)
+    emu.clock.set(sixth + dt.timedelta(days=1, minutes=10))
+    assert load("clicks", sixth, sixth + dt.timedelta(days=1))["days"] == ["2026-10-06"]
+    emu.record_clicks(link["id"], at=sixth + dt.timedelta(hours=20), count=3)  # counted late
+    emu.record_clicks(link["id"], at=sixth + dt.timedelta(days=1, hours=10), count=1)
+    emu.clock.set(sixth + dt.timedelta(days=2, minutes=10))
+    emu.stats.reset()
+    report = load("clicks", sixth + dt.timedelta(days=1), sixth + dt.timedelta(days=2))
+    emu.clock.reset()
+    loaded = table_counts(warehouse, "clicks")
+    assert loaded == {(link["id"], "2026-10-06"): 5, (link["id"], "2026-10-07"): 1}, loaded
+    assert complete_days(warehouse, "clicks") == {"2026-10-06": "UTC", "2026-10-07": "UTC"}
+    assert report["days"] == ["2026-10-06", "2026-10-07"]
+    # the pass that found it (listing + 1) and the pass from the 6th (listing + 1)
+    served = emu.stats.count(path_prefix="/stats") + emu.stats.count(path_prefix="/links")
+    assert served == report["requests"] == report["minimum_requests"] == 4

@@ -84,11 +84,11 @@ BACKFILLS = {
     "new-york-fall-back": ("America/New_York", dt.datetime(2026, 11, 1, 6, tzinfo=dt.timezone.utc)),
     "sydney-spring-forward": ("Australia/Sydney", dt.datetime(2026, 10, 3, 16, tzinfo=dt.timezone.utc)),
 }
-CLICKED, JUNK = 3, 180  # links clicked every hour; links never clicked (what a cleanup deletes)
+CLICKED = 3  # links clicked every hour, among 178 never clicked (what a cleanup deletes)
 
 
 def cleanup_beside(emu, links: list[int], stop):
-    """A cleanup deleting the never-clicked links one by one while the backfill runs."""
+    """A cleanup deleting never-clicked links one by one while the backfill runs."""
     import threading
 
     def delete() -> None:
@@ -103,12 +103,7 @@ def cleanup_beside(emu, links: list[int], stop):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize(
-    "cleanup",
-    [False, pytest.param(True, marks=pytest.mark.xfail(strict=False, reason="needs the listing that cannot skip "
-                                                       "(issue 36 item 1, engineer walk)"))],
-    ids=["alone", "with-a-cleanup"],
-)
+@pytest.mark.parametrize("cleanup", [False, True], ids=["alone", "with-a-cleanup"])
 @pytest.mark.parametrize("backfill", sorted(BACKFILLS))
 def test_a_30_day_backfill_across_a_dst_change_equals_the_account_days(
     emulators, airflow_db, tmp_path, monkeypatch, backfill, cleanup
@@ -116,7 +111,12 @@ def test_a_30_day_backfill_across_a_dst_change_equals_the_account_days(
     """30 runs of the example DAG (scheduled at the account's midnights, data intervals), asked a
     week after the last day: every day marked complete equals the recorded clicks of the account's
     day (23 or 25 hours on the DST night), and each run makes the listing's pages + one request per
-    clicked link + one more per clicked link on a day whose offset is not the service's today."""
+    clicked link + one more per clicked link on a day whose offset is not the service's today.
+
+    With a cleanup: links never clicked are deleted while the backfill runs, and (where the emulator
+    has ``faults.after_page``) in the run of the DST night a link of the listing's first page is
+    deleted right after that page is read, which moves a clicked link from the second page's top
+    to the first page's bottom: a walk by offset never sees it. A run may then read a page more."""
     import threading
     from zoneinfo import ZoneInfo
 
@@ -140,8 +140,13 @@ def test_a_30_day_backfill_across_a_dst_change_equals_the_account_days(
     days = [first_day + dt.timedelta(days=n) for n in range(30)]
     begin = dt.datetime.combine(first_day, dt.time(), tz)
     emu.clock.set(begin - dt.timedelta(days=1), freeze=True)
-    clicked = [emu.store.add_link(url=f"https://example.com/{n}", alias=f"dst-{n}")["id"] for n in range(CLICKED)]
-    junk = emu.store.seed_links(JUNK, alias_prefix="junk-", url="https://example.com/junk")
+    # Newest first, the listing's first page holds the two newest clicked links and 98 never
+    # clicked; the second page begins with the oldest clicked link, then 80 never clicked.
+    older = emu.store.seed_links(80, alias_prefix="old-", url="https://example.com/old")
+    clicked = [emu.store.add_link(url="https://example.com/0", alias="dst-0")["id"]]
+    newer = emu.store.seed_links(98, alias_prefix="new-", url="https://example.com/new")
+    clicked += [emu.store.add_link(url=f"https://example.com/{n}", alias=f"dst-{n}")["id"] for n in (1, 2)]
+    links = 80 + 98 + CLICKED
     hours = int((dt.datetime.combine(days[-1] + dt.timedelta(days=1), dt.time(), tz) - begin).total_seconds() // 3600)
     for link_id in clicked:
         for hour in range(hours):
@@ -157,11 +162,14 @@ def test_a_30_day_backfill_across_a_dst_change_equals_the_account_days(
     if airflow.__version__.startswith("3.0."):
         module.dag.get_task("link_clicks").outlets = []
     stop = threading.Event()
-    worker = cleanup_beside(emu, list(range(junk["first_id"], junk["last_id"] + 1)), stop) if cleanup else None
+    worker = cleanup_beside(emu, list(range(older["first_id"], older["last_id"] + 1)), stop) if cleanup else None
+    targeted = cleanup and hasattr(emu.faults, "after_page")
     per_run = []
     try:
         for day in days:
             emu.stats.reset()
+            if targeted and ServiceDay.of(day, zone).end - ServiceDay.of(day, zone).start != dt.timedelta(days=1):
+                emu.faults.after_page(page=1, delete=[newer["last_id"]])  # the DST night's run
             # A manual run (dag.test) gets the interval that ended last: the run at D+1's midnight loads D.
             run = run_for_moment(module.dag, dt.datetime.combine(day + dt.timedelta(days=1), dt.time(), tz))
             assert run.state == "success", day
@@ -186,13 +194,15 @@ def test_a_30_day_backfill_across_a_dst_change_equals_the_account_days(
     spans = [ServiceDay.of(day, zone) for day in days]
     assert sorted({int((s.end - s.start).total_seconds() // 3600) for s in spans}) in ([23, 24], [24, 25])
 
-    # The cost of each run, and its bound: the listing's pages (fewer as the cleanup deletes), one
-    # request per clicked link, and one more per clicked link on a day labelled with another offset.
+    # The cost of each run, and its bound: the listing's pages, one request per clicked link, one
+    # more per clicked link on a day labelled with another offset; with a cleanup, a page more for
+    # the listing changing under the walk.
     for (day, served), span in zip(per_run, spans, strict=True):
         relabelled = not (span.start.astimezone(tz).utcoffset() == offset_now == span.end.astimezone(tz).utcoffset())
-        bound = listing_pages(CLICKED + JUNK) + CLICKED * (1 + relabelled)
-        assert served <= bound, (day, served, bound)
-        if not cleanup:
+        bound = listing_pages(links) + CLICKED * (1 + relabelled)
+        if cleanup:
+            assert served <= bound + 1, (day, served, bound + 1)
+        else:
             assert served == bound, (day, served, bound)
 
 

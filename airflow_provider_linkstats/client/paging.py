@@ -100,3 +100,82 @@ class PageGuard:
         self._seen[key] = number
         if self.remember is not None and len(self._seen) > self.remember:
             del self._seen[next(iter(self._seen))]
+
+
+# -- a walk that cannot skip ------------------------------------------------------------------------
+
+
+class GaplessWalk:
+    """The page reads of a walk over a listing that changes while it is read, in which no record
+    that is listed from the walk's start to its end is skipped (``client.iter(..., complete=True)``).
+
+    A listing paged by offset shifts under a walk: a record deleted from a page already read moves
+    every later record up one place, and a forward walk never sees the one that crossed the page
+    boundary. This walk reads the listing sorted by id so that the part already read is always its
+    end, which no change can move a record out of unseen:
+
+    1. page 1 newest first (``sort=desc``): the newest ``size`` records, and the ``total``;
+    2. then oldest first (``sort=asc``) pages ``ceil(total / size) - 1`` down to 1.
+
+    Oldest first, a record created meanwhile is added after everything (never read: it did not
+    exist at the start), and a record deleted anywhere moves only the records after it up, so those
+    cross from the part read into the page read next: read twice (``fresh`` drops the repeat),
+    never skipped. The pages are the same number as a forward walk's, whatever changes: a delete
+    or a create costs no request. A record's repeat costs nothing either.
+
+    When the service tells no total (a proxy stripped ``meta``), the pages to read oldest first are
+    not known: the walk goes on newest first, forward, as any walk does, and ``gapless`` is False
+    (a record deleted meanwhile may hide another; the caller says so).
+    """
+
+    def __init__(self) -> None:
+        self.size = 0
+        self.gapless = True
+        self.pages = 0  # pages read
+        self._asc: list[int] = []  # the oldest-first page numbers still to read, highest first
+        self._forward: int | None = None  # the fallback: the next newest-first page
+        self._seen: set[Any] = set()
+        self._done = False
+
+    def next(self) -> tuple[str, int] | None:
+        """The next read: ``("desc" | "asc", page number)``, or None when the walk is over."""
+        if self._done:
+            return None
+        if self.pages == 0:
+            return "desc", 1
+        if self._forward is not None:
+            return "desc", self._forward
+        return ("asc", self._asc[0]) if self._asc else None
+
+    def read(self, items: list[Any], *, has_next: bool, total: int | None, last_page: int | None = None) -> list[Any]:
+        """Account for the page ``next()`` asked; returns its records not yielded before."""
+        first = self.pages == 0
+        self.pages += 1
+        if first:
+            self.size = len(items)
+            if not has_next or not items:
+                self._done = True
+            elif total is not None or last_page is not None:
+                pages = math.ceil(total / self.size) if total is not None else int(last_page or 1)
+                self._asc = list(range(pages - 1, 0, -1))
+            else:
+                self.gapless = False
+                self._forward = 2
+        elif self._forward is not None:
+            self._forward = self._forward + 1 if has_next and items else None
+            self._done = self._forward is None
+        else:
+            self._asc.pop(0)
+            self._done = not self._asc
+        return self.fresh(items)
+
+    def fresh(self, items: list[Any]) -> list[Any]:
+        """``items`` less those already yielded (by id; a record read twice is yielded once)."""
+        kept = []
+        for item in items:
+            key = str(item.get("id")) if isinstance(item, dict) and item.get("id") is not None else None
+            if key is None or key not in self._seen:
+                if key is not None:
+                    self._seen.add(key)
+                kept.append(item)
+        return kept

@@ -250,11 +250,15 @@ def plan_days(
     now: dt.datetime,
     reload: Iterable[dt.date] = (),
     labels: dt.timedelta | None = None,
+    complete_by: dt.datetime | None = None,
 ) -> DayPlan:
     """The days a run of data interval ``[interval_start, interval_end)`` loads (the day rule),
     plus ``reload`` (days an earlier run loaded before they were over). A day that has not begun
     by ``now`` (the service's clock) is refused: nothing can be loaded for it yet. ``labels``: the
-    offset the service labels its daily rows with now (``label_offset``), where not ``zone``'s days."""
+    offset the service labels its daily rows with now (``label_offset``), where not ``zone``'s days.
+    A day is complete only if it ended by ``complete_by`` (default ``now``): the moment, by the
+    service's clock less its margin, before which no answer the load uses was read; a later one is
+    loaded and kept incomplete, so a later run reloads it."""
     start, end = aware(interval_start, "data_interval_start"), aware(interval_end, "data_interval_end")
     zone = check_zone(zone)
     if end < start:
@@ -270,7 +274,8 @@ def plan_days(
                 f"an interval whose days have begun: {day.day} in {zone} begins at {day.start:%Y-%m-%d %H:%M} UTC, "
                 f"after the service's now ({now:%Y-%m-%d %H:%M:%S} UTC); a day in the future has no statistics yet",
             )
-    incomplete = frozenset(day.day for day in days if day.end > now)
+    read_after = now if complete_by is None else min(now, aware(complete_by, "complete_by"))
+    incomplete = frozenset(day.day for day in days if day.end > read_after)
     return DayPlan(zone, days, incomplete, now.astimezone(tz_of(zone)).date(), now, labels)
 
 

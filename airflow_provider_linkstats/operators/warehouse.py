@@ -180,12 +180,54 @@ class LinkstatsStatsToWarehouseOperatorBase(LinkstatsBaseOperator):
         asset = self._asset_uri(sink.asset_uri())
         return {"days": [d.isoformat() for d in plan.dates], "zone": zone, "asset": asset, **result}
 
-    def replan(self, plan: Any, service_now: Any) -> Any:
-        """The plan again by the service's clock, once a request has taught it."""
+    def replan(self, plan: Any, service_now: Any, read_after: Any = None) -> Any:
+        """The plan again by the service's clock, once a request has taught it; a day is complete
+        only if it ended by ``read_after`` (every answer the load uses was read after it)."""
         from airflow_provider_linkstats.client.warehouse import label_offset, plan_days
 
         start, end, zone, reload, generation = self._plan_args
-        return plan_days(start, end, zone, service_now, reload, label_offset(generation, zone, service_now))
+        labels = label_offset(generation, zone, service_now)
+        return plan_days(start, end, zone, service_now, reload, labels, complete_by=read_after)
+
+    def _read_after(self, worker_moment: float, listing: Any = None) -> Any:
+        """The service's moment before which no answer this load uses was read, less the clock's
+        margin, so that an answer read before a day ended never makes the day complete.
+
+        The first answer is the earliest (everything else is asked after it): with a listing, its
+        first page's own ``Date`` less the round trip (``GaplessListing.read_from``); without one,
+        ``worker_moment`` (the worker's epoch seconds, noted before the first request) on the
+        service's clock."""
+        import datetime as dt
+
+        from airflow_provider_linkstats.client.clock import SAFETY_MARGIN
+
+        margin = dt.timedelta(seconds=SAFETY_MARGIN)
+        read_from = getattr(listing, "read_from", None)
+        if read_from is not None:
+            return read_from - margin
+        clock = getattr(self.hook.client, "clock", None)
+        if clock is None or not getattr(clock, "known", False):
+            return dt.datetime.fromtimestamp(worker_moment, dt.timezone.utc) - margin
+        return dt.datetime.fromtimestamp(worker_moment + clock.offset - clock.margin, dt.timezone.utc)
+
+    def _confirm_gone(self, record_id: int, error: Exception) -> int:
+        """A statistics 404 counts as the record deleted only if the record itself answers 404 too
+        (not a route or a proxy that answers 404 for statistics): else ``error`` is raised. Returns
+        the requests made (1)."""
+        from airflow_provider_linkstats.client.errors import LinkstatsNotFoundError
+
+        try:
+            self.hook.get_record(record_id)
+        except LinkstatsNotFoundError:
+            return 1
+        raise error
+
+    def _say_if_not_gapless(self, listing: Any) -> None:
+        if not getattr(listing, "gapless", True):
+            self.log.warning(
+                "the service's listing told no total (a proxy in front of it strips 'meta'?): the walk read it "
+                "page by page newest first, where a record deleted meanwhile can hide another from this load"
+            )
 
     def _service_now(self, worker_now: Any) -> Any:
         """The service's clock (learned from its Date header), where the client has one; else the worker's."""
@@ -288,11 +330,11 @@ class LinkstatsLinkStatsToWarehouseOperator(LinksServiceMixin, LinkstatsStatsToW
              ids: list[int] | None, filters: dict[str, Any]) -> dict[str, Any]:  # fmt: skip
         import datetime as dt
 
+        from airflow_provider_linkstats.client.errors import LinkstatsNotFoundError
         from airflow_provider_linkstats.client.warehouse import (
             Counter,
             daily_counts,
             first_day_found_short,
-            listing_pages,
             minimum_requests,
             needs_request,
             steady_since,
@@ -300,17 +342,19 @@ class LinkstatsLinkStatsToWarehouseOperator(LinksServiceMixin, LinkstatsStatsToW
 
         hook, series = self.hook, generation.daily_series[0]
         known = sink.counters(statistic)
-        began = time.time()
+        began = time.time()  # before the first request whose answer this load uses
         if ids is None:
-            listed = {int(link["id"]): int(link.get("clicks") or 0) for link in hook.iter_links(**filters)}
-            pages = listing_pages(len(listed))
+            listing = hook.iter_records(filters, complete=True)  # skips no link, however the listing moves
+            listed = {int(link["id"]): int(link.get("clicks") or 0) for link in listing}
+            pages = listing.pages
+            self._say_if_not_gapless(listing)
         else:
-            listed, pages = {i: None for i in ids}, 0
+            listed, pages, listing = {i: None for i in ids}, 0, None
         # The service's moment the listing began (its Date header's clock, less the time the pages
         # took and the header's second): a counter read then held its value at least from there.
         now = self._service_now(dt.datetime.now(dt.timezone.utc))
         listed_at = now - dt.timedelta(seconds=time.time() - began + 1)
-        plan = self.replan(plan, now)
+        plan = self.replan(plan, now, self._read_after(began, listing))
         windows = plan.windows()
         wanted = list(ids) if ids is not None else [
             i for i, clicks in listed.items() if needs_request(clicks, known.get(i), plan.days[0])
@@ -321,23 +365,31 @@ class LinkstatsLinkStatsToWarehouseOperator(LinksServiceMixin, LinkstatsStatsToW
         )  # fmt: skip
         counts: dict[int, dict[dt.date, int | None]] = {}
         learned: dict[int, Counter] = {}
+        gone: list[int] = []  # deleted between the listing and their statistics: their rows stay as they were
         requests = asked_alone = 0
         short: list[dt.date] = []  # per link whose counter grew by more than its answer holds: the first day short
         progress = Progress(self.log, len(wanted), "links fetched", getattr(hook.client, "limiter", None))
         for done, link_id in enumerate(wanted):
             labelled: dict[dt.date, int] = {}
-            for first, to in windows:  # a click is in one window's answer, whatever day it is labelled
-                for day, count in plan.counts((first, to), hook.iter_stats(link_id, series, first, to)).items():
-                    labelled[day] = labelled.get(day, 0) + count
-                requests += 1
-            # Days the labels do not match (a DST change since): asked alone, the service's selection
-            # is then exactly the day (a breakdown asks its own request of the day instead).
-            alone = {day: None for day in plan.ask_alone(labelled, windows)}
-            if breakdown is None:
-                for day in alone:
-                    alone[day] = sum(daily_counts(hook.iter_stats(link_id, series, day, day)).values())
+            alone: dict[dt.date, int | None] = {}
+            try:
+                for first, to in windows:  # a click is in one window's answer, whatever day it is labelled
                     requests += 1
-                    asked_alone += 1
+                    for day, count in plan.counts((first, to), hook.iter_stats(link_id, series, first, to)).items():
+                        labelled[day] = labelled.get(day, 0) + count
+                # Days the labels do not match (a DST change since): asked alone, the service's selection
+                # is then exactly the day (a breakdown asks its own request of the day instead).
+                alone = {day: None for day in plan.ask_alone(labelled, windows)}
+                if breakdown is None:
+                    for day in alone:
+                        requests += 1
+                        asked_alone += 1
+                        alone[day] = sum(daily_counts(hook.iter_stats(link_id, series, day, day)).values())
+            except LinkstatsNotFoundError as error:
+                requests += self._confirm_gone(link_id, error)
+                gone.append(link_id)
+                progress.step(done + 1)
+                continue
             counts[link_id] = plan.day_counts(labelled, windows, alone)
             clicks = listed[link_id]
             if clicks is not None:
@@ -358,12 +410,32 @@ class LinkstatsLinkStatsToWarehouseOperator(LinksServiceMixin, LinkstatsStatsToW
                     rows_by_day[day].append((link_id, day.isoformat(), plan.zone, per_day[day]))
                     continue
                 days_with_clicks += 1
-                found, day_pages = breakdown_of(hook, link_id, breakdown, day)
-                for value, count in found:
-                    rows_by_day[day].append((link_id, day.isoformat(), plan.zone, breakdown, value, count))
+                if link_id in gone:
+                    continue
+                try:
+                    found, day_pages = breakdown_of(hook, link_id, breakdown, day)
+                except LinkstatsNotFoundError as error:
+                    requests += 1 + self._confirm_gone(link_id, error)
+                    gone.append(link_id)
+                    continue
                 requests += day_pages
-        return self.write(plan, sink, statistic, list(listed), rows_by_day, learned) | {
+                rows_by_day[day].extend(
+                    (link_id, day.isoformat(), plan.zone, breakdown, value, count) for value, count in found
+                )
+        if gone:
+            gone_set = set(gone)
+            for day, day_rows in rows_by_day.items():
+                rows_by_day[day] = [row for row in day_rows if row[0] not in gone_set]
+            learned = {i: c for i, c in learned.items() if i not in gone_set}
+            shown = ", ".join(map(str, gone[:20])) + (f" and {len(gone) - 20} more" if len(gone) > 20 else "")
+            self.log.warning(
+                "%d links were deleted after the listing read them (their statistics answered 404): %s; their rows "
+                "already in %s are left as they were", len(gone), shown, sink.describe(),
+            )  # fmt: skip
+        record_ids = [i for i in listed if i not in set(gone)]
+        return self.write(plan, sink, statistic, record_ids, rows_by_day, learned) | {
             "links": len(listed),
+            "gone": gone,
             "fetched": len(wanted),
             "requests": requests + pages,
             "minimum_requests": minimum_requests(
@@ -426,48 +498,70 @@ class LinkstatsWebsiteStatsToWarehouseOperator(AnalyticsServiceMixin, LinkstatsS
              ids: list[int] | None, filters: dict[str, Any]) -> dict[str, Any]:  # fmt: skip
         import datetime as dt
 
-        from airflow_provider_linkstats.client.warehouse import daily_counts, listing_pages
+        from airflow_provider_linkstats.client.errors import LinkstatsNotFoundError
+        from airflow_provider_linkstats.client.warehouse import daily_counts
 
         hook = self.hook
+        began = time.time()  # before the first request whose answer this load uses
         if ids is None:
-            ids = [int(website["id"]) for website in hook.iter_websites(**filters)]
-            pages = listing_pages(len(ids))
+            listing = hook.iter_records(filters, complete=True)  # skips no website, however the listing moves
+            ids = [int(website["id"]) for website in listing]
+            pages = listing.pages
+            self._say_if_not_gapless(listing)
         else:
-            pages = 0
+            pages, listing = 0, None
+        plan = self.replan(plan, self._service_now(dt.datetime.now(dt.timezone.utc)), self._read_after(began, listing))
         windows = [(d.day, d.day) for d in plan.days] if breakdown else plan.windows()
         names = (breakdown,) if breakdown else generation.daily_series
         rows_by_day: dict[dt.date, list[tuple]] = {day.day: [] for day in plan.days}
         requests = breakdown_pages = 0
         progress = Progress(self.log, len(ids), "websites fetched", getattr(hook.client, "limiter", None))
+        gone: list[int] = []  # deleted between the listing and their statistics: their rows stay as they were
         for done, website_id in enumerate(ids):
-            if breakdown:
-                for day in plan.days:
-                    found, day_pages = breakdown_of(hook, website_id, breakdown, day.day)
-                    for value, count in found:
-                        row = (website_id, day.day.isoformat(), plan.zone, breakdown, value, count)
-                        rows_by_day[day.day].append(row)
-                    requests += day_pages
-                    breakdown_pages += day_pages
-            else:
-                series = {}
-                for name in names:
-                    per_day: dict[dt.date, int] = {}
-                    for first, to in windows:
-                        per_day.update(daily_counts(hook.iter_stats(website_id, name, first, to)))
-                        requests += 1
-                    series[name] = per_day
-                for day in rows_by_day:
-                    values = [series[name].get(day, 0) for name in names]
-                    if any(values):
-                        rows_by_day[day].append((website_id, day.isoformat(), plan.zone, *values))
+            mine: list[tuple[dt.date, tuple]] = []
+            try:
+                if breakdown:
+                    for day in plan.days:
+                        requests += 1  # the first page (a deleted website's 404 is a request too)
+                        found, day_pages = breakdown_of(hook, website_id, breakdown, day.day)
+                        requests += day_pages - 1
+                        breakdown_pages += day_pages
+                        for value, count in found:
+                            row = (website_id, day.day.isoformat(), plan.zone, breakdown, value, count)
+                            mine.append((day.day, row))
+                else:
+                    series = {}
+                    for name in names:
+                        per_day: dict[dt.date, int] = {}
+                        for first, to in windows:
+                            requests += 1
+                            per_day.update(daily_counts(hook.iter_stats(website_id, name, first, to)))
+                        series[name] = per_day
+                    for day in rows_by_day:
+                        values = [series[name].get(day, 0) for name in names]
+                        if any(values):
+                            mine.append((day, (website_id, day.isoformat(), plan.zone, *values)))
+            except LinkstatsNotFoundError as error:
+                requests += self._confirm_gone(website_id, error)
+                gone.append(website_id)
+                mine = []
+            for day, row in mine:
+                rows_by_day[day].append(row)
             progress.step(done + 1)
+        if gone:
+            self.log.warning(
+                "%d websites were deleted after the listing read them (their statistics answered 404): %s; their "
+                "rows already in %s are left as they were", len(gone), ", ".join(map(str, gone)), sink.describe(),
+            )  # fmt: skip
+        written = [i for i in ids if i not in set(gone)]
         rows = 0
         for day in plan.days:
             day_rows = _merged(rows_by_day[day.day], key_size=len(sink.schema.key))
-            sink.write_day(day.day, plan.zone, statistic, ids, day_rows, day.day not in plan.incomplete)
+            sink.write_day(day.day, plan.zone, statistic, written, day_rows, day.day not in plan.incomplete)
             rows += len(day_rows)
         return {
             "websites": len(ids),
+            "gone": gone,
             "rows": rows,
             "requests": requests + pages,
             # a breakdown: a request per website and day, and a page more per 100 values

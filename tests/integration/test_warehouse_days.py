@@ -332,3 +332,22 @@ def test_a_day_marked_complete_found_short_by_a_later_run_is_reloaded(emu, wareh
     # the pass that found it (listing + 1) and the pass from the 6th (listing + 1)
     served = emu.stats.count(path_prefix="/stats") + emu.stats.count(path_prefix="/links")
     assert served == report["requests"] == report["minimum_requests"] == 4
+
+
+def test_a_day_loaded_incomplete_before_a_dst_change_is_reloaded_after_it(emu49, warehouse):
+    """Sydney springs forward on 2026-10-04: a manual run during the 3rd (AEST) loads it incomplete;
+    the next run, after the change, reloads it (the day's zone is the account's, not the offset)."""
+    emu49.configure_account(timezone="Australia/Sydney")
+    emu49.clock.set(utc("2026-10-01T00:00"), freeze=True)
+    link = emu49.store.add_link(url="https://example.com/sydney", alias="sydney")
+    emu49.record_clicks(link["id"], at=utc("2026-10-03T00:00"))  # 10:00 AEST on the 3rd
+    emu49.clock.set(utc("2026-10-03T10:00"))  # 20:00 on the 3rd: the day is not over
+    first = load("clicks", utc("2026-10-02T14:00"), utc("2026-10-03T14:00"))
+    assert first["days"] == ["2026-10-03"]
+    emu49.record_clicks(link["id"], at=utc("2026-10-03T12:00"))  # 22:00 AEST on the 3rd
+    emu49.clock.set(utc("2026-10-05T00:10"))  # AEDT now
+    second = load("clicks", utc("2026-10-03T14:00"), utc("2026-10-04T13:00"))
+    emu49.clock.reset()
+    assert second["days"] == ["2026-10-03", "2026-10-04"]  # the 3rd again, with the 4th (23 hours)
+    assert table_counts(warehouse, "clicks") == {(link["id"], "2026-10-03"): 2}
+    assert complete_days(warehouse, "clicks") == {"2026-10-03": "Australia/Sydney", "2026-10-04": "Australia/Sydney"}

@@ -5,8 +5,8 @@ overlapping backfills happened.
 
 The truth is the emulator's own record of each click and visit with its time
 (``store.recorded_clicks``, ``recorded_pageviews``), grouped here by day of the zone the generation
-counts in (UTC on phpShort 44-45 and phpAnalytics; on phpShort 46+ the account zone's offset when
-asked): not the statistics answers the load read.
+counts in (UTC on phpShort 44-45 and phpAnalytics; on phpShort 46+ the account's zone, whose rows
+the service labels with the offset of the moment asked): not the statistics answers the load read.
 """
 
 from __future__ import annotations

@@ -14,6 +14,7 @@ from airflow_provider_linkstats.client.warehouse import (
     bucketing_zone,
     daily_counts,
     days_ending_in,
+    first_day_found_short,
     label_offset,
     minimum_requests,
     needs_request,
@@ -190,3 +191,16 @@ def test_the_minimum_requests():
     assert minimum_requests(listed=0) == 1  # an empty listing still answers a page
     assert minimum_requests(listed=None, changed=2, alone=3) == 5  # ids given: no listing
     assert minimum_requests(websites=3, statistics=2) == 6
+
+
+def test_a_counter_grown_by_more_than_the_answer_holds_finds_earlier_days_short():
+    plan = plan_days(utc("2025-03-10T00:00"), utc("2025-03-11T00:00"), "UTC", now=utc("2025-03-11T00:05"))
+    windows = plan.windows()  # the 10th through today
+    known = Counter(2, utc("2025-03-10T00:00"))  # read at the last load, steady since the 9th ended
+    # 4 more clicks, 1 of them in the answer: 3 were counted on the 9th (or before) after it was loaded
+    assert first_day_found_short(6, known, 1, windows, plan) == dt.date(2025, 3, 9)
+    assert first_day_found_short(3, known, 1, windows, plan) is None  # the answer holds the growth
+    assert first_day_found_short(6, None, 0, windows, plan) is None  # nothing known to compare with
+    assert first_day_found_short(None, known, 0, windows, plan) is None  # link ids given: no counter read
+    old = plan_days(utc("2025-01-10T00:00"), utc("2025-01-11T00:00"), "UTC", now=LATER)
+    assert first_day_found_short(6, known, 0, [(dt.date(2025, 1, 10), dt.date(2025, 1, 10))], old) is None

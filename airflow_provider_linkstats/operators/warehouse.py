@@ -125,7 +125,7 @@ class LinkstatsStatsToWarehouseOperatorBase(LinkstatsBaseOperator):
 
         from airflow_provider_linkstats.client.errors import LinkstatsInputError
         from airflow_provider_linkstats.client.generations import ACCOUNT_OFFSET, ACCOUNT_ZONE
-        from airflow_provider_linkstats.client.warehouse import aware, bucketing_zone, plan_days
+        from airflow_provider_linkstats.client.warehouse import aware, bucketing_zone, label_offset, plan_days
 
         breakdown = self._breakdown()
         schema = self.schema_for(breakdown)
@@ -152,8 +152,17 @@ class LinkstatsStatsToWarehouseOperatorBase(LinkstatsBaseOperator):
         statistic = breakdown or "+".join(generation.daily_series)
         sink.create_tables()
         reload = sink.incomplete_days(statistic, zone)
-        self._plan_args = (start, end, zone, reload)
-        plan = plan_days(start, end, zone, self._service_now(now), reload)
+        self._plan_args = (start, end, zone, reload, generation)
+        service_now = self._service_now(now)
+        plan = plan_days(start, end, zone, service_now, reload, label_offset(generation, zone, service_now))
+        if aware(start, "data_interval_start") == end_moment:
+            self.log.info(
+                "the data interval is empty (%s: a trigger timetable, such as Airflow 3's schedule=\"@daily\", or a "
+                "manual run), so this run loads the day of %s that ended last before it: %s. For days that follow "
+                "the logical dates, schedule with data intervals: schedule=CronDataIntervalTimetable(\"0 0 * * *\", "
+                "timezone=%r) (from airflow.timetables.interval), which loads the day of each logical date",
+                end_moment.isoformat(), zone, ", ".join(map(str, plan.dates)) or "none", account_zone or zone,
+            )  # fmt: skip
         if not plan.days:
             self.log.info("no day of %s ends in this interval (%s to %s): nothing to load", zone, start, end)
             return {"days": [], "zone": zone, "rows": 0, "requests": 0, "minimum_requests": 0}
@@ -174,10 +183,11 @@ class LinkstatsStatsToWarehouseOperatorBase(LinkstatsBaseOperator):
     def replan(self, plan: Any, service_now: Any, read_after: Any = None) -> Any:
         """The plan again by the service's clock, once a request has taught it; a day is complete
         only if it ended by ``read_after`` (every answer the load uses was read after it)."""
-        from airflow_provider_linkstats.client.warehouse import plan_days
+        from airflow_provider_linkstats.client.warehouse import label_offset, plan_days
 
-        start, end, zone, reload = self._plan_args
-        return plan_days(start, end, zone, service_now, reload, complete_by=read_after)
+        start, end, zone, reload, generation = self._plan_args
+        labels = label_offset(generation, zone, service_now)
+        return plan_days(start, end, zone, service_now, reload, labels, complete_by=read_after)
 
     def _read_after(self, worker_moment: float, listing: Any = None) -> Any:
         """The service's moment before which no answer this load uses was read, less the clock's
@@ -317,6 +327,7 @@ class LinkstatsLinkStatsToWarehouseOperator(LinksServiceMixin, LinkstatsStatsToW
         from airflow_provider_linkstats.client.warehouse import (
             Counter,
             daily_counts,
+            first_day_found_short,
             minimum_requests,
             needs_request,
             steady_since,
@@ -344,33 +355,48 @@ class LinkstatsLinkStatsToWarehouseOperator(LinksServiceMixin, LinkstatsStatsToW
             "%d links listed, %d with new clicks to fetch (%d unchanged)", len(listed), len(wanted),
             len(listed) - len(wanted),
         )  # fmt: skip
-        counts: dict[int, dict[dt.date, int]] = {}
+        counts: dict[int, dict[dt.date, int | None]] = {}
         learned: dict[int, Counter] = {}
         gone: list[int] = []  # deleted between the listing and their statistics: their rows stay as they were
-        requests = 0
+        requests = asked_alone = 0
+        short: list[dt.date] = []  # per link whose counter grew by more than its answer holds: the first day short
         progress = Progress(self.log, len(wanted), "links fetched", getattr(hook.client, "limiter", None))
         for done, link_id in enumerate(wanted):
-            per_day: dict[dt.date, int] = {}
+            labelled: dict[dt.date, int] = {}
+            alone: dict[dt.date, int | None] = {}
             try:
-                for first, to in windows:  # a click is in one window's answer, whatever day it is named
+                for first, to in windows:  # a click is in one window's answer, whatever day it is labelled
                     requests += 1
-                    for day, count in daily_counts(hook.iter_stats(link_id, series, first, to)).items():
-                        per_day[day] = per_day.get(day, 0) + count
+                    for day, count in plan.counts((first, to), hook.iter_stats(link_id, series, first, to)).items():
+                        labelled[day] = labelled.get(day, 0) + count
+                # Days the labels do not match (a DST change since): asked alone, the service's selection
+                # is then exactly the day (a breakdown asks its own request of the day instead).
+                alone = {day: None for day in plan.ask_alone(labelled, windows)}
+                if breakdown is None:
+                    for day in alone:
+                        requests += 1
+                        asked_alone += 1
+                        alone[day] = sum(daily_counts(hook.iter_stats(link_id, series, day, day)).values())
             except LinkstatsNotFoundError as error:
                 requests += self._confirm_gone(link_id, error)
                 gone.append(link_id)
                 progress.step(done + 1)
                 continue
-            counts[link_id] = per_day
+            counts[link_id] = plan.day_counts(labelled, windows, alone)
             clicks = listed[link_id]
             if clicks is not None:
-                learned[link_id] = Counter(clicks, steady_since(listed_at, per_day, windows, plan))
+                learned[link_id] = Counter(clicks, steady_since(listed_at, labelled, windows, plan, counts[link_id]))
+                found = first_day_found_short(clicks, known.get(link_id), sum(labelled.values()), windows, plan)
+                short += [found] if found else []
             progress.step(done + 1)
+        if short and not getattr(self, "_reloaded_short", False):  # once a run: the second pass starts earlier
+            return self._reload_short(plan, now, min(short), len(short), requests + pages, sink, generation,
+                                      statistic, breakdown, ids, filters)  # fmt: skip
         days_with_clicks = 0
         rows_by_day: dict[dt.date, list[tuple]] = {day.day: [] for day in plan.days}
         for link_id, per_day in counts.items():
             for day in rows_by_day:
-                if not per_day.get(day):
+                if per_day.get(day) == 0:  # None: a day asked alone, by its breakdown
                     continue
                 if breakdown is None:
                     rows_by_day[day].append((link_id, day.isoformat(), plan.zone, per_day[day]))
@@ -378,18 +404,16 @@ class LinkstatsLinkStatsToWarehouseOperator(LinksServiceMixin, LinkstatsStatsToW
                 days_with_clicks += 1
                 if link_id in gone:
                     continue
-                requests += 1
                 try:
-                    rows = [
-                        (link_id, day.isoformat(), plan.zone, breakdown,
-                         "" if row.get("value") is None else str(row["value"]), int(row["count"]))
-                        for row in hook.iter_stats(link_id, breakdown, day, day)
-                    ]  # fmt: skip
+                    found, day_pages = breakdown_of(hook, link_id, breakdown, day)
                 except LinkstatsNotFoundError as error:
-                    requests += self._confirm_gone(link_id, error)
+                    requests += 1 + self._confirm_gone(link_id, error)
                     gone.append(link_id)
                     continue
-                rows_by_day[day].extend(rows)
+                requests += day_pages
+                rows_by_day[day].extend(
+                    (link_id, day.isoformat(), plan.zone, breakdown, value, count) for value, count in found
+                )
         if gone:
             gone_set = set(gone)
             for day, day_rows in rows_by_day.items():
@@ -407,10 +431,32 @@ class LinkstatsLinkStatsToWarehouseOperator(LinksServiceMixin, LinkstatsStatsToW
             "fetched": len(wanted),
             "requests": requests + pages,
             "minimum_requests": minimum_requests(
-                listed=len(listed) if ids is None else 0, changed=len(wanted), windows=len(windows),
-                breakdown_days=days_with_clicks,
+                listed=len(listed) if ids is None else None, changed=len(wanted), windows=len(windows),
+                breakdown_days=days_with_clicks, alone=asked_alone,
             ),
         }  # fmt: skip
+
+    def _reload_short(self, plan: Any, now: Any, earliest: Any, links: int, spent: int, *load: Any) -> dict[str, Any]:
+        """The load again, from ``earliest``: days an earlier run loaded (and may have marked complete)
+        before clicks on them were counted, found by links whose counters grew by more than the
+        answers from this run's first day hold. Nothing was written yet; the requests ``spent`` on
+        finding it are added to this run's."""
+        import datetime as dt
+
+        start, end, zone, reload, generation = self._plan_args
+        first = plan.days[0].day
+        extra = {earliest + dt.timedelta(days=n) for n in range((first - earliest).days)}
+        self.log.info(
+            "%d links counted more clicks since they were last read than their answers from %s hold: the days "
+            "from %s were loaded before those clicks came, and are loaded again by this run", links, first, earliest,
+        )  # fmt: skip
+        self._plan_args = (start, end, zone, sorted(set(reload) | extra), generation)
+        self._reloaded_short = True
+        replanned = self.replan(plan, now)
+        result = self.load(replanned, *load)
+        result["requests"] += spent
+        result["minimum_requests"] += spent  # the first pass is what found the days short
+        return result | {"days": [day.isoformat() for day in replanned.dates]}
 
     def write(self, plan: Any, sink: Any, statistic: str, record_ids: list[int], rows_by_day: dict,
               learned: dict) -> dict[str, Any]:  # fmt: skip
@@ -459,7 +505,7 @@ class LinkstatsWebsiteStatsToWarehouseOperator(AnalyticsServiceMixin, LinkstatsS
         windows = [(d.day, d.day) for d in plan.days] if breakdown else plan.windows()
         names = (breakdown,) if breakdown else generation.daily_series
         rows_by_day: dict[dt.date, list[tuple]] = {day.day: [] for day in plan.days}
-        requests = 0
+        requests = breakdown_pages = 0
         progress = Progress(self.log, len(ids), "websites fetched", getattr(hook.client, "limiter", None))
         gone: list[int] = []  # deleted between the listing and their statistics: their rows stay as they were
         for done, website_id in enumerate(ids):
@@ -467,13 +513,13 @@ class LinkstatsWebsiteStatsToWarehouseOperator(AnalyticsServiceMixin, LinkstatsS
             try:
                 if breakdown:
                     for day in plan.days:
-                        requests += 1
-                        for row in hook.iter_stats(website_id, breakdown, day.day, day.day):
-                            value = "" if row.get("value") is None else str(row["value"])
-                            mine.append(
-                                (day.day, (website_id, day.day.isoformat(), plan.zone, breakdown, value,
-                                           int(row["count"])))
-                            )  # fmt: skip
+                        requests += 1  # the first page (a deleted website's 404 is a request too)
+                        found, day_pages = breakdown_of(hook, website_id, breakdown, day.day)
+                        requests += day_pages - 1
+                        breakdown_pages += day_pages
+                        for value, count in found:
+                            row = (website_id, day.day.isoformat(), plan.zone, breakdown, value, count)
+                            mine.append((day.day, row))
                 else:
                     series = {}
                     for name in names:
@@ -509,9 +555,24 @@ class LinkstatsWebsiteStatsToWarehouseOperator(AnalyticsServiceMixin, LinkstatsS
             "gone": gone,
             "rows": rows,
             "requests": requests + pages,
-            "minimum_requests": pages
-            + (len(ids) * len(plan.days) if breakdown else len(ids) * len(names) * len(windows)),
+            # a breakdown: a request per website and day, and a page more per 100 values
+            "minimum_requests": pages + (breakdown_pages if breakdown else len(ids) * len(names) * len(windows)),
         }
+
+
+def breakdown_of(hook: Any, record_id: int, name: str, day: Any) -> tuple[list[tuple[str, int]], int]:
+    """One day's breakdown of a record: ``(value, count)`` rows (an unknown value as ``""``) and the
+    pages it took. Read by value, not by count: the services sort by one column and the database
+    leaves ties in any order, so pages by count could repeat a row and drop another; values are
+    unique in a breakdown. 100 rows a page, the most the services take."""
+    from airflow_provider_linkstats.client.contract import MAX_PER_PAGE
+    from airflow_provider_linkstats.client.warehouse import listing_pages
+
+    found = [
+        ("" if row.get("value") is None else str(row["value"]), int(float(row.get("count") or 0)))
+        for row in hook.iter_stats(record_id, name, day, day, sort_by="value", sort="asc", per_page=MAX_PER_PAGE)
+    ]
+    return found, listing_pages(len(found), MAX_PER_PAGE)
 
 
 def _merged(rows: list[tuple], key_size: int) -> list[tuple]:

@@ -125,7 +125,7 @@ class LinkstatsStatsToWarehouseOperatorBase(LinkstatsBaseOperator):
 
         from airflow_provider_linkstats.client.errors import LinkstatsInputError
         from airflow_provider_linkstats.client.generations import ACCOUNT_OFFSET, ACCOUNT_ZONE
-        from airflow_provider_linkstats.client.warehouse import aware, bucketing_zone, plan_days
+        from airflow_provider_linkstats.client.warehouse import aware, bucketing_zone, plan_days, selection_key
 
         breakdown = self._breakdown()
         schema = self.schema_for(breakdown)
@@ -150,6 +150,10 @@ class LinkstatsStatsToWarehouseOperatorBase(LinkstatsBaseOperator):
             account_zone = hook.service_profile(account=True).timezone
         zone = bucketing_zone(generation, account_zone, self._service_now(now))
         statistic = breakdown or "+".join(generation.daily_series)
+        # The state (incomplete days, counters) is this selection's: another space's load into the
+        # same table neither completes its days nor lends it counters.
+        sink.selection = selection_key(hook.linkstats_conn_id, filters, ids)
+        sink.generation = generation.name
         sink.create_tables()
         reload = sink.incomplete_days(statistic, zone)
         self._plan_args = (start, end, zone, reload)
@@ -281,10 +285,11 @@ class LinkstatsLinkStatsToWarehouseOperator(LinksServiceMixin, LinkstatsStatsToW
 
         from airflow_provider_linkstats.client.warehouse import (
             Counter,
+            Listed,
             daily_counts,
+            links_to_fetch,
             listing_pages,
             minimum_requests,
-            needs_request,
             steady_since,
         )
 
@@ -292,23 +297,29 @@ class LinkstatsLinkStatsToWarehouseOperator(LinksServiceMixin, LinkstatsStatsToW
         known = sink.counters(statistic)
         began = time.time()
         if ids is None:
-            listed = {int(link["id"]): int(link.get("clicks") or 0) for link in hook.iter_links(**filters)}
+            listed = {int(link["id"]): Listed.of(link) for link in hook.iter_links(**filters)}
             pages = listing_pages(len(listed))
         else:
-            listed, pages = {i: None for i in ids}, 0
+            listed, pages = {i: Listed(None) for i in ids}, 0
         # The service's moment the listing began (its Date header's clock, less the time the pages
         # took and the header's second): a counter read then held its value at least from there.
         now = self._service_now(dt.datetime.now(dt.timezone.utc))
         listed_at = now - dt.timedelta(seconds=time.time() - began + 1)
         plan = self.replan(plan, now)
         windows = plan.windows()
-        wanted = list(ids) if ids is not None else [
-            i for i, clicks in listed.items() if needs_request(clicks, known.get(i), plan.days[0])
-        ]  # fmt: skip
+        reasons = links_to_fetch(listed, known, plan)
+        wanted = list(reasons)
         self.log.info(
             "%d links listed, %d with new clicks to fetch (%d unchanged)", len(listed), len(wanted),
             len(listed) - len(wanted),
         )  # fmt: skip
+        if ids is None and not known:
+            self.log.info("no counters saved for this selection yet: every link created before the days ended is "
+                          "fetched (a counter of 0 may be a reset)")  # fmt: skip
+        unusual = {i: why for i, why in reasons.items() if why.startswith(("counter went down", "re-created"))}
+        if unusual:
+            shown = ", ".join(f"link {i}: {why}" for i, why in list(unusual.items())[:10])
+            self.log.warning("%d links fetched whatever their counter: %s", len(unusual), shown)
         counts: dict[int, dict[dt.date, int]] = {}
         learned: dict[int, Counter] = {}
         requests = 0
@@ -320,9 +331,9 @@ class LinkstatsLinkStatsToWarehouseOperator(LinksServiceMixin, LinkstatsStatsToW
                     per_day[day] = per_day.get(day, 0) + count
                 requests += 1
             counts[link_id] = per_day
-            clicks = listed[link_id]
-            if clicks is not None:
-                learned[link_id] = Counter(clicks, steady_since(listed_at, per_day, windows, plan))
+            link = listed[link_id]
+            if link.clicks is not None:
+                learned[link_id] = Counter(link.clicks, steady_since(listed_at, per_day, windows, plan), link.alias)
             progress.step(done + 1)
         days_with_clicks = 0
         rows_by_day: dict[dt.date, list[tuple]] = {day.day: [] for day in plan.days}

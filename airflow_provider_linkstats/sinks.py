@@ -185,7 +185,7 @@ class SqlSink:
                 return
             staging = beside(self.table, f"{suffix}_migrating")
 
-            def migrate(cursor: Any) -> None:
+            def migrate(cursor: Any, staging: str = staging) -> None:
                 cursor.execute(f"CREATE TABLE IF NOT EXISTS {staging} ({columns})")
                 cursor.execute(f"DELETE FROM {staging}")
                 cursor.execute(f"INSERT INTO {staging} ({names}) SELECT {legacy_copy} FROM {name}")
@@ -225,9 +225,7 @@ class SqlSink:
         own = [r for r in rows if r[0] == self.selection]
         if own:
             rows = [r for r in own if str(r[5]) in ("", self.generation)]
-        return {
-            int(r[1]): Counter(int(r[2]), dt.datetime.fromisoformat(str(r[3])), str(r[4] or "")) for r in rows
-        }
+        return {int(r[1]): Counter(int(r[2]), dt.datetime.fromisoformat(str(r[3])), str(r[4] or "")) for r in rows}
 
     def incomplete_days(self, statistic: str, zone: str) -> list[dt.date]:
         """Days this selection loaded incomplete, and legacy incomplete days it has not loaded since."""

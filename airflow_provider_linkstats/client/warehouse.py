@@ -262,9 +262,7 @@ def why_fetch(
     return None if known.steady_since <= first_day.start else "clicks possible since the first day began"
 
 
-def links_to_fetch(
-    listed: Mapping[int, Listed], known: Mapping[int, Counter], plan: DayPlan
-) -> dict[int, str]:
+def links_to_fetch(listed: Mapping[int, Listed], known: Mapping[int, Counter], plan: DayPlan) -> dict[int, str]:
     """Of the links ``listed``, those that need a statistics request, with the reason (for the
     log), given the counters saved for the selection (``known``; empty for a new selection)."""
     first = plan.days[0]

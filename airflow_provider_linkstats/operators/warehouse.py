@@ -42,7 +42,8 @@ class LinkstatsStatsToWarehouseOperatorBase(LinkstatsBaseOperator):
             Argument("table", "the table of that connection (``name`` or ``schema.name``); created if missing.",
                      annotation="str"),
             Argument("path", "instead of a table: a directory on object storage (``s3://bucket/dir``, a local "
-                     "path), one file per day named ``<YYYY-MM-DD>.<file_format>``.", annotation="str"),
+                     "path), one file per day and selection: ``<YYYY-MM-DD>/<selection>.<file_format>``.",
+                     annotation="str"),
             Argument("file_format", "csv, jsonl or parquet (parquet needs pyarrow).", "jsonl", "str"),
             Argument("storage_conn_id", "the connection of ``path``'s object storage, if it needs one.",
                      annotation="str"),

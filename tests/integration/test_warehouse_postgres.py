@@ -69,7 +69,8 @@ def pg(postgres, monkeypatch):
 
 def rows(hook, table: str = "clicks") -> set[tuple]:
     return {
-        (r[0], r[1].isoformat(), r[2], r[3]) for r in hook.get_records(f"SELECT link_id, day, zone, clicks FROM {table}")
+        (r[0], r[1].isoformat(), r[2], r[3])
+        for r in hook.get_records(f"SELECT link_id, day, zone, clicks FROM {table}")
     }
 
 
@@ -142,7 +143,9 @@ def test_postgres_two_selections_loading_one_table_at_once_lose_nothing(emu, pg)
     lost = []
     for repeat in range(REPEATS):
         table = f"clicks_{repeat}"
-        makes = [lambda s=s: link_load(table, interval=interval(0, 3), space_id=s, sql_conn_id="pgwh") for s in spaces]
+        makes = [
+            lambda s=s, t=table: link_load(t, interval=interval(0, 3), space_id=s, sql_conn_id="pgwh") for s in spaces
+        ]
         assert at_once(*makes) == [0, 0]
         found = rows(pg, table)
         lost.append(len(expected - found))

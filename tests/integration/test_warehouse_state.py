@@ -81,7 +81,10 @@ def file_load(target, space_id: int, window):
 
 @pytest.mark.parametrize("destination", ["table", "files"])
 def test_a_load_of_one_space_does_not_complete_a_day_another_space_loaded_incomplete(
-    emu, warehouse, tmp_path, destination  # noqa: F811
+    emu,
+    warehouse,  # noqa: F811 - the fixture
+    tmp_path,
+    destination,
 ):
     emu.configure_account(timezone="UTC")
     one, two = emu.store.add_space(name="one")["id"], emu.store.add_space(name="two")["id"]
@@ -154,9 +157,9 @@ def test_two_selections_loading_one_destination_at_once_lose_nothing(emu, wareho
     for repeat in range(REPEATS):
         table, target = f"clicks_{repeat}", tmp_path / f"files_{repeat}"
         if destination == "table":
-            makes = [lambda s=s: link_load(table, interval=interval(0, 3), space_id=s) for s in spaces]
+            makes = [lambda s=s, t=table: link_load(t, interval=interval(0, 3), space_id=s) for s in spaces]
         else:
-            makes = [lambda s=s: file_load(target, s, interval(0, 3)) for s in spaces]
+            makes = [lambda s=s, t=target: file_load(t, s, interval(0, 3)) for s in spaces]
         assert at_once(*makes) == [0, 0]
         found = rows(warehouse, table) if destination == "table" else file_rows(target)
         lost.append(len(expected - found))
@@ -180,7 +183,7 @@ def test_the_same_selection_twice_at_once_loses_nothing(emu, warehouse):  # noqa
     for repeat in range(5):
         table = f"same_{repeat}"
         assert at_once(
-            lambda: link_load(table, interval=interval(0, 2)), lambda: link_load(table, interval=interval(1, 2))
+            lambda t=table: link_load(t, interval=interval(0, 2)), lambda t=table: link_load(t, interval=interval(1, 2))
         ) == [0, 0]
         assert rows(warehouse, table) == expected
 
@@ -218,7 +221,7 @@ def test_an_upgrade_from_44_to_46_whose_counters_read_the_same_is_fetched(emulat
     """A breakdown (the same statistic name on both generations) loaded on phpShort 44; the install is
     upgraded to 46+ (every counter reset), and the link gets as many clicks as it had: 5 = 5."""
     old, new = emulators("44"), emulators("49")
-    for emulator, version in ((old, "44"), (new, "49")):
+    for emulator in (old, new):
         emulator.reset()
         emulator.configure_account(timezone="UTC")
         emulator.clock.set(at(-1), freeze=True)

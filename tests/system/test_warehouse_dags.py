@@ -62,7 +62,12 @@ def complete_days_equal_the_truth(warehouse: Warehouse, emu, zone: str) -> set[s
 
 @pytest.mark.parametrize("backend", ["sqlite", pytest.param("postgres", marks=pytest.mark.xdist_group("postgres"))])
 def test_a_backfill_of_the_example_dag_then_the_dag_scheduled_on_its_table(
-    emu_gen, airflow_db, tmp_path, monkeypatch, request, backend  # noqa: F811
+    emu_gen,  # noqa: F811 - the fixture
+    airflow_db,
+    tmp_path,
+    monkeypatch,
+    request,
+    backend,
 ):
     emu = emu_gen
     if not AIRFLOW_3 and emu.links_version != "44":

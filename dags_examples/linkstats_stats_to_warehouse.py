@@ -5,7 +5,7 @@ Each run loads the service days that end in its data interval, in the zone the s
 them in (UTC on phpShort 44-45 and phpAnalytics, the account's zone on phpShort 46+), each day replaced whole:
 a cleared run, a retry or a backfill (``catchup=True``, or ``airflow dags backfill`` /
 ``airflow backfill create``) leaves each day in the table exactly once. Only links whose clicks
-counter moved since the last load are fetched.
+counter moved since the last load are fetched (every link on the first run into a new table).
 
 The default connection ``linkstats_warehouse`` is a SQLite file under the Airflow home (the
 ``warehouse`` extra installs Airflow's SQLite provider)::

@@ -261,7 +261,8 @@ class LinkstatsLinkStatsToWarehouseOperator(LinksServiceMixin, LinkstatsStatsToW
     """Clicks per link and day (or a breakdown per link and day) into a warehouse, each day once.
 
     Per run: the listing's pages (100 links a page), then one request per link whose ``clicks``
-    counter moved since it was last loaded (a breakdown: plus one per link and day with clicks).
+    counter moved since it was last loaded, went down or restarted (a breakdown: plus one per link
+    and day with clicks); every link on the first run of a selection (a new table, a new filter).
     Rows: ``link_id, day, zone, clicks`` (a breakdown: ``link_id, day, zone, statistic, value,
     clicks``), only for links with clicks that day. Returns counts, never rows.
     """

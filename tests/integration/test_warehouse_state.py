@@ -176,16 +176,19 @@ def test_two_selections_loading_one_destination_at_once_lose_nothing(emu, wareho
     assert lost == [0] * REPEATS  # rows lost per repetition
 
 
-def test_the_same_selection_twice_at_once_loses_nothing(emu, warehouse):  # noqa: F811
-    """Two runs of one selection (overlapping backfills) at once, into one table, 5 times."""
-    two_spaces(emu)
-    expected = truth(emu, "UTC")
+@pytest.mark.parametrize("destination", ["table", "files"])
+def test_the_same_selection_twice_at_once_loses_nothing(emu, warehouse, tmp_path, destination):  # noqa: F811
+    """Two runs of one selection (overlapping backfills: days 0-1 and 1-2) at once, 5 times."""
+    space_id, links = next(iter(two_spaces(emu).items()))
+    expected = {row for row in truth(emu, "UTC") if row[0] in {link["id"] for link in links}}
     for repeat in range(5):
-        table = f"same_{repeat}"
-        assert at_once(
-            lambda t=table: link_load(t, interval=interval(0, 2)), lambda t=table: link_load(t, interval=interval(1, 2))
-        ) == [0, 0]
-        assert rows(warehouse, table) == expected
+        table, target = f"same_{repeat}", tmp_path / f"same_{repeat}"
+        if destination == "table":
+            makes = [lambda t=table, f=f: link_load(t, interval=interval(f, 2), space_id=space_id) for f in (0, 1)]
+        else:
+            makes = [lambda t=target, f=f: file_load(t, space_id, interval(f, 2)) for f in (0, 1)]
+        assert at_once(*makes) == [0, 0]
+        assert (rows(warehouse, table) if destination == "table" else file_rows(target)) == expected
 
 
 # -- counters that go down or restart ----------------------------------------------------------------

@@ -478,9 +478,13 @@ class FileSink:
         rows: Sequence[Sequence[Any]],
         complete: bool,
     ) -> None:
-        """This selection's file of the day, rows of ``record_ids`` replaced. An incomplete day is
-        marked before its rows are written, a complete one unmarked after: a kill between leaves
-        the day to reload, never a short day marked complete."""
+        """This selection's file of the day, rows of ``record_ids`` replaced, and the day's flag.
+
+        Without a lock, two runs of one selection may write the day at once (overlapping
+        backfills), so the flag follows the rows it describes: an incomplete day is marked before
+        and again after its rows (a kill between leaves the day to reload); a complete one is
+        unmarked after its rows, then the file is read back, and marked again when another run's
+        rows replaced it meanwhile. Whatever the order, rows written incomplete are marked."""
         names = self.schema.names
         replaced = set(record_ids)
         self._describe_state(statistic)
@@ -490,16 +494,21 @@ class FileSink:
         kept = [row for row in self._read(target) if int(row[self.schema.record]) not in replaced]
         records = kept + [dict(zip(names, row, strict=True)) for row in rows]
         records.sort(key=lambda row: tuple(str(row[k]) for k in self.schema.key))
+        data = self._encode(records)
         target.parent.mkdir(parents=True, exist_ok=True)
-        self._replace(target, self._encode(records))
+        self._replace(target, data)
         self._drop_from_legacy(day, statistic, replaced)
-        if complete:
-            mark = self.state_dir(statistic) / "incomplete" / f"{day.isoformat()}.json"
-            if mark.exists():
-                try:
-                    mark.unlink()
-                except FileNotFoundError:  # a concurrent load of this selection unmarked it first
-                    pass
+        if not complete:
+            self._mark_incomplete(statistic, day, zone)
+            return
+        mark = self.state_dir(statistic) / "incomplete" / f"{day.isoformat()}.json"
+        if mark.exists():
+            try:
+                mark.unlink()
+            except FileNotFoundError:  # a concurrent run of this selection unmarked it first
+                pass
+        if target.read_bytes() != data:  # another run's rows since ours: their flag may be ours
+            self._mark_incomplete(statistic, day, zone)
 
     def _drop_from_legacy(self, day: dt.date, statistic: str, replaced: set[int]) -> None:
         """The legacy day file (one per day, every selection's rows) loses the rows now in this

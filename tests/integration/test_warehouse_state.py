@@ -334,3 +334,23 @@ def test_files_of_the_layout_before_selections_are_read(emu, tmp_path):
     assert not (target / "2026-10-07.jsonl").exists()  # every row of it now in a selection's file
     assert (target / "2026-10-06.jsonl").exists()
     assert file_rows(target) == expected
+
+
+def test_a_day_written_incomplete_between_a_complete_runs_rows_and_its_flag_stays_marked(tmp_path, monkeypatch):
+    """Files, one selection, two runs: the complete run's rows are replaced by an incomplete run's
+    (an earlier read, written later) before the complete run unmarks the day. The day stays marked."""
+    from airflow_provider_linkstats.sinks import LINK_DAILY, FileSink
+
+    day = DAY.date()
+    complete_run, incomplete_run = (FileSink(str(tmp_path), "jsonl", LINK_DAILY, selection="s") for _ in range(2))
+    written = FileSink._replace
+
+    def replace(self, target, data):
+        written(self, target, data)
+        if self is complete_run and target.name.endswith(".jsonl"):  # right after the complete run's rows
+            incomplete_run.write_day(day, "UTC", "clicks", [1], [(1, day.isoformat(), "UTC", 1)], complete=False)
+
+    monkeypatch.setattr(FileSink, "_replace", replace)
+    complete_run.write_day(day, "UTC", "clicks", [1], [(1, day.isoformat(), "UTC", 3)], complete=True)
+    assert [row["clicks"] for row in complete_run.read_day(day)] == [1]  # the incomplete run's rows, last
+    assert complete_run.incomplete_days("clicks", "UTC") == [day]  # before: [] (1 click of 3, complete)

@@ -351,12 +351,13 @@ def selected_days(counts: Mapping[dt.date, int], days: Sequence[ServiceDay]) -> 
 
 def selection_key(conn_id: str, filters: Mapping[str, Any], ids: Sequence[int] | None = None) -> str:
     """The selection a load reads, as its saved state is keyed: the service connection, the
-    listing's filters, or the ids given. Canonical JSON (``{"conn": "linkstats_links_default",
-    "space_id": 1}``); over 200 characters (many ids), ``sha256:`` and its digest instead."""
+    listing's filters, or the ids given. Canonical JSON (``{"conn":"linkstats_links_default",
+    "space_id":"1"}``); over 200 characters (many ids), ``sha256:`` and its digest instead."""
     import hashlib
     import json
 
-    chosen: dict[str, Any] = {"conn": str(conn_id), **{str(k): filters[k] for k in sorted(filters)}}
+    # Values as text: a templated "1" and a literal 1 are one selection.
+    chosen: dict[str, Any] = {"conn": str(conn_id), **{str(k): str(filters[k]).strip() for k in sorted(filters)}}
     if ids is not None:
         chosen["ids"] = sorted(int(i) for i in ids)
     text = json.dumps(chosen, sort_keys=True, separators=(",", ":"), default=str)

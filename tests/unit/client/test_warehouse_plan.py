@@ -162,6 +162,7 @@ def test_counters_that_went_down_or_restarted_are_fetched_and_a_new_selection_fe
     # The selection a state belongs to: connection, filters (in any order), ids.
     assert selection_key("c", {"space_id": 1, "search": "x"}) == selection_key("c", {"search": "x", "space_id": 1})
     assert selection_key("c", {"space_id": 1}) != selection_key("c", {"space_id": 2}) != selection_key("d", {})
+    assert selection_key("c", {"space_id": "1"}) == selection_key("c", {"space_id": 1})  # templated or literal
     assert selection_key("c", {}, range(1000)).startswith("sha256:")
     assert len(selection_key("c", {}, range(1000))) <= 255
 

@@ -354,3 +354,25 @@ def test_a_day_written_incomplete_between_a_complete_runs_rows_and_its_flag_stay
     complete_run.write_day(day, "UTC", "clicks", [1], [(1, day.isoformat(), "UTC", 3)], complete=True)
     assert [row["clicks"] for row in complete_run.read_day(day)] == [1]  # the incomplete run's rows, last
     assert complete_run.incomplete_days("clicks", "UTC") == [day]  # before: [] (1 click of 3, complete)
+
+
+def test_the_file_layout_works_on_object_storage_without_locks():
+    """fsspec's in-memory store stands for S3/GCS (no locks, no directories): two selections write
+    one day, each its own file and flags; the day reads as both; counters stay per selection."""
+    import uuid
+
+    from airflow_provider_linkstats.client.warehouse import Counter
+    from airflow_provider_linkstats.sinks import LINK_DAILY, FileSink
+
+    day, base = DAY.date(), f"memory://linkstats-{uuid.uuid4().hex}/clicks"
+    sinks = {name: FileSink(base, "jsonl", LINK_DAILY, selection=name, generation="44") for name in ("one", "two")}
+    for link_id, (name, sink) in enumerate(sinks.items(), 1):
+        sink.create_tables()
+        sink.write_day(day, "UTC", "clicks", [link_id], [(link_id, day.isoformat(), "UTC", 1)], complete=False)
+        sink.save_counters("clicks", {link_id: Counter(1, DAY, name)})
+    sinks["two"].write_day(day, "UTC", "clicks", [2], [(2, day.isoformat(), "UTC", 4)], complete=True)
+    assert sinks["one"].incomplete_days("clicks", "UTC") == [day]  # two's complete day is not one's
+    assert sinks["two"].incomplete_days("clicks", "UTC") == []
+    assert sorted((row["link_id"], row["clicks"]) for row in sinks["one"].read_day(day)) == [(1, 1), (2, 4)]
+    assert list(sinks["one"].counters("clicks")) == [1] and list(sinks["two"].counters("clicks")) == [2]
+    assert FileSink(base, "jsonl", LINK_DAILY, selection="one", generation="46").counters("clicks") == {}

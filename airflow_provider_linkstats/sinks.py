@@ -512,23 +512,29 @@ class FileSink:
 
     def _drop_from_legacy(self, day: dt.date, statistic: str, replaced: set[int]) -> None:
         """The legacy day file (one per day, every selection's rows) loses the rows now in this
-        selection's file; emptied, it is removed."""
+        selection's file; emptied, it is removed. Read back and done again while another
+        selection's rewrite (from an older read) put them back: a row is never lost, and left in
+        both files only when that rewrite lands after the last read back."""
         legacy = self.legacy_day_file(day)
-        if not legacy.exists():
-            return
         breakdown = "statistic" in self.schema.names
-        rows = self._read(legacy)
-        kept = [
-            row
-            for row in rows
-            if int(row[self.schema.record]) not in replaced or (breakdown and row["statistic"] != statistic)
-        ]
-        if len(kept) == len(rows):
-            return
-        if kept:
-            self._replace(legacy, self._encode(kept))
-        else:
-            legacy.unlink()
+        for _ in range(WRITE_ATTEMPTS):
+            if not legacy.exists():
+                return
+            rows = self._read(legacy)
+            kept = [
+                row
+                for row in rows
+                if int(row[self.schema.record]) not in replaced or (breakdown and row["statistic"] != statistic)
+            ]
+            if len(kept) == len(rows):
+                return
+            if kept:
+                self._replace(legacy, self._encode(kept))
+            else:
+                try:
+                    legacy.unlink()
+                except FileNotFoundError:
+                    return
 
     def save_counters(self, statistic: str, counters: Mapping[int, Counter]) -> None:
         """Merged into this selection's ``counters.json`` (counters of another generation dropped)."""

@@ -20,6 +20,7 @@ from tests.integration.test_warehouse import (
     loaded_days,
     run,
     truth,
+    warehouse,  # noqa: F401 - the fixture
 )
 
 pytestmark = pytest.mark.xdist_group("postgres")
@@ -173,3 +174,21 @@ def test_postgres_tables_of_the_layout_before_selections_are_migrated(emu, pg):
     assert rows(pg) == {row for row in truth(emu, "UTC") if row[1] in ("2026-10-07", "2026-10-08")}
     assert pg.get_first("SELECT COUNT(*) FROM clicks_days WHERE selection = ''") == (1,)
     assert pg.get_first("SELECT COUNT(*) FROM clicks_counters WHERE selection = ''") == (1,)
+
+
+@pytest.mark.parametrize("conn_id", ["wh", "pgwh"])
+def test_overlapping_selections_loading_one_table_at_once_lose_nothing(emu, pg, warehouse, conn_id):  # noqa: F811
+    """Every link and space one's links (the same rows written by both) into one table at once, 5
+    times, on SQLite and PostgreSQL: a transaction that meets the other's rows runs again; nothing lost."""
+    from tests.integration.test_warehouse import rows as sqlite_rows
+    from tests.integration.test_warehouse_state import at_once, interval, two_spaces
+
+    space_id = next(iter(two_spaces(emu)))
+    expected = truth(emu, "UTC")
+    for repeat in range(5):
+        table = f"clicks_overlap_{repeat}"
+        assert at_once(
+            lambda t=table: link_load(t, interval=interval(0, 3), sql_conn_id=conn_id),
+            lambda t=table: link_load(t, interval=interval(0, 3), space_id=space_id, sql_conn_id=conn_id),
+        ) == [0, 0]
+        assert (rows(pg, table) if conn_id == "pgwh" else sqlite_rows(warehouse, table)) == expected

@@ -316,8 +316,8 @@ class LinkstatsLinkStatsToWarehouseOperator(LinksServiceMixin, LinkstatsStatsToW
             len(listed) - len(wanted),
         )  # fmt: skip
         if ids is None and not known:
-            self.log.info("no counters saved for this selection yet: every link created before the days ended is "
-                          "fetched (a counter of 0 may be a reset)")  # fmt: skip
+            self.log.info("no counters saved for this selection yet: every link listed is fetched (a counter of 0 "
+                          "may be a reset); later runs fetch only the links whose counter moved")  # fmt: skip
         unusual = {i: why for i, why in reasons.items() if why.startswith(("counter went down", "re-created"))}
         if unusual:
             shown = ", ".join(f"link {i}: {why}" for i, why in list(unusual.items())[:10])

@@ -403,3 +403,23 @@ def test_the_documented_admin_links_fields_are_the_generations_own(emu_any):
     answer = admin(emu_any, "POST", "/links", body)
     assert answer.status_code == 200, answer.text
     assert answer.json()["count"] == 3
+
+
+def test_counters_reset_over_http_as_the_v46_upgrade(api, emu):
+    """Counters back to 0: statistics kept by default, dropped with ``statistics: true``; bad bodies are 422s."""
+    first = emu.store.add_link(url="https://example.com/1", alias="r1")
+    second = emu.store.add_link(url="https://example.com/2", alias="r2")
+    emu.record_clicks(first["id"], count=3)
+    emu.record_clicks(second["id"], count=2)
+    answer = admin(emu, "POST", "/links/reset_counters", {"link_ids": [first["id"]]})
+    assert answer.status_code == 200 and answer.json() == {"count": 1}
+    assert api.get(f"/links/{first['id']}").json()["data"]["clicks"] == 0
+    assert api.get(f"/links/{second['id']}").json()["data"]["clicks"] == 2
+    assert len(emu.store.recorded_clicks(first["id"])) == 1  # the statistics still have its clicks
+    assert admin(emu, "POST", "/links/reset_counters", {"statistics": True}).json() == {"count": 2}
+    assert api.get(f"/links/{second['id']}").json()["data"]["clicks"] == 0
+    assert emu.store.recorded_clicks() == []
+    for body, words in (({"link_ids": [999]}, "no link 999"), ({"statistics": "yes"}, "statistics"),
+                        ({"everything": 1}, "link_ids")):  # fmt: skip
+        refused = admin(emu, "POST", "/links/reset_counters", body)
+        assert refused.status_code == 422 and words in refused.json()["message"], body

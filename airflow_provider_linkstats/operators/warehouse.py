@@ -126,7 +126,13 @@ class LinkstatsStatsToWarehouseOperatorBase(LinkstatsBaseOperator):
 
         from airflow_provider_linkstats.client.errors import LinkstatsInputError
         from airflow_provider_linkstats.client.generations import ACCOUNT_OFFSET, ACCOUNT_ZONE
-        from airflow_provider_linkstats.client.warehouse import aware, bucketing_zone, label_offset, plan_days, selection_key
+        from airflow_provider_linkstats.client.warehouse import (
+            aware,
+            bucketing_zone,
+            label_offset,
+            plan_days,
+            selection_key,
+        )
 
         breakdown = self._breakdown()
         schema = self.schema_for(breakdown)

@@ -21,7 +21,7 @@ from dataclasses import replace
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
-from airflow_provider_linkstats.client.discovery import ServiceProfile
+from airflow_provider_linkstats.client.discovery import ServiceProfile, with_clock
 from airflow_provider_linkstats.client.errors import (
     LinkstatsApiError,
     LinkstatsAuthError,
@@ -103,10 +103,11 @@ class KnownService:
         known = self._aged(self.profile, domains)  # the client's first use may have found it (in the store)
 
         def discover(previous: ServiceProfile | None) -> ServiceProfile:
-            return sync_client.discover(
+            found = sync_client.discover(
                 self.resource.service, roots=self.roots, generation=self.pinned, account=account,
                 known=known or previous, domains=domains,
             )  # fmt: skip
+            return with_clock(found, sync_client.clock)  # the host's other tasks start from this clock
 
         try:
             profile, recalled = self._shared(discover, account, domains)
@@ -122,10 +123,11 @@ class KnownService:
         known = self.profile
 
         async def discover(previous: ServiceProfile | None) -> ServiceProfile:
-            return await client.discover(
+            found = await client.discover(
                 self.resource.service, roots=self.roots, generation=self.pinned, account=account,
                 known=known or previous,
             )  # fmt: skip
+            return with_clock(found, client.clock)
 
         try:
             profile, recalled = await self._ashared(discover, account)
@@ -143,6 +145,7 @@ class KnownService:
             self.resource.service, roots=self.roots, generation=self.pinned, account=True, known=stale,
             domains=self.resource.service == "links",  # the domain a create gets may have changed too
         )  # fmt: skip
+        profile = with_clock(profile, self.client.clock)
         learned = self.learned
         if learned is not None:
             store, key = learned

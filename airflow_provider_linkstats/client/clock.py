@@ -39,6 +39,10 @@ log = logging.getLogger(__name__)
 # Added to the measurement's own uncertainty wherever a decision must not come early (a delete of
 # an "expired" link): the service may evaluate "now" a moment after it stamped its Date header.
 SAFETY_MARGIN = 2.0
+# What a wait adds instead (it deletes nothing; it reports that a link is over): an end counts as
+# passed once the service's clock, at its earliest as measured, is past it by this much, so a wait
+# fires 1-2 s after the end by the service's clock (a Date header is whole seconds).
+WAIT_MARGIN = 1.0
 # A skew past this is logged once per clock (a warning): it changes what "now" means for this task.
 LARGE_SKEW = 30.0
 # No clock skew explains an expiry past by more than this by the worker's clock (a day covers a
@@ -189,6 +193,11 @@ class ServiceClock:
     def margin(self) -> float:
         """Seconds by which a moment must be past before it counts as past for a destructive decision."""
         return SAFETY_MARGIN + self.uncertainty
+
+    @property
+    def wait_margin(self) -> float:
+        """``margin`` for a wait: ``WAIT_MARGIN`` plus the measurement's uncertainty."""
+        return WAIT_MARGIN + self.uncertainty
 
     def time(self) -> float:
         """The service's time, epoch seconds."""

@@ -176,7 +176,7 @@ class AsyncLinkstatsClient:
 
     async def send(self, request: ApiRequest) -> ApiResponse:
         """One attempt, paced by the rate limiter: the answer whatever its status, or ``LinkstatsTransportError``."""
-        headers = {}
+        headers = dict(request.headers)
         content = None
         if request.method in ("POST", "PUT"):
             content = urlencode(list(request.form)).encode()

@@ -151,10 +151,10 @@ class ServiceClock:
             return None
         if _aged(headers or {}):
             return False
-        high = self._high
-        # The latest the service's clock can have read at the send is sent + high; a Date a whole
-        # second before it (Date is floored) was stamped before the request left.
-        return high is None or date + 1.0 >= sent + high
+        low = self._low
+        # The earliest the service's clock can have read at the send is sent + low; an answer made
+        # after the send has a Date (floored to the second) later than a second before that.
+        return low is None or date + 1.0 > sent + low
 
     def adopt_offset(self, offset: float, uncertainty: float, *, age: float = 0.0, source: str = "") -> bool:
         """Start from an offset measured elsewhere (another process's clock of the same service on

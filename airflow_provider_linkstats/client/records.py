@@ -165,6 +165,10 @@ def link_status(record: Mapping[str, Any], now: dt.datetime | None = None) -> Li
     Disabled: ``disabled`` is 1 (44-45 only). Active: neither. phpShort 44 lists a link that is
     both disabled and expired under both filters; here Expired wins, since that is what waits and
     cleanups look for. Missing keys count as "not set".
+
+    ``now``: the service's "now" (``hook.service_now()``, or ``client.ensure_clock().now()``): a
+    link ends by the install's clock, which may be minutes from the worker's. Without it the
+    worker's clock stands in.
     """
     return link_timing(record).status(now)
 

@@ -423,6 +423,12 @@ class LinkstatsBaseHook(BaseHook):
             made_since=(lambda: self.on_service_clock(run_start)) if run_start is not None else None,
         )
 
+    def service_now(self) -> Any:
+        """The service's "now" (an aware UTC datetime): its clock as its answers' ``Date`` told this
+        hook, else the host's learned facts, else one read (``GET /account``) at most once per hook.
+        Pass it to ``link_status(record, now=...)`` to judge a record by the service's clock."""
+        return self.client.ensure_clock(self.resource.service).now()
+
     def on_service_clock(self, moment: Any) -> Any:
         """``moment`` (an aware datetime stamped by Airflow, whose clock is the worker's) on the service's
         clock, taken at its earliest within the offset's uncertainty; None stays None."""

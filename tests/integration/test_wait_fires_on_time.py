@@ -76,7 +76,9 @@ def sensor(record: dict, interval: float = 60, **options):
 
 
 def lateness(end: dt.datetime, emu) -> float:
-    return (emu.clock.now() - end).total_seconds()
+    late = (emu.clock.now() - end).total_seconds()
+    print(f"fired {late:.2f} s after the end")  # the figure, with -s
+    return late
 
 
 def run_trigger(kwargs: dict) -> dict:

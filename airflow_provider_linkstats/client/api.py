@@ -796,7 +796,8 @@ class LinkstatsClient:
         filters = dict(filters or {})
         if filters.get("status") in (None, "", 0, "0"):
             return self.iter(LINKS, filters, max_items=max_items)
-        sent, keep = status_listing(validate_list_params(LINKS, filters), self.generation(LINKS.service))
+        # Each record decided by the service's clock, which its page's answer told.
+        sent, keep = status_listing(validate_list_params(LINKS, filters), self.generation(LINKS.service), self.clock.now)
         if keep is None:
             return self.iter(LINKS, sent, max_items=max_items)
         kept = filter(keep, self.iter(LINKS, sent))  # every record walked, each decided by its dates and clicks

@@ -203,7 +203,9 @@ def test_requests_and_records_follow_a_generation_added_to_the_table(phpshort_50
     monkeypatch.setenv("AIRFLOW_CONN_LINKS_50", connection_json(scripted.url + "/api/v1", api_version="50"))
     hook = LinkstatsLinksHook("links_50")
     created = hook.create_link(URL, alias="spring", expires_at=LATER, expiration_clicks=5)
-    form = dict(scripted.requests[0]["form"])
+    # The window starts at the service's "now": the service's clock is read first (GET /account).
+    assert [r["method"] for r in scripted.requests] == ["GET", "POST"]
+    form = dict(scripted.requests[1]["form"])
     assert form["slug"] == "spring" and "alias" not in form and form["clicks_limit"] == "5"
     assert created["alias"] == "spring" and hook.get_link(created["id"])["alias"] == "spring"
     assert hook.generation is phpshort_50

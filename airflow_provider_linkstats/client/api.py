@@ -307,11 +307,16 @@ class LinkstatsClient:
         link dead from the start (``LinkstatsInputError``, no request)."""
         from airflow_provider_linkstats.client.validation import aware_moment
 
+        from airflow_provider_linkstats.client.clock import PLAUSIBLE_SKEW
+
         given = fields.given.get("expires_at")
         if given is None:
             return
+        end = aware_moment("expires_at", given)
+        if (end - dt.datetime.now(dt.timezone.utc)).total_seconds() > PLAUSIBLE_SKEW:
+            return  # ahead by any clock: no need to read the service's
         self.ensure_clock("links")
-        end, now, margin = aware_moment("expires_at", given), self.clock.now(), self.clock.margin
+        now, margin = self.clock.now(), self.clock.margin
         if end <= now + dt.timedelta(seconds=margin):
             raise LinkstatsInputError(
                 "expires_at",
@@ -864,14 +869,19 @@ class LinkstatsClient:
 def _needs_clock(values: Fields, generation: Generation) -> bool:
     """Whether preparing ``values`` needs the service's "now": a duration counts from it, a window
     that starts "now" (46+) starts by it, and an end within any clock skew of the worker's "now" is
-    past or not by it. An end further ahead on 44-45 (a date and time, no start) needs no clock."""
+    past or not by it. An end further ahead on 44-45 (a date and time, no start), or a window whose
+    start is given, needs no clock."""
     from airflow_provider_linkstats.client.clock import PLAUSIBLE_SKEW
     from airflow_provider_linkstats.client.generations import UTC_WINDOW
 
     end = values.get("expires_at")
     if end is None:
         return False
-    if values.has_durations or (generation.expiry == UTC_WINDOW and values.get("starts_at") is None):
+    if values.has_durations:
+        return True
+    if values.get("starts_at") is not None:
+        return False  # a window with a given start: checked against it, not against "now"
+    if generation.expiry == UTC_WINDOW:
         return True
     return (end - dt.datetime.now(dt.timezone.utc)).total_seconds() <= PLAUSIBLE_SKEW
 

@@ -492,12 +492,18 @@ class StreamingCleanup:
         self._current = walk
         deleter = _Deleter(self, outcome) if delete else None
         first_unread = True
+        read_before = False  # a page other than the first read was read by this walk
         previous: _PageRun | None = None  # the page whose deletes are in flight (backward walk)
         try:
             while (number := walk.next_number()) is not None:
-                if number == 1 and first_unread:  # the walk's read of page 1 is the run's first request
-                    items, total, first_unread = first.items, first.total, False
+                # The walk's read of page 1 is the run's first request. A backward walk reads page 1 last: a
+                # delete since may have moved links onto it, so it is read again (its confirming read, which
+                # finds them; a dry run has none: it reads page 1 afresh).
+                stale_first = False
+                if number == 1 and first_unread and not (read_before and deleter is None):
+                    items, total, first_unread, stale_first = first.items, first.total, False, read_before
                 else:
+                    read_before = True
                     page = reader.read(number)
                     items, total = page.items, page.total
                 plan = walk.page(number, items, self.now(), total=total)
@@ -513,7 +519,7 @@ class StreamingCleanup:
                     walk.done(plan, removed=0)
                     continue
                 run = _PageRun(plan, removed_before=outcome.deleted + outcome.already_gone)
-                if plan.pending:
+                if plan.pending or stale_first:
                     self._confirm(run, walk, reader, deleter, outcome)
                 walk.settle(plan)  # before the next page is read: it leaves out what this one handled
                 if walk.backward:

@@ -3,9 +3,13 @@ and pageviews per day, into two tables of a SQL database (any common-sql connect
 
 Each run loads the service days that end in its data interval, in the zone the service counts
 them in (UTC on phpShort 44-45 and phpAnalytics, the account's zone on phpShort 46+), each day replaced whole:
-a cleared run, a retry or a backfill (``catchup=True``, or ``airflow dags backfill`` /
-``airflow backfill create``) leaves each day in the table exactly once. Only links whose clicks
-counter moved since the last load are fetched.
+a cleared run, a retry or a backfill (``catchup=True``, or ``airflow backfill create`` on Airflow 3,
+``airflow dags backfill --reset-dagruns`` on 2.11) leaves each day in the table exactly once. Only
+links whose clicks counter moved since the last load are fetched.
+
+It is scheduled at midnight in the account's zone (``LINKSTATS_ACCOUNT_ZONE``, the ``timezone`` of
+``GET /account``) with data intervals, on Airflow 2.11 and 3 alike: the run of logical date
+2026-03-08 loads the account's 2026-03-08 (23 hours that day in New York), just after it ends.
 
 The default connection ``linkstats_warehouse`` is a SQLite file under the Airflow home (the
 ``warehouse`` extra installs Airflow's SQLite provider)::
@@ -25,12 +29,15 @@ import os
 
 import pendulum
 from airflow.providers.common.compat.sdk import DAG, Asset, Param, task
+from airflow.timetables.interval import CronDataIntervalTimetable
 
 from airflow_provider_linkstats.operators.warehouse import (
     LinkstatsLinkStatsToWarehouseOperator,
     LinkstatsWebsiteStatsToWarehouseOperator,
 )
 
+# The account's time zone: runs at its midnights, each loading the day of its logical date.
+ACCOUNT_ZONE = os.environ.get("LINKSTATS_ACCOUNT_ZONE", "America/New_York")
 WAREHOUSE_FILE = os.path.join(os.environ.get("AIRFLOW_HOME", os.path.expanduser("~/airflow")), "linkstats_warehouse.db")
 CLICKS_TABLE = "linkstats_link_clicks_daily"
 WEBSITES_TABLE = "linkstats_website_traffic_daily"
@@ -40,8 +47,10 @@ CLICKS_ASSET = Asset(f"sqlite://{WAREHOUSE_FILE}/{CLICKS_TABLE}")
 with DAG(
     dag_id="linkstats_stats_to_warehouse",
     description="Clicks per link and day, visitors and pageviews per website and day, into SQL tables",
-    schedule="@daily",
-    start_date=pendulum.datetime(2026, 1, 1, tz="UTC"),
+    # Data intervals from midnight to midnight in the account's zone (Airflow 3's plain "@daily" has
+    # empty ones: each run would load the day that ended last, not the day of its logical date).
+    schedule=CronDataIntervalTimetable("0 0 * * *", timezone=ACCOUNT_ZONE),
+    start_date=pendulum.datetime(2026, 1, 1, tz=ACCOUNT_ZONE),
     catchup=False,  # True loads every day since start_date, each once
     max_active_runs=3,
     tags=["linkstats", "example"],

@@ -100,3 +100,169 @@ class PageGuard:
         self._seen[key] = number
         if self.remember is not None and len(self._seen) > self.remember:
             del self._seen[next(iter(self._seen))]
+
+
+# -- a walk that cannot skip ------------------------------------------------------------------------
+
+
+class GaplessWalk:
+    """The page reads of a walk over a listing that changes while it is read, in which no record
+    that is listed from the walk's start to its end is skipped (``client.iter(..., complete=True)``).
+
+    A listing paged by offset shifts under a walk: a record deleted from a page already read moves
+    every later record up one place, and a forward walk never sees the one that crossed the page
+    boundary. This walk reads the listing sorted by id so that the part already read is always its
+    end, which no change can move a record out of unseen:
+
+    1. page 1 newest first (``sort=desc``): the newest ``size`` records, and the ``total``;
+    2. then oldest first (``sort=asc``) pages ``ceil(total / size) - 1`` down to 1.
+
+    Oldest first, a record created meanwhile is added after everything (never read: it did not
+    exist at the start), and a record deleted anywhere moves only the records after it up, so those
+    cross from the part read into the page read next: read twice (``fresh`` drops the repeat),
+    never skipped. The pages are the same number as a forward walk's, whatever changes: a delete
+    or a create costs no request. A record's repeat costs nothing either.
+
+    The total is checked by the first oldest-first page: unless the total is a whole number of
+    pages, that page reaches into the newest-first page 1's records (deletes only move it further),
+    so a full page below them says the total was short (a stale or lying ``meta``): the end is then
+    looked for as without one. An empty page says it was long: the end is looked for below it. (A
+    total short by a whole number of pages cannot be told from a true one without a read more: it
+    is believed.)
+
+    A service that ignores ``sort`` (a page not in the order asked) is read forward from page 1 as
+    any walk is, and ``unsorted`` says so: there a delete during the walk can hide a record.
+
+    When the service tells no total (a proxy stripped ``meta``), the last page is found first:
+    oldest-first pages 2, 4, 8, ... are read until one is not full, then the pages between are
+    halved down to the first one not full; a page found not full when read holds the listing's end
+    then (later deletes only move records towards the start), so the walk goes down from it. That
+    costs about ``2 log2(pages)`` requests more (100 pages: 14).
+    """
+
+    def __init__(self) -> None:
+        self.size = 0
+        self.pages = 0  # pages read
+        self._asc: list[int] = []  # the oldest-first page numbers still to read, highest first
+        self._probe: int | None = None  # without a total: the oldest-first page to read to find the end
+        self._full = 1  # the highest page found full (page 1: the newest-first page 1 was full)
+        self._end: tuple[int, list[Any]] | None = None  # the lowest page found not full, and its records
+        self._newest_low: int | None = None  # the lowest id of the newest-first page 1
+        self._check: bool | None = None  # the first oldest-first read checks the total (True: it must overlap)
+        self._forward: int | None = None  # the service ignores ``sort``: the next page of a plain walk
+        self.unsorted = False  # the service ignored ``sort``: the walk fell back to reading forward
+        self._seen: set[Any] = set()
+        self._done = False
+
+    def next(self) -> tuple[str, int] | None:
+        """The next read: ``("desc" | "asc", page number)``, or None when the walk is over."""
+        if self._done:
+            return None
+        if self.pages == 0:
+            return "desc", 1
+        if self._forward is not None:
+            return "desc", self._forward
+        if self._probe is not None:
+            return "asc", self._probe
+        return ("asc", self._asc[0]) if self._asc else None
+
+    def read(self, items: list[Any], *, has_next: bool, total: int | None, last_page: int | None = None) -> list[Any]:
+        """Account for the page ``next()`` asked; returns its records not yielded before."""
+        first = self.pages == 0
+        self.pages += 1
+        if self._forward is not None or not _in_order(items, descending=first):
+            return self._plain(items, has_next)
+        if first:
+            self.size = len(items)
+            if not has_next or not items:
+                self._done = True
+            elif (total is not None and total > self.size) or (total is None and (last_page or 0) > 1):
+                pages = math.ceil(total / self.size) if total is not None else int(last_page or 1)
+                self._asc = list(range(pages - 1, 0, -1))
+                ids = _ids(items)
+                self._newest_low = min(ids) if ids else None
+                self._check = total is not None and total % self.size != 0
+            else:  # no total, or one that says a page while another follows
+                self._probe = 2
+            return self.fresh(items)
+        if self._probe is not None:
+            return self._found(self._probe, items)
+        number = self._asc.pop(0)
+        if self._check is not None:
+            must_overlap, self._check = self._check, None
+            highest = _highest_id(items)
+            short = must_overlap and len(items) >= self.size and None not in (highest, self._newest_low)
+            if not items or (short and highest < self._newest_low):  # type: ignore[operator]
+                self._asc = []  # the end is below (empty) or further (full): looked for as without a total
+                return self._found(number, items)
+        self._done = not self._asc
+        return self.fresh(items)
+
+    def _found(self, number: int, items: list[Any]) -> list[Any]:
+        """A probe's page: full (the end is further) or not (the end is on it or before)."""
+        if len(items) >= self.size:
+            self._full = max(self._full, number)
+        else:
+            self._end = (number, items)
+        if self._end is None:
+            self._probe = number * 2
+            return []
+        end, held = self._end
+        if end - self._full > 1:
+            self._probe = (self._full + end) // 2
+            return []
+        # The end's page as read (it held the listing's end then); then down from the page before it.
+        self._probe = None
+        self._asc = list(range(end - 1, 0, -1))
+        self._done = not self._asc
+        return self.fresh(held)
+
+    def _plain(self, items: list[Any], has_next: bool) -> list[Any]:
+        """The service answers in an order other than the one asked (it ignores ``sort``): the
+        listing is read forward from page 1, as any walk does (``unsorted``: the caller says so;
+        the records read already are not yielded twice)."""
+        if self._forward is None:
+            self.unsorted = True
+            self._asc, self._probe = [], None
+            if self.pages == 1:  # page 1 itself: kept, and on from page 2
+                self._forward = 2 if has_next and items else None
+                self._done = self._forward is None
+            else:
+                self._forward = 1
+            return self.fresh(items)
+        self._forward = self._forward + 1 if has_next and items else None
+        self._done = self._forward is None
+        return self.fresh(items)
+
+    def fresh(self, items: list[Any]) -> list[Any]:
+        """``items`` less those already yielded (by id; a record read twice is yielded once)."""
+        kept = []
+        for item in items:
+            key = str(item.get("id")) if isinstance(item, dict) and item.get("id") is not None else None
+            if key is None or key not in self._seen:
+                if key is not None:
+                    self._seen.add(key)
+                kept.append(item)
+        return kept
+
+
+def _ids(items: list[Any]) -> list[int] | None:
+    """The integer ids of ``items`` (None when any has none)."""
+    try:
+        return [int(item["id"]) for item in items]
+    except (KeyError, TypeError, ValueError):
+        return None
+
+
+def _highest_id(items: list[Any]) -> int | None:
+    ids = _ids(items)
+    return max(ids) if ids else None
+
+
+def _in_order(items: list[Any], *, descending: bool) -> bool:
+    """Whether ``items``' ids run the way asked (records without an integer id: assumed so)."""
+    ids = _ids(items)
+    if not ids:
+        return True
+    pairs = zip(ids, ids[1:], strict=False)
+    return all(a > b for a, b in pairs) if descending else all(a < b for a, b in pairs)

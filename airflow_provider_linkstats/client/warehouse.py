@@ -1,16 +1,23 @@
 """The plan of a statistics load into a warehouse: which service days a run loads, and which
 records need a statistics request. No I/O and no Airflow: ``operators/warehouse.py`` drives it.
 
-**The day rule.** Each generation counts statistics' days in one zone (``Generation.stats_zone``:
-UTC for phpShort 44-45 and phpAnalytics; for phpShort 46+ the UTC offset the account's zone has
-when the statistics are asked, so its days are named like ``UTC-05:00``). A run whose data
-interval is ``[start, end)`` loads the days of that zone that *end* in ``(start, end]``. Every day
-belongs to exactly one of a schedule's back-to-back intervals (so a backfill loads each day once),
-and a day is over by the time its run is due. An empty interval (a manual run on Airflow 3, whose
+**The day rule.** Each generation selects statistics' days in one zone (``Generation.stats_zone``:
+UTC for phpShort 44-45 and phpAnalytics; the account's own zone, DST-aware, for phpShort 46+). A
+run whose data interval is ``[start, end)`` loads the days of that zone that *end* in ``(start,
+end]``. Every day belongs to exactly one of a schedule's back-to-back intervals (so a backfill
+loads each day once, and on a DST night the day of 23 or 25 hours is loaded whole, once), and a
+day is over by the time its run is due. An empty interval (a manual run on Airflow 3, whose
 interval starts and ends at its logical date) loads the day that ended last before it: the days
-ending in the day before its end. A day not over by the service's clock is loaded and
-recorded as incomplete, and any later run of the same load reloads it; a day not begun is refused
-before any request.
+ending in the day before its end. A day not over by the service's clock is loaded and recorded as
+incomplete, and any later run of the same load reloads it; a day not begun is refused before any
+request.
+
+**Labels that are not the days.** phpShort 46+ selects the account's calendar days exactly, but
+labels the rows of its ``click`` series with the UTC offset the zone has *when asked*
+(``DayPlan.labels``): a day whose own offset differs at either of its midnights (a summer day asked
+in winter, the day of a DST change) is not its label's day. Those days are asked alone (``from`` =
+``to``: the service's selection is then exactly the day, whatever its rows are labelled), when the
+labels next to them show clicks (``DayPlan.ask_alone``).
 
 **Only what changed.** The links listing carries every link's ``clicks`` counter. The load keeps,
 per link, the counter and the earliest moment it is known to have held it (``Counter``): a link
@@ -43,16 +50,28 @@ OFFSET_ZONE = re.compile(r"UTC([+-])(\d\d):(\d\d)")
 
 
 def bucketing_zone(generation: Generation, account_zone: str | None, now: dt.datetime) -> str:
-    """The zone ``generation`` counts statistics' days in, for an account in ``account_zone``, asked at ``now``."""
-    if generation.stats_zone == ACCOUNT_ZONE:
+    """The zone whose calendar days ``generation`` selects statistics by, for an account in
+    ``account_zone`` (phpShort 46+: that zone, DST-aware; the labels are another matter: ``label_offset``)."""
+    if generation.stats_zone in (ACCOUNT_ZONE, ACCOUNT_OFFSET):
         return account_zone or "UTC"
-    if generation.stats_zone == ACCOUNT_OFFSET:
-        offset = now.astimezone(ZoneInfo(account_zone or "UTC")).utcoffset() or dt.timedelta(0)
-        if not offset:
-            return "UTC"
-        minutes = int(abs(offset).total_seconds() // 60)
-        return f"UTC{'-' if offset < dt.timedelta(0) else '+'}{minutes // 60:02d}:{minutes % 60:02d}"
     return generation.stats_zone
+
+
+def label_offset(generation: Generation, zone: str, now: dt.datetime) -> dt.timedelta | None:
+    """The fixed UTC offset ``generation`` labels its daily series with when asked at ``now``
+    (phpShort 46+: the zone's offset at that moment, MySQL's CONVERT_TZ with an offset name), or
+    None where the labels are the zone's own days."""
+    if generation.stats_zone != ACCOUNT_OFFSET:
+        return None
+    return now.astimezone(tz_of(zone)).utcoffset() or dt.timedelta(0)
+
+
+def offset_name(offset: dt.timedelta) -> str:
+    """``UTC-05:00``, ``UTC+05:30``, ``UTC``: a fixed offset as ``tz_of`` reads it."""
+    if not offset:
+        return "UTC"
+    minutes = int(abs(offset).total_seconds() // 60)
+    return f"UTC{'-' if offset < dt.timedelta(0) else '+'}{minutes // 60:02d}:{minutes % 60:02d}"
 
 
 def tz_of(zone: str) -> dt.tzinfo:
@@ -101,13 +120,14 @@ def days_ending_in(start: dt.datetime, end: dt.datetime, zone: str) -> list[dt.d
 
 @dataclass(frozen=True)
 class DayPlan:
-    """The days one run loads, in the bucketing zone, and which of them are not over yet."""
+    """The days one run loads, in the zone the service selects days by, and which are not over yet."""
 
     zone: str
     days: tuple[ServiceDay, ...]
     incomplete: frozenset[dt.date]
     today: dt.date  # the service's current day in ``zone``
     now: dt.datetime
+    labels: dt.timedelta | None = None  # the offset the daily series' rows are labelled with, if not ``zone``'s days
 
     @property
     def dates(self) -> list[dt.date]:
@@ -118,23 +138,87 @@ class DayPlan:
 
         At most ``MAX_DAYS_PER_REQUEST`` days each; the last one reaches today when that stays
         within the limit, so its answer also says since when a counter stood still (``steady_since``).
-        Days of a fixed offset (phpShort 46+) are selected by the service in the account's zone, whose
-        offset may differ by an hour on those dates: those windows reach a day further each way.
+        The service selects exactly the days of ``zone`` from ``from`` to ``to``, whatever the labels.
         """
         if not self.days:
             return []
-        margin = dt.timedelta(days=1 if OFFSET_ZONE.fullmatch(self.zone) else 0)
-        first, last = self.days[0].day - margin, self.days[-1].day + margin
-        today = self.today + margin
+        first, last = self.days[0].day, self.days[-1].day
         windows = []
         while first <= last:
             to = min(last, first + dt.timedelta(days=MAX_DAYS_PER_REQUEST))
             windows.append((first, to))
             first = to + dt.timedelta(days=1)
         start, to = windows[-1]
-        if to < today and (today - start).days <= MAX_DAYS_PER_REQUEST:
-            windows[-1] = (start, today)
+        if to < self.today and (self.today - start).days <= MAX_DAYS_PER_REQUEST:
+            windows[-1] = (start, self.today)
         return windows
+
+    def labelled_exactly(self, day: ServiceDay) -> bool:
+        """Whether the daily series' rows labelled ``day`` are exactly that day's clicks: the labels
+        are the zone's days, or the zone had the labels' offset at both of the day's midnights."""
+        if self.labels is None:
+            return True
+        tz = tz_of(self.zone)
+        return day.start.astimezone(tz).utcoffset() == self.labels == day.end.astimezone(tz).utcoffset()
+
+    def counts(self, window: tuple[dt.date, dt.date], rows: Iterable[Mapping[str, Any]]) -> dict[dt.date, int]:
+        """Clicks per label of one window's answer; a window of one day is that day's, whatever its
+        rows' labels (the service selected exactly that day)."""
+        per_label = daily_counts(rows)
+        if window[0] == window[1]:
+            return {window[0]: sum(per_label.values())}
+        return per_label
+
+    def ask_alone(self, labelled: Mapping[dt.date, int], windows: Sequence[tuple[dt.date, dt.date]]) -> list[dt.date]:
+        """The days to load whose labels are not theirs (``labelled_exactly``), and that may have
+        clicks: a label next to them shows some (a click is at most a day's offset from its label).
+        Each is asked alone (``from`` = ``to``), unless a window already asked it alone."""
+        alone = {first for first, to in windows if first == to}
+        one = dt.timedelta(days=1)
+        return [
+            day.day
+            for day in self.days
+            if not self.labelled_exactly(day)
+            and day.day not in alone
+            and any(labelled.get(label) for label in (day.day - one, day.day, day.day + one))
+        ]
+
+    def day_counts(
+        self,
+        labelled: Mapping[dt.date, int],
+        windows: Sequence[tuple[dt.date, dt.date]],
+        alone: Mapping[dt.date, int | None],
+    ) -> dict[dt.date, int | None]:
+        """Clicks per day to load: a day asked alone has its answer's (None: not asked, as a
+        breakdown asks the day's breakdown instead); a day labelled exactly, or a window's only day,
+        its label's; any other day none (``ask_alone`` found no label near it with clicks)."""
+        single = {first for first, to in windows if first == to}
+        counts: dict[dt.date, int | None] = {}
+        for day in self.days:
+            if day.day in alone:
+                counts[day.day] = alone[day.day]
+            elif day.day in single or self.labelled_exactly(day):
+                counts[day.day] = labelled.get(day.day, 0)
+            else:
+                counts[day.day] = 0
+        return counts
+
+    def label_end(self, label: dt.date, known: Mapping[dt.date, int | None] | None = None) -> dt.datetime:
+        """The moment after every click the service may label ``label``: the end of that day in
+        the zone and in the labels' offset, whichever is later, less the days ``known`` to have
+        had no click (a day asked alone after a label regime answered 0)."""
+        zone_day = ServiceDay.of(label, self.zone)
+        if self.labels is None:
+            return zone_day.end
+        fixed = dt.timezone(self.labels)
+        start = min(zone_day.start, dt.datetime.combine(label, dt.time(), fixed))
+        end = max(zone_day.end, dt.datetime.combine(label + dt.timedelta(days=1), dt.time(), fixed))
+        latest = end
+        for day in sorted((day for day, count in (known or {}).items() if count == 0), reverse=True):
+            span = ServiceDay.of(day, self.zone)
+            if span.start < latest <= span.end:
+                latest = span.start
+        return latest if latest > start else end  # every moment excluded: the answers disagree, keep the bound
 
 
 def aware(value: Any, name: str) -> dt.datetime:
@@ -165,10 +249,16 @@ def plan_days(
     zone: str,
     now: dt.datetime,
     reload: Iterable[dt.date] = (),
+    labels: dt.timedelta | None = None,
+    complete_by: dt.datetime | None = None,
 ) -> DayPlan:
     """The days a run of data interval ``[interval_start, interval_end)`` loads (the day rule),
     plus ``reload`` (days an earlier run loaded before they were over). A day that has not begun
-    by ``now`` (the service's clock) is refused: nothing can be loaded for it yet."""
+    by ``now`` (the service's clock) is refused: nothing can be loaded for it yet. ``labels``: the
+    offset the service labels its daily rows with now (``label_offset``), where not ``zone``'s days.
+    A day is complete only if it ended by ``complete_by`` (default ``now``): the moment, by the
+    service's clock less its margin, before which no answer the load uses was read; a later one is
+    loaded and kept incomplete, so a later run reloads it."""
     start, end = aware(interval_start, "data_interval_start"), aware(interval_end, "data_interval_end")
     zone = check_zone(zone)
     if end < start:
@@ -184,8 +274,9 @@ def plan_days(
                 f"an interval whose days have begun: {day.day} in {zone} begins at {day.start:%Y-%m-%d %H:%M} UTC, "
                 f"after the service's now ({now:%Y-%m-%d %H:%M:%S} UTC); a day in the future has no statistics yet",
             )
-    incomplete = frozenset(day.day for day in days if day.end > now)
-    return DayPlan(zone, days, incomplete, now.astimezone(tz_of(zone)).date(), now)
+    read_after = now if complete_by is None else min(now, aware(complete_by, "complete_by"))
+    incomplete = frozenset(day.day for day in days if day.end > read_after)
+    return DayPlan(zone, days, incomplete, now.astimezone(tz_of(zone)).date(), now, labels)
 
 
 # -- only what changed -------------------------------------------------------------------------------
@@ -216,9 +307,11 @@ def steady_since(
     counts: Mapping[dt.date, int],
     windows: Sequence[tuple[dt.date, dt.date]],
     plan: DayPlan,
+    known: Mapping[dt.date, int | None] | None = None,
 ) -> dt.datetime:
     """The earliest moment a counter read at ``clicks_listed_at`` is known to have held its value,
-    from a statistics answer ``counts`` (clicks per day) over ``windows``, asked after the listing.
+    from a statistics answer ``counts`` (clicks per label) over ``windows``, asked after the listing,
+    and the days' own counts where ``known`` (``DayPlan.day_counts``).
 
     When the last window reaches today, no click after the last day with clicks means the counter
     stood still since that day's end (or since the first day to load began, with no click at all).
@@ -227,10 +320,35 @@ def steady_since(
     first, today = plan.days[0].day, plan.today
     if not windows or windows[-1][1] < today or ServiceDay.of(today, plan.zone).end < clicks_listed_at:
         return clicks_listed_at
-    clicked = [day for day, count in counts.items() if count and first <= day <= today]
+    # A click of the first day may carry the label of the day before (labels in another offset).
+    clicked = [day for day, count in counts.items() if count and day >= first - dt.timedelta(days=1)]
     if not clicked:
         return plan.days[0].start
-    return min(ServiceDay.of(max(clicked), plan.zone).end, clicks_listed_at)
+    return min(plan.label_end(max(clicked), known), clicks_listed_at)
+
+
+def first_day_found_short(
+    clicks: int | None,
+    known: Counter | None,
+    answered: int,
+    windows: Sequence[tuple[dt.date, dt.date]],
+    plan: DayPlan,
+) -> dt.date | None:
+    """The first day to reload when a link's counter grew since it was last read by more clicks
+    than the statistics answer holds from the first day to load through today (``answered``): the
+    rest were counted on earlier days, after the counter was read, so an earlier run loaded those
+    days without them (it ran before they came: a service clock behind, clicks recorded late) and
+    may have marked them complete. They are the days from the one before the moment the counter
+    was known steady since (clicks counted up to a day late).
+
+    None when nothing is short, or when it cannot be told: no counter known, a counter that did
+    not grow (one that went down is another matter), a last window short of today."""
+    if clicks is None or known is None or not windows or windows[-1][1] < plan.today or not plan.days:
+        return None
+    if clicks - known.clicks <= answered:
+        return None
+    first = (known.steady_since - dt.timedelta(days=1)).astimezone(tz_of(plan.zone)).date()
+    return first if first < plan.days[0].day else None
 
 
 def daily_counts(rows: Iterable[Mapping[str, Any]]) -> dict[dt.date, int]:
@@ -257,18 +375,20 @@ def listing_pages(records: int, per_page: int = PAGE_SIZE) -> int:
 
 def minimum_requests(
     *,
-    listed: int = 0,
+    listed: int | None = None,
     changed: int = 0,
     statistics: int = 1,
     windows: int = 1,
     websites: int = 0,
     breakdown_days: int = 0,
+    alone: int = 0,
 ) -> int:
-    """The fewest requests a run can make: the listing's pages (when records are listed), one
-    request per changed record, statistic and window, one per website and statistic, and one
-    per record and day with clicks for a breakdown (its rows have no day)."""
-    pages = listing_pages(listed) if listed else 0
-    return pages + changed * statistics * windows + websites * statistics * windows + breakdown_days
+    """The fewest requests a run can make: the listing's pages when records are listed (``listed``
+    records; an empty listing still answers one page), one request per changed record, statistic
+    and window, one per website and statistic, one per record and day with clicks for a breakdown
+    (its rows have no day), and one per record and day asked alone (``DayPlan.ask_alone``)."""
+    pages = listing_pages(listed) if listed is not None else 0
+    return pages + changed * statistics * windows + websites * statistics * windows + breakdown_days + alone
 
 
 def selected_days(counts: Mapping[dt.date, int], days: Sequence[ServiceDay]) -> dict[dt.date, int]:

@@ -72,6 +72,10 @@ def add_admin_routes(app: FastAPI, state: EmulatorState) -> None:
         _call(faults.drop_next, **await _json(request))
         return JSONResponse(faults.describe())
 
+    async def after_page(request: Request) -> JSONResponse:
+        _call(faults.after_page, **await _json(request))
+        return JSONResponse(faults.describe())
+
     async def latency(request: Request) -> JSONResponse:
         _call(faults.set_latency, **await _json(request))
         return JSONResponse(faults.describe())
@@ -145,6 +149,7 @@ def add_admin_routes(app: FastAPI, state: EmulatorState) -> None:
         ("/faults/fail_next", fail_next, "POST"),
         ("/faults/drop_next", drop_next, "POST"),
         ("/faults/latency", latency, "POST"),
+        ("/faults/after_page", after_page, "POST"),
         ("/stats", get_stats, "GET"),
         ("/stats", reset_stats, "DELETE"),
         ("/reset", reset, "POST"),

@@ -63,7 +63,8 @@ def build_app(state: EmulatorState, services: Iterable[str] = SERVICES, *, share
     if "links" in services:
         _add_redirect(app, state)  # GET /{alias}: every single-segment path is the short-link route
     app.add_route("/{rest:path}", _route_miss, methods=["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"])
-    return ServerDate(FaultsAndStats(ClientRateLimit(app, state.limiter), state.faults, state.stats), state.clock)
+    faulty = FaultsAndStats(ClientRateLimit(app, state.limiter), state.faults, state.stats, state.store, state.clock)
+    return ServerDate(faulty, state.clock)
 
 
 class _Api:

@@ -30,6 +30,34 @@ class FaultRule:
         )
 
 
+@dataclass
+class AfterPage:
+    """Right after answering page ``page`` of a listing (a GET of ``path_prefix`` exactly, sorted
+    ``sort`` when given), delete ``delete`` (ids of ``path_prefix``'s records) and advance the
+    clock ``advance`` seconds, for the next ``remaining`` such answers."""
+
+    page: int
+    delete: list[int]
+    advance: float = 0.0
+    path_prefix: str = "/links"
+    sort: str | None = None
+    remaining: int = 1
+
+    def matches(self, method: str, path: str, query: dict[str, str]) -> bool:
+        relative = paths.api_relative(path)
+        listed = (relative if relative is not None else path).rstrip("/")
+        try:
+            page = int(query.get("page") or 1)
+        except ValueError:
+            page = 1
+        return (
+            method == "GET"
+            and listed == self.path_prefix.rstrip("/")
+            and page == self.page
+            and (self.sort is None or query.get("sort", "desc") == self.sort)
+        )
+
+
 @dataclass(frozen=True)
 class Decision:
     """What the middleware does to one request."""
@@ -48,6 +76,49 @@ class Faults:
         self._fail: list[FaultRule] = []
         self._drop: list[FaultRule] = []
         self._latency = 0.0
+        self._after: list[AfterPage] = []
+
+    def after_page(
+        self,
+        page: int = 1,
+        delete: list[int] | int | None = None,
+        advance: float = 0.0,
+        path_prefix: str = "/links",
+        sort: str | None = None,
+        count: int = 1,
+    ) -> None:
+        """Once page ``page`` of the listing at ``path_prefix`` ("/links", "/websites", ...) has been
+        answered (``sort``: only when asked in that order, "asc" or "desc"), delete the records
+        ``delete`` (ids) and advance the clock ``advance`` seconds, before the answer's last byte
+        leaves: the client's next request meets the change. For the next ``count`` such answers.
+        A record already gone is passed over."""
+        ids = [delete] if isinstance(delete, int) else list(delete or [])
+        if any(isinstance(i, bool) or not isinstance(i, int) for i in ids):
+            raise ValueError(f"delete must be a record id or a list of ids, got {delete!r}")
+        if isinstance(page, bool) or not isinstance(page, int) or page < 1:
+            raise ValueError(f"page must be a page number (1 or more), got {page!r}")
+        if not isinstance(advance, (int, float)) or isinstance(advance, bool) or advance < 0:
+            raise ValueError(f"advance must be seconds (0 or more), got {advance!r}")
+        if sort not in (None, "asc", "desc"):
+            raise ValueError(f"sort must be 'asc', 'desc' or null, got {sort!r}")
+        if not ids and not advance:
+            raise ValueError("give the ids to delete, or seconds to advance the clock, or both")
+        prefix = paths.relative_prefix(path_prefix) or "/links"
+        with self._lock:
+            self._after.append(AfterPage(page, ids, float(advance), prefix, sort, _count(count)))
+
+    def take_after(self, method: str, path: str, query: dict[str, str]) -> AfterPage | None:
+        """The after-page rule this answer sets off, consuming one count of it."""
+        if not self._after:
+            return None
+        with self._lock:
+            for rule in self._after:
+                if rule.matches(method, path, query):
+                    rule.remaining -= 1
+                    if rule.remaining <= 0:
+                        self._after.remove(rule)
+                    return rule
+        return None
 
     def fail_next(
         self,
@@ -99,6 +170,7 @@ class Faults:
         with self._lock:
             self._fail.clear()
             self._drop.clear()
+            self._after.clear()
             self._latency = 0.0
 
     def describe(self) -> dict:
@@ -107,6 +179,7 @@ class Faults:
                 "latency": self._latency,
                 "fail_next": [asdict(r) for r in self._fail],
                 "drop_next": [asdict(r) for r in self._drop],
+                "after_page": [asdict(r) for r in self._after],
             }
 
     def take(self, method: str, path: str) -> Decision:

@@ -14,7 +14,7 @@ from email.utils import format_datetime
 from typing import Any
 
 from airflow_provider_linkstats.emulator import paths, spec
-from airflow_provider_linkstats.emulator.faults import FaultRule, Faults
+from airflow_provider_linkstats.emulator.faults import AfterPage, FaultRule, Faults
 from airflow_provider_linkstats.emulator.ratelimit import RateLimiter, Verdict
 from airflow_provider_linkstats.emulator.stats import Stats
 
@@ -68,10 +68,12 @@ class _Dated:
 
 
 class FaultsAndStats:
-    def __init__(self, app: Any, faults: Faults, stats: Stats) -> None:
+    def __init__(self, app: Any, faults: Faults, stats: Stats, store: Any = None, clock: Any = None) -> None:
         self.app = app
         self.faults = faults
         self.stats = stats
+        self.store = store  # for the after-page changes (a delete after a listing's page)
+        self.clock = clock
 
     async def __call__(self, scope: Scope, receive: Any, send: Any) -> None:
         if scope["type"] != "http" or not is_counted(scope["path"]):
@@ -97,7 +99,32 @@ class FaultsAndStats:
             await self.app(scope, receive, _discard)  # the change is committed...
             await _drop_connection(send)  # ...and the client never hears of it
         else:
-            await self.app(scope, receive, noting_status)
+            after = self.faults.take_after(method, path, _query(scope))
+            sending = noting_status if after is None else self._changing(noting_status, after, path)
+            await self.app(scope, receive, sending)
+
+    def _changing(self, send: Any, rule: AfterPage, path: str) -> Any:
+        """``send`` that applies ``rule`` (deletes, a clock step) before the answer's last byte leaves."""
+        table = (paths.api_relative(path) or path).strip("/").split("/", 1)[0]
+
+        async def sending(message: Any) -> None:
+            if message["type"] == "http.response.body" and not message.get("more_body"):
+                for record_id in rule.delete:
+                    try:
+                        self.store.delete(table, record_id)
+                    except Exception:  # gone already: passed over
+                        pass
+                if rule.advance:
+                    self.clock.advance(rule.advance)
+            await send(message)
+
+        return sending
+
+
+def _query(scope: Scope) -> dict[str, str]:
+    from urllib.parse import parse_qsl
+
+    return dict(parse_qsl(scope.get("query_string", b"").decode("latin-1")))
 
 
 class ClientRateLimit:

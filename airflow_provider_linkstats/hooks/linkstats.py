@@ -387,10 +387,13 @@ class LinkstatsBaseHook(BaseHook):
         return self.client.delete(resource or self.resource, record_id, missing_ok=missing_ok)
 
     def iter_records(
-        self, filters: JsonDict, max_items: int | None = None, resource: Resource | None = None
+        self, filters: JsonDict, max_items: int | None = None, resource: Resource | None = None, *,
+        complete: bool = False,
     ) -> Iterator[JsonDict]:
-        """Every record matching ``filters``, page by page (``LinkstatsClient.iter`` reads them)."""
-        return self.client.iter(resource or self.resource, filters, max_items=max_items)
+        """Every record matching ``filters``, page by page (``LinkstatsClient.iter`` reads them);
+        ``complete``: a walk that skips no record listed from its start to its end, however the
+        listing changes meanwhile (in its own order; ``pages`` once read)."""
+        return self.client.iter(resource or self.resource, filters, max_items=max_items, complete=complete)
 
     def find(
         self, natural_key: str, domain_id: int | str | None = None, resource: Resource | None = None
@@ -561,12 +564,13 @@ class LinkstatsLinksHook(LinkstatsBaseHook):
         return self.iter_records(filters, max_items)
 
     def iter_records(
-        self, filters: JsonDict, max_items: int | None = None, resource: Resource | None = None
+        self, filters: JsonDict, max_items: int | None = None, resource: Resource | None = None, *,
+        complete: bool = False,
     ) -> Iterator[JsonDict]:
         """As the base class; a links ``status`` means the same on every version (``LinkstatsClient.iter_links``)."""
         if resource not in (None, LINKS):
-            return super().iter_records(filters, max_items, resource)
-        return self.client.iter_links(filters, max_items=max_items)
+            return super().iter_records(filters, max_items, resource, complete=complete)
+        return self.client.iter_links(filters, max_items=max_items, complete=complete)
 
     def list_links(self, *, max_items: int | None = None, **filters: Any) -> list[JsonDict]:
         """Filters: search, search_by, status, space_id, domain_id, pixel_id, sort_by, sort, per_page."""

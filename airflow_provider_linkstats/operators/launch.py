@@ -466,7 +466,9 @@ class Launch:
         prefix = os.path.commonprefix(list(wanted))
         filters = {"search": prefix, "search_by": "alias"} if prefix else {}
         found: dict[str, dict[str, Any]] = {}
-        for record in self.hook.iter_records(filters):
+        # A complete walk: a link deleted meanwhile hides no other (a hidden one would be created
+        # again, meet "taken" and cost a reconcile).
+        for record in self.hook.iter_records(filters, complete=True):
             alias = str(record.get("alias"))
             if alias not in wanted:
                 continue

@@ -276,3 +276,18 @@ def test_a_conflict_in_a_csv_names_the_files_line(emu, tmp_path):
     with fails_without_retry(LinkstatsConflictError, match=r"line 3 \(alias 'spring-hat'\): link id=\d+"):
         run_operator(bulk(source=f"file://{path}"))
     assert [link["alias"] for link in emu.store.links()] == ["spring-hat"]  # nothing written
+
+
+def test_a_link_deleted_during_the_existence_walk_hides_no_other(emu_pinned):
+    """The 150 links of the launch exist, with a 151st of the same prefix that is not the launch's; that
+    one (the newest) is deleted once the walk's page 1 is answered. A walk by offset then misses the
+    link that moved up to page 1 and sends it a create that meets "taken" (before: GET, GET, POST, GET:
+    a POST and a reconcile more); the complete walk sees all 150 at the same 2 pages and writes nothing."""
+    seeded = emu_pinned.store.seed_links(151, alias_prefix="spring-", url="https://example.com/p")
+    emu_pinned.faults.after_page(page=1, delete=[seeded["last_id"]])  # spring-150: not the launch's
+    links = [{"url": "https://example.com/p", "alias": f"spring-{i}"} for i in range(150)]
+    start = len(emu_pinned.stats.requests())
+    value, _ = run_operator(bulk(links=links))
+    assert methods(emu_pinned, start) == ["GET", "GET"]
+    assert (value["created"], value["skipped"], value["failed"]) == (0, 150, 0)
+    assert sorted(link["alias"] for link in emu_pinned.store.links()) == sorted(link["alias"] for link in links)

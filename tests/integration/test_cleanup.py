@@ -551,3 +551,46 @@ def test_evidence_max_age_is_checked_before_any_request(emu):
             failure.value.__cause__, LinkstatsInputError
         )
     assert emu.stats.count() == 0
+
+
+def test_links_deleted_by_someone_else_during_the_walk_hide_no_expired_link(emu):
+    """600 links, every other one expired (the Expired listing: 3 pages); while the cleanup walks it
+    (oldest first, the last page first), someone else (a second cleanup) deletes expired links on
+    pages already read and pages to come, which shifts the listing. Every expired link is gone at the
+    end (none hidden by the shift), no live link is touched, and the walk's deletes are each sent once."""
+    links = [seed_expired(emu, f"x{i}") if i % 2 else emu.store.add_link(url="https://example.com/l", alias=f"l{i}")
+             for i in range(600)]  # fmt: skip
+    live = {link["id"] for link in links[::2]}
+    expired = [link["id"] for link in links[1::2]]
+    foreign = {1: expired[:3] + expired[250:252], 3: expired[120:122], 2: expired[10:12] + expired[280:282]}
+    for page, gone in foreign.items():
+        emu.faults.after_page(page=page, delete=gone, sort="asc")
+    emu.stats.reset()
+    result, _ = run_operator(cleanup(max_share=None))
+    left = {int(link["id"]) for link in emu.store.links()}
+    assert left == live  # every expired link gone, every live one kept
+    assert result["deleted"] == len(expired) - sum(map(len, foreign.values())) == 289
+    assert all(n == 1 for n in deletes_by_id(emu).values())
+    assert emu.faults.describe()["after_page"] == []  # every foreign delete happened during the walk
+
+
+@pytest.mark.parametrize("dry_run", [False, True])
+def test_a_link_that_moves_onto_page_1_while_the_walk_reads_the_others_is_still_deleted(emu49, dry_run):
+    """phpShort 49 (the walk covers all links): 100 live links, then 150 expired. Once the first read
+    (page 1) is answered, someone deletes 3 of its live links: the first 3 expired links move onto page 1.
+    The backward walk reads page 3, then 2 (which no longer holds them), and ends with page 1: before,
+    the first read's page 1 stood in for it (no match there, so no confirming read) and the 3 were left
+    (a dry run counted 147 of 150); now page 1 is read again at the end (its confirming read, or afresh
+    in a dry run: one request more), and every expired link is deleted (counted)."""
+    live = [emu49.store.add_link(url="https://example.com/l", alias=f"live{i}")["id"] for i in range(100)]
+    expired = [seed_expired(emu49, f"gone{i}")["id"] for i in range(150)]
+    emu49.faults.after_page(page=1, delete=live[:3], sort="asc")
+    emu49.stats.reset()
+    result, _ = run_operator(cleanup(max_share=None, dry_run=dry_run))
+    assert emu49.faults.describe()["after_page"] == []
+    if dry_run:
+        assert result["matched"] == 150
+        return
+    left = {int(link["id"]) for link in emu49.store.links()}
+    assert left == set(live[3:])  # before: the first 3 expired links left
+    assert result["deleted"] == 150

@@ -5,8 +5,8 @@ overlapping backfills happened.
 
 The truth is the emulator's own record of each click and visit with its time
 (``store.recorded_clicks``, ``recorded_pageviews``), grouped here by day of the zone the generation
-counts in (UTC on phpShort 44-45 and phpAnalytics; on phpShort 46+ the account zone's offset when
-asked): not the statistics answers the load read.
+counts in (UTC on phpShort 44-45 and phpAnalytics; on phpShort 46+ the account's zone, whose rows
+the service labels with the offset of the moment asked): not the statistics answers the load read.
 """
 
 from __future__ import annotations
@@ -148,9 +148,15 @@ def test_a_backfill_equals_the_clicks_per_account_day_at_the_minimum_cost(emu_ge
         reports.append(report)
     assert rows(warehouse) == expected
     assert all(report["zone"] == zone for report in reports)
-    # The link never clicked is never fetched; a run after the last click fetches nothing.
+    # The link never clicked is never fetched; a run after the last click fetches nothing, unless
+    # phpShort 46+ labels these days with another offset than theirs (asked in November for October
+    # in New York): a click a minute before the last day's midnight carries the label of a day that
+    # ends an hour after the account's, so the next run asks those links once more (and nothing else).
     assert all(report["fetched"] <= 4 for report in reports)
-    assert reports[-1]["fetched"] == 0 and reports[-1]["requests"] == 1
+    relabelled = emu_gen.links_version == "49" and ZoneInfo(account_zone).utcoffset(
+        dt.datetime.combine(FIRST_DAY, dt.time())
+    ) != dt.datetime.now(ZoneInfo(account_zone)).utcoffset()
+    assert reports[-1]["fetched"] == (4 if relabelled else 0) and reports[-1]["requests"] == 1 + reports[-1]["fetched"]
 
 
 def test_re_runs_a_retry_after_a_kill_and_overlapping_backfills_leave_the_same_rows(emu_gen, warehouse, monkeypatch):

@@ -75,3 +75,136 @@ def test_a_backfill_of_the_example_dag_then_the_dag_scheduled_on_its_table(emu_g
     assert run.state == "success"
     (top,) = run.get_task_instances()
     assert top.state == "success"
+
+
+# -- a 30-day backfill across a DST change, through the example DAG --------------------------------------
+
+# (account zone, the DST change): west of UTC falling back, east of UTC springing forward.
+BACKFILLS = {
+    "new-york-fall-back": ("America/New_York", dt.datetime(2026, 11, 1, 6, tzinfo=dt.timezone.utc)),
+    "sydney-spring-forward": ("Australia/Sydney", dt.datetime(2026, 10, 3, 16, tzinfo=dt.timezone.utc)),
+}
+CLICKED = 3  # links clicked every hour, among 178 never clicked (what a cleanup deletes)
+
+
+def cleanup_beside(emu, links: list[int], stop):
+    """A cleanup deleting never-clicked links one by one while the backfill runs."""
+    import threading
+
+    def delete() -> None:
+        for link_id in links:
+            if stop.wait(0.05):
+                return
+            emu.store.delete("links", link_id)
+
+    worker = threading.Thread(target=delete, daemon=True)
+    worker.start()
+    return worker
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("cleanup", [False, True], ids=["alone", "with-a-cleanup"])
+@pytest.mark.parametrize("backfill", sorted(BACKFILLS))
+def test_a_30_day_backfill_across_a_dst_change_equals_the_account_days(
+    emulators, airflow_db, tmp_path, monkeypatch, backfill, cleanup
+):
+    """30 runs of the example DAG (scheduled at the account's midnights, data intervals), asked a
+    week after the last day: every day marked complete equals the recorded clicks of the account's
+    day (23 or 25 hours on the DST night), and each run makes the listing's pages + one request per
+    clicked link + one more per clicked link on a day whose offset is not the service's today.
+
+    With a cleanup: links never clicked are deleted while the backfill runs, and (where the emulator
+    has ``faults.after_page``) in the run of the DST night a link of the listing's first page is
+    deleted right after that page is read, which moves a clicked link from the second page's top
+    to the first page's bottom: a walk by offset never sees it. A run may then read a page more."""
+    import threading
+    from zoneinfo import ZoneInfo
+
+    from airflow_provider_linkstats.client.warehouse import ServiceDay, listing_pages
+    from tests.conftest import GENERATIONS, connection_json
+
+    zone, change = BACKFILLS[backfill]
+    tz = ZoneInfo(zone)
+    emu = emulators("49")
+    emu.reset()
+    monkeypatch.setenv("AIRFLOW_CONN_LINKSTATS_LINKS_DEFAULT", connection_json(emu.url, api_version="49"))
+    monkeypatch.setenv(
+        "AIRFLOW_CONN_LINKSTATS_ANALYTICS_DEFAULT",
+        connection_json(emu.analytics_url, "linkstats_analytics", api_version=GENERATIONS["49"]),
+    )
+    warehouse = tmp_path / "warehouse.db"
+    monkeypatch.setenv("AIRFLOW_CONN_LINKSTATS_WAREHOUSE", json.dumps({"conn_type": "sqlite", "host": str(warehouse)}))
+    monkeypatch.setenv("LINKSTATS_ACCOUNT_ZONE", zone)
+    emu.configure_account(timezone=zone)
+    first_day = change.astimezone(tz).date() - dt.timedelta(days=15)
+    days = [first_day + dt.timedelta(days=n) for n in range(30)]
+    begin = dt.datetime.combine(first_day, dt.time(), tz)
+    emu.clock.set(begin - dt.timedelta(days=1), freeze=True)
+    # Newest first, the listing's first page holds the two newest clicked links and 98 never
+    # clicked; the second page begins with the oldest clicked link, then 80 never clicked.
+    older = emu.store.seed_links(80, alias_prefix="old-", url="https://example.com/old")
+    clicked = [emu.store.add_link(url="https://example.com/0", alias="dst-0")["id"]]
+    newer = emu.store.seed_links(98, alias_prefix="new-", url="https://example.com/new")
+    clicked += [emu.store.add_link(url=f"https://example.com/{n}", alias=f"dst-{n}")["id"] for n in (1, 2)]
+    links = 80 + 98 + CLICKED
+    hours = int((dt.datetime.combine(days[-1] + dt.timedelta(days=1), dt.time(), tz) - begin).total_seconds() // 3600)
+    for link_id in clicked:
+        for hour in range(hours):
+            at = begin + dt.timedelta(hours=hour, minutes=20)
+            emu.record_clicks(link_id, at=at, count=1 + hour % 2, country=("US", "AU")[hour % 2])
+    asked = dt.datetime.combine(days[-1] + dt.timedelta(days=7), dt.time(12), tz)
+    emu.clock.set(asked)  # the backfill runs a week after its last day
+    offset_now = asked.utcoffset()
+
+    module = load_module("linkstats_stats_to_warehouse")
+    for task in module.dag.tasks:
+        task.retries = 0
+    if airflow.__version__.startswith("3.0."):
+        module.dag.get_task("link_clicks").outlets = []
+    stop = threading.Event()
+    worker = cleanup_beside(emu, list(range(older["first_id"], older["last_id"] + 1)), stop) if cleanup else None
+    targeted = cleanup and hasattr(emu.faults, "after_page")
+    per_run = []
+    try:
+        for day in days:
+            emu.stats.reset()
+            if targeted and ServiceDay.of(day, zone).end - ServiceDay.of(day, zone).start != dt.timedelta(days=1):
+                emu.faults.after_page(page=1, delete=[newer["last_id"]])  # the DST night's run
+            # A manual run (dag.test) gets the interval that ended last: the run at D+1's midnight loads D.
+            run = run_for_moment(module.dag, dt.datetime.combine(day + dt.timedelta(days=1), dt.time(), tz))
+            assert run.state == "success", day
+            served = emu.stats.count(path_prefix="/links") + emu.stats.count(path_prefix="/stats")
+            per_run.append((day, served))
+    finally:
+        stop.set()
+        if worker:
+            worker.join(10)
+    emu.clock.reset()
+
+    truth: dict = {}
+    for click in emu.store.recorded_clicks():
+        key = (int(click["link_id"]), dt.datetime.fromisoformat(click["at"]).astimezone(tz).date().isoformat())
+        truth[key] = truth.get(key, 0) + int(click.get("count", 1))
+    with sqlite3.connect(warehouse) as db:
+        complete = dict(db.execute("SELECT day, zone FROM linkstats_link_clicks_daily_days WHERE complete = 1"))
+        rows = db.execute("SELECT link_id, day, clicks FROM linkstats_link_clicks_daily").fetchall()
+    loaded = {(link, day): n for link, day, n in rows}
+    assert sorted(complete) == [day.isoformat() for day in days] and set(complete.values()) == {zone}
+    assert loaded == {key: n for key, n in truth.items() if key[1] in complete}
+    spans = [ServiceDay.of(day, zone) for day in days]
+    assert sorted({int((s.end - s.start).total_seconds() // 3600) for s in spans}) in ([23, 24], [24, 25])
+
+    # The cost of each run, and its bound: the listing's pages, one request per clicked link, one
+    # more per clicked link on a day labelled with another offset; with a cleanup, a page more for
+    # the listing changing under the walk.
+    for (day, served), span in zip(per_run, spans, strict=True):
+        relabelled = not (span.start.astimezone(tz).utcoffset() == offset_now == span.end.astimezone(tz).utcoffset())
+        bound = listing_pages(links) + CLICKED * (1 + relabelled)
+        if cleanup:
+            assert served <= bound + 1, (day, served, bound + 1)
+        else:
+            assert served == bound, (day, served, bound)
+
+
+def run_for_moment(dag, moment: dt.datetime):
+    return dag.test(logical_date=moment) if AIRFLOW_3 else dag.test(execution_date=moment)

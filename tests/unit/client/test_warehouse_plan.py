@@ -14,8 +14,11 @@ from airflow_provider_linkstats.client.warehouse import (
     bucketing_zone,
     daily_counts,
     days_ending_in,
+    first_day_found_short,
+    label_offset,
     minimum_requests,
     needs_request,
+    offset_name,
     plan_days,
     steady_since,
 )
@@ -33,20 +36,43 @@ def test_the_bucketing_zone_is_a_fact_of_the_generation():
     assert bucketing_zone(PHPSHORT_44, "Asia/Kolkata", winter) == "UTC"  # a click adds to its UTC day's row
     assert bucketing_zone(PHPANALYTICS_3, "Asia/Kolkata", winter) == "UTC"
     assert bucketing_zone(PHPANALYTICS_31, "Asia/Kolkata", winter) == "UTC"  # observed on a running 31
-    # phpShort 46+: the account zone's offset at the moment asked
-    assert bucketing_zone(PHPSHORT_46, "America/New_York", winter) == "UTC-05:00"
-    assert bucketing_zone(PHPSHORT_46, "America/New_York", summer) == "UTC-04:00"
-    assert bucketing_zone(PHPSHORT_46, "Asia/Kolkata", summer) == "UTC+05:30"
-    assert bucketing_zone(PHPSHORT_46, "UTC", summer) == "UTC"
+    # phpShort 46+: the account's calendar days (DST-aware), labelled with the offset at the moment asked
+    assert bucketing_zone(PHPSHORT_46, "America/New_York", winter) == "America/New_York"
+    assert label_offset(PHPSHORT_46, "America/New_York", winter) == dt.timedelta(hours=-5)
+    assert label_offset(PHPSHORT_46, "America/New_York", summer) == dt.timedelta(hours=-4)
+    assert offset_name(label_offset(PHPSHORT_46, "Asia/Kolkata", summer)) == "UTC+05:30"
+    assert label_offset(PHPSHORT_44, "America/New_York", summer) is None  # labels are the UTC days
 
 
-def test_days_of_a_fixed_offset_and_their_wider_windows():
-    day = ServiceDay.of(dt.date(2026, 7, 4), "UTC-05:00")
-    assert (day.start, day.end) == (utc("2026-07-04T05:00"), utc("2026-07-05T05:00"))  # EST bounds, in July
-    plan = plan_days(utc("2026-07-05T00:00"), utc("2026-07-06T00:00"), "UTC-05:00", now=utc("2026-07-06T00:05"))
-    assert plan.dates == [dt.date(2026, 7, 4)] and plan.today == dt.date(2026, 7, 5)
-    # the service selects July's days with EDT bounds: a day more each way catches every click named July 4
-    assert plan.windows() == [(dt.date(2026, 7, 3), dt.date(2026, 7, 6))]
+def test_days_labelled_with_another_offset_are_asked_alone():
+    """Asked in winter (EST labels) for a summer day and for the fall-back day of New York."""
+    winter = utc("2026-11-20T00:05")
+    labels = label_offset(PHPSHORT_46, "America/New_York", winter)
+    day = ServiceDay.of(dt.date(2026, 10, 10), "America/New_York")
+    assert (day.start, day.end) == (utc("2026-10-10T04:00"), utc("2026-10-11T04:00"))  # EDT bounds
+    plan = plan_days(utc("2026-10-11T00:00"), utc("2026-10-12T00:00"), "America/New_York", winter, labels=labels)
+    assert plan.dates == [dt.date(2026, 10, 10)] and not plan.labelled_exactly(plan.days[0])
+    windows = plan.windows()
+    assert windows == [(dt.date(2026, 10, 10), dt.date(2026, 11, 19))]  # no margin: the selection is exact
+    near = {dt.date(2026, 10, 9): 3}  # a label next to the day shows clicks: it may hold some of them
+    assert plan.ask_alone(near, windows) == [dt.date(2026, 10, 10)]
+    assert plan.ask_alone({dt.date(2026, 10, 20): 3}, windows) == []  # nothing near: nothing to ask
+    assert plan.day_counts(near, windows, {dt.date(2026, 10, 10): 2}) == {dt.date(2026, 10, 10): 2}
+    assert plan.day_counts({dt.date(2026, 10, 20): 5}, windows, {}) == {dt.date(2026, 10, 10): 0}
+    # A click a minute before the 10th's end is labelled 22:59 on the 10th: the counter is steady only
+    # from the end of the label's day in EST, unless the next account day is known to be clickless.
+    assert plan.label_end(dt.date(2026, 10, 10)) == utc("2026-10-11T05:00")
+    assert plan.label_end(dt.date(2026, 10, 10), {dt.date(2026, 10, 11): 0}) == utc("2026-10-11T04:00")
+    # a single-day window is that day's whatever its rows' labels (the service selected the day)
+    assert plan.counts((dt.date(2026, 10, 10),) * 2, [{"value": "2026-10-09 23", "count": 2}]) == {
+        dt.date(2026, 10, 10): 2
+    }
+    fall_back = plan_days(utc("2026-11-02T00:00"), utc("2026-11-03T00:00"), "America/New_York", winter, labels=labels)
+    assert fall_back.dates == [dt.date(2026, 11, 1)]
+    assert fall_back.days[0].end - fall_back.days[0].start == dt.timedelta(hours=25)
+    assert not fall_back.labelled_exactly(fall_back.days[0])  # EDT at its first midnight
+    exact = plan_days(utc("2026-11-10T00:00"), utc("2026-11-11T00:00"), "America/New_York", winter, labels=labels)
+    assert exact.labelled_exactly(exact.days[0])
 
 
 @pytest.mark.parametrize(
@@ -162,4 +188,19 @@ def test_daily_counts_read_days_and_the_hours_of_a_single_day():
 def test_the_minimum_requests():
     assert minimum_requests(listed=10_000, changed=500) == 100 + 500
     assert minimum_requests(listed=1, changed=0) == 1
+    assert minimum_requests(listed=0) == 1  # an empty listing still answers a page
+    assert minimum_requests(listed=None, changed=2, alone=3) == 5  # ids given: no listing
     assert minimum_requests(websites=3, statistics=2) == 6
+
+
+def test_a_counter_grown_by_more_than_the_answer_holds_finds_earlier_days_short():
+    plan = plan_days(utc("2025-03-10T00:00"), utc("2025-03-11T00:00"), "UTC", now=utc("2025-03-11T00:05"))
+    windows = plan.windows()  # the 10th through today
+    known = Counter(2, utc("2025-03-10T00:00"))  # read at the last load, steady since the 9th ended
+    # 4 more clicks, 1 of them in the answer: 3 were counted on the 9th (or before) after it was loaded
+    assert first_day_found_short(6, known, 1, windows, plan) == dt.date(2025, 3, 9)
+    assert first_day_found_short(3, known, 1, windows, plan) is None  # the answer holds the growth
+    assert first_day_found_short(6, None, 0, windows, plan) is None  # nothing known to compare with
+    assert first_day_found_short(None, known, 0, windows, plan) is None  # link ids given: no counter read
+    old = plan_days(utc("2025-01-10T00:00"), utc("2025-01-11T00:00"), "UTC", now=LATER)
+    assert first_day_found_short(6, known, 0, [(dt.date(2025, 1, 10), dt.date(2025, 1, 10))], old) is None

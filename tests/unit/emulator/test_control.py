@@ -209,7 +209,9 @@ def test_faults_over_http(api, emu):
     assert time.perf_counter() - started >= 0.25
     admin(emu, "POST", "/faults/fail_next", {"count": 5})
     cleared = admin(emu, "DELETE", "/faults").json()
-    assert cleared == {"latency": 0.0, "fail_next": [], "drop_next": []} == admin(emu, "GET", "/faults").json()
+    assert cleared == {"latency": 0.0, "fail_next": [], "drop_next": [], "after_page": []} == admin(
+        emu, "GET", "/faults"
+    ).json()
     assert api.get("/links").status_code == 200
 
     for path, bad in [
@@ -220,6 +222,27 @@ def test_faults_over_http(api, emu):
     ]:
         assert admin(emu, "POST", path, bad).status_code == 422, (path, bad)
     assert requests.post(emu.url + ADMIN + "/faults/latency", data="{", timeout=10).status_code == 400
+
+
+def test_after_page_deletes_and_steps_the_clock_once_a_listing_page_is_answered(api, emu):
+    first, second, third = (emu.store.add_link(url=f"https://example.com/{n}", alias=f"ap{n}")["id"] for n in range(3))
+    answer = admin(emu, "POST", "/faults/after_page", {"page": 2, "delete": [second], "advance": 60, "sort": "asc"})
+    assert answer.json()["after_page"][0] == {
+        "page": 2, "delete": [second], "advance": 60.0, "path_prefix": "/links", "sort": "asc", "remaining": 1,
+    }  # fmt: skip
+    before = emu.clock.now()
+    ids = lambda response: [link["id"] for link in response.json()["data"]]  # noqa: E731
+    assert ids(api.get("/links", per_page=10, page=2, sort="asc")) == []  # page 2: empty, answered
+    assert (emu.clock.now() - before).total_seconds() >= 60
+    assert ids(api.get("/links", sort="asc")) == [first, third]  # deleted right after it
+    assert admin(emu, "GET", "/faults").json()["after_page"] == []  # once
+    # Page 1 newest first (no sort asked) is not page 1 oldest first.
+    admin(emu, "POST", "/faults/after_page", {"delete": third, "sort": "asc"})
+    assert ids(api.get("/links")) == [third, first] and ids(api.get("/links")) == [third, first]
+    assert ids(api.get("/links", sort="asc")) == [first, third]
+    assert ids(api.get("/links")) == [first]
+    for bad in ({"page": 0, "delete": [1]}, {"delete": ["x"]}, {}, {"delete": [1], "sort": "up"}, {"advance": -1}):
+        assert admin(emu, "POST", "/faults/after_page", bad).status_code == 422, bad
 
 
 # -- statistics ------------------------------------------------------------------------------------

@@ -105,6 +105,10 @@ class LinkstatsClient:
         self._domain_retried = False  # a refused learned domain is read again once per client
         self._domain_said: int | None = None  # the domain a create without one went to, logged once
         self._clock_read = False  # ``ensure_clock`` read the service's clock (once per client at most)
+        # Where a clock measured elsewhere comes from, and where one measured here goes (the hook's
+        # ``KnownService.recall_clock`` and ``remember_clock``: the host's learned facts); None: nowhere.
+        self.clock_source: Callable[[ServiceClock], bool] | None = None
+        self.clock_measured: Callable[[ServiceClock], None] | None = None
         # Reads the account again and keeps it (the hook's ``KnownService.relearn_account``, which
         # also saves it for the host's other tasks); None: ``relearn_account`` does it here.
         self.account_reader: Callable[[str], ServiceProfile] | None = None
@@ -217,10 +221,14 @@ class LinkstatsClient:
                 self.profile(service)  # the host's learned facts carry the clock; discovery's answers tell it
             except (LinkstatsApiError, LinkstatsTransportError):
                 pass  # the read below tells the time, or says what is wrong
+        if not self.clock.known and self.clock_source is not None:
+            self.clock_source(self.clock)  # the host's learned facts, without a discovery
         if not self.clock.known and not self._clock_read:
             self._clock_read = True
             log.info("Linkstats: reading the service's clock (one GET /account) before a decision that needs it")
             self.probe(ApiRequest("GET", "/account"))
+            if self.clock.known and self.clock_measured is not None:
+                self.clock_measured(self.clock)  # kept for the host's next tasks
         return self.clock
 
     def profile(self, service: str, *, account: bool = False, domains: bool = False) -> ServiceProfile:

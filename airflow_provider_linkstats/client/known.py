@@ -331,6 +331,29 @@ class KnownService:
             profile = replace(profile, generation=self.pinned.name)  # the extra decides
         return profile
 
+    # -- the service's clock, shared with the host's other processes ---------------------------------
+
+    def recall_clock(self, clock: Any) -> bool:
+        """Start ``clock`` from the offset an earlier task on this host measured (kept with the
+        learned facts), when the store holds one: no request. True when taken."""
+        from airflow_provider_linkstats.client.clock import adopt_profile_clock
+
+        learned = self.learned
+        if learned is None or clock.known:
+            return False
+        store, key = learned
+        profile = self._from_facts(store.recall(key, self.roots))
+        return profile is not None and adopt_profile_clock(clock, profile)
+
+    def remember_clock(self, clock: Any) -> None:
+        """Keep what this process measured of the service's clock (a read made for it) with the
+        profile, so that the host's next task needs no read of its own."""
+        learned, profile = self.learned, self.profile
+        if learned is None or profile is None or not profile.generation or not clock.known:
+            return
+        store, key = learned
+        store.remember(key, with_clock(profile, clock).to_json())
+
     # -- dropping what an answer contradicts -----------------------------------------------------
 
     def forget(self, reason: str) -> None:

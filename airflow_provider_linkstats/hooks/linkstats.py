@@ -192,6 +192,7 @@ class LinkstatsBaseHook(BaseHook):
                 )
                 known.client.contradicted = known.contradicted
                 known.client.account_reader = known.relearn_account
+                known.client.clock_source, known.client.clock_measured = known.recall_clock, known.remember_clock
             if len(self._roots) > 1:
                 self.service_profile()
             return self.__dict__["client"]

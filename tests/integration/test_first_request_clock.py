@@ -113,12 +113,15 @@ def test_the_first_create_of_a_fresh_process_redirects_at_once_and_ends_on_time(
     assert visit(emu, "first-pt5m") == 404
 
 
-def test_a_fresh_process_takes_the_clock_from_the_hosts_learned_facts(skewed, tmp_path):
+@pytest.mark.parametrize("version", ["auto", "49"])
+def test_a_fresh_process_takes_the_clock_from_the_hosts_learned_facts(skewed, tmp_path, version):
     """A first process learns the service (and its clock) and saves it in the host's cache; the
-    next process starts from that clock: no read of its own before its first create."""
+    next process starts from that clock: no read of its own before its first create. With the
+    version detected the clock rides on the discovery; with it pinned (no discovery at all) the
+    first process's one clock read is kept too."""
     emu = skewed
     cache = str(tmp_path / "learned")
-    env_conn = connection_json(emu.url, api_version="auto")  # detected, so the host cache is used
+    env_conn = connection_json(emu.url, api_version=version)
 
     def run(alias: str) -> dict:
         env = {**os.environ, "AIRFLOW_CONN_LINKSTATS_LINKS_DEFAULT": env_conn, "AIRFLOW__LINKSTATS__CACHE_DIR": cache}

@@ -303,7 +303,8 @@ class LinkstatsClient:
                     domain = self._account_domain(profile)
         if _needs_clock(values, generation):
             self.ensure_clock("links")  # known by now if a request was made (the probe, the account read)
-            values = check_link(fields, operation, now=self.clock.now())  # durations count from it, a past end is refused
+            # durations count from the service's "now", a past end is refused by it
+            values = check_link(fields, operation, now=self.clock.now())
         # A window starts a margin before the service's "now" as measured, so the link redirects at once
         # whichever way the measurement errs.
         start = self.clock.now() - dt.timedelta(seconds=self.clock.margin)
@@ -313,9 +314,8 @@ class LinkstatsClient:
         """A fixed ``expires_at`` given to fields prepared earlier is still ahead by the service's clock,
         by more than its margin (the request takes time to be stored): else the write would make a
         link dead from the start (``LinkstatsInputError``, no request)."""
-        from airflow_provider_linkstats.client.validation import aware_moment
-
         from airflow_provider_linkstats.client.clock import PLAUSIBLE_SKEW
+        from airflow_provider_linkstats.client.validation import aware_moment
 
         given = fields.given.get("expires_at")
         if given is None:
@@ -827,7 +827,8 @@ class LinkstatsClient:
         if filters.get("status") in (None, "", 0, "0"):
             return self.iter(LINKS, filters, max_items=max_items, complete=complete)
         # Each record decided by the service's clock, which its page's answer told.
-        sent, keep = status_listing(validate_list_params(LINKS, filters), self.generation(LINKS.service), self.clock.now)
+        params = validate_list_params(LINKS, filters)
+        sent, keep = status_listing(params, self.generation(LINKS.service), self.clock.now)
         if keep is None or complete:
             listing = self.iter(LINKS, sent, max_items=max_items, complete=complete)
             if keep is not None:

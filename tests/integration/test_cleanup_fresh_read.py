@@ -86,7 +86,9 @@ def test_the_listing_ignores_the_cache_busting_parameter(emu):
     assert plain["data"] == busted["data"] and plain["meta"]["total"] == busted["meta"]["total"] == 3
 
 
-def test_without_a_date_header_the_cleanup_says_so_and_keeps_links_near_their_end(scripted, monkeypatch, caplog, capsys):
+def test_without_a_date_header_the_cleanup_says_so_and_keeps_links_near_their_end(
+    scripted, monkeypatch, caplog, capsys
+):
     """A server (or a proxy) that sends no Date: the cleanup says so once and keeps every link that
     ended less than ``margin_without_date`` before the worker's now; one that ended before that goes."""
     now = pendulum.now("UTC")

@@ -56,7 +56,10 @@ def ending_record(emu, alias: str, seconds: float = 5.0) -> tuple[dict, dt.datet
     """A link whose window ends ``seconds`` on by the service's clock, and its record as a create
     task's XCom holds it (the end known to the wait without a read)."""
     end = dt.datetime.fromtimestamp(math.ceil(emu.clock.now().timestamp() + seconds), dt.timezone.utc)
-    window = {"active_period_start_at": (end - dt.timedelta(days=1)).strftime(FMT), "active_period_end_at": end.strftime(FMT)}
+    window = {
+        "active_period_start_at": (end - dt.timedelta(days=1)).strftime(FMT),
+        "active_period_end_at": end.strftime(FMT),
+    }
     emu.store.add_link(url=f"https://example.com/{alias}", alias=alias, **window)
     from airflow_provider_linkstats.hooks.linkstats import LinkstatsLinksHook
 

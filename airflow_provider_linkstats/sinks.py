@@ -2,10 +2,20 @@
 Airflow connects to), or one file per day on object storage (``ObjectStoragePath``: local, S3, GCS).
 
 Both keep, beside the rows, what the next run needs: the links' counters (``client.warehouse.Counter``)
-and which days were loaded before they were over. A day is written whole in one step: in SQL,
-one transaction deletes the day's rows of the records loaded and inserts the new ones; a file
-is written under a temporary name and renamed over the day's file. So a re-run, a retry after a
-killed task and an overlapping backfill all leave the same rows.
+and which days were loaded before they were over, **per selection** (the service connection, the
+filters or ids, and the statistic: ``client.warehouse.selection_key``), so that a load of one
+space never marks complete a day another space's load wrote incomplete. A day is written whole in
+one step: in SQL, one transaction deletes the day's rows of the records loaded, inserts the new
+ones and sets the day's flag (a concurrent writer of the same rows makes it fail and run again);
+files are one per selection and day, written under a temporary name and renamed, so two loads of
+different selections never write the same file. So a re-run, a retry after a killed task, an
+overlapping backfill and two selections loading at once all leave the same rows.
+
+State written before selections were kept (``selection`` ``''`` in SQL after the tables are
+migrated in place; ``_days.json``, ``_counters.json`` and ``<day>.<format>`` files) is read by
+every selection: its incomplete days are reloaded by each selection that has not loaded them
+since, its counters serve a selection that has none of its own, and a legacy day file loses the
+rows of the records a selection writes anew.
 
 Imported by the operators inside ``execute()`` only (common-sql and the object storage are not
 needed to parse a DAG).
@@ -27,7 +37,25 @@ IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,62}")
 TABLE_ALLOWED = "a table name of letters, digits and underscores (not starting with a digit), optionally schema.table"
 FORMATS = ("csv", "jsonl", "parquet")
 DELETE_BATCH = 500  # record ids per DELETE ... IN (...)
-WRITE_ATTEMPTS = 3  # a day's transaction again after a concurrent writer of the same day won a race
+WRITE_ATTEMPTS = 5  # a day's transaction again after a concurrent writer of the same day won a race
+LEGACY = ""  # the selection of state saved before selections were kept: every selection reads it
+# The state tables beside the rows: their columns, and how a legacy table's rows are copied in.
+STATE_TABLES = {
+    "counters": (
+        "selection VARCHAR(255) NOT NULL, statistic VARCHAR(32) NOT NULL, record_id BIGINT NOT NULL, "
+        "clicks BIGINT NOT NULL, steady_since VARCHAR(40) NOT NULL, alias VARCHAR(255) NOT NULL, "
+        "generation VARCHAR(16) NOT NULL, PRIMARY KEY (selection, statistic, record_id)",
+        "selection, statistic, record_id, clicks, steady_since, alias, generation",
+        "'', statistic, record_id, clicks, steady_since, '', ''",
+    ),
+    "days": (
+        "selection VARCHAR(255) NOT NULL, statistic VARCHAR(32) NOT NULL, day DATE NOT NULL, "
+        "zone VARCHAR(64) NOT NULL, complete INTEGER NOT NULL, loaded_at VARCHAR(40) NOT NULL, "
+        "PRIMARY KEY (selection, statistic, day)",
+        "selection, statistic, day, zone, complete, loaded_at",
+        "'', statistic, day, zone, complete, loaded_at",
+    ),
+}
 
 
 @dataclass(frozen=True)
@@ -79,14 +107,16 @@ def beside(table: str, suffix: str) -> str:
 class SqlSink:
     """A load's rows, counters and day states in three tables of one SQL database.
 
-    ``<table>``: the rows. ``<table>_counters``: per statistic and record, the counter and since
-    when it held. ``<table>_days``: per statistic and day, whether it was complete when loaded.
+    ``<table>``: the rows. ``<table>_counters``: per selection, statistic and record, the counter,
+    since when it held, the link's alias and the generation that counted it. ``<table>_days``: per
+    selection, statistic and day, whether it was complete when loaded.
     """
 
-    def __init__(self, conn_id: str, table: str, schema: Schema) -> None:
+    def __init__(self, conn_id: str, table: str, schema: Schema, selection: str = LEGACY, generation: str = "") -> None:
         from airflow.providers.common.compat.sdk import BaseHook
 
         self.table, self.schema, self.conn_id = check_table(table), schema, conn_id
+        self.selection, self.generation = selection, generation
         self.connection = BaseHook.get_connection(conn_id)  # a missing connection fails here, before any request
         self.hook = self.connection.get_hook()
         from airflow.providers.common.sql.hooks.sql import DbApiHook
@@ -134,29 +164,82 @@ class SqlSink:
 
     def create_tables(self) -> None:
         columns = ", ".join(f"{name} {kind} NOT NULL" for name, kind in self.schema.columns)
-        statements = [
-            f"CREATE TABLE IF NOT EXISTS {self.table} ({columns}, PRIMARY KEY ({', '.join(self.schema.key)}))",
-            f"CREATE TABLE IF NOT EXISTS {beside(self.table, 'counters')} (statistic VARCHAR(32) NOT NULL, "
-            "record_id BIGINT NOT NULL, clicks BIGINT NOT NULL, steady_since VARCHAR(40) NOT NULL, "
-            "PRIMARY KEY (statistic, record_id))",
-            f"CREATE TABLE IF NOT EXISTS {beside(self.table, 'days')} (statistic VARCHAR(32) NOT NULL, "
-            "day DATE NOT NULL, zone VARCHAR(64) NOT NULL, complete INTEGER NOT NULL, loaded_at VARCHAR(40) NOT NULL, "
-            "PRIMARY KEY (statistic, day))",
-        ]
-        self._transaction(lambda cursor: [cursor.execute(sql) for sql in statements])
+        rows = f"CREATE TABLE IF NOT EXISTS {self.table} ({columns}, PRIMARY KEY ({', '.join(self.schema.key)}))"
+        self._transaction(lambda cursor: cursor.execute(rows))
+        for suffix in STATE_TABLES:
+            self._state_table(suffix)
+
+    def _state_table(self, suffix: str) -> None:
+        """Create ``<table>_<suffix>``, or migrate a legacy one (no ``selection`` column) in place:
+        its rows copied with selection ``''`` into a new table that then takes its name."""
+        import time
+
+        name = beside(self.table, suffix)
+        columns, names, legacy_copy = STATE_TABLES[suffix]
+        for attempt in range(1, WRITE_ATTEMPTS + 1):
+            found = self._columns(name)
+            if found is None:
+                self._transaction(lambda cursor: cursor.execute(f"CREATE TABLE IF NOT EXISTS {name} ({columns})"))
+                return
+            if "selection" in found:
+                return
+            staging = beside(self.table, f"{suffix}_migrating")
+
+            def migrate(cursor: Any, staging: str = staging) -> None:
+                cursor.execute(f"CREATE TABLE IF NOT EXISTS {staging} ({columns})")
+                cursor.execute(f"DELETE FROM {staging}")
+                cursor.execute(f"INSERT INTO {staging} ({names}) SELECT {legacy_copy} FROM {name}")
+                cursor.execute(f"DROP TABLE {name}")
+                cursor.execute(f"ALTER TABLE {staging} RENAME TO {name.rpartition('.')[2]}")
+
+            try:
+                self._transaction(migrate, attempts=1)
+                return
+            except Exception:
+                if attempt == WRITE_ATTEMPTS:
+                    raise
+                time.sleep(0.2 * attempt)  # another load migrating it at the same time: look again
+
+    def _columns(self, name: str) -> set[str] | None:
+        """The columns of table ``name`` (lower case), or None when there is no such table."""
+        from contextlib import closing
+
+        with closing(self.hook.get_conn()) as conn:
+            cursor = conn.cursor()
+            try:
+                cursor.execute(f"SELECT * FROM {name} WHERE 1 = 0")
+                return {str(column[0]).lower() for column in cursor.description or ()}
+            except Exception:
+                return None
+            finally:
+                cursor.close()
 
     def counters(self, statistic: str) -> dict[int, Counter]:
+        """The counters saved for this selection (of its generation), else the legacy ones; empty: none."""
         table = beside(self.table, "counters")
-        sql = f"SELECT record_id, clicks, steady_since FROM {table} WHERE statistic = {self.mark}"
-        rows = self._query(sql, (statistic,))
-        return {int(r[0]): Counter(int(r[1]), dt.datetime.fromisoformat(str(r[2]))) for r in rows}
+        sql = (
+            f"SELECT selection, record_id, clicks, steady_since, alias, generation FROM {table} "
+            f"WHERE statistic = {self.mark} AND selection IN ({self.mark}, {self.mark})"
+        )
+        rows = self._query(sql, (statistic, self.selection, LEGACY))
+        own = [r for r in rows if r[0] == self.selection]
+        if own:
+            rows = [r for r in own if str(r[5]) in ("", self.generation)]
+        return {int(r[1]): Counter(int(r[2]), dt.datetime.fromisoformat(str(r[3])), str(r[4] or "")) for r in rows}
 
     def incomplete_days(self, statistic: str, zone: str) -> list[dt.date]:
+        """Days this selection loaded incomplete, and legacy incomplete days it has not loaded since."""
         sql = (
-            f"SELECT day FROM {beside(self.table, 'days')} WHERE statistic = {self.mark} AND zone = {self.mark} "
-            "AND complete = 0"
+            f"SELECT selection, day, complete FROM {beside(self.table, 'days')} WHERE statistic = {self.mark} "
+            f"AND zone = {self.mark} AND selection IN ({self.mark}, {self.mark})"
         )
-        return [_as_date(r[0]) for r in self._query(sql, (statistic, zone))]
+        rows = self._query(sql, (statistic, zone, self.selection, LEGACY))
+        own = {_as_date(r[1]): int(r[2]) for r in rows if r[0] == self.selection}
+        legacy = {_as_date(r[1]): int(r[2]) for r in rows if r[0] == LEGACY and r[0] != self.selection}
+        return sorted(
+            {day for day, complete in own.items() if not complete}
+            | {day for day, complete in legacy.items() if not complete and day not in own}
+        )
 
     def write_day(
         self,
@@ -167,7 +250,8 @@ class SqlSink:
         rows: Sequence[Sequence[Any]],
         complete: bool,
     ) -> None:
-        """Replace the day's rows of ``record_ids`` (and ``statistic``, for a breakdown) in one transaction."""
+        """Replace the day's rows of ``record_ids`` (and ``statistic``, for a breakdown) and this
+        selection's flag for the day, in one transaction."""
         breakdown = "statistic" in self.schema.names
         text = day.isoformat()
 
@@ -185,10 +269,13 @@ class SqlSink:
                     [list(r) for r in rows],
                 )
             days = beside(self.table, "days")
-            cursor.execute(f"DELETE FROM {days} WHERE statistic = {self.mark} AND day = {self.mark}", (statistic, text))
             cursor.execute(
-                f"INSERT INTO {days} (statistic, day, zone, complete, loaded_at) VALUES ({', '.join([self.mark] * 5)})",
-                (statistic, text, zone, int(complete), _now()),
+                f"DELETE FROM {days} WHERE selection = {self.mark} AND statistic = {self.mark} AND day = {self.mark}",
+                (self.selection, statistic, text),
+            )
+            cursor.execute(
+                f"INSERT INTO {days} ({STATE_TABLES['days'][1]}) VALUES ({', '.join([self.mark] * 6)})",
+                (self.selection, statistic, text, zone, int(complete), _now()),
             )
 
         self._transaction(write)
@@ -202,13 +289,17 @@ class SqlSink:
                 batch = [record_id for record_id, _ in items[start : start + DELETE_BATCH]]
                 marks = ", ".join([self.mark] * len(batch))
                 cursor.execute(
-                    f"DELETE FROM {table} WHERE statistic = {self.mark} AND record_id IN ({marks})", [statistic, *batch]
+                    f"DELETE FROM {table} WHERE selection = {self.mark} AND statistic = {self.mark} "
+                    f"AND record_id IN ({marks})",
+                    [self.selection, statistic, *batch],
                 )
             if items:
                 cursor.executemany(
-                    f"INSERT INTO {table} (statistic, record_id, clicks, steady_since) VALUES "
-                    f"({', '.join([self.mark] * 4)})",
-                    [(statistic, i, c.clicks, c.steady_since.isoformat()) for i, c in items],
+                    f"INSERT INTO {table} ({STATE_TABLES['counters'][1]}) VALUES ({', '.join([self.mark] * 7)})",
+                    [
+                        (self.selection, statistic, i, c.clicks, c.steady_since.isoformat(), c.alias, self.generation)
+                        for i, c in items
+                    ],
                 )
 
         self._transaction(write)
@@ -226,13 +317,13 @@ class SqlSink:
             finally:
                 cursor.close()
 
-    def _transaction(self, work: Any) -> None:
+    def _transaction(self, work: Any, attempts: int = WRITE_ATTEMPTS) -> None:
         """``work(cursor)`` in one transaction, committed or rolled back whole; again when a concurrent
-        writer of the same rows made it fail (a unique key taken, a lock), up to ``WRITE_ATTEMPTS``."""
+        writer of the same rows made it fail (a unique key taken, a lock), up to ``attempts``."""
         import time
         from contextlib import closing
 
-        for attempt in range(1, WRITE_ATTEMPTS + 1):
+        for attempt in range(1, attempts + 1):
             with closing(self.hook.get_conn()) as conn:
                 if getattr(self.hook, "supports_autocommit", False):
                     self.hook.set_autocommit(conn, False)
@@ -243,7 +334,7 @@ class SqlSink:
                     return
                 except Exception:
                     conn.rollback()
-                    if attempt == WRITE_ATTEMPTS:
+                    if attempt == attempts:
                         raise
                 finally:
                     cursor.close()
@@ -251,10 +342,24 @@ class SqlSink:
 
 
 class FileSink:
-    """One file per day under a directory on object storage: ``<path>/<YYYY-MM-DD>.<format>``, plus
-    ``_counters.json`` and ``_days.json`` beside them. Rows of records outside the load are kept."""
+    """One file per day and selection under a directory on object storage:
+    ``<path>/<YYYY-MM-DD>/<selection>.<format>``, where ``<selection>`` is a digest of the
+    selection and statistic (``_state/<selection>/selection.json`` says which). Each file is written
+    only by loads of its selection, under a temporary name then renamed: object storage has no locks,
+    and two loads of different selections never write the same file. Beside them, per selection:
+    ``_state/<selection>/counters.json`` and one ``incomplete/<day>.json`` per day loaded before it
+    was over. Files of the layout before selections (``<path>/<day>.<format>``, ``_days.json``,
+    ``_counters.json``) are read as the module says."""
 
-    def __init__(self, path: Any, file_format: str, schema: Schema, conn_id: str | None = None) -> None:
+    def __init__(
+        self,
+        path: Any,
+        file_format: str,
+        schema: Schema,
+        conn_id: str | None = None,
+        selection: str = LEGACY,
+        generation: str = "",
+    ) -> None:
         from airflow.providers.common.compat.sdk import ObjectStoragePath
 
         if file_format not in FORMATS:
@@ -270,6 +375,7 @@ class FileSink:
             raise LinkstatsInputError("path", path, "a directory path or URL such as 's3://bucket/linkstats/clicks'")
         self.base = ObjectStoragePath(str(path), conn_id=conn_id) if isinstance(path, str) else path
         self.format, self.schema = file_format, schema
+        self.selection, self.generation = selection, generation
 
     def asset_uri(self) -> str:
         return str(self.base).rstrip("/")
@@ -284,25 +390,84 @@ class FileSink:
         return f"{parts.scheme}://{parts.netloc}", parts.path.lstrip("/")
 
     def describe(self) -> str:
-        return f"files {self.asset_uri()}/<day>.{self.format}"
+        return f"files {self.asset_uri()}/<day>/<selection>.{self.format}"
 
     def create_tables(self) -> None:
         self.base.mkdir(parents=True, exist_ok=True)
 
-    def day_file(self, day: dt.date) -> Any:
+    # -- naming ---------------------------------------------------------------------------------
+
+    def slug(self, statistic: str) -> str:
+        """The file name of this selection and statistic: a digest (a selection may be long)."""
+        import hashlib
+
+        return "s" + hashlib.sha256(f"{self.selection}\n{statistic}".encode()).hexdigest()[:16]
+
+    def day_file(self, day: dt.date, statistic: str) -> Any:
+        return self.base / day.isoformat() / f"{self.slug(statistic)}.{self.format}"
+
+    def legacy_day_file(self, day: dt.date) -> Any:
         return self.base / f"{day.isoformat()}.{self.format}"
 
+    def state_dir(self, statistic: str) -> Any:
+        return self.base / "_state" / self.slug(statistic)
+
+    # -- state ----------------------------------------------------------------------------------
+
     def counters(self, statistic: str) -> dict[int, Counter]:
-        saved = self._json("_counters.json").get(statistic, {})
-        return {int(i): Counter(int(c), dt.datetime.fromisoformat(s)) for i, (c, s) in saved.items()}
+        """This selection's counters (of its generation), else the legacy ``_counters.json``'s."""
+        own = self.state_dir(statistic) / "counters.json"
+        if own.exists():
+            saved = json.loads(own.read_text())
+            if saved.get("generation", "") not in ("", self.generation):
+                return {}
+            return {
+                int(i): Counter(int(c), dt.datetime.fromisoformat(since), str(alias))
+                for i, (c, since, alias) in saved.get("counters", {}).items()
+            }
+        legacy = self._json("_counters.json").get(statistic, {})
+        return {int(i): Counter(int(c), dt.datetime.fromisoformat(s)) for i, (c, s) in legacy.items()}
 
     def incomplete_days(self, statistic: str, zone: str) -> list[dt.date]:
-        saved = self._json("_days.json").get(statistic, {})
-        return [
-            dt.date.fromisoformat(day)
-            for day, state in saved.items()
-            if state["zone"] == zone and not state["complete"]
-        ]
+        state = self.state_dir(statistic)
+        self._adopt_legacy_days(statistic)
+        marks = state / "incomplete"
+        days = []
+        for mark in marks.iterdir() if marks.exists() else ():
+            if not mark.name.endswith(".json") or mark.name.startswith("."):
+                continue
+            try:
+                if json.loads(mark.read_text()).get("zone") == zone:
+                    days.append(dt.date.fromisoformat(mark.name[: -len(".json")]))
+            except FileNotFoundError:  # completed by a concurrent load of this selection meanwhile
+                continue
+        return sorted(days)
+
+    def _adopt_legacy_days(self, statistic: str) -> None:
+        """Once per selection: the legacy ``_days.json``'s incomplete days become this selection's."""
+        state = self.state_dir(statistic)
+        adopted = state / "legacy_days_adopted"
+        if adopted.exists() or not (self.base / "_days.json").exists():
+            return
+        for day, flag in self._json("_days.json").get(statistic, {}).items():
+            if not flag.get("complete"):
+                self._mark_incomplete(statistic, dt.date.fromisoformat(day), flag.get("zone", ""))
+        self._describe_state(statistic)
+        self._replace(adopted, b"")
+
+    def _mark_incomplete(self, statistic: str, day: dt.date, zone: str) -> None:
+        marks = self.state_dir(statistic) / "incomplete"
+        marks.mkdir(parents=True, exist_ok=True)
+        self._replace(marks / f"{day.isoformat()}.json", json.dumps({"zone": zone, "loaded_at": _now()}).encode())
+
+    def _describe_state(self, statistic: str) -> None:
+        """``selection.json``: which selection and statistic a digest stands for (for a person reading)."""
+        state = self.state_dir(statistic)
+        state.mkdir(parents=True, exist_ok=True)
+        described = state / "selection.json"
+        if not described.exists():
+            text = json.dumps({"selection": self.selection, "statistic": statistic, "file": self.slug(statistic)})
+            self._replace(described, text.encode())
 
     def write_day(
         self,
@@ -313,29 +478,87 @@ class FileSink:
         rows: Sequence[Sequence[Any]],
         complete: bool,
     ) -> None:
+        """This selection's file of the day, rows of ``record_ids`` replaced, and the day's flag.
+
+        Without a lock, two runs of one selection may write the day at once (overlapping
+        backfills), so the flag follows the rows it describes: an incomplete day is marked before
+        and again after its rows (a kill between leaves the day to reload); a complete one is
+        unmarked after its rows, then the file is read back, and marked again when another run's
+        rows replaced it meanwhile. Whatever the order, rows written incomplete are marked."""
         names = self.schema.names
         replaced = set(record_ids)
-        breakdown = "statistic" in names
-        kept = [
-            row
-            for row in self.read_day(day)
-            if int(row[self.schema.record]) not in replaced or (breakdown and row["statistic"] != statistic)
-        ]
+        self._describe_state(statistic)
+        if not complete:
+            self._mark_incomplete(statistic, day, zone)
+        target = self.day_file(day, statistic)
+        kept = [row for row in self._read(target) if int(row[self.schema.record]) not in replaced]
         records = kept + [dict(zip(names, row, strict=True)) for row in rows]
         records.sort(key=lambda row: tuple(str(row[k]) for k in self.schema.key))
-        self._replace(self.day_file(day), self._encode(records))
-        days = self._json("_days.json")
-        days.setdefault(statistic, {})[day.isoformat()] = {"zone": zone, "complete": complete, "loaded_at": _now()}
-        self._replace(self.base / "_days.json", json.dumps(days, sort_keys=True).encode())
+        data = self._encode(records)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        self._replace(target, data)
+        self._drop_from_legacy(day, statistic, replaced)
+        if not complete:
+            self._mark_incomplete(statistic, day, zone)
+            return
+        mark = self.state_dir(statistic) / "incomplete" / f"{day.isoformat()}.json"
+        if mark.exists():
+            try:
+                mark.unlink()
+            except FileNotFoundError:  # a concurrent run of this selection unmarked it first
+                pass
+        if target.read_bytes() != data:  # another run's rows since ours: their flag may be ours
+            self._mark_incomplete(statistic, day, zone)
+
+    def _drop_from_legacy(self, day: dt.date, statistic: str, replaced: set[int]) -> None:
+        """The legacy day file (one per day, every selection's rows) loses the rows now in this
+        selection's file; emptied, it is removed. Read back and done again while another
+        selection's rewrite (from an older read) put them back: a row is never lost, and left in
+        both files only when that rewrite lands after the last read back."""
+        legacy = self.legacy_day_file(day)
+        breakdown = "statistic" in self.schema.names
+        for _ in range(WRITE_ATTEMPTS):
+            if not legacy.exists():
+                return
+            rows = self._read(legacy)
+            kept = [
+                row
+                for row in rows
+                if int(row[self.schema.record]) not in replaced or (breakdown and row["statistic"] != statistic)
+            ]
+            if len(kept) == len(rows):
+                return
+            if kept:
+                self._replace(legacy, self._encode(kept))
+            else:
+                try:
+                    legacy.unlink()
+                except FileNotFoundError:
+                    return
 
     def save_counters(self, statistic: str, counters: Mapping[int, Counter]) -> None:
-        saved = self._json("_counters.json")
-        mine = saved.setdefault(statistic, {})
-        mine.update({str(i): [c.clicks, c.steady_since.isoformat()] for i, c in counters.items()})
-        self._replace(self.base / "_counters.json", json.dumps(saved, sort_keys=True).encode())
+        """Merged into this selection's ``counters.json`` (counters of another generation dropped)."""
+        target = self.state_dir(statistic) / "counters.json"
+        self._describe_state(statistic)
+        saved = json.loads(target.read_text()) if target.exists() else {}
+        mine = saved.get("counters", {}) if saved.get("generation", "") in ("", self.generation) else {}
+        mine.update({str(i): [c.clicks, c.steady_since.isoformat(), c.alias] for i, c in counters.items()})
+        text = json.dumps({"generation": self.generation, "counters": mine}, sort_keys=True)
+        self._replace(target, text.encode())
 
     def read_day(self, day: dt.date) -> list[dict[str, Any]]:
-        target = self.day_file(day)
+        """Every row of a day: each selection's file, and the legacy day file's."""
+        found = self._read(self.legacy_day_file(day))
+        folder = self.base / day.isoformat()
+        if folder.exists():
+            for part in sorted(folder.iterdir(), key=lambda item: item.name):
+                if part.name.endswith(f".{self.format}") and not part.name.startswith("."):
+                    found.extend(self._read(part))
+        return found
+
+    # -- plumbing -------------------------------------------------------------------------------
+
+    def _read(self, target: Any) -> list[dict[str, Any]]:
         if not target.exists():
             return []
         data = target.read_bytes()
@@ -351,8 +574,6 @@ class FileSink:
         import pyarrow.parquet as pq
 
         return [self._typed(row) for row in pq.read_table(io.BytesIO(data)).to_pylist()]
-
-    # -- plumbing -------------------------------------------------------------------------------
 
     def _typed(self, row: Mapping[str, Any]) -> dict[str, Any]:
         types = dict(self.schema.columns)

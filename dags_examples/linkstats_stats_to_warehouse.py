@@ -5,7 +5,8 @@ Each run loads the service days that end in its data interval, in the zone the s
 them in (UTC on phpShort 44-45 and phpAnalytics, the account's zone on phpShort 46+), each day replaced whole:
 a cleared run, a retry or a backfill (``catchup=True``, or ``airflow backfill create`` on Airflow 3,
 ``airflow dags backfill --reset-dagruns`` on 2.11) leaves each day in the table exactly once. Only
-links whose clicks counter moved since the last load are fetched.
+links whose clicks counter moved since the last load are fetched (every link on the first run
+into a new table).
 
 It is scheduled at midnight in the account's zone (``LINKSTATS_ACCOUNT_ZONE``, the ``timezone`` of
 ``GET /account``) with data intervals, on Airflow 2.11 and 3 alike: the run of logical date

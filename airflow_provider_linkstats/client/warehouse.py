@@ -26,6 +26,15 @@ any of those days, so it needs no statistics request. After a request, that mome
 from the answer (the request asks through today, so the last day with clicks says since when the
 counter stood still). A request per changed link and statistic, plus the listing pages, is the
 minimum (``minimum_requests``).
+
+**Counters that go down or restart.** A counter lower than last seen was reset (phpShort's v46
+upgrade reset every link's) or belongs to a re-created link; a link id not seen before under a
+known alias is a re-created link; counters saved under another generation (an install upgraded
+from 44-45 to 46+) say nothing about today's. Those links are fetched. A selection with no saved
+counters at all (a new table, a new filter) fetches every link listed, whatever its counter
+reads: a counter of 0 may be a reset, and only the statistics say whether the link had clicks on
+those days (a link's ``created_at`` is no bound either: an imported link's clicks may precede
+it). The counters are kept per selection (``sinks``).
 """
 
 from __future__ import annotations
@@ -285,21 +294,81 @@ def plan_days(
 @dataclass(frozen=True)
 class Counter:
     """A link's ``clicks`` counter as the load last saw it, and the earliest moment it is known
-    to have held that value (it held it from then until the listing that read it)."""
+    to have held that value (it held it from then until the listing that read it); its alias then
+    (a re-created link is a new id under a known alias)."""
 
     clicks: int
     steady_since: dt.datetime
+    alias: str = ""
+
+
+@dataclass(frozen=True)
+class Listed:
+    """A link as the listing showed it: its counter (None: not listed, its id was given) and alias."""
+
+    clicks: int | None
+    alias: str = ""
+
+    @classmethod
+    def of(cls, record: Mapping[str, Any]) -> Listed:
+        return cls(int(record.get("clicks") or 0), str(record.get("alias") or ""))
 
 
 def needs_request(clicks: int, known: Counter | None, first_day: ServiceDay) -> bool:
-    """Whether a link with ``clicks`` now may have clicks on the days from ``first_day`` on.
+    """Whether a link with ``clicks`` now may have clicks on the days from ``first_day`` on, given
+    what its selection saved (``known``; the selection has saved counters).
 
-    No: its counter is unchanged and held before that day began (counters only grow), or it has
-    never been clicked at all.
+    No: its counter is unchanged and held before that day began, or it was never clicked since it
+    was created (a link not seen before). A counter lower than saved was reset: yes.
     """
+    return why_fetch(Listed(clicks), known, first_day, new_selection=False) is not None
+
+
+def why_fetch(
+    listed: Listed,
+    known: Counter | None,
+    first_day: ServiceDay,
+    *,
+    new_selection: bool,
+    reused_alias_of: int | None = None,
+) -> str | None:
+    """Why a link needs a statistics request for the days from ``first_day`` on, or None.
+
+    ``new_selection``: nothing saved for this selection (or only under another generation), so a
+    counter proves nothing (0 may be a reset). ``reused_alias_of``: the id that had this link's
+    alias in the saved counters (the link was deleted and re-created).
+    """
+    if listed.clicks is None:
+        return "asked for by id"
+    if new_selection:
+        return "no counters saved for this selection"
+    if reused_alias_of is not None:
+        return f"re-created (its alias was link {reused_alias_of}'s)"
     if known is None:
-        return clicks != 0
-    return not (clicks == known.clicks and known.steady_since <= first_day.start)
+        return "not seen before" if listed.clicks else None
+    if listed.clicks < known.clicks:
+        return f"counter went down ({known.clicks} to {listed.clicks}: reset or re-created)"
+    if listed.clicks > known.clicks:
+        return "new clicks"
+    return None if known.steady_since <= first_day.start else "clicks possible since the first day began"
+
+
+def links_to_fetch(listed: Mapping[int, Listed], known: Mapping[int, Counter], plan: DayPlan) -> dict[int, str]:
+    """Of the links ``listed``, those that need a statistics request, with the reason (for the
+    log), given the counters saved for the selection (``known``; empty for a new selection)."""
+    first = plan.days[0]
+    new_selection = not known
+    aliases = {counter.alias: link_id for link_id, counter in known.items() if counter.alias}
+    wanted = {}
+    for link_id, link in listed.items():
+        previous = aliases.get(link.alias) if link.alias and link_id not in known else None
+        reason = why_fetch(
+            link, known.get(link_id), first, new_selection=new_selection,
+            reused_alias_of=previous if previous != link_id else None,
+        )  # fmt: skip
+        if reason is not None:
+            wanted[link_id] = reason
+    return wanted
 
 
 def steady_since(
@@ -395,3 +464,21 @@ def selected_days(counts: Mapping[dt.date, int], days: Sequence[ServiceDay]) -> 
     """The counts of the days being loaded (a window may reach past them, to today)."""
     wanted = {day.day for day in days}
     return {day: count for day, count in counts.items() if day in wanted and count}
+
+
+# -- the selection a load's state belongs to -----------------------------------------------------------
+
+
+def selection_key(conn_id: str, filters: Mapping[str, Any], ids: Sequence[int] | None = None) -> str:
+    """The selection a load reads, as its saved state is keyed: the service connection, the
+    listing's filters, or the ids given. Canonical JSON (``{"conn":"linkstats_links_default",
+    "space_id":"1"}``); over 200 characters (many ids), ``sha256:`` and its digest instead."""
+    import hashlib
+    import json
+
+    # Values as text: a templated "1" and a literal 1 are one selection.
+    chosen: dict[str, Any] = {"conn": str(conn_id), **{str(k): str(filters[k]).strip() for k in sorted(filters)}}
+    if ids is not None:
+        chosen["ids"] = sorted(int(i) for i in ids)
+    text = json.dumps(chosen, sort_keys=True, separators=(",", ":"), default=str)
+    return text if len(text) <= 200 else "sha256:" + hashlib.sha256(text.encode()).hexdigest()

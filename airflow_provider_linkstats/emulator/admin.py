@@ -17,6 +17,9 @@ Python method of the same name and takes its keyword arguments as a JSON object:
   ``{"count": 100000, "alias_prefix": "old-", "fields": {"expiration_clicks": 1, "clicks": 1}}``
   (``fields`` as ``Store.add_link`` takes them; ``user_id`` 1 unless given); answers
   ``{"count", "first_id", "last_id"}``. Their ``created_at`` is the clock's now;
+- ``POST /links/reset_counters``: links' ``clicks`` counters back to 0, as phpShort's v46 upgrade
+  did: ``{"link_ids": [3, 4], "statistics": false}`` (default every link; ``statistics: true`` drops
+  their recorded clicks too); answers ``{"count"}``;
 - ``POST /traffic``: clicks and pageviews at chosen instants, without a redirect or a beacon each:
   ``{"clicks": [{"link_id": 3, "at": "2030-01-01T23:59:00-05:00", "count": 40, "country": "US",
   "referrer": "news.example"}], "pageviews": [{"website_id": 1, "at": "...", "count": 5, "page":
@@ -33,7 +36,7 @@ from typing import Any
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse
 
-from airflow_provider_linkstats.emulator.errors import ApiError
+from airflow_provider_linkstats.emulator.errors import ApiError, ValidationFailed
 from airflow_provider_linkstats.emulator.state import EmulatorState
 
 ADMIN_PREFIX = "/__emulator__"
@@ -128,6 +131,12 @@ def add_admin_routes(app: FastAPI, state: EmulatorState) -> None:
             raise _bad("fields must be a JSON object of link fields.")
         return JSONResponse(_call(store.seed_links, **body, **fields))
 
+    async def reset_counters(request: Request) -> JSONResponse:
+        body = await _json(request)
+        if set(body) - {"link_ids", "statistics"} or not isinstance(body.get("statistics", False), bool):
+            raise _bad('Send {"link_ids": [3, 4] (default: every link), "statistics": false}.')
+        return JSONResponse(_call(store.reset_counters, body.get("link_ids"), body.get("statistics", False)))
+
     async def record_traffic(request: Request) -> JSONResponse:
         body = await _json(request)
         unknown = set(body) - {"clicks", "pageviews"}
@@ -160,6 +169,7 @@ def add_admin_routes(app: FastAPI, state: EmulatorState) -> None:
         ("/versions", get_versions, "GET"),
         ("/versions", post_versions, "POST"),
         ("/links", seed_links, "POST"),
+        ("/links/reset_counters", reset_counters, "POST"),
         ("/traffic", record_traffic, "POST"),
     ]
     for path, endpoint, method in routes:
@@ -181,6 +191,8 @@ def _call(control: Any, /, *args: Any, **kwargs: Any) -> Any:
     """Run a control method; a bad argument is the caller's 422, not the emulator's 500."""
     try:
         return control(*args, **kwargs)
+    except ValidationFailed as error:  # a seeded record the API would refuse: its field errors, as JSON
+        raise ApiError(422, {"message": str(error), "errors": error.errors}) from None
     except (TypeError, ValueError) as error:
         raise _bad(str(error)) from None
 

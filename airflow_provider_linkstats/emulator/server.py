@@ -152,6 +152,10 @@ class Emulator:
         """Many of both at once, all or none; see ``Store.record_traffic``."""
         return self.store.record_traffic(clicks, pageviews)
 
+    def reset_counters(self, link_ids: Iterable[int] | None = None, statistics: bool = False) -> dict:
+        """Links' ``clicks`` counters back to 0, as the phpShort 46 upgrade; see ``Store.reset_counters``."""
+        return self.store.reset_counters(link_ids, statistics)
+
     def clicks_per_day(self, zone: str = "UTC", link_id: int | None = None) -> dict[tuple[int, str], int]:
         """The truth for a daily load: ``{(link_id, "YYYY-MM-DD"): clicks}`` by calendar day in
         ``zone`` (the zone the generation buckets in: "UTC" for phpShort 44-45, the account's for 46+)."""

@@ -519,6 +519,27 @@ class Store:
             self._events.append(row)
             return row
 
+    def reset_counters(self, link_ids: Iterable[int] | None = None, statistics: bool = False) -> dict:
+        """Every link's ``clicks`` counter back to 0 (or only ``link_ids``'), as phpShort's v46 upgrade
+        did; ``statistics=True`` drops their recorded clicks too (the upgrade's reset of the statistics
+        tables), else the statistics keep the clicks the counter no longer shows. Answers ``{"count"}``."""
+        with self._lock:
+            if link_ids is None:
+                chosen = set(self._t["links"])
+            else:
+                if isinstance(link_ids, (str, bytes)) or not isinstance(link_ids, Iterable):
+                    raise ValueError(f"link_ids must be a list of link ids, got {link_ids!r}")
+                chosen = {_int(i) for i in link_ids}
+                missing = sorted(chosen - set(self._t["links"]))
+                if missing:
+                    raise ValueError(f"no link {missing[0]!r}")
+            for link_id in chosen:
+                self._t["links"][link_id]["clicks"] = 0
+            if statistics:
+                self._clicks = [c for c in self._clicks if c["link_id"] not in chosen]
+            self._save()
+            return {"count": len(chosen)}
+
     def recorded_clicks(self, link_id: int | None = None) -> list[Row]:
         """The clicks recorded so far (every account's), oldest first: ``{"link_id", "at" (UTC ISO
         8601), "count", "country", ...}``; the truth a test compares statistics with."""

@@ -42,7 +42,8 @@ class LinkstatsStatsToWarehouseOperatorBase(LinkstatsBaseOperator):
             Argument("table", "the table of that connection (``name`` or ``schema.name``); created if missing.",
                      annotation="str"),
             Argument("path", "instead of a table: a directory on object storage (``s3://bucket/dir``, a local "
-                     "path), one file per day named ``<YYYY-MM-DD>.<file_format>``.", annotation="str"),
+                     "path), one file per day and selection: ``<YYYY-MM-DD>/<selection>.<file_format>``.",
+                     annotation="str"),
             Argument("file_format", "csv, jsonl or parquet (parquet needs pyarrow).", "jsonl", "str"),
             Argument("storage_conn_id", "the connection of ``path``'s object storage, if it needs one.",
                      annotation="str"),
@@ -125,7 +126,13 @@ class LinkstatsStatsToWarehouseOperatorBase(LinkstatsBaseOperator):
 
         from airflow_provider_linkstats.client.errors import LinkstatsInputError
         from airflow_provider_linkstats.client.generations import ACCOUNT_OFFSET, ACCOUNT_ZONE
-        from airflow_provider_linkstats.client.warehouse import aware, bucketing_zone, label_offset, plan_days
+        from airflow_provider_linkstats.client.warehouse import (
+            aware,
+            bucketing_zone,
+            label_offset,
+            plan_days,
+            selection_key,
+        )
 
         breakdown = self._breakdown()
         schema = self.schema_for(breakdown)
@@ -150,6 +157,10 @@ class LinkstatsStatsToWarehouseOperatorBase(LinkstatsBaseOperator):
             account_zone = hook.service_profile(account=True).timezone
         zone = bucketing_zone(generation, account_zone, self._service_now(now))
         statistic = breakdown or "+".join(generation.daily_series)
+        # The state (incomplete days, counters) is this selection's: another space's load into the
+        # same table neither completes its days nor lends it counters.
+        sink.selection = selection_key(hook.linkstats_conn_id, filters, ids)
+        sink.generation = generation.name
         sink.create_tables()
         reload = sink.incomplete_days(statistic, zone)
         self._plan_args = (start, end, zone, reload, generation)
@@ -172,9 +183,11 @@ class LinkstatsStatsToWarehouseOperatorBase(LinkstatsBaseOperator):
             if plan.incomplete else "",
         )  # fmt: skip
         result = self.load(plan, sink, generation, statistic, breakdown, ids, filters)
+        from airflow_provider_linkstats.streaming import counted
+
         self.log.info(
-            "loaded %d rows for %d days into %s: %d requests (the minimum: %d)",
-            result["rows"], len(plan.days), sink.describe(), result["requests"], result["minimum_requests"],
+            "loaded %s for %s into %s: %d requests (the minimum: %d)", counted(result["rows"], "row"),
+            counted(len(plan.days), "day"), sink.describe(), result["requests"], result["minimum_requests"],
         )  # fmt: skip
         self.lineage_output = sink.lineage_dataset()
         asset = self._asset_uri(sink.asset_uri())
@@ -300,7 +313,8 @@ class LinkstatsLinkStatsToWarehouseOperator(LinksServiceMixin, LinkstatsStatsToW
     """Clicks per link and day (or a breakdown per link and day) into a warehouse, each day once.
 
     Per run: the listing's pages (100 links a page), then one request per link whose ``clicks``
-    counter moved since it was last loaded (a breakdown: plus one per link and day with clicks).
+    counter moved since it was last loaded, went down or restarted (a breakdown: plus one per link
+    and day with clicks); every link on the first run of a selection (a new table, a new filter).
     Rows: ``link_id, day, zone, clicks`` (a breakdown: ``link_id, day, zone, statistic, value,
     clicks``), only for links with clicks that day. Returns counts, never rows.
     """
@@ -326,10 +340,11 @@ class LinkstatsLinkStatsToWarehouseOperator(LinksServiceMixin, LinkstatsStatsToW
         from airflow_provider_linkstats.client.errors import LinkstatsNotFoundError
         from airflow_provider_linkstats.client.warehouse import (
             Counter,
+            Listed,
             daily_counts,
             first_day_found_short,
+            links_to_fetch,
             minimum_requests,
-            needs_request,
             steady_since,
         )
 
@@ -338,23 +353,29 @@ class LinkstatsLinkStatsToWarehouseOperator(LinksServiceMixin, LinkstatsStatsToW
         began = time.time()  # before the first request whose answer this load uses
         if ids is None:
             listing = hook.iter_records(filters, complete=True)  # skips no link, however the listing moves
-            listed = {int(link["id"]): int(link.get("clicks") or 0) for link in listing}
+            listed = {int(link["id"]): Listed.of(link) for link in listing}
             pages = listing.pages
         else:
-            listed, pages, listing = {i: None for i in ids}, 0, None
+            listed, pages, listing = {i: Listed(None) for i in ids}, 0, None
         # The service's moment the listing began (its Date header's clock, less the time the pages
         # took and the header's second): a counter read then held its value at least from there.
         now = self._service_now(dt.datetime.now(dt.timezone.utc))
         listed_at = now - dt.timedelta(seconds=time.time() - began + 1)
         plan = self.replan(plan, now, self._read_after(began, listing))
         windows = plan.windows()
-        wanted = list(ids) if ids is not None else [
-            i for i, clicks in listed.items() if needs_request(clicks, known.get(i), plan.days[0])
-        ]  # fmt: skip
+        reasons = links_to_fetch(listed, known, plan)
+        wanted = list(reasons)
         self.log.info(
             "%d links listed, %d with new clicks to fetch (%d unchanged)", len(listed), len(wanted),
             len(listed) - len(wanted),
         )  # fmt: skip
+        if ids is None and not known:
+            self.log.info("no counters saved for this selection yet: every link listed is fetched (a counter of 0 "
+                          "may be a reset); later runs fetch only the links whose counter moved")  # fmt: skip
+        unusual = {i: why for i, why in reasons.items() if why.startswith(("counter went down", "re-created"))}
+        if unusual:
+            shown = ", ".join(f"link {i}: {why}" for i, why in list(unusual.items())[:10])
+            self.log.warning("%d links fetched whatever their counter: %s", len(unusual), shown)
         counts: dict[int, dict[dt.date, int | None]] = {}
         learned: dict[int, Counter] = {}
         gone: list[int] = []  # deleted between the listing and their statistics: their rows stay as they were
@@ -383,10 +404,12 @@ class LinkstatsLinkStatsToWarehouseOperator(LinksServiceMixin, LinkstatsStatsToW
                 progress.step(done + 1)
                 continue
             counts[link_id] = plan.day_counts(labelled, windows, alone)
-            clicks = listed[link_id]
-            if clicks is not None:
-                learned[link_id] = Counter(clicks, steady_since(listed_at, labelled, windows, plan, counts[link_id]))
-                found = first_day_found_short(clicks, known.get(link_id), sum(labelled.values()), windows, plan)
+            link = listed[link_id]
+            if link.clicks is not None:
+                learned[link_id] = Counter(
+                    link.clicks, steady_since(listed_at, labelled, windows, plan, counts[link_id]), link.alias
+                )
+                found = first_day_found_short(link.clicks, known.get(link_id), sum(labelled.values()), windows, plan)
                 short += [found] if found else []
             progress.step(done + 1)
         if short and not getattr(self, "_reloaded_short", False):  # once a run: the second pass starts earlier

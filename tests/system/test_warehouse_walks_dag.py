@@ -48,6 +48,7 @@ def test_the_example_dag_while_links_are_deleted_and_its_listing_runs_over_midni
     warehouse = tmp_path / "warehouse.db"
     monkeypatch.setenv("AIRFLOW_CONN_LINKSTATS_WAREHOUSE", json.dumps({"conn_type": "sqlite", "host": str(warehouse)}))
     emu.configure_account(timezone="UTC")
+    monkeypatch.setenv("LINKSTATS_ACCOUNT_ZONE", "UTC")  # the DAG's midnights are the account's
     module = load_module("linkstats_stats_to_warehouse")
     for task in module.dag.tasks:
         task.retries = 0

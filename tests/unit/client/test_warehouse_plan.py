@@ -163,6 +163,36 @@ def test_a_link_needs_a_request_unless_its_counter_held_before_the_first_day_beg
     assert needs_request(4, Counter(3, utc("2025-03-01T00:00")), day)
 
 
+def test_counters_that_went_down_or_restarted_are_fetched_and_a_new_selection_fetches_every_link():
+    from airflow_provider_linkstats.client.warehouse import Listed, links_to_fetch, selection_key
+
+    plan = plan_days(utc("2025-03-10T00:00"), utc("2025-03-11T00:00"), "UTC", now=utc("2025-03-11T00:05"))
+    steady = utc("2025-03-01T00:00")  # long before the day
+    known = {1: Counter(5, steady, "a"), 2: Counter(5, steady, "b"), 3: Counter(0, steady, "c")}
+    listed = {
+        1: Listed(5, "a"),  # unchanged since before the day: skipped
+        2: Listed(2, "b"),  # lower than saved: reset (the v46 upgrade) or re-created
+        3: Listed(0, "c"),  # never clicked
+        4: Listed(0, "a2"),  # new, never clicked
+        5: Listed(0, "c"),  # a new id under a saved alias: link 3 re-created
+        6: Listed(7, "f"),  # new, clicked
+    }
+    wanted = links_to_fetch(listed, known, plan)
+    assert sorted(wanted) == [2, 5, 6]
+    assert wanted[2].startswith("counter went down (5 to 2") and wanted[5].startswith("re-created")
+    assert needs_request(2, Counter(5, steady), plan.days[0])  # lower: yes
+    # Nothing saved for the selection (a new table, or counters of another generation): every link,
+    # whatever its counter reads (0 may be a reset that kept the statistics).
+    assert sorted(links_to_fetch(listed, {}, plan)) == [1, 2, 3, 4, 5, 6]
+    assert links_to_fetch({7: Listed(None)}, known, plan) == {7: "asked for by id"}
+    # The selection a state belongs to: connection, filters (in any order), ids.
+    assert selection_key("c", {"space_id": 1, "search": "x"}) == selection_key("c", {"search": "x", "space_id": 1})
+    assert selection_key("c", {"space_id": 1}) != selection_key("c", {"space_id": 2}) != selection_key("d", {})
+    assert selection_key("c", {"space_id": "1"}) == selection_key("c", {"space_id": 1})  # templated or literal
+    assert selection_key("c", {}, range(1000)).startswith("sha256:")
+    assert len(selection_key("c", {}, range(1000))) <= 255
+
+
 def test_the_counter_is_steady_since_the_end_of_the_last_day_with_clicks():
     plan = plan_days(utc("2025-03-10T00:00"), utc("2025-03-11T00:00"), "UTC", now=utc("2025-03-11T00:05"))
     listed = utc("2025-03-11T00:05")

@@ -93,7 +93,7 @@ with DAG(
         """The 10 links with the most clicks over the last 7 days loaded (days of the account's zone)."""
         from airflow.providers.common.compat.sdk import BaseHook
 
-        from airflow_provider_linkstats.sinks import check_table
+        from airflow_provider_linkstats.drivers.sinks import check_table
 
         params = params or {}
         table = check_table(params["table"])

@@ -1,7 +1,7 @@
 """The cleanup's decisions, without I/O: which links match, by which clock, when a page is read again,
 and when a walk of the listing is not to be trusted.
 
-``streaming.StreamingCleanup`` drives it: it reads the pages this plan asks for, feeds them in with
+``drivers.cleanup.StreamingCleanup`` drives it: it reads the pages this plan asks for, feeds them in with
 the service's "now" (``ServiceClock.settled_now()``: a moment that has passed by the service's clock
 whichever way the measurement errs) and sends the deletes it returns. Tests feed canned pages.
 

@@ -89,7 +89,7 @@ class RateLimiter:
         self.throttled = 0  # 429 answers seen
         self.windows_seen = 0  # new server windows noticed (refills)
         # Told the seconds of each wait as it begins (from the waiting thread): a long run's
-        # progress says "waiting N s for the service's rate limit" (``streaming.Reporter``).
+        # progress says "waiting N s for the service's rate limit" (``drivers.cleanup.Reporter``).
         self.on_wait: Callable[[float], None] | None = None
 
     @property

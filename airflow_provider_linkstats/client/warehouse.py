@@ -34,7 +34,7 @@ from 44-45 to 46+) say nothing about today's. Those links are fetched. A selecti
 counters at all (a new table, a new filter) fetches every link listed, whatever its counter
 reads: a counter of 0 may be a reset, and only the statistics say whether the link had clicks on
 those days (a link's ``created_at`` is no bound either: an imported link's clicks may precede
-it). The counters are kept per selection (``sinks``).
+it). The counters are kept per selection (``drivers.sinks``).
 """
 
 from __future__ import annotations

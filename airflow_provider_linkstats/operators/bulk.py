@@ -19,7 +19,7 @@ from typing import Any
 
 from airflow_provider_linkstats.client.errors import LinkstatsError
 from airflow_provider_linkstats.client.settings import POOL_SIZE
-from airflow_provider_linkstats.streaming import Progress, budget_pace, progress_line
+from airflow_provider_linkstats.drivers.progress import Progress, budget_pace, progress_line
 
 __all__ = ["BulkResult", "Progress", "budget_pace", "delete_many", "progress_line"]
 

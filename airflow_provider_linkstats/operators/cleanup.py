@@ -1,7 +1,7 @@
 """Cleanup of links at any size: walk the listing, decide from each record, delete as it goes.
 
 The operator module stays cheap to import (the scheduler imports it at every parse): the walk
-and the deletes live in ``airflow_provider_linkstats/streaming.py`` (the driver) and
+and the deletes live in ``airflow_provider_linkstats/drivers/cleanup.py`` (the driver) and
 ``client/cleanup.py`` (its decisions), imported when the task runs.
 """
 
@@ -169,7 +169,7 @@ class LinkstatsCleanupLinksOperator(LinksServiceMixin, LinkstatsBaseOperator):
     def execute(self, context: Any) -> dict[str, Any]:
         from airflow_provider_linkstats.client.checks import check_bool, check_number, check_whole_number
         from airflow_provider_linkstats.client.paging import UntrustedListingError
-        from airflow_provider_linkstats.streaming import CeilingError, StreamingCleanup
+        from airflow_provider_linkstats.drivers.cleanup import CeilingError, StreamingCleanup
 
         rules = self.rules()
         dry_run = check_bool("dry_run", self.dry_run)

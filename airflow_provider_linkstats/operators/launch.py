@@ -414,7 +414,7 @@ class Launch:
     def run(self) -> Outcome:
         from concurrent.futures import ThreadPoolExecutor, as_completed
 
-        from airflow_provider_linkstats.launch_progress import FAILED, LaunchProgress
+        from airflow_provider_linkstats.drivers.progress import FAILED, LaunchProgress
 
         # Checked and made ready once; a duration (expires_at="PT2H") is resolved again at each
         # create by the service's clock, and a fixed end checked again then (``client.prepare``).

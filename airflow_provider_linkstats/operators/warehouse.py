@@ -3,7 +3,7 @@ website (optionally a breakdown: country, referrer, device, ...), into a SQL tab
 database common-sql connects to, or into one file per day on object storage.
 
 The days a run loads and the links that need a request are ``client.warehouse``'s plan (the day
-rule, the counters); the rows go through ``sinks``. The rows never enter XCom: the task returns
+rule, the counters); the rows go through ``drivers.sinks``. The rows never enter XCom: the task returns
 counts. Nothing heavy is imported here (the scheduler parses this module).
 """
 
@@ -65,7 +65,7 @@ class LinkstatsStatsToWarehouseOperatorBase(LinkstatsBaseOperator):
     def _sink(self, schema: Any) -> Any:
         from airflow_provider_linkstats.client.checks import is_blank
         from airflow_provider_linkstats.client.errors import LinkstatsInputError
-        from airflow_provider_linkstats.sinks import FileSink, SqlSink, check_table
+        from airflow_provider_linkstats.drivers.sinks import FileSink, SqlSink, check_table
 
         to_sql, to_files = not is_blank(self.sql_conn_id) or not is_blank(self.table), not is_blank(self.path)
         if to_sql == to_files:
@@ -183,7 +183,7 @@ class LinkstatsStatsToWarehouseOperatorBase(LinkstatsBaseOperator):
             if plan.incomplete else "",
         )  # fmt: skip
         result = self.load(plan, sink, generation, statistic, breakdown, ids, filters)
-        from airflow_provider_linkstats.streaming import counted
+        from airflow_provider_linkstats.drivers.progress import counted
 
         self.log.info(
             "loaded %s for %s into %s: %d requests (the minimum: %d)", counted(result["rows"], "row"),
@@ -287,17 +287,17 @@ class LinkstatsStatsToWarehouseOperatorBase(LinkstatsBaseOperator):
 
 class Progress:
     """A log line every ``PROGRESS_EVERY`` seconds: done, left, the rate and the time left, from the
-    project's sliding-window progress (``streaming.Progress``), capped by the hook's rate limiter."""
+    project's sliding-window progress (``drivers.progress.Progress``), capped by the hook's rate limiter."""
 
     def __init__(self, log: Any, total: int, what: str, limiter: Any = None) -> None:
-        from airflow_provider_linkstats.streaming import Progress as Window
+        from airflow_provider_linkstats.drivers.progress import Progress as Window
 
         self.log, self.total, self.what = log, total, what
         self.window = Window(limiter=limiter)
         self.last = time.monotonic()
 
     def step(self, done: int) -> None:
-        from airflow_provider_linkstats.streaming import duration
+        from airflow_provider_linkstats.drivers.progress import duration
 
         self.window.update(done)
         now = time.monotonic()
@@ -329,7 +329,7 @@ class LinkstatsLinkStatsToWarehouseOperator(LinksServiceMixin, LinkstatsStatsToW
         )
 
     def schema_for(self, breakdown: str | None) -> Any:
-        from airflow_provider_linkstats.sinks import LINK_BREAKDOWN, LINK_DAILY
+        from airflow_provider_linkstats.drivers.sinks import LINK_BREAKDOWN, LINK_DAILY
 
         return LINK_BREAKDOWN if breakdown else LINK_DAILY
 
@@ -505,7 +505,7 @@ class LinkstatsWebsiteStatsToWarehouseOperator(AnalyticsServiceMixin, LinkstatsS
     stats = WEBSITE_STATS
 
     def schema_for(self, breakdown: str | None) -> Any:
-        from airflow_provider_linkstats.sinks import WEBSITE_BREAKDOWN, WEBSITE_DAILY
+        from airflow_provider_linkstats.drivers.sinks import WEBSITE_BREAKDOWN, WEBSITE_DAILY
 
         return WEBSITE_BREAKDOWN if breakdown else WEBSITE_DAILY
 

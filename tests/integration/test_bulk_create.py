@@ -246,7 +246,7 @@ def test_progress_lines_with_the_time_left(emu, caplog, capsys):
 def test_progress_says_when_the_rate_limit_holds_the_launch(emu, caplog, capsys, make_hook, monkeypatch):
     """Issue 32 item 2: a line at least every EVERY seconds while work is pending, saying so when
     the service's rate limit holds the requests back; the time left at most at the budget's pace."""
-    from airflow_provider_linkstats import launch_progress
+    from airflow_provider_linkstats.drivers import progress as launch_progress
 
     monkeypatch.setattr(launch_progress, "EVERY", 1.0)  # the 10 s of a real launch, scaled down
     emu.set_rate_limit(4, window=4.0)  # 1 request a second

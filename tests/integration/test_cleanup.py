@@ -515,7 +515,7 @@ def test_under_the_rate_limit_deletes_wait_no_longer_than_their_evidence_allows(
     pages are read again before the rest; every link is deleted once, and the waits are told."""
     import logging
 
-    from airflow_provider_linkstats.streaming import StreamingCleanup
+    from airflow_provider_linkstats.drivers.cleanup import StreamingCleanup
 
     monkeypatch.setattr(StreamingCleanup, "LOG_EVERY", 1.0)
     caplog.set_level(logging.INFO)

@@ -173,7 +173,7 @@ def test_re_runs_a_retry_after_a_kill_and_overlapping_backfills_leave_the_same_r
     assert rows(warehouse) == expected
 
     # A task killed after writing the first of three days: its retry completes the table.
-    from airflow_provider_linkstats.sinks import SqlSink
+    from airflow_provider_linkstats.drivers.sinks import SqlSink
 
     three_days = (RUNS[1][0], RUNS[3][1])
     with sqlite3.connect(warehouse) as db:

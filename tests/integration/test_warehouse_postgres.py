@@ -100,7 +100,7 @@ def test_postgres_backfill_reruns_kill_and_overlapping_backfills(emu_gen, pg, mo
         "SELECT data_type FROM information_schema.columns WHERE table_name = 'clicks' AND column_name = 'day'"
     ) == ("date",)
 
-    from airflow_provider_linkstats.sinks import SqlSink
+    from airflow_provider_linkstats.drivers.sinks import SqlSink
 
     pg.run("DELETE FROM clicks")
     pg.run("DELETE FROM clicks_counters")

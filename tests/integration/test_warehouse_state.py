@@ -339,7 +339,7 @@ def test_files_of_the_layout_before_selections_are_read(emu, tmp_path):
 def test_a_day_written_incomplete_between_a_complete_runs_rows_and_its_flag_stays_marked(tmp_path, monkeypatch):
     """Files, one selection, two runs: the complete run's rows are replaced by an incomplete run's
     (an earlier read, written later) before the complete run unmarks the day. The day stays marked."""
-    from airflow_provider_linkstats.sinks import LINK_DAILY, FileSink
+    from airflow_provider_linkstats.drivers.sinks import LINK_DAILY, FileSink
 
     day = DAY.date()
     complete_run, incomplete_run = (FileSink(str(tmp_path), "jsonl", LINK_DAILY, selection="s") for _ in range(2))
@@ -362,7 +362,7 @@ def test_the_file_layout_works_on_object_storage_without_locks():
     import uuid
 
     from airflow_provider_linkstats.client.warehouse import Counter
-    from airflow_provider_linkstats.sinks import LINK_DAILY, FileSink
+    from airflow_provider_linkstats.drivers.sinks import LINK_DAILY, FileSink
 
     day, base = DAY.date(), f"memory://linkstats-{uuid.uuid4().hex}/clicks"
     sinks = {name: FileSink(base, "jsonl", LINK_DAILY, selection=name, generation="44") for name in ("one", "two")}

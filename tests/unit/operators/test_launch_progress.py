@@ -7,7 +7,7 @@ from __future__ import annotations
 import logging
 import time
 
-from airflow_provider_linkstats.launch_progress import LaunchProgress
+from airflow_provider_linkstats.drivers.progress import LaunchProgress
 
 
 class Clock:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from airflow_provider_linkstats.streaming import Progress
+from airflow_provider_linkstats.drivers.progress import Progress
 
 
 class Clock:

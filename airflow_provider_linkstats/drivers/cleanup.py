@@ -1,8 +1,8 @@
-"""Long runs over the links service: the streaming cleanup's driver and its progress lines.
+"""The streaming cleanup's driver: the listing reader, the deleter pool, the walk that joins them.
 
 What the cleanup decides (which links match, by which clock, when a page is read again, when the
 listing cannot be trusted) is ``client.cleanup``'s plan, without I/O; this module reads the pages
-it asks for, sends the deletes it confirms on a bounded thread pool and tells the progress.
+it asks for, sends the deletes it confirms on a bounded thread pool and tells the progress (``drivers.progress``).
 
 Outside ``operators/`` (whose modules import only ``operators.base``): the cleanup operator and
 the bulk delete both use it, and it is imported only when a task runs.
@@ -12,11 +12,9 @@ from __future__ import annotations
 
 import datetime as dt
 import logging
-import math
 import threading
 import time
 from collections import deque
-from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
@@ -32,166 +30,9 @@ from airflow_provider_linkstats.client.cleanup import (
     name,
 )
 from airflow_provider_linkstats.client.errors import LinkstatsError
+from airflow_provider_linkstats.drivers.progress import Progress, duration
 
-__all__ = ["CeilingError", "CleanupOutcome", "CleanupRules", "Progress", "StreamingCleanup", "progress_line"]
-
-# -- progress: the rate of the last minute, never above the budget ----------------------------------
-
-PROGRESS_WINDOW = 60.0  # seconds of work the rate is measured over
-
-
-def budget_pace(limiter: Any) -> float | None:
-    """Requests a second the service's budget allows (``limit / window``), or None while unknown."""
-    limit, window = getattr(limiter, "limit", None), getattr(limiter, "window", None)
-    if not limit or not window:
-        return None
-    return float(limit) / float(window)
-
-
-def requests_sent(limiter: Any) -> int | None:
-    """Requests the rate limiter has let go and heard back from so far (``RateLimiter.answered``), or
-    None without one."""
-    sent = getattr(limiter, "answered", None)
-    return sent if isinstance(sent, int) and not isinstance(sent, bool) else None
-
-
-# Units done before what one costs is read from the requests answered: until then the threads'
-# answers that arrived before their units were counted (up to one per thread) would make the
-# first units look several times dearer than they are.
-MIN_COSTED_UNITS = 20
-
-
-def unit_pace(pace: float | None, per_unit: float | None) -> float | None:
-    """Units a second the budget allows: its requests a second over the requests one unit costs."""
-    if not pace:
-        return None
-    return pace / per_unit if per_unit else pace
-
-
-class Progress:
-    """Rate and time left of a long run, in the run's own units, from a sliding window of its last minute.
-
-    The rate is the work done over the last ``window`` seconds (at least two samples apart), not
-    since the start: a slow first page or a burst no longer colours every later line. It is capped
-    by what the budget allows per unit: ``pace``, the rate limiter's requests a second, over the
-    requests one unit has cost so far (the limiter's requests since this progress began, over
-    the units done): a link that costs 2 requests under a budget of 1 a second goes at 0.5 a
-    second, and no line promises more. ``limiter`` (optional) gives the pace, the requests sent,
-    and the requests that may still go at once (``burst``): work within that burst is not slowed
-    to the pace, so a run of 3 deletes with the budget untouched does not say "about 2 s left" and
-    then finish at once. ``clock`` is injectable for tests.
-    """
-
-    def __init__(
-        self,
-        *,
-        pace: float | None = None,
-        window: float = PROGRESS_WINDOW,
-        clock: Callable[[], float] = time.monotonic,
-        limiter: Any = None,
-    ) -> None:
-        self._pace = pace
-        self.limiter = limiter
-        self.window = window
-        self.clock = clock
-        self.samples: deque[tuple[float, int]] = deque()
-        self.samples.append((clock(), 0))
-        self._sent_before = requests_sent(limiter)  # requests of earlier work (a listing): not this run's units
-
-    @property
-    def pace(self) -> float | None:
-        learned = budget_pace(self.limiter) if self.limiter is not None else None
-        return learned or self._pace
-
-    @pace.setter
-    def pace(self, value: float | None) -> None:
-        self._pace = value
-
-    def update(self, done: int) -> None:
-        """Record that ``done`` units are finished now."""
-        now = self.clock()
-        self.samples.append((now, done))
-        # Keep one sample at or before the window's start, so the window always spans it.
-        while len(self.samples) > 2 and self.samples[1][0] <= now - self.window:
-            self.samples.popleft()
-
-    @property
-    def measured(self) -> float:
-        """Units a second over the window, uncapped; 0.0 until time has passed."""
-        (first_at, first_done), (last_at, last_done) = self.samples[0], self.samples[-1]
-        elapsed = last_at - first_at
-        return (last_done - first_done) / elapsed if elapsed > 0 else 0.0
-
-    @property
-    def per_unit(self) -> float | None:
-        """Requests one unit has cost so far (measured), or None before ``MIN_COSTED_UNITS`` units or
-        without a limiter (then the budget's request pace caps the rate, as if a unit cost one)."""
-        sent, done = requests_sent(self.limiter), self.samples[-1][1]
-        if sent is None or self._sent_before is None or done < MIN_COSTED_UNITS or sent <= self._sent_before:
-            return None
-        return (sent - self._sent_before) / done
-
-    @property
-    def unit_pace(self) -> float | None:
-        """Units a second the budget allows (``pace`` over ``per_unit``; the pace itself until measured)."""
-        return unit_pace(self.pace, self.per_unit)
-
-    @property
-    def rate(self) -> float:
-        """Units a second over the window, at most ``unit_pace``; 0.0 until time has passed."""
-        pace = self.unit_pace
-        return min(self.measured, pace) if pace else self.measured
-
-    def seconds_left(self, remaining: float, burst: int | None = None) -> float | None:
-        """Time for ``remaining`` more units: the first ``burst`` (requests the limiter lets go at
-        once; the limiter's own when not given) at the measured rate, the rest at ``rate`` (the
-        budget's pace while no rate is known)."""
-        if remaining <= 0:
-            return 0.0
-        if burst is None and self.limiter is not None:
-            burst = getattr(self.limiter, "burst", None)
-        rate = self.rate or self.unit_pace
-        if burst and self.measured > (rate or 0):
-            quick = min(remaining, burst / (self.per_unit or 1.0))  # the burst is requests, not units
-            rest = remaining - quick
-            return quick / self.measured + (rest / rate if rest and rate else 0.0)
-        return remaining / rate if rate else None
-
-    def line(self, done: int, total: int, failed: int, noun: str) -> str:
-        """``deleted 300/1200 links (5.0/s, about 3 min left)``."""
-        parts = [f"{self.rate:.1f}/s"]
-        left = self.seconds_left(total - done)
-        if done < total and left is not None:
-            parts.append(f"about {duration(left)} left")
-        if failed:
-            parts.append(f"{failed} failed")
-        return f"deleted {done - failed}/{total} {noun} ({', '.join(parts)})"
-
-
-def progress_line(done: int, total: int, elapsed: float, failed: int, noun: str, *, pace: float | None = None) -> str:
-    """``deleted 300/1200 links (1.0/s, about 15 min left)`` for a run that did ``done`` in ``elapsed``
-    seconds at an even rate: one window spanning the whole run, capped by the budget's ``pace``."""
-    clock = iter((0.0, elapsed))
-    progress = Progress(pace=pace, window=max(elapsed, 1.0), clock=lambda: next(clock))
-    progress.update(done)
-    return progress.line(done, total, failed, noun)
-
-
-def duration(seconds: float) -> str:
-    """A time left in words, rounded up below 90 s (never "about 0 s left" for work still pending)."""
-    if seconds < 90:
-        return f"{math.ceil(seconds)} s"
-    if seconds < 5400:
-        return f"{seconds / 60:.0f} min"
-    return f"{seconds / 3600:.1f} h"
-
-
-def counted(number: int, noun: str) -> str:
-    """``1 day``, ``3 days``: a count and its noun, singular for one."""
-    return f"{number} {noun}{'' if number == 1 else 's'}"
-
-
-_duration = duration  # the name bulk deletes used
+__all__ = ["CeilingError", "CleanupOutcome", "CleanupRules", "StreamingCleanup"]
 
 
 # -- reading the listing ---------------------------------------------------------------------------

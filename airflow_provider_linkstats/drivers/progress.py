@@ -1,0 +1,306 @@
+"""The one progress every long job tells: rates and time left from the last minute of work,
+never above what the service's budget allows per unit.
+
+``Progress`` (the cleanup, the bulk deletes, the warehouse load) counts units done in a sliding
+window; ``LaunchProgress`` (the bulk launch) counts what happened to each link apart, with the
+same unit pace (``unit_pace``, ``MIN_COSTED_UNITS``) and the same ``duration`` words.
+
+The bulk launch's lines: ``created 40, created by an earlier try 90, skipped 10, updated 0, failed
+0: 140/300 links done (1.0/s over the last minute, about 3 min left)``. Skipped links (one listing
+walk found them) cost no request and finish at once, so the rate is that of the links that were
+written: created, updated or failed, over the last minute (since the start before a minute has
+passed), capped by what the budget allows per link: the rate limiter's ``limit / window`` requests
+a second over the requests a written link has cost so far (the limiter's requests since the launch
+began, over the links written), so a link that costs 2 requests under a budget of 1 a second is
+promised at 0.5 a second, never more. While work is pending a line is logged at least every
+``every`` seconds, by a ticker thread, with "waiting N s for the service's rate limit" while the
+limiter holds requests back (its ``on_wait``).
+
+Imported by the jobs' drivers when a task runs, not at DAG parse.
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+import time
+from collections import deque
+from collections.abc import Callable
+from typing import Any
+
+# -- progress: the rate of the last minute, never above the budget ----------------------------------
+
+PROGRESS_WINDOW = 60.0  # seconds of work the rate is measured over
+
+
+def budget_pace(limiter: Any) -> float | None:
+    """Requests a second the service's budget allows (``limit / window``), or None while unknown."""
+    limit, window = getattr(limiter, "limit", None), getattr(limiter, "window", None)
+    if not limit or not window:
+        return None
+    return float(limit) / float(window)
+
+
+def requests_sent(limiter: Any) -> int | None:
+    """Requests the rate limiter has let go and heard back from so far (``RateLimiter.answered``), or
+    None without one."""
+    sent = getattr(limiter, "answered", None)
+    return sent if isinstance(sent, int) and not isinstance(sent, bool) else None
+
+
+# Units done before what one costs is read from the requests answered: until then the threads'
+# answers that arrived before their units were counted (up to one per thread) would make the
+# first units look several times dearer than they are.
+MIN_COSTED_UNITS = 20
+
+
+def unit_pace(pace: float | None, per_unit: float | None) -> float | None:
+    """Units a second the budget allows: its requests a second over the requests one unit costs."""
+    if not pace:
+        return None
+    return pace / per_unit if per_unit else pace
+
+
+class Progress:
+    """Rate and time left of a long run, in the run's own units, from a sliding window of its last minute.
+
+    The rate is the work done over the last ``window`` seconds (at least two samples apart), not
+    since the start: a slow first page or a burst no longer colours every later line. It is capped
+    by what the budget allows per unit: ``pace``, the rate limiter's requests a second, over the
+    requests one unit has cost so far (the limiter's requests since this progress began, over
+    the units done): a link that costs 2 requests under a budget of 1 a second goes at 0.5 a
+    second, and no line promises more. ``limiter`` (optional) gives the pace, the requests sent,
+    and the requests that may still go at once (``burst``): work within that burst is not slowed
+    to the pace, so a run of 3 deletes with the budget untouched does not say "about 2 s left" and
+    then finish at once. ``clock`` is injectable for tests.
+    """
+
+    def __init__(
+        self,
+        *,
+        pace: float | None = None,
+        window: float = PROGRESS_WINDOW,
+        clock: Callable[[], float] = time.monotonic,
+        limiter: Any = None,
+    ) -> None:
+        self._pace = pace
+        self.limiter = limiter
+        self.window = window
+        self.clock = clock
+        self.samples: deque[tuple[float, int]] = deque()
+        self.samples.append((clock(), 0))
+        self._sent_before = requests_sent(limiter)  # requests of earlier work (a listing): not this run's units
+
+    @property
+    def pace(self) -> float | None:
+        learned = budget_pace(self.limiter) if self.limiter is not None else None
+        return learned or self._pace
+
+    @pace.setter
+    def pace(self, value: float | None) -> None:
+        self._pace = value
+
+    def update(self, done: int) -> None:
+        """Record that ``done`` units are finished now."""
+        now = self.clock()
+        self.samples.append((now, done))
+        # Keep one sample at or before the window's start, so the window always spans it.
+        while len(self.samples) > 2 and self.samples[1][0] <= now - self.window:
+            self.samples.popleft()
+
+    @property
+    def measured(self) -> float:
+        """Units a second over the window, uncapped; 0.0 until time has passed."""
+        (first_at, first_done), (last_at, last_done) = self.samples[0], self.samples[-1]
+        elapsed = last_at - first_at
+        return (last_done - first_done) / elapsed if elapsed > 0 else 0.0
+
+    @property
+    def per_unit(self) -> float | None:
+        """Requests one unit has cost so far (measured), or None before ``MIN_COSTED_UNITS`` units or
+        without a limiter (then the budget's request pace caps the rate, as if a unit cost one)."""
+        sent, done = requests_sent(self.limiter), self.samples[-1][1]
+        if sent is None or self._sent_before is None or done < MIN_COSTED_UNITS or sent <= self._sent_before:
+            return None
+        return (sent - self._sent_before) / done
+
+    @property
+    def unit_pace(self) -> float | None:
+        """Units a second the budget allows (``pace`` over ``per_unit``; the pace itself until measured)."""
+        return unit_pace(self.pace, self.per_unit)
+
+    @property
+    def rate(self) -> float:
+        """Units a second over the window, at most ``unit_pace``; 0.0 until time has passed."""
+        pace = self.unit_pace
+        return min(self.measured, pace) if pace else self.measured
+
+    def seconds_left(self, remaining: float, burst: int | None = None) -> float | None:
+        """Time for ``remaining`` more units: the first ``burst`` (requests the limiter lets go at
+        once; the limiter's own when not given) at the measured rate, the rest at ``rate`` (the
+        budget's pace while no rate is known)."""
+        if remaining <= 0:
+            return 0.0
+        if burst is None and self.limiter is not None:
+            burst = getattr(self.limiter, "burst", None)
+        rate = self.rate or self.unit_pace
+        if burst and self.measured > (rate or 0):
+            quick = min(remaining, burst / (self.per_unit or 1.0))  # the burst is requests, not units
+            rest = remaining - quick
+            return quick / self.measured + (rest / rate if rest and rate else 0.0)
+        return remaining / rate if rate else None
+
+    def line(self, done: int, total: int, failed: int, noun: str) -> str:
+        """``deleted 300/1200 links (5.0/s, about 3 min left)``."""
+        parts = [f"{self.rate:.1f}/s"]
+        left = self.seconds_left(total - done)
+        if done < total and left is not None:
+            parts.append(f"about {duration(left)} left")
+        if failed:
+            parts.append(f"{failed} failed")
+        return f"deleted {done - failed}/{total} {noun} ({', '.join(parts)})"
+
+
+def progress_line(done: int, total: int, elapsed: float, failed: int, noun: str, *, pace: float | None = None) -> str:
+    """``deleted 300/1200 links (1.0/s, about 15 min left)`` for a run that did ``done`` in ``elapsed``
+    seconds at an even rate: one window spanning the whole run, capped by the budget's ``pace``."""
+    clock = iter((0.0, elapsed))
+    progress = Progress(pace=pace, window=max(elapsed, 1.0), clock=lambda: next(clock))
+    progress.update(done)
+    return progress.line(done, total, failed, noun)
+
+
+def duration(seconds: float) -> str:
+    """A time left in words, rounded up below 90 s (never "about 0 s left" for work still pending)."""
+    if seconds < 90:
+        return f"{math.ceil(seconds)} s"
+    if seconds < 5400:
+        return f"{seconds / 60:.0f} min"
+    return f"{seconds / 3600:.1f} h"
+
+
+def counted(number: int, noun: str) -> str:
+    """``1 day``, ``3 days``: a count and its noun, singular for one."""
+    return f"{number} {noun}{'' if number == 1 else 's'}"
+
+
+# -- the bulk launch's counts and lines ---------------------------------------------------------
+
+# What happened to one link; the result's counts carry these names.
+CREATED, CREATED_EARLIER, SKIPPED, UPDATED, FAILED = "created", "created_earlier", "skipped", "updated", "failed"
+KINDS = (CREATED, CREATED_EARLIER, SKIPPED, UPDATED, FAILED)
+WORDS = {CREATED_EARLIER: "created by an earlier try"}
+WRITTEN = frozenset({CREATED, UPDATED, FAILED})  # cost requests: the rate is theirs
+WINDOW = 60.0  # seconds of work the rate is read from
+EVERY = 10.0  # longest silence while work is pending
+
+
+class LaunchProgress:
+    """Thread-safe counts of a launch of ``total`` links and the lines that report them.
+
+    ``pace``: the budget's requests a second (read at each line: learned from the answers meanwhile);
+    ``requests``: the requests sent so far (the rate limiter's ``sent``), from which what one link
+    costs is measured; ``clock`` is injectable for tests.
+    """
+
+    def __init__(
+        self,
+        total: int,
+        *,
+        log: Any,
+        pace: Callable[[], float | None] = lambda: None,
+        every: float | None = None,
+        window: float = WINDOW,
+        clock: Callable[[], float] = time.monotonic,
+        requests: Callable[[], int | None] = lambda: None,
+    ) -> None:
+        self.total = total
+        self.log = log
+        self.pace = pace
+        self.requests = requests
+        self._requests_before = requests()  # the walk's pages: not the links' cost
+        self.every = every if every is not None else EVERY  # read at each launch
+        self.window = window
+        self.clock = clock
+        self.counts = dict.fromkeys(KINDS, 0)
+        self.started = clock()
+        self._written: deque[float] = deque()  # when each written link finished, over the window
+        self._waiting_until = 0.0
+        self._last_line = self.started
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._ticker: threading.Thread | None = None
+
+    @property
+    def done(self) -> int:
+        return sum(self.counts.values())
+
+    def add(self, kind: str) -> None:
+        """One link finished as ``kind``."""
+        with self._lock:
+            self.counts[kind] += 1
+            if kind in WRITTEN:
+                self._written.append(self.clock())
+
+    def waiting(self, seconds: float) -> None:
+        """The rate limiter holds a request back for ``seconds`` (its ``on_wait``)."""
+        with self._lock:
+            self._waiting_until = max(self._waiting_until, self.clock() + seconds)
+
+    def rate(self) -> float:
+        """Links written a second over the last ``window`` (since the start before that), at most the pace."""
+        with self._lock:
+            now = self.clock()
+            while self._written and self._written[0] < now - self.window:
+                self._written.popleft()
+            span = min(self.window, max(now - self.started, 1.0))
+            rate = len(self._written) / span
+        pace = self.link_pace()
+        return min(rate, pace) if pace else rate
+
+    def per_link(self) -> float | None:
+        """Requests a written link has cost so far (measured), or None before ``MIN_COSTED_UNITS``."""
+        sent, before = self.requests(), self._requests_before
+        written = sum(self.counts[kind] for kind in WRITTEN)
+        if sent is None or before is None or written < MIN_COSTED_UNITS or sent <= before:
+            return None
+        return (sent - before) / written
+
+    def link_pace(self) -> float | None:
+        """Links a second the budget allows: its requests a second over the requests one link costs."""
+        return unit_pace(self.pace(), self.per_link())
+
+    def line(self) -> str:
+        counts = ", ".join(f"{WORDS.get(kind, kind)} {self.counts[kind]}" for kind in KINDS)
+        done, rate = self.done, self.rate()
+        parts = [f"{rate:.1f}/s over the last minute"]
+        left = self.total - done
+        speed = rate or self.link_pace() or 0.0
+        if left > 0 and speed > 0:
+            parts.append(f"about {duration(left / speed)} left")
+        wait = self._waiting_until - self.clock()
+        if left > 0 and wait >= 0.5:
+            parts.append(f"waiting {math.ceil(wait)} s for the service's rate limit")
+        return f"{counts}: {done}/{self.total} links done ({', '.join(parts)})"
+
+    def report(self) -> None:
+        with self._lock:
+            self._last_line = self.clock()
+        self.log.info("%s", self.line())
+
+    # -- the ticker: a line at least every ``every`` seconds while work is pending -----------------
+
+    def __enter__(self) -> LaunchProgress:
+        self._ticker = threading.Thread(target=self._tick, name="linkstats-launch-progress", daemon=True)
+        self._ticker.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        if self._ticker is not None:
+            self._ticker.join(timeout=5)
+
+    def _tick(self) -> None:
+        while not self._stop.wait(min(1.0, self.every / 2)):
+            if self.done < self.total and self.clock() - self._last_line >= self.every:
+                self.report()

@@ -1,5 +1,5 @@
 """The plan of a statistics load into a warehouse: which service days a run loads, and which
-records need a statistics request. No I/O and no Airflow: ``operators/warehouse.py`` drives it.
+records need a statistics request. No I/O and no Airflow: ``drivers/warehouse.py`` drives it.
 
 **The day rule.** Each generation selects statistics' days in one zone (``Generation.stats_zone``:
 UTC for phpShort 44-45 and phpAnalytics; the account's own zone, DST-aware, for phpShort 46+). A

@@ -3,13 +3,13 @@ website (optionally a breakdown: country, referrer, device, ...), into a SQL tab
 database common-sql connects to, or into one file per day on object storage.
 
 The days a run loads and the links that need a request are ``client.warehouse``'s plan (the day
-rule, the counters); the rows go through ``drivers.sinks``. The rows never enter XCom: the task returns
+rule, the counters); ``drivers.warehouse`` sends the requests and writes the rows through
+``drivers.sinks``. The rows never enter XCom: the task returns
 counts. Nothing heavy is imported here (the scheduler parses this module).
 """
 
 from __future__ import annotations
 
-import time
 from typing import Any
 
 from airflow_provider_linkstats.client.contract import LINK_STATS, WEBSITE_STATS, StatsSpec
@@ -22,8 +22,6 @@ from airflow_provider_linkstats.operators.base import (
 )
 
 __all__ = ["LinkstatsLinkStatsToWarehouseOperator", "LinkstatsWebsiteStatsToWarehouseOperator"]
-
-PROGRESS_EVERY = 30.0  # seconds between progress lines of a long load
 
 
 class LinkstatsStatsToWarehouseOperatorBase(LinkstatsBaseOperator):
@@ -125,13 +123,8 @@ class LinkstatsStatsToWarehouseOperatorBase(LinkstatsBaseOperator):
         import datetime as dt
 
         from airflow_provider_linkstats.client.errors import LinkstatsInputError
-        from airflow_provider_linkstats.client.generations import ACCOUNT_OFFSET, ACCOUNT_ZONE
         from airflow_provider_linkstats.client.warehouse import (
             aware,
-            bucketing_zone,
-            label_offset,
-            plan_days,
-            selection_key,
         )
 
         breakdown = self._breakdown()
@@ -150,99 +143,13 @@ class LinkstatsStatsToWarehouseOperatorBase(LinkstatsBaseOperator):
         filters = self.selection()
         sink = self._sink(schema)  # a bad table name or a missing connection fails here, before any request
         self.log.info("loading into %s", sink.describe())
-        hook = self.hook
-        generation = hook.generation
-        account_zone = hook.settings.timezone
-        if account_zone is None and generation.stats_zone in (ACCOUNT_ZONE, ACCOUNT_OFFSET):
-            account_zone = hook.service_profile(account=True).timezone
-        zone = bucketing_zone(generation, account_zone, self._service_now(now))
-        statistic = breakdown or "+".join(generation.daily_series)
-        # The state (incomplete days, counters) is this selection's: another space's load into the
-        # same table neither completes its days nor lends it counters.
-        sink.selection = selection_key(hook.linkstats_conn_id, filters, ids)
-        sink.generation = generation.name
-        sink.create_tables()
-        reload = sink.incomplete_days(statistic, zone)
-        self._plan_args = (start, end, zone, reload, generation)
-        service_now = self._service_now(now)
-        plan = plan_days(start, end, zone, service_now, reload, label_offset(generation, zone, service_now))
-        if aware(start, "data_interval_start") == end_moment:
-            self.log.info(
-                "the data interval is empty (%s: a trigger timetable, such as Airflow 3's schedule=\"@daily\", or a "
-                "manual run), so this run loads the day of %s that ended last before it: %s. For days that follow "
-                "the logical dates, schedule with data intervals: schedule=CronDataIntervalTimetable(\"0 0 * * *\", "
-                "timezone=%r) (from airflow.timetables.interval), which loads the day of each logical date",
-                end_moment.isoformat(), zone, ", ".join(map(str, plan.dates)) or "none", account_zone or zone,
-            )  # fmt: skip
-        if not plan.days:
-            self.log.info("no day of %s ends in this interval (%s to %s): nothing to load", zone, start, end)
-            return {"days": [], "zone": zone, "rows": 0, "requests": 0, "minimum_requests": 0}
-        self.log.info(
-            "%s counts days in %s: loading %s%s", generation.label, zone, ", ".join(map(str, plan.dates)),
-            f" ({', '.join(map(str, sorted(plan.incomplete)))} not over yet: reloaded by a later run)"
-            if plan.incomplete else "",
-        )  # fmt: skip
-        result = self.load(plan, sink, generation, statistic, breakdown, ids, filters)
-        from airflow_provider_linkstats.drivers.progress import counted
-
-        self.log.info(
-            "loaded %s for %s into %s: %d requests (the minimum: %d)", counted(result["rows"], "row"),
-            counted(len(plan.days), "day"), sink.describe(), result["requests"], result["minimum_requests"],
-        )  # fmt: skip
+        load = self.driver()
+        result = load.run(sink, start, end, now, breakdown, ids, filters)
+        if not load.loaded:
+            return result
         self.lineage_output = sink.lineage_dataset()
         asset = self._asset_uri(sink.asset_uri())
-        return {"days": [d.isoformat() for d in plan.dates], "zone": zone, "asset": asset, **result}
-
-    def replan(self, plan: Any, service_now: Any, read_after: Any = None) -> Any:
-        """The plan again by the service's clock, once a request has taught it; a day is complete
-        only if it ended by ``read_after`` (every answer the load uses was read after it)."""
-        from airflow_provider_linkstats.client.warehouse import label_offset, plan_days
-
-        start, end, zone, reload, generation = self._plan_args
-        labels = label_offset(generation, zone, service_now)
-        return plan_days(start, end, zone, service_now, reload, labels, complete_by=read_after)
-
-    def _read_after(self, worker_moment: float, listing: Any = None) -> Any:
-        """The service's moment before which no answer this load uses was read, less the clock's
-        margin, so that an answer read before a day ended never makes the day complete.
-
-        The first answer is the earliest (everything else is asked after it): with a listing, its
-        first page's own ``Date`` less the round trip (``GaplessListing.read_from``); without one,
-        ``worker_moment`` (the worker's epoch seconds, noted before the first request) on the
-        service's clock."""
-        import datetime as dt
-
-        from airflow_provider_linkstats.client.clock import SAFETY_MARGIN
-
-        margin = dt.timedelta(seconds=SAFETY_MARGIN)
-        read_from = getattr(listing, "read_from", None)
-        if read_from is not None:
-            return read_from - margin
-        clock = getattr(self.hook.client, "clock", None)
-        if clock is None or not getattr(clock, "known", False):
-            return dt.datetime.fromtimestamp(worker_moment, dt.timezone.utc) - margin
-        return dt.datetime.fromtimestamp(worker_moment + clock.offset - clock.margin, dt.timezone.utc)
-
-    def _confirm_gone(self, record_id: int, error: Exception) -> int:
-        """A statistics 404 counts as the record deleted only if the record itself answers 404 too
-        (not a route or a proxy that answers 404 for statistics): else ``error`` is raised. Returns
-        the requests made (1)."""
-        from airflow_provider_linkstats.client.errors import LinkstatsNotFoundError
-
-        try:
-            self.hook.get_record(record_id)
-        except LinkstatsNotFoundError:
-            return 1
-        raise error
-
-    def _service_now(self, worker_now: Any) -> Any:
-        """The service's clock (learned from its Date header), where the client has one; else the worker's."""
-        clock = getattr(self.hook.client, "clock", None)
-        now = getattr(clock, "now", None)
-        try:
-            return now() if callable(now) else worker_now
-        except Exception:  # a clock that learned nothing yet
-            return worker_now
+        return {"days": result["days"], "zone": result["zone"], "asset": asset, **result}
 
     def _asset_uri(self, uri: str) -> str:
         """``uri`` as Airflow normalises an Asset's (``sqlite:///path`` becomes ``sqlite:/path``); a note
@@ -257,8 +164,8 @@ class LinkstatsStatsToWarehouseOperatorBase(LinkstatsBaseOperator):
             self.log.info("declare outlets=[Asset(%r)] to schedule downstream DAGs on this table", uri)
         return uri
 
-    def load(self, plan: Any, sink: Any, generation: Any, statistic: str, breakdown: str | None,
-             ids: list[int] | None, filters: dict[str, Any]) -> dict[str, Any]:  # fmt: skip
+    def driver(self) -> Any:
+        """The load's driver (``drivers.warehouse``) over this task's hook and log."""
         raise NotImplementedError
 
     def schema_for(self, breakdown: str | None) -> Any:
@@ -285,30 +192,6 @@ class LinkstatsStatsToWarehouseOperatorBase(LinkstatsBaseOperator):
         return operator_lineage(outputs=[dataset(namespace=namespace, name=name)])
 
 
-class Progress:
-    """A log line every ``PROGRESS_EVERY`` seconds: done, left, the rate and the time left, from the
-    project's sliding-window progress (``drivers.progress.Progress``), capped by the hook's rate limiter."""
-
-    def __init__(self, log: Any, total: int, what: str, limiter: Any = None) -> None:
-        from airflow_provider_linkstats.drivers.progress import Progress as Window
-
-        self.log, self.total, self.what = log, total, what
-        self.window = Window(limiter=limiter)
-        self.last = time.monotonic()
-
-    def step(self, done: int) -> None:
-        from airflow_provider_linkstats.drivers.progress import duration
-
-        self.window.update(done)
-        now = time.monotonic()
-        if now - self.last < PROGRESS_EVERY or done >= self.total:
-            return
-        self.last = now
-        left = self.window.seconds_left(self.total - done)
-        after = f", about {duration(left)} left" if left is not None else ""
-        self.log.info("%d of %d %s (%.1f/s%s)", done, self.total, self.what, self.window.rate, after)
-
-
 class LinkstatsLinkStatsToWarehouseOperator(LinksServiceMixin, LinkstatsStatsToWarehouseOperatorBase):
     """Clicks per link and day (or a breakdown per link and day) into a warehouse, each day once.
 
@@ -333,164 +216,10 @@ class LinkstatsLinkStatsToWarehouseOperator(LinksServiceMixin, LinkstatsStatsToW
 
         return LINK_BREAKDOWN if breakdown else LINK_DAILY
 
-    def load(self, plan: Any, sink: Any, generation: Any, statistic: str, breakdown: str | None,
-             ids: list[int] | None, filters: dict[str, Any]) -> dict[str, Any]:  # fmt: skip
-        import datetime as dt
+    def driver(self) -> Any:
+        from airflow_provider_linkstats.drivers.warehouse import LinkStatsLoad
 
-        from airflow_provider_linkstats.client.errors import LinkstatsNotFoundError
-        from airflow_provider_linkstats.client.warehouse import (
-            Counter,
-            Listed,
-            daily_counts,
-            first_day_found_short,
-            links_to_fetch,
-            minimum_requests,
-            steady_since,
-        )
-
-        hook, series = self.hook, generation.daily_series[0]
-        known = sink.counters(statistic)
-        began = time.time()  # before the first request whose answer this load uses
-        if ids is None:
-            listing = hook.iter_records(filters, complete=True)  # skips no link, however the listing moves
-            listed = {int(link["id"]): Listed.of(link) for link in listing}
-            pages = listing.pages
-        else:
-            listed, pages, listing = {i: Listed(None) for i in ids}, 0, None
-        # The service's moment the listing began (its Date header's clock, less the time the pages
-        # took and the header's second): a counter read then held its value at least from there.
-        now = self._service_now(dt.datetime.now(dt.timezone.utc))
-        listed_at = now - dt.timedelta(seconds=time.time() - began + 1)
-        plan = self.replan(plan, now, self._read_after(began, listing))
-        windows = plan.windows()
-        reasons = links_to_fetch(listed, known, plan)
-        wanted = list(reasons)
-        self.log.info(
-            "%d links listed, %d with new clicks to fetch (%d unchanged)", len(listed), len(wanted),
-            len(listed) - len(wanted),
-        )  # fmt: skip
-        if ids is None and not known:
-            self.log.info("no counters saved for this selection yet: every link listed is fetched (a counter of 0 "
-                          "may be a reset); later runs fetch only the links whose counter moved")  # fmt: skip
-        unusual = {i: why for i, why in reasons.items() if why.startswith(("counter went down", "re-created"))}
-        if unusual:
-            shown = ", ".join(f"link {i}: {why}" for i, why in list(unusual.items())[:10])
-            self.log.warning("%d links fetched whatever their counter: %s", len(unusual), shown)
-        counts: dict[int, dict[dt.date, int | None]] = {}
-        learned: dict[int, Counter] = {}
-        gone: list[int] = []  # deleted between the listing and their statistics: their rows stay as they were
-        requests = asked_alone = 0
-        short: list[dt.date] = []  # per link whose counter grew by more than its answer holds: the first day short
-        progress = Progress(self.log, len(wanted), "links fetched", getattr(hook.client, "limiter", None))
-        for done, link_id in enumerate(wanted):
-            labelled: dict[dt.date, int] = {}
-            alone: dict[dt.date, int | None] = {}
-            try:
-                for first, to in windows:  # a click is in one window's answer, whatever day it is labelled
-                    requests += 1
-                    for day, count in plan.counts((first, to), hook.iter_stats(link_id, series, first, to)).items():
-                        labelled[day] = labelled.get(day, 0) + count
-                # Days the labels do not match (a DST change since): asked alone, the service's selection
-                # is then exactly the day (a breakdown asks its own request of the day instead).
-                alone = {day: None for day in plan.ask_alone(labelled, windows)}
-                if breakdown is None:
-                    for day in alone:
-                        requests += 1
-                        asked_alone += 1
-                        alone[day] = sum(daily_counts(hook.iter_stats(link_id, series, day, day)).values())
-            except LinkstatsNotFoundError as error:
-                requests += self._confirm_gone(link_id, error)
-                gone.append(link_id)
-                progress.step(done + 1)
-                continue
-            counts[link_id] = plan.day_counts(labelled, windows, alone)
-            link = listed[link_id]
-            if link.clicks is not None:
-                learned[link_id] = Counter(
-                    link.clicks, steady_since(listed_at, labelled, windows, plan, counts[link_id]), link.alias
-                )
-                found = first_day_found_short(link.clicks, known.get(link_id), sum(labelled.values()), windows, plan)
-                short += [found] if found else []
-            progress.step(done + 1)
-        if short and not getattr(self, "_reloaded_short", False):  # once a run: the second pass starts earlier
-            return self._reload_short(plan, now, min(short), len(short), requests + pages, sink, generation,
-                                      statistic, breakdown, ids, filters)  # fmt: skip
-        days_with_clicks = 0
-        rows_by_day: dict[dt.date, list[tuple]] = {day.day: [] for day in plan.days}
-        for link_id, per_day in counts.items():
-            for day in rows_by_day:
-                if per_day.get(day) == 0:  # None: a day asked alone, by its breakdown
-                    continue
-                if breakdown is None:
-                    rows_by_day[day].append((link_id, day.isoformat(), plan.zone, per_day[day]))
-                    continue
-                days_with_clicks += 1
-                if link_id in gone:
-                    continue
-                try:
-                    found, day_pages = breakdown_of(hook, link_id, breakdown, day)
-                except LinkstatsNotFoundError as error:
-                    requests += 1 + self._confirm_gone(link_id, error)
-                    gone.append(link_id)
-                    continue
-                requests += day_pages
-                rows_by_day[day].extend(
-                    (link_id, day.isoformat(), plan.zone, breakdown, value, count) for value, count in found
-                )
-        if gone:
-            gone_set = set(gone)
-            for day, day_rows in rows_by_day.items():
-                rows_by_day[day] = [row for row in day_rows if row[0] not in gone_set]
-            learned = {i: c for i, c in learned.items() if i not in gone_set}
-            shown = ", ".join(map(str, gone[:20])) + (f" and {len(gone) - 20} more" if len(gone) > 20 else "")
-            self.log.warning(
-                "%d links were deleted after the listing read them (their statistics answered 404): %s; their rows "
-                "already in %s are left as they were", len(gone), shown, sink.describe(),
-            )  # fmt: skip
-        record_ids = [i for i in listed if i not in set(gone)]
-        return self.write(plan, sink, statistic, record_ids, rows_by_day, learned) | {
-            "links": len(listed),
-            "gone": gone,
-            "fetched": len(wanted),
-            "requests": requests + pages,
-            "minimum_requests": minimum_requests(
-                listed=len(listed) if ids is None else None, changed=len(wanted), windows=len(windows),
-                breakdown_days=days_with_clicks, alone=asked_alone,
-            ),
-        }  # fmt: skip
-
-    def _reload_short(self, plan: Any, now: Any, earliest: Any, links: int, spent: int, *load: Any) -> dict[str, Any]:
-        """The load again, from ``earliest``: days an earlier run loaded (and may have marked complete)
-        before clicks on them were counted, found by links whose counters grew by more than the
-        answers from this run's first day hold. Nothing was written yet; the requests ``spent`` on
-        finding it are added to this run's."""
-        import datetime as dt
-
-        start, end, zone, reload, generation = self._plan_args
-        first = plan.days[0].day
-        extra = {earliest + dt.timedelta(days=n) for n in range((first - earliest).days)}
-        self.log.info(
-            "%d links counted more clicks since they were last read than their answers from %s hold: the days "
-            "from %s were loaded before those clicks came, and are loaded again by this run", links, first, earliest,
-        )  # fmt: skip
-        self._plan_args = (start, end, zone, sorted(set(reload) | extra), generation)
-        self._reloaded_short = True
-        replanned = self.replan(plan, now)
-        result = self.load(replanned, *load)
-        result["requests"] += spent
-        result["minimum_requests"] += spent  # the first pass is what found the days short
-        return result | {"days": [day.isoformat() for day in replanned.dates]}
-
-    def write(self, plan: Any, sink: Any, statistic: str, record_ids: list[int], rows_by_day: dict,
-              learned: dict) -> dict[str, Any]:  # fmt: skip
-        rows = 0
-        for day in plan.days:
-            day_rows = _merged(rows_by_day[day.day], key_size=len(sink.schema.key))
-            sink.write_day(day.day, plan.zone, statistic, record_ids, day_rows, day.day not in plan.incomplete)
-            rows += len(day_rows)
-        if learned:
-            sink.save_counters(statistic, learned)  # after the rows: a kill before it costs requests, never rows
-        return {"rows": rows}
+        return LinkStatsLoad(self.hook, self.log)
 
 
 class LinkstatsWebsiteStatsToWarehouseOperator(AnalyticsServiceMixin, LinkstatsStatsToWarehouseOperatorBase):
@@ -509,103 +238,7 @@ class LinkstatsWebsiteStatsToWarehouseOperator(AnalyticsServiceMixin, LinkstatsS
 
         return WEBSITE_BREAKDOWN if breakdown else WEBSITE_DAILY
 
-    def load(self, plan: Any, sink: Any, generation: Any, statistic: str, breakdown: str | None,
-             ids: list[int] | None, filters: dict[str, Any]) -> dict[str, Any]:  # fmt: skip
-        import datetime as dt
+    def driver(self) -> Any:
+        from airflow_provider_linkstats.drivers.warehouse import WebsiteStatsLoad
 
-        from airflow_provider_linkstats.client.errors import LinkstatsNotFoundError
-        from airflow_provider_linkstats.client.warehouse import daily_counts
-
-        hook = self.hook
-        began = time.time()  # before the first request whose answer this load uses
-        if ids is None:
-            listing = hook.iter_records(filters, complete=True)  # skips no website, however the listing moves
-            ids = [int(website["id"]) for website in listing]
-            pages = listing.pages
-        else:
-            pages, listing = 0, None
-        plan = self.replan(plan, self._service_now(dt.datetime.now(dt.timezone.utc)), self._read_after(began, listing))
-        windows = [(d.day, d.day) for d in plan.days] if breakdown else plan.windows()
-        names = (breakdown,) if breakdown else generation.daily_series
-        rows_by_day: dict[dt.date, list[tuple]] = {day.day: [] for day in plan.days}
-        requests = breakdown_pages = 0
-        progress = Progress(self.log, len(ids), "websites fetched", getattr(hook.client, "limiter", None))
-        gone: list[int] = []  # deleted between the listing and their statistics: their rows stay as they were
-        for done, website_id in enumerate(ids):
-            mine: list[tuple[dt.date, tuple]] = []
-            try:
-                if breakdown:
-                    for day in plan.days:
-                        requests += 1  # the first page (a deleted website's 404 is a request too)
-                        found, day_pages = breakdown_of(hook, website_id, breakdown, day.day)
-                        requests += day_pages - 1
-                        breakdown_pages += day_pages
-                        for value, count in found:
-                            row = (website_id, day.day.isoformat(), plan.zone, breakdown, value, count)
-                            mine.append((day.day, row))
-                else:
-                    series = {}
-                    for name in names:
-                        per_day: dict[dt.date, int] = {}
-                        for first, to in windows:
-                            requests += 1
-                            per_day.update(daily_counts(hook.iter_stats(website_id, name, first, to)))
-                        series[name] = per_day
-                    for day in rows_by_day:
-                        values = [series[name].get(day, 0) for name in names]
-                        if any(values):
-                            mine.append((day, (website_id, day.isoformat(), plan.zone, *values)))
-            except LinkstatsNotFoundError as error:
-                requests += self._confirm_gone(website_id, error)
-                gone.append(website_id)
-                mine = []
-            for day, row in mine:
-                rows_by_day[day].append(row)
-            progress.step(done + 1)
-        if gone:
-            self.log.warning(
-                "%d websites were deleted after the listing read them (their statistics answered 404): %s; their "
-                "rows already in %s are left as they were", len(gone), ", ".join(map(str, gone)), sink.describe(),
-            )  # fmt: skip
-        written = [i for i in ids if i not in set(gone)]
-        rows = 0
-        for day in plan.days:
-            day_rows = _merged(rows_by_day[day.day], key_size=len(sink.schema.key))
-            sink.write_day(day.day, plan.zone, statistic, written, day_rows, day.day not in plan.incomplete)
-            rows += len(day_rows)
-        return {
-            "websites": len(ids),
-            "gone": gone,
-            "rows": rows,
-            "requests": requests + pages,
-            # a breakdown: a request per website and day, and a page more per 100 values
-            "minimum_requests": pages + (breakdown_pages if breakdown else len(ids) * len(names) * len(windows)),
-        }
-
-
-def breakdown_of(hook: Any, record_id: int, name: str, day: Any) -> tuple[list[tuple[str, int]], int]:
-    """One day's breakdown of a record: ``(value, count)`` rows (an unknown value as ``""``) and the
-    pages it took. Read by value, not by count: the services sort by one column and the database
-    leaves ties in any order, so pages by count could repeat a row and drop another; values are
-    unique in a breakdown. 100 rows a page, the most the services take."""
-    from airflow_provider_linkstats.client.contract import MAX_PER_PAGE
-    from airflow_provider_linkstats.client.warehouse import listing_pages
-
-    found = [
-        ("" if row.get("value") is None else str(row["value"]), int(float(row.get("count") or 0)))
-        for row in hook.iter_stats(record_id, name, day, day, sort_by="value", sort="asc", per_page=MAX_PER_PAGE)
-    ]
-    return found, listing_pages(len(found), MAX_PER_PAGE)
-
-
-def _merged(rows: list[tuple], key_size: int) -> list[tuple]:
-    """Rows with one row per natural key: a breakdown's values that differ only in ways the key
-    does not (None and "" both stored as "") are summed."""
-    merged: dict[tuple, list] = {}
-    for row in rows:
-        key = tuple(row[:2]) + tuple(row[3 : 3 + key_size - 2]) if key_size > 2 else tuple(row[:2])
-        if key in merged:
-            merged[key][-1] += row[-1]
-        else:
-            merged[key] = list(row)
-    return [tuple(row) for row in merged.values()]
+        return WebsiteStatsLoad(self.hook, self.log)

@@ -427,8 +427,10 @@ def test_website_breakdown_progress_lines_and_lineage(emu, warehouse, monkeypatc
         def info(self, message, *args):
             lines.append(message % args)
 
-    monkeypatch.setattr(module, "PROGRESS_EVERY", 0.0)
-    progress = module.Progress(Log(), 40, "links fetched")
+    from airflow_provider_linkstats.drivers import warehouse as driver
+
+    monkeypatch.setattr(driver, "PROGRESS_EVERY", 0.0)
+    progress = driver.Progress(Log(), 40, "links fetched")
     progress.step(10)
     assert lines and lines[0].startswith("10 of 40 links fetched (") and " s left)" in lines[0]
 

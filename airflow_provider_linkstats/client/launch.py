@@ -1,0 +1,287 @@
+"""The bulk launch's decisions, without I/O and without Airflow: the rows (from a list, a JSON or
+a CSV file's text) checked and given their aliases (``plan_items``), which existing link is one of
+this launch's (``wanted_alias``), what a conflict is (``conflicts``), who made a link (``made_by``)
+and what the result holds per link (``entry``, ``Outcome``).
+
+``drivers.launch.Launch`` drives it: one listing walk, then the creates on a bounded pool.
+``operators.launch`` turns the task's arguments into the plan and the result into XCom.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+from airflow_provider_linkstats.client.contract import LINKS
+
+LIST_FIELDS = tuple(spec.name for spec in LINKS.fields if spec.kind.name in ("TARGETING", "ID_LIST"))
+SOURCE_FORMATS = ("json", "csv")
+
+# -- reading the input ------------------------------------------------------------------------------
+
+
+def load_rows(
+    links: Any, source: str | None, *, from_file: bool = False, read: Callable[[str], str] | None = None
+) -> list[dict[str, Any]]:
+    """The items as dicts (``Row``: each knows where it came from), from ``links`` or from the file at
+    ``source`` (exactly one of the two), whose text ``read`` returns (the driver's object storage);
+    ``from_file``: ``links`` is a JSON file's list."""
+    from airflow_provider_linkstats.client.errors import LinkstatsInputError
+
+    if (links is None) == (source is None or source == ""):
+        raise LinkstatsInputError("links/source", (links, source), "exactly one of the two")
+    if source:
+        return _read_source(str(source), read)
+    if isinstance(links, str):  # a template rendered without native types
+        try:
+            links = json.loads(links)
+        except ValueError:
+            raise LinkstatsInputError("links", links, "a list of dicts of link fields, or JSON text of one") from None
+    if isinstance(links, Mapping) or not isinstance(links, Sequence):
+        raise LinkstatsInputError("links", links, "a list of dicts of link fields")
+    rows = []
+    for index, row in enumerate(links):
+        where = f"item {index + 1}" if from_file else f"links[{index}]"
+        if not isinstance(row, Mapping):
+            raise LinkstatsInputError(where, row, "a dict of link fields (url, alias, ...)")
+        rows.append(Row(row, where))
+    return rows
+
+
+class Row(dict):
+    """One link's fields from the input, and where they came from, for messages: ``line 5`` of a
+    CSV file, ``links[3]`` of the argument, ``item 4`` of a JSON file."""
+
+    __slots__ = ("where",)
+
+    def __init__(self, fields: Mapping[str, Any], where: str) -> None:
+        super().__init__(fields)
+        self.where = where
+
+
+def _read_source(source: str, read: Callable[[str], str] | None) -> list[dict[str, Any]]:
+    import csv
+    import io
+
+    from airflow_provider_linkstats.client.errors import LinkstatsInputError
+
+    kind = source.rsplit(".", 1)[-1].lower() if "." in source.rsplit("/", 1)[-1] else ""
+    if kind not in SOURCE_FORMATS:
+        raise LinkstatsInputError("source", source, "a URL of a .json or .csv file (file://, s3://, gs://, ...)")
+    if read is None:
+        raise LinkstatsInputError("source", source, "links given as a list here (no reader of files)")
+    try:
+        text = read(source)
+    except FileNotFoundError:
+        raise LinkstatsInputError("source", source, "a file that exists") from None
+    if kind == "json":
+        try:
+            data = json.loads(text)
+        except ValueError as error:
+            raise LinkstatsInputError("source", source, f"a JSON list of link objects ({error})") from None
+        if isinstance(data, Mapping) and isinstance(data.get("links"), list):
+            data = data["links"]
+        return load_rows(data, None, from_file=True)
+    reader = csv.DictReader(io.StringIO(text))
+    rows = []
+    for row in reader:  # reader.line_num: the file's line where this row ends (the header is line 1)
+        clean: dict[str, Any] = {}
+        for name, value in row.items():
+            if name is None or value is None or value.strip() == "":
+                continue  # an empty cell: the field is not given
+            value = value.strip()
+            if name in LIST_FIELDS and value.startswith("["):
+                try:
+                    value = json.loads(value)
+                except ValueError:
+                    raise LinkstatsInputError(name, value, "a JSON list in the CSV cell") from None
+            clean[name.strip()] = value
+        rows.append(Row(clean, f"line {reader.line_num}"))
+    return rows
+
+
+_NOT_ALIAS = r"[^a-z0-9_-]+"  # compiled on first use (re caches it), not at every DAG parse
+
+
+def derive_alias(prefix: str, value: Any) -> str:
+    """``prefix`` + ``value`` lower-cased, each run of other characters than a-z 0-9 - _ as one ``-``."""
+    return prefix + re.sub(_NOT_ALIAS, "-", str(value).strip().lower()).strip("-")
+
+
+class Item:
+    """One link of the launch."""
+
+    __slots__ = ("alias", "fields", "row", "where")
+
+    def __init__(self, alias: str, fields: dict[str, Any], row: int, where: str = "") -> None:
+        self.alias = alias
+        self.fields = fields  # the create fields, checked against the contract
+        self.row = row  # 1-based position in the input, for ordering messages
+        self.where = where or f"row {row}"  # the file's line ("line 5") or the list's index ("links[3]")
+
+    @property
+    def named(self) -> str:
+        """``line 5 (alias 'spring-0004')``: the row as the user finds it in the file, for messages."""
+        return f"{self.where} (alias {self.alias!r})"
+
+
+def plan_items(
+    rows: list[dict[str, Any]],
+    defaults: Mapping[str, Any] | None,
+    alias_column: str | None,
+    prefix: str,
+    origin: str = "links",
+) -> list[Item]:
+    """Every row checked and given its alias, before any request; all problems reported at once, one
+    sentence each, naming the row by where it came from (``Row.where``) and its alias. ``origin``: where
+    the rows came from, for the message ("links", or "source '<url>'")."""
+    from airflow_provider_linkstats.client.checks import check_future
+    from airflow_provider_linkstats.client.errors import LinkstatsInputError
+    from airflow_provider_linkstats.client.validation import validate_fields
+
+    if defaults is not None and not isinstance(defaults, Mapping):
+        raise LinkstatsInputError("defaults", defaults, "a dict of create fields for every link")
+    problems: list[str] = []
+    items: list[Item] = []
+    seen: dict[str, str] = {}
+    for number, row in enumerate(rows, start=1):
+        place = getattr(row, "where", None) or f"row {number}"  # the file's line, or the list's index
+        fields = {**(defaults or {}), **row}
+        if alias_column:
+            if alias_column not in row:
+                problems.append(f"{place}: no {alias_column!r} value to derive the alias from.")
+                continue
+            fields.pop(alias_column)
+            if "alias" in row:
+                problems.append(f"{place}: both an alias and alias_column {alias_column!r}; give one.")
+                continue
+            fields["alias"] = derive_alias(prefix, row[alias_column])
+        elif not fields.get("alias"):
+            problems.append(f"{place}: no alias (give one per link, or alias_column).")
+            continue
+        where = f"{place} (alias {str(fields['alias'])!r})"
+        try:
+            checked = validate_fields(LINKS, "create", fields)
+            if checked.get("expires_at") is not None:  # a past end would create a dead link
+                check_future(checked["expires_at"], "expires_at")
+        except LinkstatsInputError as error:
+            problems.append(f"{where}: {error.sentence()}")
+            continue
+        alias = str(fields["alias"])
+        if alias in seen:
+            first = seen[alias]
+            problems.append(f"{where}: the alias again, first {'on' if first.startswith('line') else 'at'} {first}.")
+            continue
+        seen[alias] = place
+        items.append(Item(alias, fields, number, place))
+    if problems:
+        shown = problems[:20] + ([f"and {len(problems) - 20} more."] if len(problems) > 20 else [])
+        listed = "\n".join(f"- {problem}" for problem in shown)
+        counted = f"{len(problems)} of {len(rows)} rows"
+        message = f"{counted} of {origin} are invalid; nothing was sent:\n{listed}"
+        raise LinkstatsInputError(origin.split(" ", 1)[0], counted, listed, message=message)
+    return items
+
+
+# -- the result -------------------------------------------------------------------------------------
+
+
+class Outcome:
+    def __init__(self) -> None:
+        # alias -> {"id", "short_url", "outcome", "made_by"[, "expires_at"]}
+        self.links: dict[str, dict[str, Any]] = {}
+        self.failed: dict[str, BaseException] = {}
+        self.rows: dict[str, str] = {}  # alias -> "line 5 (alias 'x')", for messages
+        self.order: dict[str, int] = {}  # alias -> its row, to name failures in the file's order
+
+    def count(self, outcome: str) -> int:
+        return sum(1 for entry in self.links.values() if entry["outcome"] == outcome)
+
+    def summary(self) -> dict[str, Any]:
+        return {
+            "total": len(self.links) + len(self.failed),
+            "created": self.count("created"),
+            "created_earlier": self.count("created_earlier"),
+            "skipped": self.count("skipped"),
+            "updated": self.count("updated"),
+            "failed": len(self.failed),
+        }
+
+
+# Who made a link (the result's "made_by"): this try, an earlier try of this run (a resumed launch),
+# or nobody of this run (it existed before; "before this try" when the run's start is not known).
+THIS_TRY, EARLIER_TRY = "this try", "an earlier try of this run"
+BEFORE_RUN, BEFORE_TRY = "before the run", "before this try"
+
+
+def made_by(record: dict[str, Any], run_since: Any, known: bool) -> str:
+    """Who made an existing link: an earlier try of this run (created after ``run_since``, the run's
+    start on the service's clock), or nobody of this run; ``known``: whether that can be told."""
+    from airflow_provider_linkstats.client.reconcile import created_since
+
+    if run_since is None:
+        return BEFORE_RUN if known else BEFORE_TRY  # known: the first try, no earlier try made any
+    return EARLIER_TRY if created_since(record, run_since, slack=0) else BEFORE_RUN
+
+
+def kept(outcome: str, made_by: str) -> str:
+    """A create refused as taken, then skipped or updated: an earlier try's link counts as that."""
+    if outcome == "skipped" and made_by == EARLIER_TRY:
+        return "created_earlier"
+    return outcome
+
+
+def walk_filters(aliases: list[str]) -> tuple[str, dict[str, Any]]:
+    """The one listing walk's filter: the aliases' common prefix (and the prefix)."""
+    import os
+
+    prefix = os.path.commonprefix(aliases)
+    return prefix, ({"search": prefix, "search_by": "alias"} if prefix else {})
+
+
+def wanted_alias(record: dict[str, Any], wanted: Mapping[str, Any]) -> str | None:
+    """The alias of this launch ``record`` is (``wanted``: alias -> the row's domain_id), or None:
+    another alias, or the same alias on another domain."""
+    from airflow_provider_linkstats.client.records import record_domain_id
+
+    alias = str(record.get("alias"))
+    if alias not in wanted:
+        return None
+    domain, on = wanted[alias], record_domain_id(record)
+    if domain is not None and on is not None and str(domain) != str(on):
+        return None  # the same alias on another domain: not this launch's link
+    return alias
+
+
+def conflicts(items: list[Item], existing: Mapping[str, dict[str, Any]], rows: Mapping[str, str]) -> list[str]:
+    """The rows whose alias belongs to another link (another long URL), one sentence each."""
+    from airflow_provider_linkstats.client.verify import identity_differences
+
+    problems = []
+    for item in items:
+        record = existing.get(item.alias)
+        others = identity_differences(LINKS, item.fields, record) if record is not None else []
+        if others:
+            problems.append(
+                f"{rows[item.alias]}: link id={record.get('id')} has this alias with "  # type: ignore[union-attr]
+                f"{'; '.join(d.describe() for d in others)}"
+            )
+    return problems
+
+
+def is_ours(item: Item, existing: dict[str, Any], made_by: str) -> bool:
+    """An existing link is this run's own: an earlier try made it, with this row's identity."""
+    from airflow_provider_linkstats.client.verify import identity_differences
+
+    return made_by == EARLIER_TRY and not identity_differences(LINKS, item.fields, existing)
+
+
+def entry(record: dict[str, Any], outcome: str, made_by: str) -> dict[str, Any]:
+    """One link of the result: its id and short URL, what happened and who made it; its stored end
+    (the moment the service keeps: a duration counts from this link's own create)."""
+    value = {"id": record.get("id"), "short_url": record.get("short_url"), "outcome": outcome, "made_by": made_by}
+    if record.get("expires_at"):
+        value["expires_at"] = record["expires_at"]
+    return value

@@ -215,6 +215,20 @@ class LinkstatsStatsToWarehouseOperatorBase(LinkstatsBaseOperator):
             return dt.datetime.fromtimestamp(worker_moment, dt.timezone.utc) - margin
         return dt.datetime.fromtimestamp(worker_moment + clock.offset - clock.margin, dt.timezone.utc)
 
+    def _clock_known(self) -> bool:
+        return bool(getattr(getattr(self.hook.client, "clock", None), "known", False))
+
+    def _settle(self, plan: Any, began: float, listing: Any, clock_known: bool) -> Any:
+        """Without a listing (ids given), the plan was made before any answer had told the service's
+        clock: the worker's stood in, and a worker ahead of the service would make complete a day the
+        service had not ended when it answered. Once answers have told it, the days' completeness
+        again, from the moment the first request left on the service's clock."""
+        import datetime as dt
+
+        if listing is not None or clock_known or not self._clock_known():
+            return plan
+        return self.replan(plan, self._service_now(dt.datetime.now(dt.timezone.utc)), self._read_after(began))
+
     def _confirm_gone(self, record_id: int, error: Exception) -> int:
         """A statistics 404 counts as the record deleted only if the record itself answers 404 too
         (not a route or a proxy that answers 404 for statistics): else ``error`` is raised. Returns
@@ -353,6 +367,7 @@ class LinkstatsLinkStatsToWarehouseOperator(LinksServiceMixin, LinkstatsStatsToW
         # took and the header's second): a counter read then held its value at least from there.
         now = self._service_now(dt.datetime.now(dt.timezone.utc))
         listed_at = now - dt.timedelta(seconds=time.time() - began + 1)
+        clock_known = self._clock_known()
         plan = self.replan(plan, now, self._read_after(began, listing))
         windows = plan.windows()
         reasons = links_to_fetch(listed, known, plan)
@@ -404,6 +419,7 @@ class LinkstatsLinkStatsToWarehouseOperator(LinksServiceMixin, LinkstatsStatsToW
                 found = first_day_found_short(link.clicks, known.get(link_id), sum(labelled.values()), windows, plan)
                 short += [found] if found else []
             progress.step(done + 1)
+        plan = self._settle(plan, began, listing, clock_known)
         if short and not getattr(self, "_reloaded_short", False):  # once a run: the second pass starts earlier
             return self._reload_short(plan, now, min(short), len(short), requests + pages, sink, generation,
                                       statistic, breakdown, ids, filters)  # fmt: skip
@@ -516,6 +532,7 @@ class LinkstatsWebsiteStatsToWarehouseOperator(AnalyticsServiceMixin, LinkstatsS
             pages = listing.pages
         else:
             pages, listing = 0, None
+        clock_known = self._clock_known()
         plan = self.replan(plan, self._service_now(dt.datetime.now(dt.timezone.utc)), self._read_after(began, listing))
         windows = [(d.day, d.day) for d in plan.days] if breakdown else plan.windows()
         names = (breakdown,) if breakdown else generation.daily_series
@@ -554,6 +571,7 @@ class LinkstatsWebsiteStatsToWarehouseOperator(AnalyticsServiceMixin, LinkstatsS
             for day, row in mine:
                 rows_by_day[day].append(row)
             progress.step(done + 1)
+        plan = self._settle(plan, began, listing, clock_known)
         if gone:
             self.log.warning(
                 "%d websites were deleted after the listing read them (their statistics answered 404): %s; their "

@@ -195,3 +195,50 @@ def test_a_zone_change_between_runs_counts_no_hour_twice(emulators, monkeypatch,
     # The loaded days span 10-08 00:00 UTC to 10-12 15:00 UTC: every click recorded (96) once, or
     # the days that overlap not marked complete.
     assert loaded == 96 or marked > 0, f"{loaded} clicks loaded for 96 recorded, every day marked complete"
+
+
+# -- counters of the layout before selections, once a selection saved some of its own -----------------
+
+
+@pytest.mark.parametrize("destination", ["table", "files"])
+def test_legacy_counters_keep_serving_the_links_a_selection_has_not_fetched_since(emu, warehouse, tmp_path, destination):
+    """A table (or folder) written before selections: its counters spare the first run every
+    unchanged link's request. That run saves only the link it fetched; before, the second run then
+    read only the selection's own counters and fetched the 5 others as 'not seen before' (6
+    requests for a run with nothing new, the minimum 1); now the legacy counters still serve the
+    links the selection has none of its own for: 1 request (the listing)."""
+    import json
+
+    from tests.integration.test_warehouse_state import LEGACY_TABLES, at, file_load, interval, two_spaces
+
+    made = two_spaces(emu)
+    ids = [link["id"] for links in made.values() for link in links]
+    steady = "2026-10-08T23:30:00+00:00"  # after the last click of day 2
+    target = tmp_path / "files"
+    if destination == "table":
+        with sqlite3.connect(warehouse) as db:
+            for statement in LEGACY_TABLES:
+                db.execute(statement)
+            for n, link_id in enumerate(ids):
+                db.execute("INSERT INTO clicks_counters VALUES ('clicks', ?, ?, ?)", (link_id, 6 * (n % 3 + 1), steady))
+    else:
+        target.mkdir()
+        counters = {str(link_id): [6 * (n % 3 + 1), steady] for n, link_id in enumerate(ids)}
+        (target / "_counters.json").write_text(json.dumps({"clicks": counters}))
+
+    def load(day: int):
+        if destination == "table":
+            return run(link_load(interval=interval(day)))
+        operator = file_load(target, 0, interval(day))
+        operator.space_id = None  # every link, as the table's load
+        return run(operator)
+
+    emu.clock.set(at(3, 12), freeze=True)
+    emu.record_traffic(clicks=[{"link_id": ids[0], "at": at(3, 12).isoformat()}])
+    emu.clock.set(at(4, 0.5), freeze=True)
+    first = load(3)
+    emu.clock.set(at(5, 0.5), freeze=True)
+    second = load(4)
+    assert (first["fetched"], first["requests"]) == (1, 2)
+    assert (second["fetched"], second["requests"], second["minimum_requests"]) == (0, 1, 1)  # before: 5, 6, 6
+    emu.clock.reset()

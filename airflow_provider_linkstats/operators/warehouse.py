@@ -219,15 +219,20 @@ class LinkstatsStatsToWarehouseOperatorBase(LinkstatsBaseOperator):
         return bool(getattr(getattr(self.hook.client, "clock", None), "known", False))
 
     def _settle(self, plan: Any, began: float, listing: Any, clock_known: bool) -> Any:
-        """Without a listing (ids given), the plan was made before any answer had told the service's
-        clock: the worker's stood in, and a worker ahead of the service would make complete a day the
-        service had not ended when it answered. Once answers have told it, the days' completeness
-        again, from the moment the first request left on the service's clock."""
+        """The days' completeness again once every answer is in, from the earliest moment the
+        service may have read one, as its clock is known now: the moment the first request left
+        (``began``) on that clock, if earlier than the plan's. Without a listing (ids given) the plan
+        was made before any answer, on the worker's clock (a worker ahead made complete a day the
+        service had not ended when it answered); and a service clock stepped back during the load
+        answered its later requests before the moment the first answer showed."""
         import datetime as dt
 
-        if listing is not None or clock_known or not self._clock_known():
+        if not self._clock_known():
             return plan
-        return self.replan(plan, self._service_now(dt.datetime.now(dt.timezone.utc)), self._read_after(began))
+        read_after = self._read_after(began)
+        if listing is not None or clock_known:
+            read_after = min(read_after, self._read_after(began, listing))
+        return self.replan(plan, self._service_now(dt.datetime.now(dt.timezone.utc)), read_after)
 
     def _confirm_gone(self, record_id: int, error: Exception) -> int:
         """A statistics 404 counts as the record deleted only if the record itself answers 404 too

@@ -57,6 +57,27 @@ def test_ids_given_a_day_is_complete_only_by_the_service_clock(emu, warehouse):
     emu.clock.reset()
 
 
+def test_a_service_clock_stepped_back_during_the_load_keeps_the_day_incomplete(emu, warehouse):
+    """The listing's first page is read at 00:00:10 of the next day by the service's clock, which
+    is stepped back 20 s (NTP on the server) once the listing's last page is answered: the 150
+    statistics requests are answered before the service's midnight. Before: the day was complete
+    from the first answer's moment (flag 1), and 4 clicks at 23:59:58 were never loaded. Now the
+    completeness is decided again once the answers are in, from the first request's moment on the
+    clock as they tell it: kept incomplete, reloaded, the truth."""
+    ids = links_clicked_on_day(emu, 150, skip=set(range(1, 150)))
+    emu.clock.set(DAY + dt.timedelta(days=1, seconds=10))
+    emu.faults.after_page(page=1, advance=-20, sort="asc")  # the last page of the oldest-first walk
+    run(link_load(interval=(DAY, DAY + dt.timedelta(days=1))))
+    assert flags(warehouse) == {"2026-10-06": 0}  # before: 1
+    emu.store.record_traffic([{"link_id": ids[-1], "at": (DAY + dt.timedelta(seconds=86398)).isoformat(), "count": 4}])
+    emu.clock.set(DAY + dt.timedelta(days=2, hours=1))
+    run(link_load(interval=(DAY + dt.timedelta(days=1), DAY + dt.timedelta(days=2))))
+    assert rows(warehouse) == truth(emu, "UTC")
+    assert (ids[-1], "2026-10-06", "UTC", 4) in rows(warehouse)  # before: missing
+    assert flags(warehouse) == {"2026-10-06": 1, "2026-10-07": 1}
+    emu.clock.reset()
+
+
 @pytest.mark.xfail(strict=True, reason="reported, not fixed: a link entering a filtered selection during the walk")
 def test_a_link_moved_into_the_selection_during_the_walk_hides_another(emu, warehouse, monkeypatch):
     """Not fixed (reported): the oldest-first walk is immune to deletes anywhere and to links created

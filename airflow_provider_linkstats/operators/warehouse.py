@@ -225,14 +225,20 @@ class LinkstatsStatsToWarehouseOperatorBase(LinkstatsBaseOperator):
         was made before any answer, on the worker's clock (a worker ahead made complete a day the
         service had not ended when it answered); and a service clock stepped back during the load
         answered its later requests before the moment the first answer showed."""
+        import dataclasses
         import datetime as dt
+
+        from airflow_provider_linkstats.client.errors import LinkstatsInputError
 
         if not self._clock_known():
             return plan
         read_after = self._read_after(began)
         if listing is not None or clock_known:
             read_after = min(read_after, self._read_after(began, listing))
-        return self.replan(plan, self._service_now(dt.datetime.now(dt.timezone.utc)), read_after)
+        try:
+            return self.replan(plan, self._service_now(dt.datetime.now(dt.timezone.utc)), read_after)
+        except LinkstatsInputError:  # a day not begun by the service's clock: none of them is complete
+            return dataclasses.replace(plan, incomplete=frozenset(plan.dates))
 
     def _confirm_gone(self, record_id: int, error: Exception) -> int:
         """A statistics 404 counts as the record deleted only if the record itself answers 404 too

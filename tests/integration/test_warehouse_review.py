@@ -57,6 +57,20 @@ def test_ids_given_a_day_is_complete_only_by_the_service_clock(emu, warehouse):
     emu.clock.reset()
 
 
+def test_ids_given_a_day_not_begun_by_the_service_clock_is_written_incomplete(emu, warehouse):
+    """Ids given and the service's clock a day behind the worker's: the day has not begun when the
+    service answers. Before: marked complete from the worker's clock; with the completeness decided
+    again after the answers, an error after every request; now written incomplete, and reloaded."""
+    ids = links_clicked_on_day(emu, 2)
+    emu.clock.set(DAY - dt.timedelta(hours=1))
+    report = run(link_load(interval=(DAY, DAY + dt.timedelta(days=1)), link_ids=ids))
+    assert report["days"] == ["2026-10-06"] and flags(warehouse) == {"2026-10-06": 0}
+    emu.clock.set(DAY + dt.timedelta(days=2, hours=1))
+    run(link_load(interval=(DAY + dt.timedelta(days=1), DAY + dt.timedelta(days=2)), link_ids=ids))
+    assert rows(warehouse) == truth(emu, "UTC") and len(rows(warehouse)) == 2
+    emu.clock.reset()
+
+
 def test_a_service_clock_stepped_back_during_the_load_keeps_the_day_incomplete(emu, warehouse):
     """The listing's first page is read at 00:00:10 of the next day by the service's clock, which
     is stepped back 20 s (NTP on the server) once the listing's last page is answered: the 150

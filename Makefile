@@ -76,10 +76,12 @@ constraints:
 clean:
 	rm -rf .venv .venv-airflow2 .venv-airflow-* .venv-e2e .venv-release .venv-dist .ci-logs .pytest_cache demo-output e2e-output dist docs/_build
 
-# make dist : build the wheel and sdist into dist/, twine check them, install the wheel into a clean
-#             venv (.venv-dist) with Airflow under the constraints, then `airflow providers list` and
-#             the campaign example DAG against the emulator, both from that venv (tools/check_dist.sh)
-DIST_AIRFLOW_VERSION ?= 3.3.2
+# make dist : build the wheel and sdist into dist/, twine check them, then for Airflow 3.3.2 and 2.11.2
+#             install the wheel into a clean venv (.venv-dist, .venv-dist-2.11.2) with Airflow under
+#             that version's constraints, then `airflow providers list` and the campaign example DAG
+#             against the emulator, both from that venv (tools/check_dist.sh).
+#             `make dist DIST_AIRFLOW_VERSION=3.3.2` checks one version only.
+DIST_AIRFLOW_VERSION ?= 3.3.2 2.11.2
 dist:
 	PYTHON=$(PYTHON) bash tools/check_dist.sh $(DIST_AIRFLOW_VERSION)
 

@@ -12,6 +12,7 @@ from typing import Any
 from airflow_provider_linkstats.client.errors import LinkstatsConfigError, LinkstatsInputError
 from airflow_provider_linkstats.client.settings import (
     DEFAULT_CONNECT_TIMEOUT,
+    DEFAULT_LATE_COMMIT_WINDOW,
     DEFAULT_MAX_RATE_LIMIT_WAIT,
     DEFAULT_MAX_RETRIES,
     DEFAULT_READ_TIMEOUT,
@@ -53,6 +54,13 @@ EXTRA_FIELDS: dict[str, ExtraField] = {
         "number",
         _whole(DEFAULT_MAX_RATE_LIMIT_WAIT),
         "Longest Retry-After honoured after a 429; a longer one fails the request at once.",
+    ),
+    "late_commit_window": (
+        "Late-commit window (seconds)",
+        "number",
+        _whole(DEFAULT_LATE_COMMIT_WINDOW),
+        "How long a create answered by a gateway (502/503/504) or lost is looked for before the task "
+        "stops with 'outcome unknown'; it is never sent again meanwhile. Your gateway's upstream timeout.",
     ),
     "verify_ssl": ("Verify SSL", "boolean", True, "Check the service's TLS certificate."),
     "api_version": (

@@ -5,8 +5,10 @@ the time left from the last minute of work.
 (1.0/s over the last minute, about 3 min left)``. Skipped links (one listing walk found them)
 cost no request and finish at once, so the rate is that of the links that were written: created,
 updated or failed, over the last minute (since the start before a minute has passed), capped by
-the budget's pace (the rate limiter's ``limit / window``: no line promises more than the service
-allows). While work is pending a line is logged at least every ``every`` seconds, by a ticker
+what the budget allows per link: the rate limiter's ``limit / window`` requests a second over the
+requests a written link has cost so far (the limiter's requests since the launch began, over the
+links written), so a link that costs 2 requests under a budget of 1 a second is promised at 0.5
+a second, never more. While work is pending a line is logged at least every ``every`` seconds, by a ticker
 thread, with "waiting N s for the service's rate limit" while the limiter holds requests back
 (its ``on_wait``).
 
@@ -22,7 +24,7 @@ from collections import deque
 from collections.abc import Callable
 from typing import Any
 
-from airflow_provider_linkstats.streaming import duration
+from airflow_provider_linkstats.streaming import MIN_COSTED_UNITS, duration, unit_pace
 
 # What happened to one link; the result's counts carry these names.
 CREATED, CREATED_EARLIER, SKIPPED, UPDATED, FAILED = "created", "created_earlier", "skipped", "updated", "failed"
@@ -37,7 +39,8 @@ class LaunchProgress:
     """Thread-safe counts of a launch of ``total`` links and the lines that report them.
 
     ``pace``: the budget's requests a second (read at each line: learned from the answers meanwhile);
-    ``clock`` is injectable for tests.
+    ``requests``: the requests sent so far (the rate limiter's ``sent``), from which what one link
+    costs is measured; ``clock`` is injectable for tests.
     """
 
     def __init__(
@@ -49,10 +52,13 @@ class LaunchProgress:
         every: float | None = None,
         window: float = WINDOW,
         clock: Callable[[], float] = time.monotonic,
+        requests: Callable[[], int | None] = lambda: None,
     ) -> None:
         self.total = total
         self.log = log
         self.pace = pace
+        self.requests = requests
+        self._requests_before = requests()  # the walk's pages: not the links' cost
         self.every = every if every is not None else EVERY  # read at each launch
         self.window = window
         self.clock = clock
@@ -89,15 +95,27 @@ class LaunchProgress:
                 self._written.popleft()
             span = min(self.window, max(now - self.started, 1.0))
             rate = len(self._written) / span
-        pace = self.pace()
+        pace = self.link_pace()
         return min(rate, pace) if pace else rate
+
+    def per_link(self) -> float | None:
+        """Requests a written link has cost so far (measured), or None before ``MIN_COSTED_UNITS``."""
+        sent, before = self.requests(), self._requests_before
+        written = sum(self.counts[kind] for kind in WRITTEN)
+        if sent is None or before is None or written < MIN_COSTED_UNITS or sent <= before:
+            return None
+        return (sent - before) / written
+
+    def link_pace(self) -> float | None:
+        """Links a second the budget allows: its requests a second over the requests one link costs."""
+        return unit_pace(self.pace(), self.per_link())
 
     def line(self) -> str:
         counts = ", ".join(f"{WORDS.get(kind, kind)} {self.counts[kind]}" for kind in KINDS)
         done, rate = self.done, self.rate()
         parts = [f"{rate:.1f}/s over the last minute"]
         left = self.total - done
-        speed = rate or self.pace() or 0.0
+        speed = rate or self.link_pace() or 0.0
         if left > 0 and speed > 0:
             parts.append(f"about {duration(left / speed)} left")
         wait = self._waiting_until - self.clock()

@@ -46,16 +46,38 @@ def budget_pace(limiter: Any) -> float | None:
     return float(limit) / float(window)
 
 
+def requests_sent(limiter: Any) -> int | None:
+    """Requests the rate limiter has let go and heard back from so far (``RateLimiter.answered``), or
+    None without one."""
+    sent = getattr(limiter, "answered", None)
+    return sent if isinstance(sent, int) and not isinstance(sent, bool) else None
+
+
+# Units done before what one costs is read from the requests answered: until then the threads'
+# answers that arrived before their units were counted (up to one per thread) would make the
+# first units look several times dearer than they are.
+MIN_COSTED_UNITS = 20
+
+
+def unit_pace(pace: float | None, per_unit: float | None) -> float | None:
+    """Units a second the budget allows: its requests a second over the requests one unit costs."""
+    if not pace:
+        return None
+    return pace / per_unit if per_unit else pace
+
+
 class Progress:
-    """Rate and time left of a long run, from a sliding window of its last minute.
+    """Rate and time left of a long run, in the run's own units, from a sliding window of its last minute.
 
     The rate is the work done over the last ``window`` seconds (at least two samples apart), not
     since the start: a slow first page or a burst no longer colours every later line. It is capped
-    by ``pace``, the rate limiter's budget (requests a second): no line promises more than the
-    service allows. ``limiter`` (optional) gives both the pace and the requests that may still go
-    at once (``burst``): work within that burst is not slowed to the pace, so a run of 3 deletes
-    with the budget untouched does not say "about 2 s left" and then finish at once.
-    ``clock`` is injectable for tests.
+    by what the budget allows per unit: ``pace``, the rate limiter's requests a second, over the
+    requests one unit has cost so far (the limiter's requests since this progress began, over
+    the units done): a link that costs 2 requests under a budget of 1 a second goes at 0.5 a
+    second, and no line promises more. ``limiter`` (optional) gives the pace, the requests sent,
+    and the requests that may still go at once (``burst``): work within that burst is not slowed
+    to the pace, so a run of 3 deletes with the budget untouched does not say "about 2 s left" and
+    then finish at once. ``clock`` is injectable for tests.
     """
 
     def __init__(
@@ -72,6 +94,7 @@ class Progress:
         self.clock = clock
         self.samples: deque[tuple[float, int]] = deque()
         self.samples.append((clock(), 0))
+        self._sent_before = requests_sent(limiter)  # requests of earlier work (a listing): not this run's units
 
     @property
     def pace(self) -> float | None:
@@ -98,9 +121,23 @@ class Progress:
         return (last_done - first_done) / elapsed if elapsed > 0 else 0.0
 
     @property
+    def per_unit(self) -> float | None:
+        """Requests one unit has cost so far (measured), or None before ``MIN_COSTED_UNITS`` units or
+        without a limiter (then the budget's request pace caps the rate, as if a unit cost one)."""
+        sent, done = requests_sent(self.limiter), self.samples[-1][1]
+        if sent is None or self._sent_before is None or done < MIN_COSTED_UNITS or sent <= self._sent_before:
+            return None
+        return (sent - self._sent_before) / done
+
+    @property
+    def unit_pace(self) -> float | None:
+        """Units a second the budget allows (``pace`` over ``per_unit``; the pace itself until measured)."""
+        return unit_pace(self.pace, self.per_unit)
+
+    @property
     def rate(self) -> float:
-        """Units a second over the window, at most ``pace``; 0.0 until time has passed."""
-        pace = self.pace
+        """Units a second over the window, at most ``unit_pace``; 0.0 until time has passed."""
+        pace = self.unit_pace
         return min(self.measured, pace) if pace else self.measured
 
     def seconds_left(self, remaining: float, burst: int | None = None) -> float | None:
@@ -111,9 +148,9 @@ class Progress:
             return 0.0
         if burst is None and self.limiter is not None:
             burst = getattr(self.limiter, "burst", None)
-        rate = self.rate or self.pace
+        rate = self.rate or self.unit_pace
         if burst and self.measured > (rate or 0):
-            quick = min(remaining, burst)
+            quick = min(remaining, burst / (self.per_unit or 1.0))  # the burst is requests, not units
             rest = remaining - quick
             return quick / self.measured + (rest / rate if rest and rate else 0.0)
         return remaining / rate if rate else None
@@ -145,6 +182,11 @@ def duration(seconds: float) -> str:
     if seconds < 5400:
         return f"{seconds / 60:.0f} min"
     return f"{seconds / 3600:.1f} h"
+
+
+def counted(number: int, noun: str) -> str:
+    """``1 day``, ``3 days``: a count and its noun, singular for one."""
+    return f"{number} {noun}{'' if number == 1 else 's'}"
 
 
 _duration = duration  # the name bulk deletes used

@@ -73,7 +73,8 @@ with DAG(
             subject="Delete {{ ti.xcom_pull(task_ids='plan')['matched'] }} expired links?",
             body=(
                 "The daily cleanup found {{ ti.xcom_pull(task_ids='plan')['matched'] }} expired links created more "
-                "than {{ params.older_than_days }} days ago, of {{ ti.xcom_pull(task_ids='plan')['total_links'] }} "
+                "than {{ params.older_than_days }} day{{ '' if params.older_than_days | int == 1 else 's' }} ago, "
+                "of {{ ti.xcom_pull(task_ids='plan')['total_links'] }} "
                 "links: more than its ceiling of {{ ti.xcom_pull(task_ids='plan')['ceiling'] }}. Some of them: "
                 "{{ ti.xcom_pull(task_ids='plan')['sample_ids'] }}."
             ),

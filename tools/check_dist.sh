@@ -2,19 +2,23 @@
 # `make dist`: build the wheel and the sdist, check them, then prove the wheel works on its own:
 #   1. build (python -m build) into dist/ and `twine check --strict` both files;
 #   2. check what the wheel holds (provider entry point, py.typed, no tests) and what the sdist holds;
-#   3. a clean venv (recreated every run) gets Airflow under the constraints file plus the built
-#      wheel (with the `emulator` extra), nothing from this checkout;
+#   3. for each Airflow version asked (default: the newest, 3.3.2, and the oldest supported, 2.11.2,
+#      whose users install it the same way), a clean venv (recreated every run) gets Airflow under
+#      that version's constraints file plus the built wheel (with the `emulator` extra), nothing
+#      from this checkout;
 #   4. from a directory outside the checkout: `airflow providers list` must show the provider, the
 #      provider must be imported from the venv's site-packages, and the campaign example DAG runs
 #      against the emulator started from that venv (the demo's runner, `--only campaign`).
-# Usage: tools/check_dist.sh [AIRFLOW_VERSION]   (env: PYTHON, RELEASE_VENV, DIST_VENV)
+# Usage: tools/check_dist.sh [AIRFLOW_VERSION ...]   (env: PYTHON, RELEASE_VENV, DIST_VENV)
 set -euo pipefail
 cd "$(dirname "$0")/.."
-AIRFLOW_VERSION=${1:-3.3.2}
+if [[ $# -gt 0 ]]; then AIRFLOW_VERSIONS=("$@"); else AIRFLOW_VERSIONS=(3.3.2 2.11.2); fi
 PYTHON=${PYTHON:-python3}
 RELEASE_VENV=${RELEASE_VENV:-.venv-release}
 DIST_VENV=${DIST_VENV:-.venv-dist}
-CONSTRAINTS=constraints/airflow-$AIRFLOW_VERSION.txt
+for version in "${AIRFLOW_VERSIONS[@]}"; do
+    test -f "constraints/airflow-$version.txt" || { echo "no constraints/airflow-$version.txt" >&2; exit 1; }
+done
 quiet() { "$@" 2>&1 | { grep -v "is ignored: it is neither a file nor a directory" || true; }; }
 say() { echo "[dist $(date +%H:%M:%S)] $*"; }
 t0=$SECONDS
@@ -70,32 +74,43 @@ assert not stray, f"the sdist holds files that are no source: {stray[:5]}"
 print(f"wheel: {len(names)} files, entry points and metadata as expected; sdist: {len(held)} files")
 PY
 
-# 3. a clean venv with Airflow under the constraints and the built wheel
-say "clean venv $DIST_VENV: apache-airflow==$AIRFLOW_VERSION (constraints $CONSTRAINTS) + $(basename "$WHEEL")[emulator]"
-rm -rf "$DIST_VENV"
-# uv where it can, else pip (tools/venv_install.sh): what is checked is the wheel, not the installer.
-PYTHON=$PYTHON bash tools/venv_install.sh "$DIST_VENV" "$CONSTRAINTS" "apache-airflow==$AIRFLOW_VERSION" "$WHEEL[emulator]"
-VENV_BIN=$(cd "$DIST_VENV/bin" && pwd)
-
-# 4. run it from outside the checkout: only the dags are copied, as a user copies them
-WORK=$(mktemp -d "${TMPDIR:-/tmp}/linkstats-dist-XXXXXX")
-trap 'rm -rf "$WORK"' EXIT
-cp -r dags_examples "$WORK/"
-find "$WORK" -name __pycache__ -prune -exec rm -rf {} +
-export AIRFLOW_HOME="$WORK/airflow-home" AIRFLOW__CORE__LOAD_EXAMPLES=False
-(
-    cd "$WORK"
-    "$VENV_BIN/python" - <<'PY'
-import sysconfig, airflow_provider_linkstats as p
+# 3-4, per Airflow version: a clean venv with Airflow under its constraints and the built wheel,
+# then the wheel run from outside the checkout (only the dags are copied, as a user copies them)
+check_on() {
+    local AIRFLOW_VERSION=$1 VENV=$2
+    local CONSTRAINTS=constraints/airflow-$AIRFLOW_VERSION.txt
+    say "clean venv $VENV: apache-airflow==$AIRFLOW_VERSION (constraints $CONSTRAINTS) + $(basename "$WHEEL")[emulator]"
+    rm -rf "$VENV"
+    # uv where it can, else pip (tools/venv_install.sh): what is checked is the wheel, not the installer.
+    PYTHON=$PYTHON bash tools/venv_install.sh "$VENV" "$CONSTRAINTS" "apache-airflow==$AIRFLOW_VERSION" "$WHEEL[emulator]"
+    local VENV_BIN WORK
+    VENV_BIN=$(cd "$VENV/bin" && pwd)
+    WORK=$(mktemp -d "${TMPDIR:-/tmp}/linkstats-dist-XXXXXX")
+    cp -r dags_examples "$WORK/"
+    find "$WORK" -name __pycache__ -prune -exec rm -rf {} +
+    (
+        export AIRFLOW_HOME="$WORK/airflow-home" AIRFLOW__CORE__LOAD_EXAMPLES=False
+        cd "$WORK"
+        "$VENV_BIN/python" - "$AIRFLOW_VERSION" <<'PY'
+import sys, sysconfig, airflow, airflow_provider_linkstats as p
 where, site = p.__file__, sysconfig.get_paths()["purelib"]
 assert where.startswith(site), f"the provider was imported from {where}, not from the installed wheel ({site})"
-print(f"[dist] provider {p.__version__} imported from {where}")
+assert airflow.__version__ == sys.argv[1], f"Airflow {airflow.__version__} installed, not {sys.argv[1]}"
+print(f"[dist] provider {p.__version__} imported from {where} (Airflow {airflow.__version__})")
 PY
-    "$VENV_BIN/airflow" providers list -o plain 2>/dev/null | tee "$WORK/providers.txt" | grep -i linkstats
-    grep -q "^airflow-provider-linkstats" "$WORK/providers.txt" \
-        || { echo "airflow providers list does not show airflow-provider-linkstats" >&2; exit 1; }
-    "$VENV_BIN/linkstats-emulator" --help >/dev/null
-    say "the campaign example DAG against the emulator, both from $DIST_VENV"
-    PYTHONPATH="$WORK" "$VENV_BIN/python" -m dags_examples.demo --only campaign
-)
-say "make dist: ok in $((SECONDS - t0)) s; artifacts in dist/"
+        "$VENV_BIN/airflow" providers list -o plain 2>/dev/null | tee "$WORK/providers.txt" | grep -i linkstats
+        grep -q "^airflow-provider-linkstats" "$WORK/providers.txt" \
+            || { echo "airflow providers list does not show airflow-provider-linkstats" >&2; exit 1; }
+        "$VENV_BIN/linkstats-emulator" --help >/dev/null
+        say "the campaign example DAG against the emulator, both from $VENV (Airflow $AIRFLOW_VERSION)"
+        PYTHONPATH="$WORK" "$VENV_BIN/python" -m dags_examples.demo --only campaign
+    ) || { rm -rf "$WORK"; exit 1; }
+    rm -rf "$WORK"
+}
+
+for version in "${AIRFLOW_VERSIONS[@]}"; do
+    # the first version in DIST_VENV, as before; the others beside it, by version
+    if [[ $version == "${AIRFLOW_VERSIONS[0]}" ]]; then venv=$DIST_VENV; else venv=$DIST_VENV-$version; fi
+    check_on "$version" "$venv"
+done
+say "make dist: ok on Airflow ${AIRFLOW_VERSIONS[*]} in $((SECONDS - t0)) s; artifacts in dist/"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import itertools
 import logging
 import time
@@ -22,6 +23,7 @@ from airflow_provider_linkstats.client.errors import (
     LinkstatsConfigError,
     LinkstatsConflictError,
     LinkstatsError,
+    LinkstatsExistsError,
     LinkstatsInputError,
     LinkstatsNotFoundError,
     LinkstatsOutcomeUnknownError,
@@ -335,8 +337,11 @@ class LinkstatsClient:
     ) -> dict[str, Any]:
         """Create a record; a create whose answer was lost is reconciled, never blindly re-sent.
 
-        After a lost answer the record is looked up by its natural key (alias or domain): found,
-        it is returned; not found, the create certainly did not happen and is sent again.
+        After a lost answer (or a gateway's 502/503/504) the record is looked up by its natural key
+        (alias or domain), else among the records made since the send: found and made after the
+        send by the service's clock, it is returned; found but older, ``LinkstatsExistsError``
+        (``record`` holds it); not found, it is looked for again within ``late_commit_window``, then
+        ``LinkstatsOutcomeUnknownError``. It is never sent twice (``_landed``).
 
         The record the service answers with must hold what was sent (``verify.differences``; ``zone``:
         the time zone phpShort 44-45's expiration_date and expiration_time were written in):
@@ -353,63 +358,89 @@ class LinkstatsClient:
         self, resource: Resource, fields: Mapping[str, Any], generation: Generation | None, zone: str | None
     ) -> dict[str, Any]:
         generation = generation or self._spoken(resource)
-        unknown: BaseException | None = None  # the latest try whose outcome was unknown
-        tries = self.retry.max_retries + 1
-        for attempt in range(1, tries + 1):
-            # Prepared at each send: a duration counts from this write (a resend's too).
-            fields = self.prepare(resource, fields, "create")
-            request = build_create(resource, fields, generation)
-            # As sent, so normalised (a website's domain is lower-cased, without scheme or slash).
-            key_value = dict(request.form).get(resource.natural_key)
-            sent_at = self.clock.stamp()  # the worker's; read on the service's clock once it has answered
-            try:
-                response = self.call(request)
-                record = parse_record(request, response, generation)
-                return self.verified(resource, "create", fields, record, generation, zone, request, response.status)
-            except LinkstatsValidationError as error:
-                if unknown is not None and key_value and resource.natural_key in error.errors:
-                    # Taken since the look-up: by the earlier try, committed late (a 504's PHP request
-                    # runs on), or by another. Taken as ours only if it is what was asked.
-                    existing = self._created_earlier(resource, request, fields, key_value, None, unknown)
-                    if existing is not None:
-                        return self.verified(resource, "create", fields, existing, generation, zone, request, None)
-                if resource is LINKS and "domain_id" in error.errors:
-                    other = self._domain_relearned(fields)
-                    if other is None:
-                        raise self._domain_refused(error, fields) from error
-                    # A refused create made nothing: safe to send again, once (``_domain_retried``).
+        # Prepared at the send: a duration counts from this write.
+        fields = self.prepare(resource, fields, "create")
+        request = build_create(resource, fields, generation)
+        # As sent, so normalised (a website's domain is lower-cased, without scheme or slash).
+        key_value = dict(request.form).get(resource.natural_key)
+        sent_at = self.clock.stamp()  # the worker's; read on the service's clock once it has answered
+        try:
+            response = self.call(request)
+            record = parse_record(request, response, generation)
+            return self.verified(resource, "create", fields, record, generation, zone, request, response.status)
+        except LinkstatsValidationError as error:
+            if resource is LINKS and "domain_id" in error.errors:
+                other = self._domain_relearned(fields)
+                if other is None:
+                    raise self._domain_refused(error, fields) from error
+                # A refused create made nothing: safe to send again, once (``_domain_retried``).
+                return self._create(resource, fields.changed(domain_id=other), generation, zone)
+            raise
+        except LinkstatsNotFoundError as error:
+            # A create's 404 is a referenced record missing; "...[App\Models\Domain]": the domain.
+            if resource is LINKS and "Domain" in error.message:
+                other = self._domain_relearned(fields)
+                if other is not None:
                     return self._create(resource, fields.changed(domain_id=other), generation, zone)
+            raise
+        except (LinkstatsTransportError, LinkstatsApiError) as error:
+            if not is_unknown_outcome(request, error):
                 raise
-            except LinkstatsNotFoundError as error:
-                # A create's 404 is a referenced record missing; "...[App\Models\Domain]": the domain.
-                if resource is LINKS and "Domain" in error.message:
-                    other = self._domain_relearned(fields)
-                    if other is not None:
-                        return self._create(resource, fields.changed(domain_id=other), generation, zone)
-                raise
-            except (LinkstatsTransportError, LinkstatsApiError) as error:
-                if not is_unknown_outcome(request, error):
-                    raise
-                unknown = error
-            time.sleep(self.retry.pause(attempt, unknown))  # let a late commit land before looking
+            unknown = error
+        existing = self._landed(resource, request, fields, key_value, sent_at, unknown)
+        return self.verified(resource, "create", fields, existing, generation, zone, request, None)
+
+    def _landed(
+        self,
+        resource: Resource,
+        request: ApiRequest,
+        fields: Mapping[str, Any],
+        key_value: str | None,
+        sent_at: float,
+        unknown: BaseException,
+    ) -> dict[str, Any]:
+        """The record a create whose outcome is unknown made. A look-up that finds nothing is no
+        proof: a gateway may answer at once while the PHP request behind it commits seconds later.
+        So it is looked for again (backing off) until ``late_commit_window`` has passed, then
+        ``LinkstatsOutcomeUnknownError`` says what was looked up and what to check. Never sent again:
+        a resend while the first may still land makes a twin (the task's retry looks again first)."""
+        window = self.settings.late_commit_window
+        started, looks = time.monotonic(), 0
+        while True:
+            # The first look soon (most gateways answer after the commit); the next ones spread over the
+            # window (about 8 looks in all, whatever the retry tuning), the last at its end.
+            pause = self.retry.pause(looks + 1, unknown) if looks == 0 else max(self.retry.pause(looks + 1), window / 8)
+            left = window - (time.monotonic() - started)
+            time.sleep(max(0.0, min(pause, left)))  # let a late commit land
+            looks += 1
             existing = self._created_earlier(resource, request, fields, key_value, sent_at, unknown)
             if existing is not None:
-                return self.verified(resource, "create", fields, existing, generation, zone, request, None)
-            if attempt < tries:
-                log.warning(
-                    "Linkstats %s: %s, and no %s it could have made exists; sending again",
-                    request.describe(), _unknown_reason(unknown), resource.singular,
-                )  # fmt: skip
-        if isinstance(unknown, LinkstatsApiError):  # a gateway each time, and nothing made: retry later
-            raise unknown.reworded(
-                f"{unknown.message}; each of {tries} tries was answered so, and no {resource.singular} it could "
-                "have made was found after it, so the task's retry may send it again"
-            ) from unknown
-        raise LinkstatsOutcomeUnknownError(
-            f"{request.describe()}: no try of {tries} was answered with success ({_unknown_reason(unknown)}) and "
-            f"no {resource.singular} it could have made was found; the {resource.singular} may still appear "
-            f"(a gateway may answer before the service has finished): check the service before retrying"
+                return existing
+            if time.monotonic() - started >= window:
+                break
+            log.info(
+                "Linkstats %s: %s, and no %s it made is there yet (look %d); looking again within %.0f s",
+                request.describe(), _unknown_reason(unknown), resource.singular, looks, window,
+            )  # fmt: skip
+        what = f"{resource.natural_key} {key_value!r}" if key_value else f"url {fields.get('url')!r}"
+        since = dt.datetime.fromtimestamp(sent_at + self.clock.offset, dt.timezone.utc)
+        # A retry meets a record with the key (a create refused as taken; spaces, pixels and domains are
+        # looked up by name first; a link without alias by its URL among those made since the run was
+        # due: reconcile.create_or_reconcile) and takes it as its own by created_at.
+        looks_first = bool(key_value) or (resource is LINKS and bool(fields.get("url")))
+        after = (
+            "the task's retry looks for it again before creating" if looks_first else
+            "a retry would send it again"
+        )  # fmt: skip
+        error = LinkstatsOutcomeUnknownError(
+            f"{request.describe()}: {_unknown_reason(unknown)}; the {resource.singular} was looked up by {what} "
+            f"{looks} time(s) over {window:.0f} s (the late_commit_window extra of connection "
+            f"{self.settings.conn_id!r}) and none it could have made appeared, so it was not sent again (a "
+            f"late commit would make a twin): check the service for a {resource.singular} with {what} made since "
+            f"{since:%Y-%m-%d %H:%M:%S} UTC by its clock; {after}"
         )
+        error.retry_looks_first = looks_first
+        raise error
 
     def _created_earlier(
         self,
@@ -417,35 +448,42 @@ class LinkstatsClient:
         request: ApiRequest,
         fields: Mapping[str, Any],
         key_value: str | None,
-        sent_at: float | None,
+        sent_at: float,
         unknown: BaseException | None,
     ) -> dict[str, Any] | None:
         """The record a create whose outcome is unknown made, if it made one: looked up by its
         natural key where the service keeps it unique (a link's alias, a website's domain), else among
         the records made since ``sent_at`` (the worker's clock before the send, read on the service's)
-        by a link's URL or by the name of a space, pixel or domain. Found but not what was asked
-        (another long URL, another domain): another's, ``LinkstatsConflictError``. Several
-        candidates: unknown."""
+        by a link's URL or by the name of a space, pixel or domain.
+
+        A record is this create's only if the service created it after the send (its ``created_at``,
+        less the clock's margin) and it is what was asked. One under the key that is not what was
+        asked (another long URL, another domain): another's, ``LinkstatsConflictError``. One that
+        existed before the send: ``LinkstatsExistsError`` carrying it (``record``), for ``if_exists``
+        to decide. No ``Date`` from the service, or a candidate without ``created_at``: no evidence
+        either way, ``LinkstatsOutcomeUnknownError``; several candidates too."""
+        from airflow_provider_linkstats.client.records import parse_timestamp
         from airflow_provider_linkstats.client.verify import identity_differences
 
         reason = _unknown_reason(unknown)
-        # When it was sent, on the service's clock as learned by now (the answers since taught it).
-        since = None if sent_at is None else dt.datetime.fromtimestamp(sent_at + self.clock.offset, dt.timezone.utc)
         what = f"{resource.natural_key} {key_value!r}" if key_value else f"url {fields.get('url')!r}"
+        keyed = bool(key_value) and resource in (LINKS, WEBSITES)  # kept unique by the service: never ambiguous
+        if not keyed and not (resource is LINKS and fields.get("url")) and not key_value:
+            raise LinkstatsOutcomeUnknownError(
+                f"{request.describe()}: {reason}, so the {resource.singular} may have been created; "
+                f"without a {resource.natural_key} it cannot be looked up, so it was not sent again: "
+                "check the service before retrying"
+            )
         try:
-            if key_value and resource in (LINKS, WEBSITES):  # kept unique by the service: never ambiguous
+            if keyed:
+                assert key_value is not None
                 found = self.find_by_natural_key(resource, key_value, fields.get("domain_id"))
                 candidates = [found] if found is not None else []
-            elif since is not None and resource is LINKS and fields.get("url"):
-                candidates = self._made_since(LINKS, "url", str(fields["url"]), since, fields.get("domain_id"))
-            elif since is not None and key_value:  # a space's, pixel's or domain's name: not unique
-                candidates = self._made_since(resource, resource.natural_key, key_value, since, None)
             else:
-                raise LinkstatsOutcomeUnknownError(
-                    f"{request.describe()}: {reason}, so the {resource.singular} may have been created; "
-                    f"without a {resource.natural_key} it cannot be looked up, so it was not sent again: "
-                    "check the service before retrying"
-                )
+                # Read once the listing has answered: its Date tells the service's clock (none: no evidence).
+                since = functools.partial(self._sent_on_service_clock, request, sent_at, reason, resource)
+                field, value = ("url", str(fields["url"])) if resource is LINKS else (resource.natural_key, key_value)
+                candidates = self._made_since(resource, field, str(value), since, fields.get("domain_id"), request)
         except LinkstatsOutcomeUnknownError:
             raise
         except LinkstatsError as lookup_error:
@@ -476,34 +514,96 @@ class LinkstatsClient:
             )
             error.record_id = record.get("id")
             raise error
+        if keyed:  # the key's record: this create's only if the service made it after the send
+            since = self._sent_on_service_clock(request, sent_at, reason, resource)
+            created = parse_timestamp(record.get("created_at"))
+            if created is None:
+                raise LinkstatsOutcomeUnknownError(
+                    f"{request.describe()}: {reason}; {resource.singular} id={record.get('id')} has {what} but no "
+                    "readable created_at, so whether this create made it is unknown (no evidence either way); it "
+                    f"was not sent again: check whether {resource.singular} id={record.get('id')} is yours"
+                )
+            if created < since - dt.timedelta(seconds=self.clock.margin + 1.0):
+                error = LinkstatsExistsError(
+                    f"{request.describe()}: {reason}; a {resource.singular} with {what} exists (id={record.get('id')}, "
+                    f"created {created:%Y-%m-%d %H:%M:%S} UTC by the service's clock, before this create was sent "
+                    f"at {since:%H:%M:%S}): it is not this create's, and nothing was written to it",
+                    conn_id=self.settings.conn_id,
+                )
+                error.record_id, error.record = record.get("id"), record
+                raise error
         log.warning(
-            "Linkstats %s: %s, but the %s exists as asked (id=%s, found by %s); not sending again",
+            "Linkstats %s: %s, but the %s exists as asked, made after the send (id=%s, found by %s); not sending again",
             request.describe(), reason, resource.singular, record.get("id"), what,
         )  # fmt: skip
         return record
 
+    def _sent_on_service_clock(
+        self, request: ApiRequest, sent_at: float, reason: str, resource: Resource
+    ) -> dt.datetime:
+        """When a create was sent, on the service's clock as learned by now (the look-up's answer
+        taught it). A service that sends no ``Date``: no evidence, ``LinkstatsOutcomeUnknownError``."""
+        if not self.clock.known:
+            raise LinkstatsOutcomeUnknownError(
+                f"{request.describe()}: {reason}; the service's answers carry no Date header, so a "
+                f"{resource.singular}'s created_at cannot be compared with when this create was sent (no "
+                "evidence either way); it was not sent again: check the service before retrying (and why its "
+                "answers lack a Date header: a proxy that strips it?)"
+            )
+        return dt.datetime.fromtimestamp(sent_at + self.clock.offset, dt.timezone.utc)
+
+    def links_made_since(
+        self, url: str, since: dt.datetime | Callable[[], dt.datetime], domain_id: Any = None
+    ) -> list[dict[str, Any]]:
+        """Links with the long URL ``url`` created at or after ``since`` (the service's clock; a
+        callable is read once the listing has answered), less the clock's margin: what a task's
+        retry looks for before creating a link without alias again."""
+        return self._made_since(LINKS, "url", url, since, domain_id)
+
     def _made_since(
-        self, resource: Resource, field: str, value: str, since: dt.datetime, domain_id: Any
+        self,
+        resource: Resource,
+        field: str,
+        value: str,
+        since: dt.datetime | Callable[[], dt.datetime],
+        domain_id: Any,
+        request: ApiRequest | None = None,
     ) -> list[dict[str, Any]]:
         """Records whose ``field`` is ``value`` (a link's long URL, a space's name), on ``domain_id``,
-        created at or after ``since`` (newest first: the walk stops at the first older one)."""
+        created at or after ``since`` less the clock's margin (newest first: the walk stops at the
+        first older one). A matching record without ``created_at`` is no evidence either way:
+        ``LinkstatsOutcomeUnknownError``."""
         from airflow_provider_linkstats.client.records import parse_timestamp
         from airflow_provider_linkstats.client.verify import same_text
 
-        # created_at keeps whole seconds; the clock's own uncertainty aside, nothing older is this create's
-        earliest = since - dt.timedelta(seconds=self.clock.uncertainty + 1.0)
+        earliest: dt.datetime | None = None
         found = []
         filters = {"search": value, "search_by": field, "sort_by": "id", "sort": "desc"}
         for record in self.iter(resource, filters):
-            created = parse_timestamp(record.get("created_at"))
-            if created is None or created < earliest:
-                break
+            if earliest is None:  # after the first page (``since`` may need its Date)
+                moment = since() if callable(since) else since
+                # created_at keeps whole seconds; the clock's uncertainty and margin aside, nothing older is
+                # this create's
+                earliest = moment - dt.timedelta(seconds=self.clock.margin + 1.0)
             if not isinstance(record.get(field), str) or not same_text(value, record[field]):
                 continue
             on = record_domain_id(record)
             if domain_id is not None and on is not None and str(on) != str(domain_id):
                 continue
+            created = parse_timestamp(record.get("created_at"))
+            if created is None:
+                asked = request.describe() if request is not None else f"a create of a {resource.singular}"
+                raise LinkstatsOutcomeUnknownError(
+                    f"{asked}: its outcome is unknown, and {resource.singular} id={record.get('id')} with {field} "
+                    f"{value!r} has no readable created_at, so whether this create made it is unknown (no evidence "
+                    f"either way); it was not sent again: check whether {resource.singular} id={record.get('id')} "
+                    "is yours before retrying"
+                )
+            if created < earliest:
+                break
             found.append(record)
+        if earliest is None and callable(since):
+            since()  # nothing listed: still, an answer without Date is no evidence either way
         return found
 
     def _domain_relearned(self, fields: Mapping[str, Any]) -> int | None:

@@ -123,9 +123,11 @@ class LinkstatsValidationError(LinkstatsApiError):
 
 
 class LinkstatsExistsError(LinkstatsValidationError):
-    """A create with ``if_exists="fail"`` met a record with the same natural key (``record_id``)."""
+    """A create with ``if_exists="fail"`` met a record with the same natural key (``record_id``;
+    ``record``: the record itself, when a create whose outcome was unknown found it older than its send)."""
 
     record_id: object = None
+    record: dict | None = None
 
 
 class LinkstatsConflictError(LinkstatsExistsError):
@@ -187,7 +189,13 @@ class LinkstatsOutcomeUnknownError(LinkstatsError):
     The record may or may not exist. Repeating the call blindly could create a twin, so the
     client stops here; check the service before retrying. A link with an alias (or a website, by
     its domain) is looked up by it, which is never ambiguous.
+
+    ``retry_looks_first``: nothing was found within the late-commit window, and the task's retry
+    finds the record before creating again (a create refused as taken, a look-up by name), taking
+    it as its own by its ``created_at``: such a task is left to its retries.
     """
+
+    retry_looks_first: bool = False
 
 
 def describe_field_errors(errors: dict[str, list[str]]) -> str:
@@ -210,6 +218,8 @@ def is_permanent(error: BaseException) -> bool:
     """Whether no retry of the task can mend it: bad input, a 4xx other than 429, or a create whose
     outcome is unknown (sending it again could make a twin), a connection that is missing or of the
     wrong type, a TLS handshake that failed. Operators fail such tasks at once."""
+    if isinstance(error, LinkstatsOutcomeUnknownError) and error.retry_looks_first:
+        return False  # the task's retry looks for the record before creating: no twin
     never_mended = (LinkstatsInputError, LinkstatsOutcomeUnknownError, LinkstatsConfigError, LinkstatsExistsError)
     if isinstance(error, never_mended) or getattr(error, "permanent", False):
         return True

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import threading
 import time
 from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import replace
@@ -313,17 +314,17 @@ class KnownService:
     def _recalled(self, facts: Facts | ServiceProfile, recalled: bool) -> ServiceProfile:
         profile = facts if isinstance(facts, ServiceProfile) else self._from_facts(facts)
         assert profile is not None
-        if recalled:
+        if recalled and _first_time(("found", self.conn_id, profile.root, profile.learned_at)):
             self.log.info(
                 "Linkstats connection %r: %s at %s, %s (host cache; no request sent)",
                 self.conn_id, profile.spoken.label, profile.root,
                 _learned_when(profile.learned_at, "found"),
             )  # fmt: skip
-            if profile.account_read:
-                self.log.info(
-                    "Linkstats connection %r: %s", self.conn_id,
-                    describe_account(profile, _learned_when(profile.account_read_at, "read")),
-                )  # fmt: skip
+        if recalled and profile.account_read and _first_time(("read", self.conn_id, profile.account_read_at)):
+            self.log.info(
+                "Linkstats connection %r: %s", self.conn_id,
+                describe_account(profile, _learned_when(profile.account_read_at, "read")),
+            )  # fmt: skip
         if self.pinned is not None and profile.generation != self.pinned.name:
             profile = replace(profile, generation=self.pinned.name)  # the extra decides
         return profile
@@ -398,6 +399,20 @@ class KnownService:
                 self.profile.generation,
             )
             self.forget(f"a write's answer did not hold what was sent as {self.profile.generation}")
+
+
+# The host-cache facts this process has said where they came from: a task says it once, however
+# many hooks (or recalls of one hook) read them.
+_SAID: set[tuple[Any, ...]] = set()
+_SAID_LOCK = threading.Lock()
+
+
+def _first_time(fact: tuple[Any, ...]) -> bool:
+    with _SAID_LOCK:
+        if fact in _SAID:
+            return False
+        _SAID.add(fact)
+        return True
 
 
 def _learned_when(moment: float, verb: str) -> str:

@@ -85,6 +85,7 @@ class RateLimiter:
         self._next_send = 0.0  # earliest start of the next request while spreading
         self._in_flight = 0
         self.waited = 0.0  # total seconds callers were held back (for progress lines and benchmarks)
+        self.sent = 0  # requests let go: progress lines measure what one unit of work costs from it
         self.throttled = 0  # 429 answers seen
         self.windows_seen = 0  # new server windows noticed (refills)
         # Told the seconds of each wait as it begins (from the waiting thread): a long run's
@@ -113,6 +114,7 @@ class RateLimiter:
             if remaining is None:  # nothing known yet: the first request finds out
                 self._in_flight += 1
                 self._sent_in_window += 1
+                self.sent += 1
                 return 0.0
             if remaining <= 0:
                 if self._reset_at is None:
@@ -128,7 +130,15 @@ class RateLimiter:
             self._remaining = remaining - 1
             self._in_flight += 1
             self._sent_in_window += 1
+            self.sent += 1
             return 0.0
+
+    @property
+    def answered(self) -> int:
+        """Requests let go whose answer (or failure) is in: what progress lines measure a unit's cost
+        by (requests still out would make the first units look dearer than they are)."""
+        with self._lock:
+            return self.sent - self._in_flight
 
     def now(self) -> float:
         """The limiter's clock: a client stamps a request with it to pass as ``observe(sent_at=)``."""

@@ -42,6 +42,8 @@ IF_EXISTS_CHOICES = ("fail", "skip", "update")
 SERVICE_UNIQUE = frozenset({LINKS.name, WEBSITES.name})
 
 CREATED, SKIPPED, UPDATED = "created", "skipped", "updated"
+# Made by an earlier try of this task (its worker was lost after the service committed): this task's own.
+CREATED_EARLIER = "created_earlier"
 
 
 def creates_first(resource: Resource) -> bool:
@@ -141,22 +143,27 @@ def create_or_reconcile(
 
     "skip" never writes to another's record: one that differs in what identifies it (a link's long
     URL, a website's domain: ``verify.IDENTIFYING``) raises ``LinkstatsConflictError``. Fields the
-    service left unset are filled in only on a record created at or after ``made_since()`` (the
-    run's start on the service's clock: a record an earlier try of this run made); without it, never.
+    service left unset are filled in only on a record created at or after ``made_since()`` (on the
+    service's clock, the moment before which no try of this task sent anything: a record an earlier
+    try made); such a record is this task's own whatever ``if_exists`` ("fail" too: a lost worker's
+    retry takes its first try's link), outcome "created_earlier". Without ``made_since``, never.
     Spaces, pixels and domains, whose names the service does not keep unique, are looked up first.
     """
     if_exists = check_choice("if_exists", if_exists, IF_EXISTS_CHOICES)
     log = log or logging.getLogger(__name__)
     key = fields.get(resource.natural_key)
     if is_blank(key):
-        return records.create_record(fields, resource), CREATED
+        earlier = _earlier_link_by_url(records, resource, fields, made_since, log)
+        if earlier is not None:
+            return earlier, CREATED_EARLIER
+        return _create(records, fields, resource, if_exists, conn_id, log, made_since)
     if not creates_first(resource):
         existing = records.find(str(key), fields.get("domain_id"), resource)
         if existing is None:
-            return records.create_record(fields, resource), CREATED
+            return _create(records, fields, resource, if_exists, conn_id, log, made_since)
         return _meet_existing(records, existing, fields, if_exists, resource, None, conn_id, log, made_since)
     try:
-        return records.create_record(fields, resource), CREATED
+        return _create(records, fields, resource, if_exists, conn_id, log, made_since)
     except LinkstatsValidationError as error:
         if not is_taken(error, resource):
             raise
@@ -169,6 +176,76 @@ def create_or_reconcile(
             f"{resource.singular} the API key of connection {conn_id!r} can see{where}"
         ) from taken
     return _meet_existing(records, existing, fields, if_exists, resource, taken, conn_id, log, made_since)
+
+
+def _earlier_link_by_url(
+    records: Records,
+    resource: Resource,
+    fields: JsonDict,
+    made_since: Callable[[], dt.datetime | None] | None,
+    log: logging.Logger | logging.LoggerAdapter[Any],
+) -> JsonDict | None:
+    """On a retry (``made_since`` known), a link without alias is first looked for by its long URL
+    among the links created since no try of this task had sent anything: an earlier try's create
+    may have landed after its try stopped. One: this task's own. Several: which is unknown,
+    ``LinkstatsOutcomeUnknownError``. Costs one listing request, on retries only."""
+    from airflow_provider_linkstats.client.errors import LinkstatsOutcomeUnknownError
+
+    find = getattr(records, "find_made_since", None)
+    url = fields.get("url")
+    if resource is not LINKS or find is None or made_since is None or is_blank(url):
+        return None
+    if made_since() is None:  # the first try: no earlier try made anything
+        return None
+
+    def since() -> dt.datetime:
+        moment = made_since()  # read once the listing has answered: its Date taught the clock
+        assert moment is not None
+        return moment
+
+    found = find(str(url), since, fields.get("domain_id"))
+    if not found:
+        return None
+    if len(found) > 1:
+        ids = ", ".join(str(record.get("id")) for record in found)
+        raise LinkstatsOutcomeUnknownError(
+            f"links {ids} have url {url!r} and were made since this task's first try could have sent its create, "
+            "so which one an earlier try made is unknown (give links an alias so that a retry finds its own); "
+            "nothing was sent: check them before retrying"
+        )
+    log.warning(
+        "link with url %r exists (id=%s, created %s), made by an earlier try of this task: taken as this task's "
+        "own, not sent again", url, found[0].get("id"), found[0].get("created_at"),
+    )  # fmt: skip
+    return found[0]
+
+
+def _create(
+    records: Records,
+    fields: JsonDict,
+    resource: Resource,
+    if_exists: str,
+    conn_id: str | None,
+    log: logging.Logger | logging.LoggerAdapter[Any],
+    made_since: Callable[[], dt.datetime | None] | None,
+) -> tuple[JsonDict, str]:
+    """The create; one whose outcome was unknown and whose look-up found an older record under the
+    key (someone's from before the send, never this create's: ``LinkstatsExistsError.record``) is
+    met as ``if_exists`` says."""
+    try:
+        return records.create_record(fields, resource), CREATED
+    except LinkstatsConflictError:
+        raise
+    except LinkstatsExistsError as error:
+        if error.record is None:
+            raise
+        found = error
+    try:
+        return _meet_existing(records, found.record, fields, if_exists, resource, None, conn_id, log, made_since)
+    except LinkstatsConflictError:
+        raise
+    except LinkstatsExistsError as met:  # "fail": the look-up's own words say why it is not this create's
+        raise found.reworded(f"{found.message}; {met.message.split(':', 1)[0]}") from met
 
 
 def _meet_existing(
@@ -185,6 +262,25 @@ def _meet_existing(
     """``if_exists`` applied to the record found under the create's natural key."""
     noun, key_name = resource.singular, resource.natural_key
     key, record_id = fields.get(key_name), existing.get("id")
+    # An earlier try of this task made it (its worker was lost after the service committed): by the
+    # service's clock it was created after the moment no try of this task had sent anything before
+    # (``made_since()``: the task's evidence, which a clear does not move) and it is what was asked.
+    since = made_since() if made_since is not None else None  # asked now: the clock has heard the service
+    ours = (
+        since is not None
+        and created_since(existing, since, slack=0)
+        and not identity_differences(resource, fields, existing)
+    )
+    if ours and if_exists != "update":
+        repair = records.unset_fields(existing, fields, resource)
+        record = records.update_record(record_id, repair, resource) if repair else existing
+        log.warning(
+            "%s with %s %r exists (id=%s), made by an earlier try of this task (created %s, after %s by the "
+            "service's clock): taken as this task's own, not sent again%s", noun, key_name, key, record_id,
+            existing.get("created_at"), f"{since:%Y-%m-%d %H:%M:%S} UTC",
+            f"; {', '.join(sorted(repair))} updated as asked (a write the service ignored)" if repair else "",
+        )  # fmt: skip
+        return record, CREATED_EARLIER
     if if_exists == "fail":
         message = (
             f"set if_exists='skip' to reuse it or if_exists='update' to overwrite its fields: a {noun} with "
@@ -195,21 +291,9 @@ def _meet_existing(
         others = identity_differences(resource, fields, existing)
         if others:  # another's record: "skip" never writes to it, nor reports it as ours
             raise conflict_error(resource, existing, others, key, taken, conn_id)
-        # Fields the service left unset are filled in only on a record this run made (an earlier
-        # try's write it ignored); an older record is someone's as it is.
-        since = made_since() if made_since is not None else None  # asked now: the clock has heard the service
-        ours = since is not None and created_since(existing, since)
-        repair = records.unset_fields(existing, fields, resource) if ours else {}
-        if not repair:
-            log.info("%s with %s %r exists (id=%s); skipped", noun, key_name, key, record_id)
-            return existing, SKIPPED
-        record = records.update_record(record_id, repair, resource)
-        log.warning(
-            "%s with %s %r exists (id=%s, made by an earlier try of this run) without %s as asked (a write "
-            "the service ignored); those fields were updated", noun, key_name, key, record_id,
-            ", ".join(sorted(repair)),
-        )  # fmt: skip
-        return record, UPDATED
+        # An older record is someone's as it is: nothing is filled in on it.
+        log.info("%s with %s %r exists (id=%s); skipped", noun, key_name, key, record_id)
+        return existing, SKIPPED
     record = records.update_record(record_id, updatable(resource, fields), resource)
     log.info("%s with %s %r exists (id=%s); updated", noun, key_name, key, record_id)
     return record, UPDATED
@@ -242,6 +326,11 @@ class ClientRecords:
 
             natural_key = stored_key(natural_key, self.client.generation(WEBSITES.service))
         return self.client.find_by_natural_key(resource, natural_key, domain_id)
+
+    def find_made_since(self, url: str, since: Any, domain_id: int | str | None = None) -> list[JsonDict]:
+        if is_blank(domain_id):
+            domain_id = self.client.default_domain_id()
+        return self.client.links_made_since(url, since, domain_id)
 
     def unset_fields(self, record: JsonDict, fields: JsonDict, resource: Resource | None = None) -> JsonDict:
         from airflow_provider_linkstats.client.verify import unset_fields

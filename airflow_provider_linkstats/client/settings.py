@@ -22,6 +22,10 @@ DEFAULT_MAX_RETRIES = 3
 DEFAULT_RETRY_WAIT = 0.5  # first backoff wait; doubles each retry, with jitter
 DEFAULT_RETRY_WAIT_MAX = 30.0  # cap of one backoff wait
 DEFAULT_MAX_RATE_LIMIT_WAIT = 120.0  # real installs ask for 30-60 s after a 429; more is a real outage
+# How long a create answered 502/503/504 (or lost) is looked for before it is called "outcome unknown":
+# a gateway's usual upstream timeout (nginx's proxy_read_timeout), past which the PHP request behind it
+# has ended too. A create is never sent again within it (a late commit would make a twin).
+DEFAULT_LATE_COMMIT_WINDOW = 60.0
 DEFAULT_WINDOW = 60.0  # seconds of a rate-limit window assumed until the server shows another (real installs: a minute)
 POOL_SIZE = 16  # connections per sync client; a bulk delete runs at most this many threads
 DEFAULT_MAX_WORKERS = 8  # threads of a bulk delete (at most POOL_SIZE)
@@ -45,6 +49,7 @@ class ClientSettings:
     retry_wait: float = DEFAULT_RETRY_WAIT
     retry_wait_max: float = DEFAULT_RETRY_WAIT_MAX
     max_rate_limit_wait: float = DEFAULT_MAX_RATE_LIMIT_WAIT  # longest Retry-After honoured
+    late_commit_window: float = DEFAULT_LATE_COMMIT_WINDOW  # seconds an unknown create is looked for
     rate_limit_window: float | None = None  # seconds; None: learned from the server's answers
     timezone: str | None = None  # the service's zone for expiration_date/time; None: the account's
     default_domain_id: int | None = None  # links: domain of creates that name none

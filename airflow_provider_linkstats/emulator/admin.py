@@ -36,7 +36,7 @@ from typing import Any
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse
 
-from airflow_provider_linkstats.emulator.errors import ApiError
+from airflow_provider_linkstats.emulator.errors import ApiError, ValidationFailed
 from airflow_provider_linkstats.emulator.state import EmulatorState
 
 ADMIN_PREFIX = "/__emulator__"
@@ -191,6 +191,8 @@ def _call(control: Any, /, *args: Any, **kwargs: Any) -> Any:
     """Run a control method; a bad argument is the caller's 422, not the emulator's 500."""
     try:
         return control(*args, **kwargs)
+    except ValidationFailed as error:  # a seeded record the API would refuse: its field errors, as JSON
+        raise ApiError(422, {"message": str(error), "errors": error.errors}) from None
     except (TypeError, ValueError) as error:
         raise _bad(str(error)) from None
 

@@ -29,6 +29,10 @@ class ValidationFailed(ApiError, ValueError):
         self.errors = {k: list(v) for k, v in errors.items()}
         super().__init__(422, {"message": self.errors, "status": 422})
 
+    def __str__(self) -> str:
+        """The field errors as a sentence (``url: The url field must be a valid URL.``), not a dict's repr."""
+        return "; ".join(f"{field}: {' '.join(messages)}" for field, messages in self.errors.items())
+
 
 def not_found() -> ApiError:
     return ApiError(404, {"message": spec.NOT_FOUND, "status": 404})

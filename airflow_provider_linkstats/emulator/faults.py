@@ -22,6 +22,7 @@ class FaultRule:
     body: str | None = None  # None: a JSON {"message": ...}
     content_type: str = "text/html; charset=utf-8"
     after_commit: bool = False  # handle the request (the change is committed), then answer ``status``
+    commit_after: float | None = None  # answer ``status`` at once, handle the request this many seconds later
 
     def matches(self, method: str, path: str) -> bool:
         relative = paths.api_relative(path)
@@ -131,6 +132,7 @@ class Faults:
         body: str | None = None,
         content_type: str = "text/html; charset=utf-8",
         after_commit: bool = False,
+        commit_after: float | None = None,
     ) -> None:
         """Answer the next ``count`` matching API requests with ``status`` instead of handling them.
 
@@ -138,19 +140,26 @@ class Faults:
         (an HTML error page, truncated JSON...) instead of the JSON message; with ``after_commit``
         and no body, a proxy's own HTML page. ``after_commit``: the request is handled first (a
         create or update is committed) and its answer replaced, as a gateway that gave up waiting
-        for a PHP request that still ran to the end (502, 504; a proxy's 503).
+        for a PHP request that still ran to the end (502, 504; a proxy's 503). ``commit_after``
+        (seconds): the gateway answers at once (a proxy's HTML page unless ``body``) and the request
+        is handled (committed) that much later, as a PHP request that runs on after its gateway gave up.
         """
         if not 200 <= int(status) <= 599:
             raise ValueError(f"status must be a final HTTP status (200-599), got {status!r}")
+        if commit_after is not None and (
+            isinstance(commit_after, bool) or not isinstance(commit_after, (int, float)) or commit_after < 0
+        ):
+            raise ValueError(f"commit_after must be a number of seconds >= 0, got {commit_after!r}")
         rule = FaultRule(
             _count(count),
             _method(method),
             api_path_prefix(path_prefix),
             int(status),
             _retry_after(retry_after),
-            body if body is not None or not after_commit else proxy_page(int(status)),
+            body if body is not None or not (after_commit or commit_after is not None) else proxy_page(int(status)),
             content_type,
             bool(after_commit),
+            None if commit_after is None else float(commit_after),
         )
         with self._lock:
             self._fail.append(rule)

@@ -90,7 +90,15 @@ class FaultsAndStats:
         decision = self.faults.take(method, path)
         if decision.latency:
             await asyncio.sleep(decision.latency)
-        if decision.fail is not None and decision.fail.after_commit:
+        if decision.fail is not None and decision.fail.commit_after is not None:
+            body = await _read_body(receive)  # kept: the request is handled after its answer went out
+            await _answer(noting_status, decision.fail)  # a gateway answers at once...
+            later = asyncio.get_running_loop().create_task(  # ...and the PHP request commits later
+                _handle_later(self.app, scope, body, decision.fail.commit_after)
+            )
+            _RUNNING_ON.add(later)  # held until done (the loop keeps only a weak reference)
+            later.add_done_callback(_RUNNING_ON.discard)
+        elif decision.fail is not None and decision.fail.after_commit:
             await self.app(scope, receive, _discard)  # the change is committed...
             await _answer(noting_status, decision.fail)  # ...and a gateway answers in its place
         elif decision.fail is not None:
@@ -181,6 +189,35 @@ async def too_many(send: Any, verdict: Verdict, as_json: bool) -> None:
     headers += [(k.lower().encode(), v.encode()) for k, v in verdict.headers().items()]
     await send({"type": "http.response.start", "status": 429, "headers": headers})
     await send({"type": "http.response.body", "body": body})
+
+
+_RUNNING_ON: set[asyncio.Task[None]] = set()  # requests handled after their gateway answered (``commit_after``)
+
+
+async def _read_body(receive: Any) -> bytes:
+    body = b""
+    while True:
+        message = await receive()
+        if message["type"] != "http.request":
+            return body
+        body += message.get("body", b"")
+        if not message.get("more_body"):
+            return body
+
+
+async def _handle_later(app: Any, scope: Scope, body: bytes, delay: float) -> None:
+    """Handle a request ``delay`` seconds from now (its answer discarded), from its kept body."""
+    await asyncio.sleep(delay)
+    sent = False
+
+    async def replay() -> Any:
+        nonlocal sent
+        if sent:
+            return {"type": "http.disconnect"}
+        sent = True
+        return {"type": "http.request", "body": body, "more_body": False}
+
+    await app(scope, replay, _discard)
 
 
 async def _answer(send: Any, rule: FaultRule) -> None:

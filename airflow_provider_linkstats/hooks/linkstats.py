@@ -85,6 +85,8 @@ class LinkstatsBaseHook(BaseHook):
     :param max_retries: overrides the connection's ``max_retries`` extra.
     :param retry_wait: first backoff wait in seconds (doubles each retry, capped by ``retry_wait_max``).
     :param pool_size: HTTP connections kept by the sync client (a bulk delete's thread count at most).
+    :param late_commit_window: seconds a create answered 502/503/504 (or lost) is looked for before
+        "outcome unknown" (the connection's extra of that name; default 60).
     :param rate_limit_window: seconds of the service's rate-limit window, pinned. Without it the
         window is learned from the service's answers (Retry-After, X-RateLimit-Reset, Remaining
         refilling), assuming a minute, as on real installs, until they show another.
@@ -105,10 +107,11 @@ class LinkstatsBaseHook(BaseHook):
         retry_wait_max: float = DEFAULT_RETRY_WAIT_MAX,
         pool_size: int = POOL_SIZE,
         rate_limit_window: float | None = None,
+        late_commit_window: float | None = None,
     ) -> None:
         super().__init__()
         self.linkstats_conn_id = linkstats_conn_id or self.default_conn_name
-        self._overrides = {"timeout": timeout, "max_retries": max_retries}
+        self._overrides = {"timeout": timeout, "max_retries": max_retries, "late_commit_window": late_commit_window}
         self._tuning = {"retry_wait": retry_wait, "retry_wait_max": retry_wait_max, "pool_size": pool_size}
         if rate_limit_window is not None:
             self._tuning["rate_limit_window"] = rate_limit_window
@@ -165,6 +168,7 @@ class LinkstatsBaseHook(BaseHook):
             verify_ssl=values["verify_ssl"],
             max_retries=int(values["max_retries"]),
             max_rate_limit_wait=float(values["max_rate_limit_wait"]),
+            late_commit_window=float(values["late_commit_window"]),
             timezone=values["timezone"],
             default_domain_id=values.get("default_domain_id"),
             conn_id=self.linkstats_conn_id,
@@ -407,14 +411,18 @@ class LinkstatsBaseHook(BaseHook):
         if_exists: str = "fail",
         resource: Resource | None = None,
         *,
+        tries_since: Any = None,
         run_start: Any = None,
     ) -> tuple[JsonDict, str]:
-        """Create, or meet the record with the same natural key: (record, "created" | "skipped" |
-        "updated"); ``if_exists`` "fail", "skip" or "update" (``client/reconcile.py`` says how).
-        ``run_start``: when the DAG run started (its ``start_date``); a record created since, by the
-        service's clock, is this run's, and only such a record has unset fields filled in on "skip"."""
+        """Create, or meet the record with the same natural key: (record, "created" | "created_earlier" |
+        "skipped" | "updated"); ``if_exists`` "fail", "skip" or "update" (``client/reconcile.py`` says how).
+        ``tries_since``: the moment (Airflow's clock) before which no try of this task sent anything
+        (``operators.base.earlier_tries_since``); a record created since, by the service's clock, with
+        what was asked is an earlier try's: this task's own ("created_earlier"), unset fields filled
+        in. ``run_start``: the same, under its former name."""
         from airflow_provider_linkstats.client.reconcile import create_or_reconcile
 
+        run_start = tries_since if tries_since is not None else run_start
         resource = resource or self.resource
         return create_or_reconcile(
             self,
@@ -537,6 +545,12 @@ class LinkstatsLinksHook(LinkstatsBaseHook):
             return super().find(natural_key, domain_id, resource)
         domain = domain_id if not is_blank(domain_id) else self.default_domain_id()
         return super().find(natural_key, domain)
+
+    def find_made_since(self, url: str, since: Any, domain_id: int | str | None = None) -> list[JsonDict]:
+        """Links with the long URL ``url`` created since ``since`` (the service's clock, or a callable
+        giving it): what a retry looks for before creating a link without alias again."""
+        domain = domain_id if not is_blank(domain_id) else self.default_domain_id()
+        return self.client.links_made_since(url, since, domain)
 
     def default_domain_id(self) -> int | None:
         """The ``default_domain_id`` extra, else the account's default domain (read once), else None."""

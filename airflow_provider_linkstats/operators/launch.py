@@ -137,10 +137,11 @@ class LinkstatsBulkCreateLinksOperator(LinksServiceMixin, LinkstatsLineageMixin,
                 None,
                 f"an object-storage URL for the full result of {len(items)} links (more than xcom_limit={limit})",
             )
-        from airflow_provider_linkstats.operators.base import run_started
+        from airflow_provider_linkstats.operators.base import earlier_tries_since
 
+        since, known = earlier_tries_since(context)
         launch = Launch(
-            self.hook, items, if_exists=if_exists, workers=workers, log=self.log, run_start=run_started(context)
+            self.hook, items, if_exists=if_exists, workers=workers, log=self.log, run_start=since, known=known
         )
         outcome = launch.run()
         self.touched_ids = tuple(entry["id"] for entry in outcome.links.values())
@@ -378,14 +379,24 @@ BEFORE_RUN, BEFORE_TRY = "before the run", "before this try"
 class Launch:
     """One bulk create: walk once, then create (or mend) what is missing, concurrently.
 
-    ``run_start``: when the DAG run started (``dag_run.start_date``). A link found by the walk
-    whose ``created_at`` (the service's clock) is at or after it was made by an earlier try of this
-    run: the run's start and the records both outlive a killed worker, where the earlier try's
-    XCom and memory do not, and it costs no request (the walk reads ``created_at`` anyway).
+    ``run_start``: the moment before which no try of this task sent anything (``earlier_tries_since``:
+    the run's ``run_after``, which neither a retry nor a clear moves; None on the first try, with
+    ``known``). A link found by the walk whose ``created_at`` (the service's clock) is after it was
+    made by an earlier try of this run: that moment and the records both outlive a killed worker and
+    a clear, where the earlier try's XCom and memory do not, and it costs no request (the walk reads
+    ``created_at`` anyway).
     """
 
     def __init__(
-        self, hook: Any, items: list[Item], *, if_exists: str, workers: int, log: Any, run_start: Any = None
+        self,
+        hook: Any,
+        items: list[Item],
+        *,
+        if_exists: str,
+        workers: int,
+        log: Any,
+        run_start: Any = None,
+        known: bool | None = None,
     ) -> None:
         self.hook = hook
         self.items = items
@@ -393,6 +404,8 @@ class Launch:
         self.workers = workers
         self.log = log
         self.run_start = run_start
+        # Whether who made a link can be told: in a DAG run (on its first try no earlier try made any).
+        self.known = run_start is not None if known is None else known
         self.run_since: Any = None  # the run's start on the service's clock, once it has answered
         self.outcome = Outcome()
         self.outcome.rows = {item.alias: item.named for item in items}
@@ -420,7 +433,9 @@ class Launch:
             self.refuse_conflicts(existing)  # before any write: "skip" never touches another's link
         total = len(prepared)
         limiter = getattr(self.hook.client, "limiter", None)
-        progress = LaunchProgress(total, log=self.log, pace=lambda: _pace(limiter))
+        progress = LaunchProgress(
+            total, log=self.log, pace=lambda: _pace(limiter), requests=lambda: getattr(limiter, "answered", None)
+        )
         every = max(1, min(100, total // 10))
         told = getattr(limiter, "on_wait", None)
         if limiter is not None:
@@ -510,7 +525,7 @@ class Launch:
         from airflow_provider_linkstats.client.reconcile import created_since
 
         if self.run_since is None:
-            return BEFORE_TRY
+            return BEFORE_RUN if self.known else BEFORE_TRY  # known: the first try, no earlier try made any
         return EARLIER_TRY if created_since(record, self.run_since, slack=0) else BEFORE_RUN
 
     def one(
@@ -518,13 +533,26 @@ class Launch:
     ) -> tuple[dict[str, Any], str, str]:
         """Create one link, or meet the existing one as ``if_exists`` says: (record, outcome, made_by)."""
         from airflow_provider_linkstats.client.reconcile import SKIPPED, UPDATED, updatable
+        from airflow_provider_linkstats.client.verify import identity_differences
 
         if existing is None:  # created first; a 422 "taken" (a concurrent launch) is reconciled there
-            record, outcome = self.hook.create_or_reconcile(fields, self.if_exists, run_start=self.run_start)
+            record, outcome = self.hook.create_or_reconcile(fields, self.if_exists, tries_since=self.run_start)
             if outcome == "created":
                 return record, outcome, THIS_TRY
             return record, self._kept(record, outcome), self.made_by(record)
         made_by = self.made_by(existing)
+        ours = made_by == EARLIER_TRY and not identity_differences(LINKS, item.fields, existing)
+        if ours and self.if_exists != "update":
+            # Our own link (its try's worker was lost): fields the service left unset (a write it
+            # ignored) are filled in.
+            repair = self.hook.unset_fields(existing, item.fields)
+            if repair:
+                self.log.warning(
+                    "%s: link id=%s, made by an earlier try of this run, lacks %s as asked; updating them",
+                    self.outcome.rows[item.alias], existing.get("id"), ", ".join(sorted(repair)),
+                )  # fmt: skip
+                return self.hook.update_record(existing["id"], repair), "created_earlier", made_by
+            return existing, "created_earlier", made_by
         if self.if_exists == "fail":
             from airflow_provider_linkstats.client.errors import LinkstatsExistsError
 
@@ -537,16 +565,6 @@ class Launch:
         if self.if_exists == "update":
             # The row as given: a duration counts from this update, not from the launch's start.
             return self.hook.update_record(existing["id"], updatable(LINKS, item.fields)), UPDATED, made_by
-        if made_by == EARLIER_TRY:
-            # Our own link: fields the service left unset (a write it ignored) are filled in.
-            repair = self.hook.unset_fields(existing, item.fields)
-            if repair:
-                self.log.warning(
-                    "%s: link id=%s, made by an earlier try of this run, lacks %s as asked; updating them",
-                    self.outcome.rows[item.alias], existing.get("id"), ", ".join(sorted(repair)),
-                )  # fmt: skip
-                return self.hook.update_record(existing["id"], repair), "created_earlier", made_by
-            return existing, "created_earlier", made_by
         return existing, SKIPPED, made_by
 
     def _kept(self, record: dict[str, Any], outcome: str) -> str:

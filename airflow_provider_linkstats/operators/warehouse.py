@@ -126,7 +126,13 @@ class LinkstatsStatsToWarehouseOperatorBase(LinkstatsBaseOperator):
 
         from airflow_provider_linkstats.client.errors import LinkstatsInputError
         from airflow_provider_linkstats.client.generations import ACCOUNT_OFFSET, ACCOUNT_ZONE
-        from airflow_provider_linkstats.client.warehouse import aware, bucketing_zone, label_offset, plan_days, selection_key
+        from airflow_provider_linkstats.client.warehouse import (
+            aware,
+            bucketing_zone,
+            label_offset,
+            plan_days,
+            selection_key,
+        )
 
         breakdown = self._breakdown()
         schema = self.schema_for(breakdown)
@@ -177,9 +183,11 @@ class LinkstatsStatsToWarehouseOperatorBase(LinkstatsBaseOperator):
             if plan.incomplete else "",
         )  # fmt: skip
         result = self.load(plan, sink, generation, statistic, breakdown, ids, filters)
+        from airflow_provider_linkstats.streaming import counted
+
         self.log.info(
-            "loaded %d rows for %d days into %s: %d requests (the minimum: %d)",
-            result["rows"], len(plan.days), sink.describe(), result["requests"], result["minimum_requests"],
+            "loaded %s for %s into %s: %d requests (the minimum: %d)", counted(result["rows"], "row"),
+            counted(len(plan.days), "day"), sink.describe(), result["requests"], result["minimum_requests"],
         )  # fmt: skip
         self.lineage_output = sink.lineage_dataset()
         asset = self._asset_uri(sink.asset_uri())

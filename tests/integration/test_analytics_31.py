@@ -5,6 +5,8 @@ update of a missing website. Against tests/support/scripted_server.py answering 
 
 from __future__ import annotations
 
+import datetime as dt
+
 import pytest
 
 from airflow_provider_linkstats.client import LinkstatsAuthError, LinkstatsInputError, LinkstatsNotFoundError
@@ -37,7 +39,9 @@ def test_statistics_names(scripted, monkeypatch, version, name, wire):
 
 def test_domain_sent_as_31_stores_it_so_a_lost_create_is_found(scripted, monkeypatch):
     hook = analytics(scripted, monkeypatch, "31")
-    scripted.add(("drop",), ("respond", 200, {"data": [SITE], "meta": {"current_page": 1, "last_page": 1}}))
+    # Made by this create: its created_at (the service's clock, the scripted server's Date) follows the send.
+    made = {**SITE, "created_at": (dt.datetime.now(dt.timezone.utc) + dt.timedelta(seconds=3)).isoformat()}
+    scripted.add(("drop",), ("respond", 200, {"data": [made], "meta": {"current_page": 1, "last_page": 1}}))
     record = hook.create_website("https://WWW.Shop.www.Example.com/")
     assert record["id"] == 7
     post, lookup = scripted.requests

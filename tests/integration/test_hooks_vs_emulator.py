@@ -14,6 +14,7 @@ from airflow_provider_linkstats.client import (
     LinkstatsValidationError,
 )
 from airflow_provider_linkstats.client.contract import MAX_PER_PAGE, LinkStatus
+from airflow_provider_linkstats.client.errors import LinkstatsOutcomeUnknownError
 from airflow_provider_linkstats.client.records import link_status, parse_timestamp, record_domain_id
 from airflow_provider_linkstats.hooks.linkstats import LinkstatsLinksHook
 from tests.conftest import API_KEY, connection_json
@@ -96,12 +97,16 @@ def test_server_validation_error_names_the_field(links, emu):
     assert list(error.value.errors) == ["alias"] and error.value.status == 422
 
 
-def test_503_with_retry_after_is_retried(links, emu):
-    """A 503 before any work (maintenance mode): each is looked up (nothing found), then sent again."""
-    emu.faults.fail_next(count=2, status=503, retry_after=0, method="POST")
-    assert links.create_link("https://example.com", alias="after-503")["alias"] == "after-503"
-    assert emu.stats.count(method="POST") == 3 and emu.stats.count(method="GET") == 2
-    assert len(emu.store.links()) == 1
+def test_503_on_a_create_is_looked_for_never_sent_again(make_hook, emu):
+    """A 503 on a create (maintenance mode answers before any work, a proxy's 503 may come after it):
+    looked up within late_commit_window, nothing found, then "outcome unknown"; never sent again.
+    The task's retry looks again first, then creates."""
+    links = make_hook("links", retry_wait=0.01, retry_wait_max=1.0, late_commit_window=0.5)
+    emu.faults.fail_next(count=1, status=503, retry_after=0, method="POST")
+    with pytest.raises(LinkstatsOutcomeUnknownError, match="after-503"):
+        links.create_link("https://example.com", alias="after-503")
+    assert emu.stats.count(method="POST") == 1 and emu.stats.count(method="GET") >= 2
+    assert emu.store.links() == []
 
 
 def test_dropped_create_with_alias_is_reconciled_not_duplicated(links, emu):

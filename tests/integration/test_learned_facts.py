@@ -237,3 +237,15 @@ def test_a_timezone_extra_the_account_contradicts_fails_naming_the_extra(emu44, 
     assert "timezone extra of connection 'linkstats_links_default' says Asia/Tokyo" in text
     assert "the account's time zone is Europe/Paris. Set the extra to Europe/Paris" in text
     assert "another version" not in text
+
+
+def test_where_a_fact_came_from_is_said_once_per_task(emu44, caplog, capsys):
+    """Issue 37: every hook of a task (and each recall of one) said 'found N s ago' again."""
+    caplog.set_level(logging.INFO)
+    LinkstatsLinksHook().create_link("https://example.com/a", alias="once-a")  # an earlier task learns
+    caplog.clear()
+    for alias in ("once-b", "once-c", "once-d"):  # this task: three hooks on the host cache
+        LinkstatsLinksHook().create_link(f"https://example.com/{alias}", alias=alias)
+    text = logged(caplog, capsys)
+    assert text.count("(host cache; no request sent)") == 1, text
+    assert text.count("read 0 s ago by an earlier task") + text.count("read 1 s ago by an earlier task") == 1, text

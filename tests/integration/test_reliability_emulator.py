@@ -92,9 +92,16 @@ def test_answer_lost_after_the_work_was_done(emu, hook_for, method):
 @pytest.mark.parametrize("method", METHODS, ids=METHOD_IDS)
 def test_retryable_status_twice_then_success(emu, hook_for, method, status):
     seed(emu, method)
-    hook = hook_for(method)
+    hook = hook_for(method, late_commit_window=0.5)
     emu.stats.reset()
     emu.faults.fail_next(count=2, status=status, retry_after=0 if status == 429 else None, method=method.http)
+    if method.creates and status != 429:
+        # A gateway's answer to a create may come before or after the work: it is looked for within the
+        # window, then "outcome unknown" for the task's retry; never sent again (issue 37).
+        with pytest.raises(LinkstatsOutcomeUnknownError, match="none it could have made appeared"):
+            method.call(hook)
+        assert records(emu, method) == [] and count(emu, method.http, method.resource) == 1
+        return
     result = method.call(hook)
     assert_done_once(emu, method, result)
     assert count(emu, method.http, method.resource) == 3

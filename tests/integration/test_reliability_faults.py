@@ -64,6 +64,7 @@ class Fault:
     step: Callable[[dict], tuple]
     after: bool = False
     times: int = 1
+    gateway: bool = False  # a 502/503/504 answered in the service's place
 
     def __post_init__(self) -> None:
         self.hits = self.times
@@ -125,6 +126,8 @@ class FakeService:
             if form.get(key) and any(str(r.get(key)) == form[key] for r in self.records.values()):
                 return ("respond", 422, {"message": {key: [f"The {key} has already been taken."]}, "status": 422})
             record = {"id": self.next_id, **{k: v for k, v in form.items() if k not in self.resource.secret_fields}}
+            # as Laravel serialises it: what tells a lost create's record from an older one (issue 37)
+            record["created_at"] = dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.000000Z")
             self.records[self.next_id] = record
             self.next_id += 1
             return ("respond", 201, {"data": record})
@@ -257,6 +260,12 @@ def assert_recovered(method: Method, outcome: Outcome, fault: Fault) -> None:
     create whose work was done before its answer was lost is looked up by natural key instead, and
     such an update is read back instead."""
     fake, result = outcome.fake, outcome.result
+    if not fault.after and method.http == "POST" and fault.gateway:
+        # A gateway's 502/503/504 on a create may come before or after the work: looked for within the
+        # window, then "outcome unknown" for the task's retry, never sent again (issue 37).
+        assert isinstance(outcome.error, LinkstatsOutcomeUnknownError), f"{method.name}: {outcome.error!r}"
+        assert outcome.error.retry_looks_first and fake.count("POST") == 1 and fake.records == {}
+        return
     assert outcome.error is None, f"{method.name} raised {outcome.error!r}"
     assert_success(method, fake, result)
     if fault.after and method.http == "POST":
@@ -278,11 +287,11 @@ HTML_PAGE = "<html><head><title>502 Bad Gateway</title></head><body><h1>Bad Gate
 TRANSIENT: dict[str, Callable[[str, FakeService], Fault]] = {
     "reset mid-response": lambda m, f: Fault(m, lambda r: ("truncate", r["answer"][1], r["answer"][2]), after=True),
     "connection dropped": lambda m, f: Fault(m, lambda r: ("drop",), after=True),
-    "502": lambda m, f: Fault(m, lambda r: ("respond", 502, {"message": "bad gateway"})),
-    "503": lambda m, f: Fault(m, lambda r: ("respond", 503, {"message": "maintenance"})),
-    "504": lambda m, f: Fault(m, lambda r: ("respond", 504, {"message": "gateway timeout"})),
-    "502 HTML page": lambda m, f: Fault(m, lambda r: ("respond", 502, HTML_PAGE)),
-    "503 twice": lambda m, f: Fault(m, lambda r: ("respond", 503, {"message": "busy"}), times=2),
+    "502": lambda m, f: Fault(m, lambda r: ("respond", 502, {"message": "bad gateway"}), gateway=True),
+    "503": lambda m, f: Fault(m, lambda r: ("respond", 503, {"message": "maintenance"}), gateway=True),
+    "504": lambda m, f: Fault(m, lambda r: ("respond", 504, {"message": "gateway timeout"}), gateway=True),
+    "502 HTML page": lambda m, f: Fault(m, lambda r: ("respond", 502, HTML_PAGE), gateway=True),
+    "503 twice": lambda m, f: Fault(m, lambda r: ("respond", 503, {"message": "busy"}), times=2, gateway=True),
 }
 
 
@@ -308,7 +317,7 @@ WAITING: dict[str, Callable[[str, FakeService], Fault]] = {
 @pytest.mark.parametrize("method", METHODS, ids=METHOD_IDS)
 @pytest.mark.parametrize("fault", list(TRANSIENT))
 def test_transient_fault_ends_in_success(method, fault, server, hooks):
-    fake, hook = arrange(method, server, hooks)
+    fake, hook = arrange(method, server, hooks, late_commit_window=0.3)
     injected = TRANSIENT[fault](method.http, fake)
     fake.faults.append(injected)
     result, error, elapsed = timed(lambda: method.call(hook))
@@ -421,10 +430,15 @@ FAILING = {
 @pytest.mark.parametrize("fault", list(FAILING))
 def test_fault_ends_in_one_typed_error(method, fault, server, hooks):
     case = FAILING[fault]
-    fake, hook = arrange(method, server, hooks)
+    fake, hook = arrange(method, server, hooks, late_commit_window=0.3)
     fake.faults.append(case.fault(method.http))
     seeded = dict(fake.records)
     result, error, elapsed = timed(lambda: method.call(hook))
+    if method.http == "POST" and fault == "503 on every try":
+        # A gateway's 503 on a create may come after the work: looked for within the window, never resent (issue 37).
+        assert type(error) is LinkstatsOutcomeUnknownError, repr(error)
+        assert fake.count("POST") == 1 and fake.records == {} and elapsed < 1.0 + SLACK
+        return
     if method.http == "DELETE" and case.delete_succeeds:
         assert error is None and result is True and fake.records == {}
         return

@@ -469,3 +469,14 @@ def test_given_link_ids_load_only_those_links(emu, warehouse):
     assert result["links"] == result["fetched"] == 2
     assert emu.stats.count(path_prefix="/links") == 0  # no listing: the ids are given
     assert {row[0] for row in rows(warehouse)} == {made[0]["id"], made[2]["id"]}
+
+
+def test_a_one_day_load_says_1_day(emu, warehouse, caplog, capsys):
+    """Issue 37: 'loaded 5 rows for 1 days into ...'."""
+    import logging
+
+    caplog.set_level(logging.INFO)
+    clicks_near_midnight(emu, "UTC")
+    result = run(link_load(interval=RUNS[2]))
+    text = "\n".join(r.getMessage() for r in caplog.records) + capsys.readouterr().out
+    assert len(result["days"]) == 1 and " for 1 day into " in text and " days into " not in text, text[-2000:]

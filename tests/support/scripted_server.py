@@ -28,6 +28,11 @@ class _Handler(BaseHTTPRequestHandler):
     def log_message(self, format: str, *args: Any) -> None:  # keep pytest output clean
         pass
 
+    def send_header(self, keyword: str, value: str) -> None:
+        if keyword.lower() == "date" and not self.server.send_date:
+            return  # a server (or a proxy) whose answers carry no Date header
+        super().send_header(keyword, value)
+
     def setup(self) -> None:
         super().setup()
         with self.server.lock:
@@ -111,11 +116,13 @@ class _Server(ThreadingHTTPServer):
         self.requests: list[dict[str, Any]] = []
         self.connections = 0
         self.default: Any = ("respond", 200, {"data": []})
+        self.send_date = True  # False: no answer carries a Date header
 
 
 class ScriptedServer:
-    def __init__(self) -> None:
+    def __init__(self, *, send_date: bool = True) -> None:
         self._server = _Server()
+        self._server.send_date = send_date
         self._thread = threading.Thread(target=self._server.serve_forever, args=(0.05,), daemon=True)
 
     @property

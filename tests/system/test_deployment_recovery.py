@@ -16,6 +16,7 @@ import json
 import os
 import signal
 import time
+from collections import Counter
 
 import pytest
 
@@ -30,11 +31,60 @@ CREATES = "/public/api/v1/links"
 CLEAR = ("tasks", "clear", DAG_ID, "-t", TASK, "--downstream", "--yes")
 
 
-def task_row(deployment, *columns: str) -> tuple:
+def task_row(deployment, *columns: str, run: int = 0) -> tuple:
+    """Columns of the launch task of the ``run``-th run (0: the first, by id)."""
     rows = deployment.query(
-        f"SELECT {', '.join(columns)} FROM task_instance WHERE dag_id = ? AND task_id = ?", DAG_ID, TASK
+        f"SELECT {', '.join(f'ti.{c}' for c in columns)} FROM task_instance ti "
+        "JOIN dag_run dr ON dr.dag_id = ti.dag_id AND dr.run_id = ti.run_id "
+        "WHERE ti.dag_id = ? AND ti.task_id = ? ORDER BY dr.id",
+        DAG_ID,
+        TASK,
     )
-    return rows[0] if rows else (None,) * len(columns)
+    return rows[run] if len(rows) > run else (None,) * len(columns)
+
+
+def launch_result(deployment, run: int) -> dict:
+    """The launch's XCom (its result: counts and alias -> made_by) of the ``run``-th run."""
+    rows = deployment.query(
+        "SELECT x.value FROM xcom x JOIN dag_run dr ON dr.id = x.dag_run_id WHERE x.dag_id = ? AND x.task_id = ? "
+        "AND x.key = 'return_value' ORDER BY dr.id",
+        DAG_ID,
+        TASK,
+    )
+    value = rows[run][0]
+    value = json.loads(value.decode() if isinstance(value, bytes) else value)
+    return json.loads(value) if isinstance(value, str) else value
+
+
+def kill_mid_launch(deployment, emu, campaign: str, run: int) -> tuple[int, int]:
+    """SIGKILL the launch task's process once it has made 8 of its links: (links made then, its try)."""
+    deadline = time.monotonic() + 240
+    while len(made(emu, campaign)) < 8:
+        state, pid = task_row(deployment, "state", "pid", run=run)
+        assert state not in ("success", "failed"), f"{TASK} ended ({state}) before the kill"
+        assert time.monotonic() < deadline, f"{TASK} never created links ({state})"
+        time.sleep(0.2)
+    state, pid, first_try = task_row(deployment, "state", "pid", "try_number", run=run)
+    assert state == "running" and pid, (state, pid)
+    os.kill(pid, signal.SIGKILL)
+    killed_with = len(made(emu, campaign))
+    assert killed_with < ROWS, "the launch ended before the kill"
+    return killed_with, first_try
+
+
+def made(emu, campaign: str) -> list[str]:
+    return sorted(link["alias"] for link in emu.store.links() if link["alias"].startswith(f"{campaign}-"))
+
+
+def assert_made_by(result: dict, killed_with: int, how: str) -> None:
+    """Who made each link, after ``how``: the killed try's links by an earlier try, none before the run."""
+    made_by = Counter(link["made_by"] for link in result["links"].values())
+    assert made_by["before the run"] == 0, f"after {how}: {dict(made_by)}"
+    assert result["created_earlier"] >= killed_with and result["created"] + result["created_earlier"] == ROWS, (
+        how,
+        {k: result[k] for k in ("created", "created_earlier", "skipped")},
+    )
+    assert made_by["an earlier try of this run"] == result["created_earlier"], (how, dict(made_by))
 
 
 @scenario("recovery")
@@ -51,17 +101,7 @@ def recovery(shared: SharedDeployment) -> None:
         time.sleep(2)
 
     # Kill the task's process once it has created a few links (and has more to create).
-    deadline = time.monotonic() + 240
-    while len(emu.store.links()) < 8:
-        state, pid = task_row(deployment, "state", "pid")
-        assert state not in ("success", "failed"), f"{TASK} ended ({state}) before the kill"
-        assert time.monotonic() < deadline, f"{TASK} never created links ({state})"
-        time.sleep(0.2)
-    state, pid, first_try = task_row(deployment, "state", "pid", "try_number")
-    assert state == "running" and pid, (state, pid)
-    os.kill(pid, signal.SIGKILL)
-    killed_with = len(emu.store.links())
-    assert killed_with < ROWS, "the launch ended before the kill"
+    killed_with, first_try = kill_mid_launch(deployment, emu, "recover", run=0)
     emu.faults.set_latency(0)
 
     # The kill is noticed: the try fails, and the example's retry waits a minute.
@@ -88,8 +128,7 @@ def recovery(shared: SharedDeployment) -> None:
     assert state == "success", f"DagRun {state}; failed tasks:\n{deployment.failed_task_logs(DAG_ID)}"
 
     # One link per row, none created twice: the resumed try listed what the killed one made.
-    aliases = sorted(link["alias"] for link in emu.store.links())
-    assert aliases == [f"recover-sku-{n:04d}" for n in range(1, ROWS + 1)]
+    assert made(emu, "recover") == [f"recover-sku-{n:04d}" for n in range(1, ROWS + 1)]
     # Each link was created by one answered create (201). The creates in flight at the kill never
     # reached the service's handler (the killed client's request ended with it), so the resumed
     # try sent those again: at most one per worker thread (8) more.
@@ -97,14 +136,58 @@ def recovery(shared: SharedDeployment) -> None:
     assert ROWS <= emu.stats.count(method="POST", path_prefix=CREATES) <= ROWS + 8
     report = deployment.query("SELECT state FROM task_instance WHERE dag_id = ? AND task_id = 'report'", DAG_ID)
     assert report == [("success",)]
+    # Who made each link, after the documented clear (it moved the run's start_date): the killed
+    # try's links are an earlier try's, none "before the run" (before issue 37: 44 of 44 found links
+    # were said to exist before the run).
+    assert_made_by(launch_result(deployment, 0), killed_with, "the documented clear")
+
+    # A clear of the whole (finished) run: Airflow queues it again and moves its start_date past every
+    # link; the launch runs a third time and finds all 40, each made by an earlier try of this run
+    # (before issue 37: all 40 "before the run", created_earlier 0, the start_date being the evidence).
+    deployment.cli("tasks", "clear", DAG_ID, "--yes")
+    deadline = time.monotonic() + 180
+    while task_row(deployment, "try_number")[0] <= first_try + 1 or deployment.run_states(DAG_ID)[0] != "success":
+        assert time.monotonic() < deadline, f"the cleared run did not end: {deployment.run_states(DAG_ID)}"
+        assert deployment.run_states(DAG_ID)[0] != "failed", deployment.failed_task_logs(DAG_ID)
+        time.sleep(1)
+    whole = launch_result(deployment, 0)
+    assert Counter(link["made_by"] for link in whole["links"].values()) == {"an earlier try of this run": ROWS}, (
+        "after a clear of the whole run",
+        {k: whole[k] for k in ("created", "created_earlier", "skipped")},
+    )
+    assert made(emu, "recover") == [f"recover-sku-{n:04d}" for n in range(1, ROWS + 1)]  # nothing made twice
+
+    # A second run, killed the same way and left to the example's own retry (a minute later): the
+    # plain retry says the same (before: 30 of 36 links the first try made were "before the run").
+    emu.faults.set_latency(1.0)
+    conf = {**conf, "campaign": "retried"}
+    deployment.cli("dags", "trigger", DAG_ID, "--conf", json.dumps(conf))
+    deadline = time.monotonic() + 120
+    while task_row(deployment, "state", run=1)[0] is None:
+        assert time.monotonic() < deadline, "the second run never started its launch"
+        time.sleep(0.5)
+    killed_with, _ = kill_mid_launch(deployment, emu, "retried", run=1)
+    emu.faults.set_latency(0)
+    deadline = time.monotonic() + 240
+    state = None
+    while time.monotonic() < deadline:
+        state = deployment.run_states(DAG_ID)[0]
+        if state in ("success", "failed"):
+            break
+        time.sleep(1)
+    assert state == "success", f"DagRun {state}; failed tasks:\n{deployment.failed_task_logs(DAG_ID)}"
+    assert task_row(deployment, "try_number", run=1)[0] >= 2  # the plain retry did it, no clear
+    assert made(emu, "retried") == [f"retried-sku-{n:04d}" for n in range(1, ROWS + 1)]
+    assert_made_by(launch_result(deployment, 1), killed_with, "a plain retry")
 
 
 @pytest.mark.slow
-@pytest.mark.timeout(900)
+@pytest.mark.timeout(1200)
 @pytest.mark.xdist_group("deployment")
 @pytest.mark.deployment_scenario("recovery")
 def test_a_killed_bulk_launch_is_recovered_by_the_documented_clear(shared_deployment):
-    shared_deployment.result("recovery")
+    """Also who made each link (the result's made_by), after the clear and after a plain retry (issue 37 item 4)."""
+    shared_deployment.result("recovery", timeout=900)
 
 
 def test_the_documented_command_is_the_one_this_test_runs():

@@ -131,6 +131,33 @@ def test_fail_next_after_commit_over_http(api, emu):
     assert emu.store.links()[0]["url"] == "https://f.com"
 
 
+def test_fail_next_commit_after_answers_at_once_and_commits_later(api, emu):
+    """A gateway that answered 504 at once while the PHP request behind it committed 2 s later (issue 37)."""
+    assert admin(emu, "POST", "/faults/fail_next", {"status": 504, "method": "POST", "commit_after": 1.0}).ok
+    started = time.monotonic()
+    response = api.post("/links", {"url": "https://e.com", "alias": "later", "domain_id": "1"})
+    assert response.status_code == 504 and "<h1>504 " in response.text and time.monotonic() - started < 0.8
+    assert emu.store.links() == []  # not yet
+    time.sleep(1.5)
+    assert [link["alias"] for link in emu.store.links()] == ["later"]  # committed after its answer
+
+
+def test_fail_next_refuses_a_negative_commit_after(emu):
+    answer = admin(emu, "POST", "/faults/fail_next", {"status": 504, "commit_after": -1})
+    assert answer.status_code == 422
+    assert answer.json() == {"message": "commit_after must be a number of seconds >= 0, got -1"}
+
+
+def test_admin_errors_are_json_messages_not_a_dicts_repr(emu):
+    """Before: {"message": "{'url': ['The url field must be a valid URL.']}"} (issue 37)."""
+    answer = admin(emu, "POST", "/links", {"count": 2, "fields": {"url": "not a url"}})
+    assert answer.status_code == 422
+    body = answer.json()
+    assert body["message"].startswith("url: The ") and "must be a valid URL" in body["message"]
+    assert "{" not in body["message"]
+    assert body["errors"] == {"url": [body["message"].split(": ", 1)[1]]}
+
+
 def test_faults_spare_admin_routes_and_redirects(emu):
     emu.store.add_link(url="https://example.com", alias="go")
     emu.faults.fail_next(status=503)
@@ -356,6 +383,31 @@ def test_stats_count_by_endpoint_template_and_status(api, emu):
     assert emu.stats.count(method="DELETE", path_prefix="/links", status=200) == 1
     assert admin(emu, "GET", "/stats", status="404").json()["count"] == 1
     assert admin(emu, "GET", "/stats").json()["endpoints"]["POST /links"] == {"201": 1, "dropped": 1}
+
+
+def test_the_documented_admin_links_fields_are_the_generations_own(emu_any):
+    """docs/emulator.md lists each generation's link fields for POST /__emulator__/links, and its examples
+    run on the generation they name (before issue 37: the one example sent expiration_clicks, refused by
+    the default v49 with a 422)."""
+    import json
+    import re
+
+    from airflow_provider_linkstats.emulator.store import _link_form
+    from tests.conftest import REPO
+
+    docs = (REPO / "docs" / "emulator.md").read_text()
+    rows = dict(re.findall(r'^  \| phpShort [^|]*\(`"(\d+)"`[^|]*\| (.+) \|$', docs, re.M))
+    version = emu_any.links_version
+    listed = {name.strip("` ").replace("` (required)", "").split("`")[0] for name in rows[version].split(", ")}
+    assert listed == _link_form(version)
+    example = re.search(r"Example on 49: `(\{.*?\})`", docs.replace("\n  ", " "), re.S).group(1)
+    body = json.loads(example)
+    if version == "44":
+        body["fields"]["expiration_clicks"] = body["fields"].pop("clicks_limit")  # as the docs say for 44
+    body["count"] = 3
+    answer = admin(emu_any, "POST", "/links", body)
+    assert answer.status_code == 200, answer.text
+    assert answer.json()["count"] == 3
 
 
 def test_counters_reset_over_http_as_the_v46_upgrade(api, emu):

@@ -315,18 +315,26 @@ def test_4xx_on_create_never_retried(links, scripted):
 
 
 def test_dropped_post_is_reconciled_by_alias_not_resent(links, scripted):
-    scripted.add(("drop",), ("respond", 200, {"data": [{**LINK, "alias": "spring-sale"}, LINK]}))
+    import datetime as dt
+
+    made = {**LINK, "created_at": dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.000000Z")}
+    scripted.add(("drop",), ("respond", 200, {"data": [{**LINK, "alias": "spring-sale"}, made]}))
     record = links.create_link("https://example.com/spring", alias="spring")
-    assert record == LINK
+    assert record == made
     assert [r["method"] for r in scripted.requests] == ["POST", "GET"]
     lookup = dict(scripted.requests[1]["query"])
     assert (lookup["search_by"], lookup["search"]) == ("alias", "spring")
 
 
-def test_dropped_post_not_found_is_sent_again(links, scripted):
-    scripted.add(("drop",), ("respond", 200, {"data": []}), ("respond", 201, {"data": LINK}))
-    assert links.create_link("https://example.com/spring", alias="spring") == LINK
-    assert [r["method"] for r in scripted.requests] == ["POST", "GET", "POST"]
+def test_dropped_post_not_found_is_looked_for_within_the_window_never_sent_again(make_hook, scripted):
+    from airflow_provider_linkstats.client.errors import LinkstatsOutcomeUnknownError
+
+    links = make_hook("links", scripted.url, retry_wait=0.01, retry_wait_max=2.0, late_commit_window=1)
+    scripted.add(("drop",))  # then every look-up finds nothing (the default answer)
+    with pytest.raises(LinkstatsOutcomeUnknownError, match=r"looked up by alias 'spring' \d+ time\(s\) over 1 s"):
+        links.create_link("https://example.com/spring", alias="spring")
+    sent = [r["method"] for r in scripted.requests]
+    assert sent[0] == "POST" and sent.count("POST") == 1 and sent.count("GET") >= 2
 
 
 def test_dropped_post_without_alias_is_found_by_its_url_among_the_links_made_since(links, scripted):
@@ -341,11 +349,19 @@ def test_dropped_post_without_alias_is_found_by_its_url_among_the_links_made_sin
     assert (query["search_by"], query["search"], query["sort"]) == ("url", "https://example.com/spring", "desc")
 
 
-def test_dropped_post_without_alias_and_no_link_made_since_is_sent_again(links, scripted):
+def test_dropped_post_without_alias_and_no_link_made_since_is_never_sent_again(make_hook, scripted):
+    """An older link with the URL is not this create's; none newer within the window: "outcome unknown",
+    left to the task's retry, which looks for a link with the URL made since the run was due first."""
+    from airflow_provider_linkstats.client.errors import is_permanent
+
+    links = make_hook("links", scripted.url, retry_wait=0.01, retry_wait_max=2.0, late_commit_window=1)
     older = {**LINK, "id": 3, "created_at": "2026-01-01T00:00:00.000000Z"}
-    scripted.add(("drop",), ("respond", 200, {"data": [older]}), ("respond", 201, {"data": LINK}))
-    assert links.create_link("https://example.com/spring")["id"] == 7
-    assert [r["method"] for r in scripted.requests] == ["POST", "GET", "POST"]
+    scripted.add(("drop",))
+    scripted.set_default(("respond", 200, {"data": [older]}))
+    with pytest.raises(LinkstatsOutcomeUnknownError, match="the task's retry looks for it again") as raised:
+        links.create_link("https://example.com/spring")
+    assert not is_permanent(raised.value)
+    assert [r["method"] for r in scripted.requests].count("POST") == 1
 
 
 def test_dropped_post_without_alias_and_a_failed_look_up_fails_clearly(links, scripted):

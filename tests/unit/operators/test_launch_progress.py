@@ -67,3 +67,21 @@ def test_no_line_once_everything_is_done(caplog):
     with progress:
         time.sleep(0.4)
     assert caplog.records == []
+
+
+def test_links_a_second_capped_by_what_the_budget_allows_per_link():
+    """Issue 37: 'created 60 ...: 60/125 links done (1.0/s over the last minute, about 65 s left)' while each
+    link cost 2 requests under a budget of 1 a second: links came at 0.5 a second. Now the line says
+    0.5/s and about 2 min left (65 links at 0.5/s: 130 s)."""
+    clock = Clock()
+    sent = {"n": 3}  # the walk's pages: not the links' cost
+    progress = LaunchProgress(
+        125, log=logging.getLogger("t"), pace=lambda: 1.0, clock=clock, requests=lambda: sent["n"]
+    )
+    for _ in range(60):  # the budget's first half went at once: 60 links in the first minute
+        clock.now += 1
+        sent["n"] += 2
+        progress.add("created")
+    assert progress.per_link() == 2.0 and progress.link_pace() == 0.5
+    line = progress.line()
+    assert "60/125 links done (0.5/s over the last minute, about 2 min left)" in line, line

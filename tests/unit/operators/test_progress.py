@@ -107,3 +107,43 @@ def test_the_rate_limiter_tells_each_wait_as_it_begins():
         clock.now += seconds
 
     assert limiter.wait(sleep=sleep) == told[0] and 9.9 < told[0] <= 10.1
+
+
+# -- in the job's own units (issue 37 item 7) ----------------------------------------------------------
+
+
+def budget_of_one_a_second(clock):
+    """A real RateLimiter that has heard the service's budget: 60 requests a minute."""
+    from airflow_provider_linkstats.client.ratelimit import RateLimiter
+
+    limiter = RateLimiter(window=60.0, clock=clock)
+    limiter.observe({"X-RateLimit-Limit": "60", "X-RateLimit-Remaining": "60"}, 200)
+    return limiter
+
+
+def test_rate_and_time_left_are_in_units_capped_by_the_budget_per_unit():
+    """Each unit costs 2 requests under a budget of 1 request a second: 0.5 units a second at most.
+    Before: '1.0/s, about 60 s left' for 60 units left, which took 120 s."""
+    clock = Clock()
+    limiter = budget_of_one_a_second(clock)
+    limiter.sent = 7  # the listing's pages before the run (answered): not its units' cost
+    progress = Progress(limiter=limiter, clock=clock)
+    for second in range(1, 41):  # a burst: 40 units in 40 s (2 requests each, the budget's first half)
+        limiter.sent += 2
+        clock.now = float(second)
+        progress.update(second)
+    assert progress.per_unit == 2.0 and progress.unit_pace == 0.5
+    assert progress.rate == 0.5  # measured 1.0/s, but the budget allows 0.5 units a second
+    assert progress.seconds_left(60, burst=0) == 120.0
+    assert progress.line(40, 100, 0, "links") == "deleted 40/100 links (0.5/s, about 2 min left)"
+
+
+def test_a_unit_of_one_request_is_capped_at_the_request_pace_as_before():
+    clock = Clock()
+    limiter = budget_of_one_a_second(clock)
+    progress = Progress(limiter=limiter, clock=clock)
+    for second in range(1, 11):
+        limiter.sent += 1
+        clock.now = float(second)
+        progress.update(second * 2)  # 2 units a request (a page of a listing, say)
+    assert progress.per_unit == 0.5 and progress.unit_pace == 2.0 and progress.rate == 2.0

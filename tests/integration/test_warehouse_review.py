@@ -27,7 +27,7 @@ def site_load(interval, **arguments):
     )  # fmt: skip
 
 
-def test_ids_given_a_day_is_complete_only_by_the_service_clock(emu, warehouse):
+def test_ids_given_a_day_is_complete_only_by_the_service_clock(emu, warehouse):  # noqa: F811
     """Ids given: no listing, so no answer has told the service's clock when the day's completeness
     is planned, and the worker's stood in. A worker ahead (here the service's clock reads 23:59:30
     of the day) made the day complete though the service answered before its midnight: 4 clicks at
@@ -57,7 +57,7 @@ def test_ids_given_a_day_is_complete_only_by_the_service_clock(emu, warehouse):
     emu.clock.reset()
 
 
-def test_ids_given_a_day_not_begun_by_the_service_clock_is_written_incomplete(emu, warehouse):
+def test_ids_given_a_day_not_begun_by_the_service_clock_is_written_incomplete(emu, warehouse):  # noqa: F811
     """Ids given and the service's clock a day behind the worker's: the day has not begun when the
     service answers. Before: marked complete from the worker's clock; with the completeness decided
     again after the answers, an error after every request; now written incomplete, and reloaded."""
@@ -71,7 +71,7 @@ def test_ids_given_a_day_not_begun_by_the_service_clock_is_written_incomplete(em
     emu.clock.reset()
 
 
-def test_a_service_clock_stepped_back_during_the_load_keeps_the_day_incomplete(emu, warehouse):
+def test_a_service_clock_stepped_back_during_the_load_keeps_the_day_incomplete(emu, warehouse):  # noqa: F811
     """The listing's first page is read at 00:00:10 of the next day by the service's clock, which
     is stepped back 20 s (NTP on the server) once the listing's last page is answered: the 150
     statistics requests are answered before the service's midnight. Before: the day was complete
@@ -93,7 +93,7 @@ def test_a_service_clock_stepped_back_during_the_load_keeps_the_day_incomplete(e
 
 
 @pytest.mark.xfail(strict=True, reason="reported, not fixed: a link entering a filtered selection during the walk")
-def test_a_link_moved_into_the_selection_during_the_walk_hides_another(emu, warehouse, monkeypatch):
+def test_a_link_moved_into_the_selection_during_the_walk_hides_another(emu, warehouse, monkeypatch):  # noqa: F811
     """Not fixed (reported): the oldest-first walk is immune to deletes anywhere and to links created
     (they come last), but a link that ENTERS a filtered selection during the walk (moved into the
     space or domain, edited to match the search) lands among the pages not read yet and pushes the
@@ -138,17 +138,17 @@ HALF_HOUR_NIGHTS = {
 }
 
 
-def assert_days_tile_and_equal_the_account_days(emu, warehouse, table: str, zone: str) -> None:
+def assert_days_tile_and_equal_the_account_days(emu, path, table: str, zone: str) -> None:
     """Every day marked complete is the account day's recorded clicks, and the days follow each
     other without a gap or an overlap (by the minute: a day may be 23.5 or 24.5 hours)."""
     from airflow_provider_linkstats.client.warehouse import ServiceDay
     from tests.integration.test_warehouse_days import account_days, complete_days, table_counts
 
-    days = complete_days(warehouse, table)
+    days = complete_days(path, table)
     assert len(days) >= 3 and set(days.values()) == {zone}
     spans = sorted((ServiceDay.of(dt.date.fromisoformat(day), zone) for day in days), key=lambda s: s.start)
-    assert [(a.end, b.start) for a, b in zip(spans, spans[1:]) if a.end != b.start] == []
-    loaded, truth = table_counts(warehouse, table), account_days(emu, zone)
+    assert [(a.end, b.start) for a, b in zip(spans, spans[1:], strict=False) if a.end != b.start] == []
+    loaded, truth = table_counts(path, table), account_days(emu, zone)
     for day in days:
         assert {k: v for k, v in loaded.items() if k[1] == day} == {k: v for k, v in truth.items() if k[1] == day}
 
@@ -166,8 +166,10 @@ def test_half_hour_dst_and_offsets_off_the_hour_daily_runs_and_a_late_backfill(e
     emu = emulators("49")
     emu.reset()
     monkeypatch.setenv("AIRFLOW_CONN_LINKSTATS_LINKS_DEFAULT", connection_json(emu.url, api_version="49"))
-    monkeypatch.setenv("AIRFLOW_CONN_LINKSTATS_ANALYTICS_DEFAULT",
-                       connection_json(emu.analytics_url, "linkstats_analytics", api_version=GENERATIONS["49"]))
+    monkeypatch.setenv(
+        "AIRFLOW_CONN_LINKSTATS_ANALYTICS_DEFAULT",
+        connection_json(emu.analytics_url, "linkstats_analytics", api_version=GENERATIONS["49"]),
+    )
     path = tmp_path / "warehouse.db"
     monkeypatch.setenv("AIRFLOW_CONN_WH", json.dumps({"conn_type": "sqlite", "host": str(path)}))
     zone, moment = HALF_HOUR_NIGHTS[night]
@@ -210,8 +212,10 @@ def test_a_zone_change_between_runs_counts_no_hour_twice(emulators, monkeypatch,
     emu = emulators("49")
     emu.reset()
     monkeypatch.setenv("AIRFLOW_CONN_LINKSTATS_LINKS_DEFAULT", connection_json(emu.url, api_version="49"))
-    monkeypatch.setenv("AIRFLOW_CONN_LINKSTATS_ANALYTICS_DEFAULT",
-                       connection_json(emu.analytics_url, "linkstats_analytics", api_version=GENERATIONS["49"]))
+    monkeypatch.setenv(
+        "AIRFLOW_CONN_LINKSTATS_ANALYTICS_DEFAULT",
+        connection_json(emu.analytics_url, "linkstats_analytics", api_version=GENERATIONS["49"]),
+    )
     path = tmp_path / "warehouse.db"
     monkeypatch.setenv("AIRFLOW_CONN_WH", json.dumps({"conn_type": "sqlite", "host": str(path)}))
     change = utc("2026-10-10T12:00")
@@ -236,7 +240,7 @@ def test_a_zone_change_between_runs_counts_no_hour_twice(emulators, monkeypatch,
 
 
 @pytest.mark.parametrize("destination", ["table", "files"])
-def test_legacy_counters_keep_serving_the_links_a_selection_has_not_fetched_since(emu, warehouse, tmp_path, destination):
+def test_legacy_counters_serve_the_links_a_selection_has_not_fetched_since(emu, warehouse, tmp_path, destination):  # noqa: F811
     """A table (or folder) written before selections: its counters spare the first run every
     unchanged link's request. That run saves only the link it fetched; before, the second run then
     read only the selection's own counters and fetched the 5 others as 'not seen before' (6

@@ -37,7 +37,7 @@ def test_ids_given_a_day_is_complete_only_by_the_service_clock(emu, warehouse): 
     kept = emu.store.add_website(domain="site.example.com")["id"]
     noon = (DAY + dt.timedelta(hours=12)).isoformat()
     emu.store.record_traffic(pageviews=[{"website_id": kept, "at": noon, "page": "/"}])
-    emu.clock.set(DAY + dt.timedelta(hours=23, minutes=59, seconds=30))  # 30 s before the service's midnight
+    emu.clock.set(DAY + dt.timedelta(hours=23, minutes=59, seconds=30), freeze=True)  # 30 s before midnight
     day, next_day = (DAY, DAY + dt.timedelta(days=1)), (DAY + dt.timedelta(days=1), DAY + dt.timedelta(days=2))
     run(link_load(interval=day, link_ids=ids))
     run(site_load(day, website_ids=[kept]))

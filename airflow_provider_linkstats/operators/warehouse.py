@@ -226,16 +226,24 @@ class LinkstatsStatsToWarehouseOperatorBase(LinkstatsBaseOperator):
     def _clock_known(self) -> bool:
         return bool(getattr(getattr(self.hook.client, "clock", None), "known", False))
 
+    def _watch_reads(self) -> None:
+        """The client's clock notes from here the earliest moment an answer was read (``_settle``)."""
+        watch = getattr(getattr(self.hook.client, "clock", None), "watch_reads", None)
+        if callable(watch):
+            watch()
+
     def _settle(self, plan: Any, began: float, listing: Any, clock_known: bool) -> Any:
         """The days' completeness again once every answer is in, from the earliest moment the
-        service may have read one, as its clock is known now: the moment the first request left
-        (``began``) on that clock, if earlier than the plan's. Without a listing (ids given) the plan
+        service may have read one: the moment the first request left (``began``) on its clock as
+        known now, and the earliest ``Date`` of any answer less its round trip (``watch_reads``),
+        if earlier than the plan's. Without a listing (ids given) the plan
         was made before any answer, on the worker's clock (a worker ahead made complete a day the
         service had not ended when it answered); and a service clock stepped back during the load
         answered its later requests before the moment the first answer showed."""
         import dataclasses
         import datetime as dt
 
+        from airflow_provider_linkstats.client.clock import SAFETY_MARGIN
         from airflow_provider_linkstats.client.errors import LinkstatsInputError
 
         if not self._clock_known():
@@ -243,6 +251,9 @@ class LinkstatsStatsToWarehouseOperatorBase(LinkstatsBaseOperator):
         read_after = self._read_after(began)
         if listing is not None or clock_known:
             read_after = min(read_after, self._read_after(began, listing))
+        reads_from = getattr(getattr(self.hook.client, "clock", None), "reads_from", None)
+        if isinstance(reads_from, (int, float)):  # every answer's own Date, a stepped or cached one too
+            read_after = min(read_after, dt.datetime.fromtimestamp(reads_from - SAFETY_MARGIN, dt.timezone.utc))
         try:
             return self.replan(plan, self._service_now(dt.datetime.now(dt.timezone.utc)), read_after)
         except LinkstatsInputError:  # a day not begun by the service's clock: none of them is complete
@@ -376,6 +387,7 @@ class LinkstatsLinkStatsToWarehouseOperator(LinksServiceMixin, LinkstatsStatsToW
         hook, series = self.hook, generation.daily_series[0]
         known = sink.counters(statistic)
         began = time.time()  # before the first request whose answer this load uses
+        self._watch_reads()
         if ids is None:
             listing = hook.iter_records(filters, complete=True)  # skips no link, however the listing moves
             listed = {int(link["id"]): Listed.of(link) for link in listing}
@@ -545,6 +557,7 @@ class LinkstatsWebsiteStatsToWarehouseOperator(AnalyticsServiceMixin, LinkstatsS
 
         hook = self.hook
         began = time.time()  # before the first request whose answer this load uses
+        self._watch_reads()
         if ids is None:
             listing = hook.iter_records(filters, complete=True)  # skips no website, however the listing moves
             ids = [int(website["id"]) for website in listing]

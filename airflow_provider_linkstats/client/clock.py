@@ -87,6 +87,8 @@ class ServiceClock:
         self._warned = False
         self._step: tuple[float, float, float] | None = None  # (low, high, sent) of an answer that went back
         self.adopted_from: str | None = None  # where an offset measured elsewhere came from, if it did
+        self._reads_from: float | None = None  # since ``watch_reads``: the earliest Date less its round trip
+        self._watching = False
 
     def __repr__(self) -> str:
         if self._low is None:
@@ -109,9 +111,13 @@ class ServiceClock:
         date = parse_http_date(headers.get("date") or headers.get("Date"))
         if date is None:
             return NO_DATE
+        received = self._wall() if received is None else received
+        if self._watching:  # every answer counts here, a stale one too: it was read when its Date says
+            earliest = date - max(received - sent, 0.0)
+            with self._lock:
+                self._reads_from = earliest if self._reads_from is None else min(self._reads_from, earliest)
         if _aged(headers):
             return STALE  # a cache answered: its Date is when it stored the page, not now
-        received = self._wall() if received is None else received
         low, high = date - received, date + 1.0 - min(sent, received)
         with self._lock:
             if self._low is not None and self._high is not None and high < self._low:
@@ -169,6 +175,20 @@ class ServiceClock:
             self._low, self._high = offset - widened, offset + widened
             self.adopted_from = source or "measured elsewhere"
         return True
+
+    def watch_reads(self) -> None:
+        """From now on, note the service's earliest moment any answer may have been read at
+        (``reads_from``): a warehouse day is complete only if every answer used for it was read
+        after it ended, and a clock stepped back (which ``observe`` confirms only later, if ever)
+        or a cached answer shows in its own ``Date``, not in the offset."""
+        with self._lock:
+            self._watching, self._reads_from = True, None
+
+    @property
+    def reads_from(self) -> float | None:
+        """Since ``watch_reads``: the earliest ``Date`` of an answer less its round trip (epoch
+        seconds of the service's clock), or None before an answer with a ``Date``."""
+        return self._reads_from
 
     # -- reading -----------------------------------------------------------------------------------
 

@@ -150,6 +150,7 @@ class GaplessWalk:
         self._newest_low: int | None = None  # the lowest id of the newest-first page 1
         self._check: bool | None = None  # the first oldest-first read checks the total (True: it must overlap)
         self._forward: int | None = None  # the service ignores ``sort``: the next page of a plain walk
+        self._order = "desc"  # the order a plain walk asks its pages in
         self.unsorted = False  # the service ignored ``sort``: the walk fell back to reading forward
         self._seen: set[Any] = set()
         self._done = False
@@ -161,7 +162,7 @@ class GaplessWalk:
         if self.pages == 0:
             return "desc", 1
         if self._forward is not None:
-            return "desc", self._forward
+            return self._order, self._forward
         if self._probe is not None:
             return "asc", self._probe
         return ("asc", self._asc[0]) if self._asc else None
@@ -224,7 +225,10 @@ class GaplessWalk:
         if self._forward is None:
             self.unsorted = True
             self._asc, self._probe = [], None
-            if self.pages == 1:  # page 1 itself: kept, and on from page 2
+            if self.pages == 1:  # page 1 itself: kept, and on from page 2 in the order it came in
+                # (served oldest first when asked newest first: a proxy or cache that dropped 'sort'
+                # on page 1 only would otherwise have pages 2.. newest first, and the newest unread)
+                self._order = "asc" if _in_order(items, descending=False) else "desc"
                 self._forward = 2 if has_next and items else None
                 self._done = self._forward is None
             else:

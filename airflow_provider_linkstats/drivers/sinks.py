@@ -215,7 +215,9 @@ class SqlSink:
                 cursor.close()
 
     def counters(self, statistic: str) -> dict[int, Counter]:
-        """The counters saved for this selection (of its generation), else the legacy ones; empty: none."""
+        """The counters saved for this selection (of its generation), the legacy ones for the records
+        it has none of its own for (a run saves only the links it fetched: the others' legacy
+        counters still hold); empty: none, or only another generation's."""
         table = beside(self.table, "counters")
         sql = (
             f"SELECT selection, record_id, clicks, steady_since, alias, generation FROM {table} "
@@ -224,7 +226,11 @@ class SqlSink:
         rows = self._query(sql, (statistic, self.selection, LEGACY))
         own = [r for r in rows if r[0] == self.selection]
         if own:
-            rows = [r for r in own if str(r[5]) in ("", self.generation)]
+            mine = [r for r in own if str(r[5]) in ("", self.generation)]
+            if not mine:  # another generation's counters only (an upgrade): they say nothing
+                return {}
+            held = {int(r[1]) for r in own}
+            rows = [r for r in rows if r[0] == LEGACY and int(r[1]) not in held] + mine
         return {int(r[1]): Counter(int(r[2]), dt.datetime.fromisoformat(str(r[3])), str(r[4] or "")) for r in rows}
 
     def incomplete_days(self, statistic: str, zone: str) -> list[dt.date]:
@@ -415,18 +421,20 @@ class FileSink:
     # -- state ----------------------------------------------------------------------------------
 
     def counters(self, statistic: str) -> dict[int, Counter]:
-        """This selection's counters (of its generation), else the legacy ``_counters.json``'s."""
+        """This selection's counters (of its generation), the legacy ``_counters.json``'s for the
+        records it has none of its own for (as ``SqlSink.counters``)."""
         own = self.state_dir(statistic) / "counters.json"
+        legacy = self._json("_counters.json").get(statistic, {})
+        found = {int(i): Counter(int(c), dt.datetime.fromisoformat(s)) for i, (c, s) in legacy.items()}
         if own.exists():
             saved = json.loads(own.read_text())
             if saved.get("generation", "") not in ("", self.generation):
                 return {}
-            return {
+            found.update({
                 int(i): Counter(int(c), dt.datetime.fromisoformat(since), str(alias))
                 for i, (c, since, alias) in saved.get("counters", {}).items()
-            }
-        legacy = self._json("_counters.json").get(statistic, {})
-        return {int(i): Counter(int(c), dt.datetime.fromisoformat(s)) for i, (c, s) in legacy.items()}
+            })  # fmt: skip
+        return found
 
     def incomplete_days(self, statistic: str, zone: str) -> list[dt.date]:
         state = self.state_dir(statistic)

@@ -132,6 +132,42 @@ class StatsLoad:
             return dt.datetime.fromtimestamp(worker_moment, dt.timezone.utc) - margin
         return dt.datetime.fromtimestamp(worker_moment + clock.offset - clock.margin, dt.timezone.utc)
 
+    def _clock_known(self) -> bool:
+        return bool(getattr(getattr(self.hook.client, "clock", None), "known", False))
+
+    def _watch_reads(self) -> None:
+        """The client's clock notes from here the earliest moment an answer was read (``_settle``)."""
+        watch = getattr(getattr(self.hook.client, "clock", None), "watch_reads", None)
+        if callable(watch):
+            watch()
+
+    def _settle(self, plan: Any, began: float, listing: Any, clock_known: bool) -> Any:
+        """The days' completeness again once every answer is in, from the earliest moment the
+        service may have read one: the moment the first request left (``began``) on its clock as
+        known now, and the earliest ``Date`` of any answer less its round trip (``watch_reads``),
+        if earlier than the plan's. Without a listing (ids given) the plan
+        was made before any answer, on the worker's clock (a worker ahead made complete a day the
+        service had not ended when it answered); and a service clock stepped back during the load
+        answered its later requests before the moment the first answer showed."""
+        import dataclasses
+        import datetime as dt
+
+        from airflow_provider_linkstats.client.clock import SAFETY_MARGIN
+        from airflow_provider_linkstats.client.errors import LinkstatsInputError
+
+        if not self._clock_known():
+            return plan
+        read_after = self._read_after(began)
+        if listing is not None or clock_known:
+            read_after = min(read_after, self._read_after(began, listing))
+        reads_from = getattr(getattr(self.hook.client, "clock", None), "reads_from", None)
+        if isinstance(reads_from, (int, float)):  # every answer's own Date, a stepped or cached one too
+            read_after = min(read_after, dt.datetime.fromtimestamp(reads_from - SAFETY_MARGIN, dt.timezone.utc))
+        try:
+            return self.replan(plan, self._service_now(dt.datetime.now(dt.timezone.utc)), read_after)
+        except LinkstatsInputError:  # a day not begun by the service's clock: none of them is complete
+            return dataclasses.replace(plan, incomplete=frozenset(plan.dates))
+
     def _confirm_gone(self, record_id: int, error: Exception) -> int:
         """A statistics 404 counts as the record deleted only if the record itself answers 404 too
         (not a route or a proxy that answers 404 for statistics): else ``error`` is raised. Returns
@@ -177,6 +213,7 @@ class LinkStatsLoad(StatsLoad):
         hook, series = self.hook, generation.daily_series[0]
         known = sink.counters(statistic)
         began = time.time()  # before the first request whose answer this load uses
+        self._watch_reads()
         if ids is None:
             listing = hook.iter_records(filters, complete=True)  # skips no link, however the listing moves
             listed = {int(link["id"]): Listed.of(link) for link in listing}
@@ -187,6 +224,7 @@ class LinkStatsLoad(StatsLoad):
         # took and the header's second): a counter read then held its value at least from there.
         now = self._service_now(dt.datetime.now(dt.timezone.utc))
         listed_at = now - dt.timedelta(seconds=time.time() - began + 1)
+        clock_known = self._clock_known()
         plan = self.replan(plan, now, self._read_after(began, listing))
         windows = plan.windows()
         reasons = links_to_fetch(listed, known, plan)
@@ -238,6 +276,7 @@ class LinkStatsLoad(StatsLoad):
                 found = first_day_found_short(link.clicks, known.get(link_id), sum(labelled.values()), windows, plan)
                 short += [found] if found else []
             progress.step(done + 1)
+        plan = self._settle(plan, began, listing, clock_known)
         if short and not getattr(self, "_reloaded_short", False):  # once a run: the second pass starts earlier
             return self._reload_short(plan, now, min(short), len(short), requests + pages, sink, generation,
                                       statistic, breakdown, ids, filters)  # fmt: skip
@@ -329,12 +368,14 @@ class WebsiteStatsLoad(StatsLoad):
 
         hook = self.hook
         began = time.time()  # before the first request whose answer this load uses
+        self._watch_reads()
         if ids is None:
             listing = hook.iter_records(filters, complete=True)  # skips no website, however the listing moves
             ids = [int(website["id"]) for website in listing]
             pages = listing.pages
         else:
             pages, listing = 0, None
+        clock_known = self._clock_known()
         plan = self.replan(plan, self._service_now(dt.datetime.now(dt.timezone.utc)), self._read_after(began, listing))
         windows = [(d.day, d.day) for d in plan.days] if breakdown else plan.windows()
         names = (breakdown,) if breakdown else generation.daily_series
@@ -373,6 +414,7 @@ class WebsiteStatsLoad(StatsLoad):
             for day, row in mine:
                 rows_by_day[day].append(row)
             progress.step(done + 1)
+        plan = self._settle(plan, began, listing, clock_known)
         if gone:
             self.log.warning(
                 "%d websites were deleted after the listing read them (their statistics answered 404): %s; their "

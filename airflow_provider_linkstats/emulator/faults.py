@@ -90,7 +90,8 @@ class Faults:
     ) -> None:
         """Once page ``page`` of the listing at ``path_prefix`` ("/links", "/websites", ...) has been
         answered (``sort``: only when asked in that order, "asc" or "desc"), delete the records
-        ``delete`` (ids) and advance the clock ``advance`` seconds, before the answer's last byte
+        ``delete`` (ids) and advance the clock ``advance`` seconds (below 0: a clock stepped back,
+        as NTP may step a server's), before the answer's last byte
         leaves: the client's next request meets the change. For the next ``count`` such answers.
         A record already gone is passed over."""
         ids = [delete] if isinstance(delete, int) else list(delete or [])
@@ -98,8 +99,8 @@ class Faults:
             raise ValueError(f"delete must be a record id or a list of ids, got {delete!r}")
         if isinstance(page, bool) or not isinstance(page, int) or page < 1:
             raise ValueError(f"page must be a page number (1 or more), got {page!r}")
-        if not isinstance(advance, (int, float)) or isinstance(advance, bool) or advance < 0:
-            raise ValueError(f"advance must be seconds (0 or more), got {advance!r}")
+        if not isinstance(advance, (int, float)) or isinstance(advance, bool):
+            raise ValueError(f"advance must be seconds (below 0: the clock stepped back), got {advance!r}")
         if sort not in (None, "asc", "desc"):
             raise ValueError(f"sort must be 'asc', 'desc' or null, got {sort!r}")
         if not ids and not advance:

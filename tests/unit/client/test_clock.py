@@ -141,3 +141,21 @@ def test_an_offset_measured_elsewhere_is_widened_by_its_age_and_yields_to_the_fi
     assert abs(clock.uncertainty - (0.3 + DRIFT * 1000)) < 1e-9
     assert not clock.adopt_offset(5.0, 0.1)  # one measurement at a time
     assert not ServiceClock(wall=wall).adopt_offset(float("nan"), 0.1)
+
+
+def test_watched_reads_keep_the_earliest_date_less_its_round_trip_stale_answers_too():
+    """A warehouse load watches its answers: a step back the clock does not take yet (one answer),
+    or a cached page, still says the service read that answer before the moment the first showed."""
+    wall = FakeWall(1_800_000_000.0)
+    clock = ServiceClock(wall=wall)
+    clock.observe({"date": http_date(wall.value + 7)}, wall.value - 0.05)
+    assert clock.reads_from is None  # not watching yet
+    clock.watch_reads()
+    wall.value += 1.0
+    clock.observe({"date": http_date(wall.value + 7)}, wall.value - 0.5)
+    assert clock.reads_from == int(wall.value + 7) - 0.5
+    wall.value += 1.0
+    clock.observe({"date": http_date(wall.value - 13)}, wall.value - 0.25)  # stepped back 20 s: stale for now
+    assert abs(clock.offset - 7) < 1.5 and clock.reads_from == int(wall.value - 13) - 0.25
+    clock.watch_reads()
+    assert clock.reads_from is None  # a new load starts afresh

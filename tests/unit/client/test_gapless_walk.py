@@ -128,3 +128,17 @@ def test_a_listing_of_one_page_is_one_read():
     listing = Listing(100, 100)
     walker, seen = walk(listing, random.Random(2), deletes=0, creates=0)
     assert len(seen) == 100 and walker.pages == 1
+
+
+def test_a_page_1_served_oldest_first_while_later_pages_follow_sort_is_read_on_in_its_order():
+    """A proxy or cache that drops ``sort`` on page 1 only: page 1 comes oldest first, pages 2.. as
+    asked. The plain walk went on newest first from page 2, so the 100 newest of 350 were never
+    read (250 seen); it goes on in page 1's order: every record once."""
+    listing = Listing(350, 100)
+    walker, yielded = GaplessWalk(), []
+    while (step := walker.next()) is not None:
+        order = "asc" if walker.pages == 0 else step[0]
+        answer = listing.page(order, step[1])
+        yielded += [i["id"] for i in walker.read(answer["items"], has_next=answer["has_next"], total=answer["total"])]
+    assert sorted(yielded) == list(range(1, 351)) and walker.unsorted  # before: 250 of 350
+    assert walker.pages == 4

@@ -268,8 +268,13 @@ def test_after_page_deletes_and_steps_the_clock_once_a_listing_page_is_answered(
     assert ids(api.get("/links")) == [third, first] and ids(api.get("/links")) == [third, first]
     assert ids(api.get("/links", sort="asc")) == [first, third]
     assert ids(api.get("/links")) == [first]
-    for bad in ({"page": 0, "delete": [1]}, {"delete": ["x"]}, {}, {"delete": [1], "sort": "up"}, {"advance": -1}):
+    for bad in ({"page": 0, "delete": [1]}, {"delete": ["x"]}, {}, {"delete": [1], "sort": "up"}, {"advance": "x"}):
         assert admin(emu, "POST", "/faults/after_page", bad).status_code == 422, bad
+    # A clock stepped back (NTP on the server) once a page is answered.
+    admin(emu, "POST", "/faults/after_page", {"advance": -30})
+    before = emu.clock.now()
+    api.get("/links")
+    assert -31 < (emu.clock.now() - before).total_seconds() <= -29
 
 
 # -- statistics ------------------------------------------------------------------------------------

@@ -1,0 +1,290 @@
+"""Issue 36, the cases next to the named ones (a review): each found broken, reproduced against
+the emulator, and kept here as a regression test."""
+
+from __future__ import annotations
+
+import datetime as dt
+import sqlite3
+
+import pytest
+
+from tests.integration.test_warehouse import link_load, rows, run, truth, warehouse  # noqa: F401 (fixture)
+from tests.integration.test_warehouse_walks import DAY, links_clicked_on_day
+
+
+def flags(path, table: str = "clicks") -> dict[str, int]:
+    with sqlite3.connect(path) as db:
+        return {str(day): int(flag) for day, flag in db.execute(f"SELECT day, complete FROM {table}_days").fetchall()}
+
+
+def site_load(interval, **arguments):
+    from airflow_provider_linkstats.operators.warehouse import LinkstatsWebsiteStatsToWarehouseOperator
+
+    start, end = interval
+    return LinkstatsWebsiteStatsToWarehouseOperator(
+        task_id="sites", sql_conn_id="wh", table="sites",
+        data_interval_start=start.isoformat(), data_interval_end=end.isoformat(), **arguments,
+    )  # fmt: skip
+
+
+def test_ids_given_a_day_is_complete_only_by_the_service_clock(emu, warehouse):  # noqa: F811
+    """Ids given: no listing, so no answer has told the service's clock when the day's completeness
+    is planned, and the worker's stood in. A worker ahead (here the service's clock reads 23:59:30
+    of the day) made the day complete though the service answered before its midnight: 4 clicks at
+    23:59:50 never loaded (before: flag 1, the table 1 click short of 5 for link 2 for good). Now the
+    completeness is decided again from the answers' clock: kept incomplete, reloaded, the truth."""
+    ids = links_clicked_on_day(emu, 2)
+    kept = emu.store.add_website(domain="site.example.com")["id"]
+    noon = (DAY + dt.timedelta(hours=12)).isoformat()
+    emu.store.record_traffic(pageviews=[{"website_id": kept, "at": noon, "page": "/"}])
+    emu.clock.set(DAY + dt.timedelta(hours=23, minutes=59, seconds=30), freeze=True)  # 30 s before midnight
+    day, next_day = (DAY, DAY + dt.timedelta(days=1)), (DAY + dt.timedelta(days=1), DAY + dt.timedelta(days=2))
+    run(link_load(interval=day, link_ids=ids))
+    run(site_load(day, website_ids=[kept]))
+    assert flags(warehouse) == {"2026-10-06": 0}  # before: 1
+    assert flags(warehouse, "sites") == {"2026-10-06": 0}  # before: 1
+    late = (DAY + dt.timedelta(hours=23, minutes=59, seconds=50)).isoformat()
+    emu.store.record_traffic([{"link_id": ids[1], "at": late, "count": 4}])
+    emu.store.record_traffic(pageviews=[{"website_id": kept, "at": late, "page": "/b"}])
+    emu.clock.set(DAY + dt.timedelta(days=2, hours=1))
+    run(link_load(interval=next_day, link_ids=ids))
+    run(site_load(next_day, website_ids=[kept]))
+    assert rows(warehouse) == truth(emu, "UTC")
+    assert (ids[1], "2026-10-06", "UTC", 5) in rows(warehouse)  # before: 1
+    with sqlite3.connect(warehouse) as db:
+        assert db.execute("SELECT website_id, day, pageviews FROM sites").fetchall() == [(kept, "2026-10-06", 2)]
+    assert flags(warehouse) == flags(warehouse, "sites") == {"2026-10-06": 1, "2026-10-07": 1}
+    emu.clock.reset()
+
+
+def test_ids_given_a_day_not_begun_by_the_service_clock_is_written_incomplete(emu, warehouse):  # noqa: F811
+    """Ids given and the service's clock a day behind the worker's: the day has not begun when the
+    service answers. Before: marked complete from the worker's clock; with the completeness decided
+    again after the answers, an error after every request; now written incomplete, and reloaded."""
+    ids = links_clicked_on_day(emu, 2)
+    emu.clock.set(DAY - dt.timedelta(hours=1))
+    report = run(link_load(interval=(DAY, DAY + dt.timedelta(days=1)), link_ids=ids))
+    assert report["days"] == ["2026-10-06"] and flags(warehouse) == {"2026-10-06": 0}
+    emu.clock.set(DAY + dt.timedelta(days=2, hours=1))
+    run(link_load(interval=(DAY + dt.timedelta(days=1), DAY + dt.timedelta(days=2)), link_ids=ids))
+    assert rows(warehouse) == truth(emu, "UTC") and len(rows(warehouse)) == 2
+    emu.clock.reset()
+
+
+def test_a_service_clock_stepped_back_during_the_load_keeps_the_day_incomplete(emu, warehouse):  # noqa: F811
+    """The listing's first page is read at 00:00:10 of the next day by the service's clock, which
+    is stepped back 20 s (NTP on the server) once the listing's last page is answered: the 150
+    statistics requests are answered before the service's midnight. Before: the day was complete
+    from the first answer's moment (flag 1), and 4 clicks at 23:59:58 were never loaded. Now the
+    completeness is decided again once the answers are in, from the first request's moment on the
+    clock as they tell it: kept incomplete, reloaded, the truth."""
+    ids = links_clicked_on_day(emu, 150, skip=set(range(1, 150)))
+    # Frozen, so that a slow start cannot carry the stepped clock past midnight again.
+    emu.clock.set(DAY + dt.timedelta(days=1, seconds=10), freeze=True)
+    emu.faults.after_page(page=1, advance=-20, sort="asc")  # the last page of the oldest-first walk
+    run(link_load(interval=(DAY, DAY + dt.timedelta(days=1))))
+    assert flags(warehouse) == {"2026-10-06": 0}  # before: 1
+    emu.store.record_traffic([{"link_id": ids[-1], "at": (DAY + dt.timedelta(seconds=86398)).isoformat(), "count": 4}])
+    emu.clock.set(DAY + dt.timedelta(days=2, hours=1))
+    run(link_load(interval=(DAY + dt.timedelta(days=1), DAY + dt.timedelta(days=2))))
+    assert rows(warehouse) == truth(emu, "UTC")
+    assert (ids[-1], "2026-10-06", "UTC", 4) in rows(warehouse)  # before: missing
+    assert flags(warehouse) == {"2026-10-06": 1, "2026-10-07": 1}
+    emu.clock.reset()
+
+
+@pytest.mark.xfail(
+    strict=True,
+    raises=AssertionError,
+    reason="reported, not fixed: a link entering a filtered selection during the walk",
+)
+def test_a_link_moved_into_the_selection_during_the_walk_hides_another(emu, warehouse, monkeypatch):  # noqa: F811
+    """Not fixed (reported): the oldest-first walk is immune to deletes anywhere and to links created
+    (they come last), but a link that ENTERS a filtered selection during the walk (moved into the
+    space or domain, edited to match the search) lands among the pages not read yet and pushes the
+    link at their boundary onto a page already read. 250 links of space 1 (one in space 2, moved
+    into space 1 once oldest-first page 2 is answered): link 101, in space 1 throughout and clicked
+    on the day, is never seen, and the day is marked complete without it."""
+    from airflow_provider_linkstats.emulator.store_base import _as_form
+
+    emu.clock.set(DAY - dt.timedelta(hours=12), freeze=True)
+    one, two = (emu.store.add_space(name=name)["id"] for name in ("one", "two"))
+    made = emu.store.seed_links(250, alias_prefix="mv-", url="https://example.com/m", space_id=one)
+    ids = list(range(made["first_id"], made["last_id"] + 1))
+    mover = ids[4]
+    user = emu.store.users()[0]
+    emu.store.update("links", user, str(mover), _as_form({"space_id": two}))
+    noon = (DAY + dt.timedelta(hours=12)).isoformat()
+    emu.store.record_traffic([{"link_id": i, "at": noon} for i in ids])
+    emu.clock.set(DAY + dt.timedelta(days=1, hours=1))
+    delete = emu.store.delete
+
+    def move_instead(table, user_or_id, record_id=None):  # the after_page fault moves the link instead
+        if table == "links" and user_or_id == mover:
+            return emu.store.update("links", user, str(mover), _as_form({"space_id": one}))
+        return delete(table, user_or_id, record_id)
+
+    monkeypatch.setattr(emu.store, "delete", move_instead)
+    emu.faults.after_page(page=2, delete=[mover], sort="asc")
+    run(link_load(interval=(DAY, DAY + dt.timedelta(days=1)), space_id=one))
+    loaded = {row[0] for row in rows(warehouse)}
+    assert flags(warehouse) == {"2026-10-06": 1}
+    assert sorted(set(ids) - {mover} - loaded) == []  # got: [101]
+    emu.clock.reset()
+
+
+# -- days of zones with half-hour DST and offsets off the hour (passed: kept as guards) --------------
+
+HALF_HOUR_NIGHTS = {
+    "lord-howe-spring-forward-30min": ("Australia/Lord_Howe", "2026-10-03T15:30"),  # 02:00 -> 02:30
+    "lord-howe-fall-back-30min": ("Australia/Lord_Howe", "2026-04-04T15:00"),  # 02:00 -> 01:30
+    "kathmandu-0545": ("Asia/Kathmandu", "2026-10-03T18:15"),  # +05:45, no DST
+    "chatham-spring-forward-1245": ("Pacific/Chatham", "2026-09-26T14:00"),  # +12:45 -> +13:45
+}
+
+
+def assert_days_tile_and_equal_the_account_days(emu, path, table: str, zone: str) -> None:
+    """Every day marked complete is the account day's recorded clicks, and the days follow each
+    other without a gap or an overlap (by the minute: a day may be 23.5 or 24.5 hours)."""
+    from airflow_provider_linkstats.client.warehouse import ServiceDay
+    from tests.integration.test_warehouse_days import account_days, complete_days, table_counts
+
+    days = complete_days(path, table)
+    assert len(days) >= 3 and set(days.values()) == {zone}
+    spans = sorted((ServiceDay.of(dt.date.fromisoformat(day), zone) for day in days), key=lambda s: s.start)
+    assert [(a.end, b.start) for a, b in zip(spans, spans[1:], strict=False) if a.end != b.start] == []
+    loaded, truth = table_counts(path, table), account_days(emu, zone)
+    for day in days:
+        assert {k: v for k, v in loaded.items() if k[1] == day} == {k: v for k, v in truth.items() if k[1] == day}
+
+
+@pytest.mark.parametrize("night", sorted(HALF_HOUR_NIGHTS))
+def test_half_hour_dst_and_offsets_off_the_hour_daily_runs_and_a_late_backfill(emulators, monkeypatch, tmp_path, night):
+    """phpShort 46+: daily UTC runs at their time, then a backfill of the same days asked 200 days
+    later (labels in the other offset), its breakdown too: each day marked complete equals the
+    account day, in zones whose DST moves 30 minutes or whose offset is off the hour."""
+    import json
+
+    from tests.conftest import GENERATIONS, connection_json
+    from tests.integration.test_warehouse_days import breakdown_sums, clicks_every_hour, daily_utc_runs, load, utc
+
+    emu = emulators("49")
+    emu.reset()
+    monkeypatch.setenv("AIRFLOW_CONN_LINKSTATS_LINKS_DEFAULT", connection_json(emu.url, api_version="49"))
+    monkeypatch.setenv(
+        "AIRFLOW_CONN_LINKSTATS_ANALYTICS_DEFAULT",
+        connection_json(emu.analytics_url, "linkstats_analytics", api_version=GENERATIONS["49"]),
+    )
+    path = tmp_path / "warehouse.db"
+    monkeypatch.setenv("AIRFLOW_CONN_WH", json.dumps({"conn_type": "sqlite", "host": str(path)}))
+    zone, moment = HALF_HOUR_NIGHTS[night]
+    change = utc(moment)
+    clicks_every_hour(emu, zone, change)
+    for start, end in daily_utc_runs(change):
+        emu.clock.set(end + dt.timedelta(minutes=10))
+        load("clicks", start, end)
+    emu.clock.set(change + dt.timedelta(days=200))
+    for start, end in daily_utc_runs(change):
+        load("late", start, end)
+        load("by_country", start, end, breakdown="country")
+    emu.clock.reset()
+    for table in ("clicks", "late"):
+        assert_days_tile_and_equal_the_account_days(emu, path, table, zone)
+    late = {k: v for k, v in breakdown_sums(path, "by_country").items()}
+    from tests.integration.test_warehouse_days import table_counts
+
+    assert late == table_counts(path, "late")
+    emu.reset()
+
+
+# -- the account's zone changed between runs (reported, not fixed) -------------------------------------
+
+
+@pytest.mark.xfail(
+    strict=True, raises=AssertionError, reason="reported, not fixed: a zone change between runs overlaps (or gaps) days"
+)
+def test_a_zone_change_between_runs_counts_no_hour_twice(emulators, monkeypatch, tmp_path):
+    """phpShort 46+ counts the account's days in its zone as it is when asked. Daily UTC runs, the
+    account moved from UTC to Asia/Tokyo before the third: the UTC day 2026-10-09 (00:00 to 24:00
+    UTC) and the Tokyo day 2026-10-10 (10-09 15:00 to 10-10 15:00 UTC) are both loaded complete, so
+    the 9 hours they share are in the table twice: 105 clicks for the 96 recorded (1 an hour).
+    The other way (Tokyo to UTC) leaves hours in no day. The service answers only the new zone's
+    days, so no reload makes the old ones exact; the hour series of the days at the change would."""
+    import json
+    import sqlite3
+
+    from tests.conftest import GENERATIONS, connection_json
+    from tests.integration.test_warehouse_days import clicks_every_hour, daily_utc_runs, load, utc
+
+    emu = emulators("49")
+    emu.reset()
+    monkeypatch.setenv("AIRFLOW_CONN_LINKSTATS_LINKS_DEFAULT", connection_json(emu.url, api_version="49"))
+    monkeypatch.setenv(
+        "AIRFLOW_CONN_LINKSTATS_ANALYTICS_DEFAULT",
+        connection_json(emu.analytics_url, "linkstats_analytics", api_version=GENERATIONS["49"]),
+    )
+    path = tmp_path / "warehouse.db"
+    monkeypatch.setenv("AIRFLOW_CONN_WH", json.dumps({"conn_type": "sqlite", "host": str(path)}))
+    change = utc("2026-10-10T12:00")
+    clicks_every_hour(emu, "UTC", change, links=1, per_hour=1)
+    try:
+        for n, (start, end) in enumerate(daily_utc_runs(change)):
+            if n == 2:
+                emu.configure_account(timezone="Asia/Tokyo")
+            emu.clock.set(end + dt.timedelta(minutes=10))
+            load("clicks", start, end)
+    finally:
+        emu.reset()
+    with sqlite3.connect(path) as db:
+        loaded = db.execute("SELECT SUM(clicks) FROM clicks").fetchone()[0]
+        marked = db.execute("SELECT COUNT(*) FROM clicks_days WHERE complete = 0").fetchone()[0]
+    # The loaded days span 10-08 00:00 UTC to 10-12 15:00 UTC: every click recorded (96) once, or
+    # the days that overlap not marked complete.
+    assert loaded == 96 or marked > 0, f"{loaded} clicks loaded for 96 recorded, every day marked complete"
+
+
+# -- counters of the layout before selections, once a selection saved some of its own -----------------
+
+
+@pytest.mark.parametrize("destination", ["table", "files"])
+def test_legacy_counters_serve_the_links_a_selection_has_not_fetched_since(emu, warehouse, tmp_path, destination):  # noqa: F811
+    """A table (or folder) written before selections: its counters spare the first run every
+    unchanged link's request. That run saves only the link it fetched; before, the second run then
+    read only the selection's own counters and fetched the 5 others as 'not seen before' (6
+    requests for a run with nothing new, the minimum 1); now the legacy counters still serve the
+    links the selection has none of its own for: 1 request (the listing)."""
+    import json
+
+    from tests.integration.test_warehouse_state import LEGACY_TABLES, at, file_load, interval, two_spaces
+
+    made = two_spaces(emu)
+    ids = [link["id"] for links in made.values() for link in links]
+    steady = "2026-10-08T23:30:00+00:00"  # after the last click of day 2
+    target = tmp_path / "files"
+    if destination == "table":
+        with sqlite3.connect(warehouse) as db:
+            for statement in LEGACY_TABLES:
+                db.execute(statement)
+            for n, link_id in enumerate(ids):
+                db.execute("INSERT INTO clicks_counters VALUES ('clicks', ?, ?, ?)", (link_id, 6 * (n % 3 + 1), steady))
+    else:
+        target.mkdir()
+        counters = {str(link_id): [6 * (n % 3 + 1), steady] for n, link_id in enumerate(ids)}
+        (target / "_counters.json").write_text(json.dumps({"clicks": counters}))
+
+    def load(day: int):
+        if destination == "table":
+            return run(link_load(interval=interval(day)))
+        operator = file_load(target, 0, interval(day))
+        operator.space_id = None  # every link, as the table's load
+        return run(operator)
+
+    emu.clock.set(at(3, 12), freeze=True)
+    emu.record_traffic(clicks=[{"link_id": ids[0], "at": at(3, 12).isoformat()}])
+    emu.clock.set(at(4, 0.5), freeze=True)
+    first = load(3)
+    emu.clock.set(at(5, 0.5), freeze=True)
+    second = load(4)
+    assert (first["fetched"], first["requests"]) == (1, 2)
+    assert (second["fetched"], second["requests"], second["minimum_requests"]) == (0, 1, 1)  # before: 5, 6, 6
+    emu.clock.reset()

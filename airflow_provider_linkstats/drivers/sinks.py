@@ -99,6 +99,25 @@ def check_table(table: Any, name: str = "table") -> str:
     return text
 
 
+def sink_for(sql_conn_id: Any, table: Any, path: Any, file_format: Any, storage_conn_id: Any, schema: Schema) -> Any:
+    """The sink the task's arguments name: a SQL table (``sql_conn_id`` + ``table``) or files (``path``),
+    checked before any request."""
+    from airflow_provider_linkstats.client.checks import is_blank
+
+    to_sql, to_files = not is_blank(sql_conn_id) or not is_blank(table), not is_blank(path)
+    if to_sql == to_files:
+        raise LinkstatsInputError(
+            "sql_conn_id/table/path", (sql_conn_id, table, path),
+            "either sql_conn_id and table (a SQL table) or path (files on object storage)",
+        )  # fmt: skip
+    if to_files:
+        return FileSink(path, str(file_format).strip().lower(), schema, storage_conn_id or None)
+    check_table(table)
+    if is_blank(sql_conn_id):
+        raise LinkstatsInputError("sql_conn_id", sql_conn_id, "the id of a SQL connection")
+    return SqlSink(str(sql_conn_id), str(table), schema)
+
+
 def beside(table: str, suffix: str) -> str:
     """The name of a table kept beside ``table`` (same schema)."""
     return f"{table}_{suffix}"

@@ -195,6 +195,12 @@ class StatsLoad:
 
 
 class LinkStatsLoad(StatsLoad):
+    @staticmethod
+    def schema_for(breakdown: str | None) -> Any:
+        from airflow_provider_linkstats.drivers.sinks import LINK_BREAKDOWN, LINK_DAILY
+
+        return LINK_BREAKDOWN if breakdown else LINK_DAILY
+
     def load(self, plan: Any, sink: Any, generation: Any, statistic: str, breakdown: str | None,
              ids: list[int] | None, filters: dict[str, Any]) -> dict[str, Any]:  # fmt: skip
         import datetime as dt
@@ -359,6 +365,12 @@ class LinkStatsLoad(StatsLoad):
 
 
 class WebsiteStatsLoad(StatsLoad):
+    @staticmethod
+    def schema_for(breakdown: str | None) -> Any:
+        from airflow_provider_linkstats.drivers.sinks import WEBSITE_BREAKDOWN, WEBSITE_DAILY
+
+        return WEBSITE_BREAKDOWN if breakdown else WEBSITE_DAILY
+
     def load(self, plan: Any, sink: Any, generation: Any, statistic: str, breakdown: str | None,
              ids: list[int] | None, filters: dict[str, Any]) -> dict[str, Any]:  # fmt: skip
         import datetime as dt

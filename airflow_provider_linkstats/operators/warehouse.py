@@ -29,6 +29,7 @@ class LinkstatsStatsToWarehouseOperatorBase(LinkstatsBaseOperator):
     table (``sql_conn_id`` + ``table``) or into files (``path``), each day replaced whole."""
 
     stats: StatsSpec
+    load_class: str  # the driver's class in drivers.warehouse
     series_columns: tuple[str, ...]  # the daily table's count columns, one per daily statistic
     ui_color = "#e3f1e5"
 
@@ -59,24 +60,6 @@ class LinkstatsStatsToWarehouseOperatorBase(LinkstatsBaseOperator):
         return ()
 
     # -- checks before any request -----------------------------------------------------------
-
-    def _sink(self, schema: Any) -> Any:
-        from airflow_provider_linkstats.client.checks import is_blank
-        from airflow_provider_linkstats.client.errors import LinkstatsInputError
-        from airflow_provider_linkstats.drivers.sinks import FileSink, SqlSink, check_table
-
-        to_sql, to_files = not is_blank(self.sql_conn_id) or not is_blank(self.table), not is_blank(self.path)
-        if to_sql == to_files:
-            raise LinkstatsInputError(
-                "sql_conn_id/table/path", (self.sql_conn_id, self.table, self.path),
-                "either sql_conn_id and table (a SQL table) or path (files on object storage)",
-            )  # fmt: skip
-        if to_files:
-            return FileSink(self.path, str(self.file_format).strip().lower(), schema, self.storage_conn_id or None)
-        check_table(self.table)
-        if is_blank(self.sql_conn_id):
-            raise LinkstatsInputError("sql_conn_id", self.sql_conn_id, "the id of a SQL connection")
-        return SqlSink(str(self.sql_conn_id), str(self.table), schema)
 
     def _interval(self, context: Any) -> tuple[Any, Any]:
         from airflow_provider_linkstats.client.checks import is_blank
@@ -128,7 +111,7 @@ class LinkstatsStatsToWarehouseOperatorBase(LinkstatsBaseOperator):
         )
 
         breakdown = self._breakdown()
-        schema = self.schema_for(breakdown)
+        schema = self.driver_class().schema_for(breakdown)
         start, end = self._interval(context)
         now = dt.datetime.now(dt.timezone.utc)
         end_moment = aware(end, "data_interval_end")
@@ -141,9 +124,12 @@ class LinkstatsStatsToWarehouseOperatorBase(LinkstatsBaseOperator):
             )  # fmt: skip
         ids = self._ids()
         filters = self.selection()
-        sink = self._sink(schema)  # a bad table name or a missing connection fails here, before any request
+        from airflow_provider_linkstats.drivers.sinks import sink_for
+
+        # a bad table name or a missing connection fails here, before any request
+        sink = sink_for(self.sql_conn_id, self.table, self.path, self.file_format, self.storage_conn_id, schema)
         self.log.info("loading into %s", sink.describe())
-        load = self.driver()
+        load = self.driver_class()(self.hook, self.log)
         result = load.run(sink, start, end, now, breakdown, ids, filters)
         if not load.loaded:
             return result
@@ -164,12 +150,11 @@ class LinkstatsStatsToWarehouseOperatorBase(LinkstatsBaseOperator):
             self.log.info("declare outlets=[Asset(%r)] to schedule downstream DAGs on this table", uri)
         return uri
 
-    def driver(self) -> Any:
-        """The load's driver (``drivers.warehouse``) over this task's hook and log."""
-        raise NotImplementedError
+    def driver_class(self) -> Any:
+        """The load's driver (``drivers.warehouse``): its class, named by ``load_class``."""
+        from airflow_provider_linkstats.drivers import warehouse
 
-    def schema_for(self, breakdown: str | None) -> Any:
-        raise NotImplementedError
+        return getattr(warehouse, self.load_class)
 
     def selection(self) -> dict[str, Any]:
         from airflow_provider_linkstats.client.checks import is_blank
@@ -211,15 +196,7 @@ class LinkstatsLinkStatsToWarehouseOperator(LinksServiceMixin, LinkstatsStatsToW
             Argument("domain_id", "only links of this domain.", annotation="int"),
         )
 
-    def schema_for(self, breakdown: str | None) -> Any:
-        from airflow_provider_linkstats.drivers.sinks import LINK_BREAKDOWN, LINK_DAILY
-
-        return LINK_BREAKDOWN if breakdown else LINK_DAILY
-
-    def driver(self) -> Any:
-        from airflow_provider_linkstats.drivers.warehouse import LinkStatsLoad
-
-        return LinkStatsLoad(self.hook, self.log)
+    load_class = "LinkStatsLoad"
 
 
 class LinkstatsWebsiteStatsToWarehouseOperator(AnalyticsServiceMixin, LinkstatsStatsToWarehouseOperatorBase):
@@ -233,12 +210,4 @@ class LinkstatsWebsiteStatsToWarehouseOperator(AnalyticsServiceMixin, LinkstatsS
 
     stats = WEBSITE_STATS
 
-    def schema_for(self, breakdown: str | None) -> Any:
-        from airflow_provider_linkstats.drivers.sinks import WEBSITE_BREAKDOWN, WEBSITE_DAILY
-
-        return WEBSITE_BREAKDOWN if breakdown else WEBSITE_DAILY
-
-    def driver(self) -> Any:
-        from airflow_provider_linkstats.drivers.warehouse import WebsiteStatsLoad
-
-        return WebsiteStatsLoad(self.hook, self.log)
+    load_class = "WebsiteStatsLoad"

@@ -50,7 +50,7 @@ from airflow_provider_linkstats.client.settings import (
     POOL_SIZE,
     ClientSettings,
 )
-from airflow_provider_linkstats.connection import (
+from airflow_provider_linkstats.hooks.connection import (
     CONNECTION_TYPES,
     HIDDEN_FIELDS,
     RELABELING,

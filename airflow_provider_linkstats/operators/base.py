@@ -25,8 +25,8 @@ from airflow.providers.common.compat.sdk import BaseOperator
 
 from airflow_provider_linkstats.client.contract import LINKS, WEBSITES, Kind, Resource, StatsSpec
 from airflow_provider_linkstats.client.settings import DEFAULT_MAX_WORKERS, POOL_SIZE
-from airflow_provider_linkstats.connection import CONNECTION_TYPES
-from airflow_provider_linkstats.lineage import LinkstatsLineageMixin
+from airflow_provider_linkstats.hooks.connection import CONNECTION_TYPES
+from airflow_provider_linkstats.operators.lineage import LinkstatsLineageMixin
 
 if TYPE_CHECKING:
     from airflow_provider_linkstats.hooks.linkstats import (
@@ -49,7 +49,7 @@ def fails_fast(execute: Execute) -> Execute:
 
     @functools.wraps(execute)
     def run(self: BaseOperator, context: Any, *args: Any, **kwargs: Any) -> Any:
-        from airflow_provider_linkstats.outcomes import failing_fast
+        from airflow_provider_linkstats.hooks.outcomes import failing_fast
 
         with failing_fast(self):
             return execute(self, context, *args, **kwargs)

@@ -21,7 +21,7 @@ from typing import Any
 
 from airflow_provider_linkstats.client.contract import LINKS
 from airflow_provider_linkstats.client.settings import DEFAULT_MAX_WORKERS, POOL_SIZE
-from airflow_provider_linkstats.lineage import LinkstatsLineageMixin
+from airflow_provider_linkstats.operators.lineage import LinkstatsLineageMixin
 from airflow_provider_linkstats.operators.base import (
     IF_EXISTS_CHOICES,
     LinksServiceMixin,

@@ -14,7 +14,7 @@ import pytest
 from airflow_provider_linkstats.client import settings
 from airflow_provider_linkstats.client.retry import RetryPolicy
 from airflow_provider_linkstats.client.settings import ClientSettings
-from airflow_provider_linkstats.connection import CONNECTION_TYPES, extra_fields
+from airflow_provider_linkstats.hooks.connection import CONNECTION_TYPES, extra_fields
 from tests.conftest import REPO
 
 OPERATORS = sorted((REPO / "airflow_provider_linkstats" / "operators").glob("*.py"))
@@ -75,7 +75,7 @@ def test_every_operator_takes_its_default_connection_from_the_hook():
 
 
 def test_sensor_and_triggers_default_to_the_hooks_connection():
-    """They read the id from connection.py (so a DAG parse needs no hooks module); it is the hook's."""
+    """They read the id from hooks/connection.py (so a DAG parse needs no hooks module); it is the hook's."""
     from airflow_provider_linkstats.hooks.linkstats import LinkstatsLinksHook
     from airflow_provider_linkstats.sensors import links as sensor_module
     from airflow_provider_linkstats.sensors.links import LinkstatsLinkExpiredSensor

@@ -10,6 +10,7 @@ the bulk delete both use it, and it is imported only when a task runs.
 
 from __future__ import annotations
 
+import datetime as dt
 import logging
 import math
 import threading
@@ -22,6 +23,7 @@ from typing import Any
 
 from airflow_provider_linkstats.client.cleanup import (
     DEFAULT_EVIDENCE_MAX_AGE,
+    DEFAULT_MARGIN_WITHOUT_DATE,
     NAMED_MAX,
     ROUNDS_MAX,
     CleanupRules,
@@ -202,6 +204,9 @@ class ListingPage:
     total: int | None
     per_page: int | None = None  # the page size the meta told
     url: str = ""
+    # Whether the answer was made after the request was sent (``ServiceClock.is_fresh``): False for a
+    # cache's copy (an ``Age``, a ``Date`` older than the send), None without a ``Date`` (nothing tells).
+    fresh: bool | None = None
 
 
 class ListingReader:
@@ -211,15 +216,28 @@ class ListingReader:
         self.client = client
         self.filters = filters
         self.pages_read = 0
+        self.busted = 0  # confirming reads sent with a cache-busting parameter
+        self.received_at: dict[int, float] = {}  # page number: when its last read was answered (monotonic)
 
-    def read(self, number: int) -> ListingPage:
+    def read(self, number: int, *, uncached: bool = False) -> ListingPage:
+        """Page ``number``; ``uncached`` (a confirming read): asks every cache on the way for the
+        service's own answer (``Cache-Control: no-cache``, and a query parameter no cached copy has,
+        ``_``, which the service ignores like any parameter it does not read), and says whether the
+        answer is fresh."""
         import json
+        from dataclasses import replace
 
         from airflow_provider_linkstats.client.contract import LINKS
         from airflow_provider_linkstats.client.protocol import build_list, parse_page
 
         request = build_list(LINKS, self.filters, number)
+        if uncached:
+            self.busted += 1
+            buster = (("_", f"{time.time():.3f}-{self.busted}"),)
+            request = replace(request, params=request.params + buster, headers=UNCACHED)
+        sent = self.client.clock.stamp()
         response = self.client.call(request)
+        self.received_at[number] = time.monotonic()
         self.pages_read += 1
         page = parse_page(request, response, self.filters.get("per_page", 10))
         try:
@@ -229,7 +247,19 @@ class ListingReader:
         told = meta.get("per_page") if isinstance(meta, dict) else None
         per_page = told if isinstance(told, int) and not isinstance(told, bool) and told > 0 else None
         url = getattr(response, "url", "") or request.describe()
-        return ListingPage(page.items, page.last_page, page.total, per_page, _listing_url(url))
+        fresh = self.client.clock.is_fresh(response.headers, sent)
+        return ListingPage(page.items, page.last_page, page.total, per_page, _listing_url(url), fresh)
+
+
+# A confirming read asks for the service's own answer, never a cache's copy (RFC 9111 no-cache;
+# Pragma for HTTP/1.0 caches).
+UNCACHED = (("Cache-Control", "no-cache"), ("Pragma", "no-cache"))
+# A confirming read answered from a cache is sent again this many times before its page's matches
+# are left (never deleted on a cache's copy).
+STALE_REREADS = 2
+# A confirming read leaves at least this long after the page's last read was answered: a Date is whole
+# seconds, so only then does a cache's copy of that read (the same Date) show as older than its send.
+DATE_SECOND = 1.1
 
 
 def _listing_url(url: str) -> str:
@@ -237,7 +267,7 @@ def _listing_url(url: str) -> str:
     from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
     parts = urlsplit(url)
-    query = [(k, v) for k, v in parse_qsl(parts.query, keep_blank_values=True) if k != "page"]
+    query = [(k, v) for k, v in parse_qsl(parts.query, keep_blank_values=True) if k not in ("page", "_")]
     return urlunsplit(parts._replace(query=urlencode(query)))
 
 
@@ -264,6 +294,7 @@ class CleanupOutcome:
     unconfirmed: int = 0  # matched when found, not on the confirming page (or evidence too old): left
     pages: int = 0  # listing requests: the walk's reads and the confirming reads
     confirming_reads: int = 0
+    stale_reads: int = 0  # confirming reads a cache answered (an Age, an old Date): read again, never acted on
     total_links: int | None = None
     ceiling: int | None = None
     over_ceiling: bool = False
@@ -308,6 +339,7 @@ class StreamingCleanup:
         max_workers: int,
         sample_size: int = 20,
         evidence_max_age: float = DEFAULT_EVIDENCE_MAX_AGE,
+        margin_without_date: float = DEFAULT_MARGIN_WITHOUT_DATE,
         log: logging.Logger,
     ) -> None:
         self.hook = hook
@@ -321,11 +353,25 @@ class StreamingCleanup:
         self.log = log
         self.client = hook.client
         self.clock = self.client.clock
+        self.margin_without_date = margin_without_date
+        self._said_no_date = False
         self._named: dict[str, int] = {}
 
     def now(self) -> Any:
-        """The moment decisions are made at: the service's clock less its margin, read each time."""
-        return self.clock.settled_now()
+        """The moment decisions are made at: the service's clock less its margin, read each time.
+        A service whose answers carry no ``Date`` has no known clock: the worker's stands in, less
+        ``margin_without_date`` (said once), so every link within that margin of its end is kept."""
+        if self.clock.known:
+            return self.clock.settled_now()
+        if not self._said_no_date:
+            self._said_no_date = True
+            self.log.warning(
+                "The service's answers carry no Date header, so its clock is unknown: this cleanup decides by "
+                "this worker's clock less margin_without_date (%.0f s): a link is over only if it ended more than "
+                "that before the worker's now; links closer to their end are kept",
+                self.margin_without_date,
+            )
+        return self.clock.settled_now() - dt.timedelta(seconds=self.margin_without_date)
 
     # -- the run --------------------------------------------------------------------------------
 
@@ -384,6 +430,11 @@ class StreamingCleanup:
 
     def _run(self, reader: ListingReader, filters: dict[str, Any], outcome: CleanupOutcome, reporter: Reporter) -> None:
         first = reader.read(1)
+        if not self.clock.known:  # the first page told no time (no Date, or a cache's copy): one read
+            try:
+                self.client.ensure_clock()
+            except LinkstatsError as error:
+                self.log.info("Reading the service's clock failed (%s)", error)
         outcome.clock = self.clock.describe()
         outcome.total_links, outcome.ceiling = self._ceiling(first, filters)
         self.log.info(
@@ -530,10 +581,23 @@ class StreamingCleanup:
     ) -> None:
         """One confirming read of the page and the deletes it allows."""
         plan = run.plan
-        sent_at = time.monotonic()
-        page = reader.read(plan.number)
-        outcome.confirming_reads += 1
-        verdict = plan.confirm(walk.confirming(plan, page.items), self.now(), sent_at)
+        for attempt in range(1 + STALE_REREADS):
+            pause = reader.received_at.get(plan.number, 0.0) + DATE_SECOND - time.monotonic()
+            if pause > 0:
+                time.sleep(pause)
+            sent_at = time.monotonic()
+            page = reader.read(plan.number, uncached=True)
+            outcome.confirming_reads += 1
+            if page.fresh is not False:
+                break
+            outcome.stale_reads += 1
+            self._name(
+                "stale: confirming reads a cache answered",
+                f"the confirming read of page {plan.number} came from a cache (an Age header, or a Date older than "
+                f"its request){'; reading it again' if attempt < STALE_REREADS else ''}",
+            )
+        items = page.items if page.fresh is not False else []  # a cache's copy confirms nothing: left, not deleted
+        verdict = plan.confirm(walk.confirming(plan, items), self.now(), sent_at)
         for record, rule in verdict.changed:
             outcome.kept += 1
             outcome.changed += 1

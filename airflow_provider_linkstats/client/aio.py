@@ -23,7 +23,7 @@ from typing import Any
 from urllib.parse import urlencode
 
 from airflow_provider_linkstats.client.auth import ApiKey
-from airflow_provider_linkstats.client.clock import ServiceClock
+from airflow_provider_linkstats.client.clock import ServiceClock, adopt_profile_clock
 from airflow_provider_linkstats.client.discovery import ServiceProfile, discover
 from airflow_provider_linkstats.client.errors import RETRY_STATUSES, LinkstatsApiError, transport_error
 from airflow_provider_linkstats.client.generations import Generation
@@ -176,7 +176,7 @@ class AsyncLinkstatsClient:
 
     async def send(self, request: ApiRequest) -> ApiResponse:
         """One attempt, paced by the rate limiter: the answer whatever its status, or ``LinkstatsTransportError``."""
-        headers = {}
+        headers = dict(request.headers)
         content = None
         if request.method in ("POST", "PUT"):
             content = urlencode(list(request.form)).encode()
@@ -237,11 +237,23 @@ class AsyncLinkstatsClient:
         return self.adopt(await adrive(plan, self.probe))
 
     def adopt(self, profile: ServiceProfile) -> ServiceProfile:
-        """Use the API root discovery found."""
+        """Use the API root discovery found (and the service's clock as the host measured it, until
+        this client hears the service itself)."""
+        adopt_profile_clock(self.clock, profile)
         if profile.root != self.root:
             self.root = profile.root.rstrip("/")
             self.settings = replace(self.settings, root=profile.root)
         return profile
+
+    async def ensure_clock(self) -> ServiceClock:
+        """The service's clock, known before a decision that needs it (``LinkstatsClient.ensure_clock``):
+        from an answer, a handed or learned measurement, else one cheap read (``GET /account``, its
+        answer's Date), at most once per client."""
+        if not self.clock.known and not getattr(self, "_clock_read", False):
+            self._clock_read = True
+            log.info("Linkstats: reading the service's clock (one GET /account) before a decision that needs it")
+            await self.probe(ApiRequest("GET", "/account"))
+        return self.clock
 
     async def call(self, request: ApiRequest) -> ApiResponse:
         """Send ``request`` under the retry policy and return its 2xx response, or raise."""

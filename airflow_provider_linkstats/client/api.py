@@ -14,7 +14,7 @@ from typing import Any
 
 from airflow_provider_linkstats.client.auth import ApiKey
 from airflow_provider_linkstats.client.checks import check_whole_number, is_blank
-from airflow_provider_linkstats.client.clock import ServiceClock, parse_http_date
+from airflow_provider_linkstats.client.clock import ServiceClock, adopt_profile_clock, parse_http_date
 from airflow_provider_linkstats.client.contract import LINKS, MAX_PER_PAGE, WEBSITES, Resource, StatsSpec
 from airflow_provider_linkstats.client.discovery import ServiceProfile, discover
 from airflow_provider_linkstats.client.errors import (
@@ -106,6 +106,11 @@ class LinkstatsClient:
         self._account_error: dict[str, str] = {}
         self._domain_retried = False  # a refused learned domain is read again once per client
         self._domain_said: int | None = None  # the domain a create without one went to, logged once
+        self._clock_read = False  # ``ensure_clock`` read the service's clock (once per client at most)
+        # Where a clock measured elsewhere comes from, and where one measured here goes (the hook's
+        # ``KnownService.recall_clock`` and ``remember_clock``: the host's learned facts); None: nowhere.
+        self.clock_source: Callable[[ServiceClock], bool] | None = None
+        self.clock_measured: Callable[[ServiceClock], None] | None = None
         # Reads the account again and keeps it (the hook's ``KnownService.relearn_account``, which
         # also saves it for the host's other tasks); None: ``relearn_account`` does it here.
         self.account_reader: Callable[[str], ServiceProfile] | None = None
@@ -198,12 +203,35 @@ class LinkstatsClient:
         return self.adopt(drive(plan, self.probe))
 
     def adopt(self, profile: ServiceProfile) -> ServiceProfile:
-        """Use what discovery learned: the API root that answered and the generation."""
+        """Use what discovery learned: the API root that answered and the generation (and the
+        service's clock as the host measured it, until this process hears the service itself)."""
+        adopt_profile_clock(self.clock, profile)
         self._profiles[profile.service] = profile
         if profile.root != self.root:
             self.root = self._transport.root = profile.root
             self.settings = self._transport.settings = replace(self.settings, root=profile.root)
         return profile
+
+    def ensure_clock(self, service: str = "links") -> ServiceClock:
+        """The service's clock, known before a decision that needs it (an active window's start, a
+        duration, a past-expiry check, a status verdict): from an answer this client already has,
+        else the host's learned facts (``profile``: no request when they are kept), else one cheap
+        read (``GET /account``, its answer's Date; its status does not matter). So at most one
+        request per client, only when a time matters and nothing is known."""
+        if not self.clock.known:
+            try:
+                self.profile(service)  # the host's learned facts carry the clock; discovery's answers tell it
+            except (LinkstatsApiError, LinkstatsTransportError):
+                pass  # the read below tells the time, or says what is wrong
+        if not self.clock.known and self.clock_source is not None:
+            self.clock_source(self.clock)  # the host's learned facts, without a discovery
+        if not self.clock.known and not self._clock_read:
+            self._clock_read = True
+            log.info("Linkstats: reading the service's clock (one GET /account) before a decision that needs it")
+            self.probe(ApiRequest("GET", "/account"))
+            if self.clock.known and self.clock_measured is not None:
+                self.clock_measured(self.clock)  # kept for the host's next tasks
+        return self.clock
 
     def profile(self, service: str, *, account: bool = False, domains: bool = False) -> ServiceProfile:
         """What is known of ``service``; with ``account`` its account's facts, with ``domains`` also
@@ -240,8 +268,9 @@ class LinkstatsClient:
             if fields.ready_for == self.generation("links").name and not fields.has_durations:
                 self._still_ahead(fields)  # prepared a while ago (a bulk launch): a fixed end may have passed
                 return fields
-        now = self.clock.now()  # the service's: durations count from it, a past expiry is past by it
-        values = check_link(fields, operation, now=now)  # refuses a past expiry before any request
+        # Checked first without the service's clock (no request yet): only an expiry past by more
+        # than any clock skew is refused here; then the clock is made known and decides.
+        values = check_link(fields, operation)
         generation = self.generation("links")
         timezone, domain = self.settings.timezone, self.settings.default_domain_id
         if needs_account(values, generation, timezone=timezone, default_domain_id=domain, operation=operation):
@@ -274,18 +303,30 @@ class LinkstatsClient:
                 timezone = timezone or profile.timezone
                 if domain is None and operation == "create" and values.get("domain_id") is None:
                     domain = self._account_domain(profile)
-        return for_generation(values, generation, timezone=timezone, default_domain_id=domain, now=now)
+        if _needs_clock(values, generation):
+            self.ensure_clock("links")  # known by now if a request was made (the probe, the account read)
+            # durations count from the service's "now", a past end is refused by it
+            values = check_link(fields, operation, now=self.clock.now())
+        # A window starts a margin before the service's "now" as measured, so the link redirects at once
+        # whichever way the measurement errs.
+        start = self.clock.now() - dt.timedelta(seconds=self.clock.margin)
+        return for_generation(values, generation, timezone=timezone, default_domain_id=domain, now=start)
 
     def _still_ahead(self, fields: Fields) -> None:
         """A fixed ``expires_at`` given to fields prepared earlier is still ahead by the service's clock,
         by more than its margin (the request takes time to be stored): else the write would make a
         link dead from the start (``LinkstatsInputError``, no request)."""
+        from airflow_provider_linkstats.client.clock import PLAUSIBLE_SKEW
         from airflow_provider_linkstats.client.validation import aware_moment
 
         given = fields.given.get("expires_at")
         if given is None:
             return
-        end, now, margin = aware_moment("expires_at", given), self.clock.now(), self.clock.margin
+        end = aware_moment("expires_at", given)
+        if (end - dt.datetime.now(dt.timezone.utc)).total_seconds() > PLAUSIBLE_SKEW:
+            return  # ahead by any clock: no need to read the service's
+        self.ensure_clock("links")
+        now, margin = self.clock.now(), self.clock.margin
         if end <= now + dt.timedelta(seconds=margin):
             raise LinkstatsInputError(
                 "expires_at",
@@ -885,7 +926,9 @@ class LinkstatsClient:
         filters = dict(filters or {})
         if filters.get("status") in (None, "", 0, "0"):
             return self.iter(LINKS, filters, max_items=max_items, complete=complete)
-        sent, keep = status_listing(validate_list_params(LINKS, filters), self.generation(LINKS.service))
+        # Each record decided by the service's clock, which its page's answer told.
+        params = validate_list_params(LINKS, filters)
+        sent, keep = status_listing(params, self.generation(LINKS.service), self.clock.now)
         if keep is None or complete:
             listing = self.iter(LINKS, sent, max_items=max_items, complete=complete)
             if keep is not None:
@@ -950,6 +993,26 @@ class LinkstatsClient:
                 continue
             return record
         return None
+
+
+def _needs_clock(values: Fields, generation: Generation) -> bool:
+    """Whether preparing ``values`` needs the service's "now": a duration counts from it, a window
+    that starts "now" (46+) starts by it, and an end within any clock skew of the worker's "now" is
+    past or not by it. An end further ahead on 44-45 (a date and time, no start), or a window whose
+    start is given, needs no clock."""
+    from airflow_provider_linkstats.client.clock import PLAUSIBLE_SKEW
+    from airflow_provider_linkstats.client.generations import UTC_WINDOW
+
+    end = values.get("expires_at")
+    if end is None:
+        return False
+    if values.has_durations:
+        return True
+    if values.get("starts_at") is not None:
+        return False  # a window with a given start: checked against it, not against "now"
+    if generation.expiry == UTC_WINDOW:
+        return True
+    return (end - dt.datetime.now(dt.timezone.utc)).total_seconds() <= PLAUSIBLE_SKEW
 
 
 def _unknown_reason(error: BaseException | None) -> str:

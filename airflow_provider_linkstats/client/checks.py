@@ -61,16 +61,22 @@ def check_future(moment: dt.datetime, field: str = "expires_at", *, now: dt.date
     """An aware moment that is still ahead; a past expiry would make a link that is dead from the start.
 
     The error names the moment in the zone it was read in (its own offset or zone) and the time now.
+    ``now``: the service's "now"; without it (before any request) the worker's clock stands in and
+    only a moment past by more than any clock skew explains (``clock.PLAUSIBLE_SKEW``) is refused:
+    the client checks again by the service's clock before the write.
     """
+    from airflow_provider_linkstats.client.clock import PLAUSIBLE_SKEW
+
     current = now or dt.datetime.now(dt.timezone.utc)
-    if moment <= current:
+    if moment <= current - (dt.timedelta(0) if now is not None else dt.timedelta(seconds=PLAUSIBLE_SKEW)):
         # An IANA name where the moment carries one (pendulum, zoneinfo), else its offset name ("UTC+02:00").
         zone = getattr(moment.tzinfo, "name", None) or getattr(moment.tzinfo, "key", None) or moment.tzname()
         raise LinkstatsInputError(
             field,
             moment.isoformat(),
             f"a moment in the future; this one is {moment:%Y-%m-%d %H:%M:%S} in {zone} (the zone it was read "
-            f"in), which has passed: it is now {current.astimezone(moment.tzinfo):%Y-%m-%d %H:%M:%S} there",
+            f"in), which has passed: it is now {current.astimezone(moment.tzinfo):%Y-%m-%d %H:%M:%S} there"
+            + (f" by this worker's clock, more than {PLAUSIBLE_SKEW / 3600:.0f} h later" if now is None else ""),
         )
     return moment
 

@@ -35,6 +35,9 @@ from typing import Any
 from airflow_provider_linkstats.client.paging import PageGuard, UntrustedListingError
 
 DEFAULT_EVIDENCE_MAX_AGE = 120.0  # seconds from a confirming read to the last delete it allows
+# Without a Date header the service's clock is unknown: links within this many seconds of their end
+# (by the worker's clock) are kept, whichever way the clocks differ (``margin_without_date``).
+DEFAULT_MARGIN_WITHOUT_DATE = 3600.0
 NAMED_MAX = 5  # links named in the log for each kind of "not deleted"; the rest are counted
 ROUNDS_MAX = 1000  # confirming reads of one page at most (a page is read again only when a round made progress)
 

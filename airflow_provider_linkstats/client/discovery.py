@@ -77,6 +77,12 @@ class ServiceProfile:
     domains_read: bool = False  # whether sole_domain_id comes from a read of the account's domains
     learned_at: float = 0.0  # time.time() when the root and generation were found
     account_read_at: float = 0.0  # time.time() of the account read
+    # The service's clock as this host measured it from the Date of its answers (``client/clock.py``),
+    # when the profile was saved: offset (service minus worker, seconds), uncertainty, and when
+    # (time.time()). A task process of the host starts from it instead of a read (``ensure_clock``).
+    clock_offset: float | None = field(default=None, compare=False)
+    clock_uncertainty: float | None = field(default=None, compare=False)
+    clock_at: float = field(default=0.0, compare=False)
     # Not stored (``to_json``): the probe's answer for this task's log, and the domains to choose from.
     note: str = field(default="", compare=False)
     # None: not read by this process (the host cache does not keep names); (): the read failed.
@@ -133,6 +139,9 @@ def facts_problem(data: Any) -> str | None:
         "domains_read": (lambda v: isinstance(v, bool), "true or false"),
         "learned_at": (_moment, "a finite time"),
         "account_read_at": (_moment, "a finite time"),
+        "clock_offset": (lambda v: v is None or (_number(v) and abs(v) < 864000), "null or seconds (under 10 days)"),
+        "clock_uncertainty": (lambda v: v is None or (_number(v) and 0 <= v < 3600), "null or seconds (under an hour)"),
+        "clock_at": (_moment, "a finite time"),
     }
     for key in ("service", "root", "generation"):
         if key not in data:
@@ -158,6 +167,21 @@ def known_zone(name: Any) -> bool:
 
 def _domain_number(value: Any) -> bool:
     return isinstance(value, int) and not isinstance(value, bool) and 1 <= value < 2**31
+
+
+def _number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def with_clock(profile: ServiceProfile, clock: Any) -> ServiceProfile:
+    """``profile`` carrying what ``clock`` (a ``ServiceClock``) measured, when it heard the service
+    itself (an offset adopted from elsewhere is not passed on as a measurement)."""
+    if clock is None or not clock.known or clock.adopted_from is not None:
+        return profile
+    return replace(
+        profile, clock_offset=round(clock.offset, 3), clock_uncertainty=round(clock.uncertainty + 0.0005, 4),
+        clock_at=time.time(),
+    )  # fmt: skip
 
 
 def _moment(value: Any) -> bool:

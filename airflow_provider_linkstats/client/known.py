@@ -22,7 +22,7 @@ from dataclasses import replace
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
-from airflow_provider_linkstats.client.discovery import ServiceProfile
+from airflow_provider_linkstats.client.discovery import ServiceProfile, with_clock
 from airflow_provider_linkstats.client.errors import (
     LinkstatsApiError,
     LinkstatsAuthError,
@@ -104,10 +104,11 @@ class KnownService:
         known = self._aged(self.profile, domains)  # the client's first use may have found it (in the store)
 
         def discover(previous: ServiceProfile | None) -> ServiceProfile:
-            return sync_client.discover(
+            found = sync_client.discover(
                 self.resource.service, roots=self.roots, generation=self.pinned, account=account,
                 known=known or previous, domains=domains,
             )  # fmt: skip
+            return with_clock(found, sync_client.clock)  # the host's other tasks start from this clock
 
         try:
             profile, recalled = self._shared(discover, account, domains)
@@ -123,10 +124,11 @@ class KnownService:
         known = self.profile
 
         async def discover(previous: ServiceProfile | None) -> ServiceProfile:
-            return await client.discover(
+            found = await client.discover(
                 self.resource.service, roots=self.roots, generation=self.pinned, account=account,
                 known=known or previous,
             )  # fmt: skip
+            return with_clock(found, client.clock)
 
         try:
             profile, recalled = await self._ashared(discover, account)
@@ -144,6 +146,7 @@ class KnownService:
             self.resource.service, roots=self.roots, generation=self.pinned, account=True, known=stale,
             domains=self.resource.service == "links",  # the domain a create gets may have changed too
         )  # fmt: skip
+        profile = with_clock(profile, self.client.clock)
         learned = self.learned
         if learned is not None:
             store, key = learned
@@ -328,6 +331,29 @@ class KnownService:
         if self.pinned is not None and profile.generation != self.pinned.name:
             profile = replace(profile, generation=self.pinned.name)  # the extra decides
         return profile
+
+    # -- the service's clock, shared with the host's other processes ---------------------------------
+
+    def recall_clock(self, clock: Any) -> bool:
+        """Start ``clock`` from the offset an earlier task on this host measured (kept with the
+        learned facts), when the store holds one: no request. True when taken."""
+        from airflow_provider_linkstats.client.clock import adopt_profile_clock
+
+        learned = self.learned
+        if learned is None or clock.known:
+            return False
+        store, key = learned
+        profile = self._from_facts(store.recall(key, self.roots))
+        return profile is not None and adopt_profile_clock(clock, profile)
+
+    def remember_clock(self, clock: Any) -> None:
+        """Keep what this process measured of the service's clock (a read made for it) with the
+        profile, so that the host's next task needs no read of its own."""
+        learned, profile = self.learned, self.profile
+        if learned is None or profile is None or not profile.generation or not clock.known:
+            return
+        store, key = learned
+        store.remember(key, with_clock(profile, clock).to_json())
 
     # -- dropping what an answer contradicts -----------------------------------------------------
 

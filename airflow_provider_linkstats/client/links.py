@@ -16,10 +16,11 @@ import logging
 from collections.abc import Mapping
 from typing import Any
 
+from airflow_provider_linkstats.client.clock import PLAUSIBLE_SKEW
 from airflow_provider_linkstats.client.contract import LINKS
 from airflow_provider_linkstats.client.errors import LinkstatsInputError
 from airflow_provider_linkstats.client.generations import LOCAL_MINUTE, UTC_WINDOW, Generation
-from airflow_provider_linkstats.client.validation import Fields, validate_fields
+from airflow_provider_linkstats.client.validation import Fields, is_duration, validate_fields
 
 log = logging.getLogger(__name__)
 
@@ -27,7 +28,10 @@ log = logging.getLogger(__name__)
 def check_link(fields: Mapping[str, Any], operation: str, *, now: dt.datetime | None = None) -> Fields:
     """The link's fields checked once, on every generation alike, before any request.
 
-    A ``Fields`` already checked for ``operation`` is returned as it is.
+    ``now``: the service's "now" (``LinkstatsClient.ensure_clock().now()``). Without it (no request
+    made yet) the worker's clock stands in, and an expiry is refused only when it is past by more
+    than any clock skew explains (``PLAUSIBLE_SKEW``); the client checks again by the service's clock
+    before the write. A ``Fields`` already checked for ``operation`` is returned as it is.
     """
     if isinstance(fields, Fields) and fields.resource is LINKS and fields.operation == operation:
         # A duration counts from this write: read again from what the caller gave, at ``now``.
@@ -36,15 +40,19 @@ def check_link(fields: Mapping[str, Any], operation: str, *, now: dt.datetime | 
         values = validate_fields(LINKS, operation, fields, now=now)
     end, start = values.get("expires_at"), values.get("starts_at")
     if end is not None:
-        current = (now or dt.datetime.now(dt.timezone.utc)).replace(microsecond=0)
         if start is not None and end <= start:
             raise _not_after(values, "starts_at", start)
-        if start is None and end <= current:
-            raise _not_after(values, "now", current)
+        if now is not None and start is None and end <= now.replace(microsecond=0):
+            raise _not_after(values, "now", now.replace(microsecond=0))
+        worker = dt.datetime.now(dt.timezone.utc).replace(microsecond=0)
+        if now is None and start is None and is_duration(values.given.get("expires_at")) and end <= worker:
+            raise _not_after(values, "now", worker)  # a lifetime of 0 or less: past by any clock
+        if now is None and start is None and end <= worker - dt.timedelta(seconds=PLAUSIBLE_SKEW):
+            raise _not_after(values, "now", worker, by_worker=True)
     return values
 
 
-def _not_after(values: Fields, what: str, moment: dt.datetime) -> LinkstatsInputError:
+def _not_after(values: Fields, what: str, moment: dt.datetime, *, by_worker: bool = False) -> LinkstatsInputError:
     """The expiry is not after the link's start: the value as the user wrote it, in plain words."""
     given = values.given.get("expires_at", values["expires_at"])
     shown = given.isoformat() if isinstance(given, dt.datetime) else given
@@ -53,9 +61,14 @@ def _not_after(values: Fields, what: str, moment: dt.datetime) -> LinkstatsInput
     zone = getattr(end.tzinfo, "name", None) or getattr(end.tzinfo, "key", None) or end.tzname() or "UTC"
     start = moment.astimezone(end.tzinfo)
     if what == "now":
+        whose = (
+            f"by this worker's clock, more than {PLAUSIBLE_SKEW / 3600:.0f} h after it, so by any service's clock too"
+            if by_worker
+            else "by the service's clock"
+        )
         allowed = (
             f"a moment in the future; {end:%Y-%m-%d %H:%M:%S} {zone} has passed (it is now "
-            f"{start:%Y-%m-%d %H:%M:%S} {zone}), so the link would be dead from the start"
+            f"{start:%Y-%m-%d %H:%M:%S} {zone} {whose}), so the link would be dead from the start"
         )
     else:
         allowed = f"a moment after starts_at ({start:%Y-%m-%d %H:%M:%S} {zone}): the link would never redirect"

@@ -63,6 +63,8 @@ class ApiRequest:
     secrets: tuple[str, ...] = field(default=(), repr=False, compare=False)
     # Another API root than the client's (discovery tries candidate roots with one client).
     root: str = ""
+    # Extra request headers (the cleanup's confirming read asks caches for a fresh answer).
+    headers: tuple[tuple[str, str], ...] = field(default=(), compare=False)
 
     @property
     def idempotent(self) -> bool:

@@ -165,11 +165,15 @@ def link_status(record: Mapping[str, Any], now: dt.datetime | None = None) -> Li
     Disabled: ``disabled`` is 1 (44-45 only). Active: neither. phpShort 44 lists a link that is
     both disabled and expired under both filters; here Expired wins, since that is what waits and
     cleanups look for. Missing keys count as "not set".
+
+    ``now``: the service's "now" (``hook.service_now()``, or ``client.ensure_clock().now()``): a
+    link ends by the install's clock, which may be minutes from the worker's. Without it the
+    worker's clock stands in.
     """
     return link_timing(record).status(now)
 
 
-def status_listing(filters: Mapping[str, Any], generation: Any) -> tuple[dict[str, Any], Any]:
+def status_listing(filters: Mapping[str, Any], generation: Any, now: Any = None) -> tuple[dict[str, Any], Any]:
     """What to ask the listing for a ``status`` filter, and which records to keep (None: all).
 
     Up to phpShort 45 the server's filter is right. From 46 it is wrong for dates (``status=2``
@@ -177,7 +181,8 @@ def status_listing(filters: Mapping[str, Any], generation: Any) -> tuple[dict[st
     window and takes in ended ones, ``status=3`` filters nothing), and no combination of its
     filters gives the right set: the cheapest correct answer is one walk of the All listing
     (the other filters kept), deciding each record with ``link_status``. Disabled (3) does not
-    exist there, so asking for it is an error rather than every link.
+    exist there, so asking for it is an error rather than every link. ``now``: a function giving
+    the service's "now" (``client.clock.now``), read for each record as its page's answer told it.
     """
     status = filters.get("status")
     if status in (None, "", 0, "0") or getattr(generation, "lists_date_expiry", True):
@@ -188,7 +193,9 @@ def status_listing(filters: Mapping[str, Any], generation: Any) -> tuple[dict[st
 
         allowed = f"0 (All), 1 (Active) or 2 (Expired): links cannot be disabled on {generation.label}"
         raise LinkstatsInputError("status", status, allowed)
-    return {**filters, "status": int(LinkStatus.ALL)}, lambda record: link_status(record) is wanted
+    return {**filters, "status": int(LinkStatus.ALL)}, lambda record: link_status(
+        record, now() if now is not None else None
+    ) is wanted
 
 
 def _first_time(record: Mapping[str, Any], *keys: str) -> dt.datetime | None:

@@ -43,6 +43,7 @@ class RequestsTransport:
                 (request.root or self.root) + request.path,
                 params=list(request.params) or None,
                 data=list(request.form) if request.method in ("POST", "PUT") else None,
+                headers=dict(request.headers) or None,
                 timeout=self._timeout,
                 allow_redirects=False,
             )

@@ -196,6 +196,7 @@ class LinkstatsBaseHook(BaseHook):
                 )
                 known.client.contradicted = known.contradicted
                 known.client.account_reader = known.relearn_account
+                known.client.clock_source, known.client.clock_measured = known.recall_clock, known.remember_clock
             if len(self._roots) > 1:
                 self.service_profile()
             return self.__dict__["client"]
@@ -433,6 +434,12 @@ class LinkstatsBaseHook(BaseHook):
             log=self.log,
             made_since=(lambda: self.on_service_clock(run_start)) if run_start is not None else None,
         )
+
+    def service_now(self) -> Any:
+        """The service's "now" (an aware UTC datetime): its clock as its answers' ``Date`` told this
+        hook, else the host's learned facts, else one read (``GET /account``) at most once per hook.
+        Pass it to ``link_status(record, now=...)`` to judge a record by the service's clock."""
+        return self.client.ensure_clock(self.resource.service).now()
 
     def on_service_clock(self, moment: Any) -> Any:
         """``moment`` (an aware datetime stamped by Airflow, whose clock is the worker's) on the service's

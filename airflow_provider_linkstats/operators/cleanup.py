@@ -19,6 +19,8 @@ SEARCH_BY_CHOICES = ("title", "alias", "url")
 _NONE_TEXTS = ("none", "null")  # a template of a null param renders as "None"
 SAMPLE_MAX = 100
 DEFAULT_EVIDENCE_MAX_AGE = 120  # seconds; client.cleanup's default, repeated here to keep the import cheap
+DEFAULT_MARGIN_WITHOUT_DATE = 3600  # seconds; client.cleanup's default, likewise
+MARGINS_WITHOUT_DATE = "a number of seconds from 0 to 86400 (a day)"
 EVIDENCE_AGES = "seconds from 1 to 3600 (default 120)"
 
 
@@ -69,9 +71,13 @@ class LinkstatsCleanupLinksOperator(LinksServiceMixin, LinkstatsBaseOperator):
     :param evidence_max_age: the most seconds between a page's confirming read and a delete it
         allows (1-3600, default 120). A delete the rate limiter holds longer is not sent: the page
         is read again before the rest. Templated.
+    :param margin_without_date: seconds (0-86400, default 3600). A service whose answers carry no
+        ``Date`` header has no known clock: the worker's stands in, and a link counts as over (or
+        older than ``older_than_days``) only when it is so by more than this margin; the log says so
+        once. Unused when the service sends ``Date`` (every real install does). Templated.
 
     Returns (XCom) ``{"matched", "deleted", "already_gone", "failed", "kept", "listed_not_matching",
-    "changed", "unconfirmed", "pages", "confirming_reads", "total_links", "ceiling", "over_ceiling",
+    "changed", "unconfirmed", "pages", "confirming_reads", "stale_reads", "total_links", "ceiling", "over_ceiling",
     "clock", "evidence_age_max", "sample_ids", "dry_run", ...}``.
     """
 
@@ -89,6 +95,7 @@ class LinkstatsCleanupLinksOperator(LinksServiceMixin, LinkstatsBaseOperator):
         "max_workers",
         "sample_size",
         "evidence_max_age",
+        "margin_without_date",
     )
     ui_color = "#fde8e8"
 
@@ -107,6 +114,7 @@ class LinkstatsCleanupLinksOperator(LinksServiceMixin, LinkstatsBaseOperator):
         max_workers: int | str = DEFAULT_MAX_WORKERS,
         sample_size: int | str = 20,
         evidence_max_age: float | str = DEFAULT_EVIDENCE_MAX_AGE,
+        margin_without_date: float | str = DEFAULT_MARGIN_WITHOUT_DATE,
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
@@ -122,6 +130,7 @@ class LinkstatsCleanupLinksOperator(LinksServiceMixin, LinkstatsBaseOperator):
         self.max_workers = max_workers
         self.sample_size = sample_size
         self.evidence_max_age = evidence_max_age
+        self.margin_without_date = margin_without_date
 
     def rules(self) -> Any:
         """The rules, checked (each error names its argument and what is allowed), before any request."""
@@ -181,6 +190,11 @@ class LinkstatsCleanupLinksOperator(LinksServiceMixin, LinkstatsBaseOperator):
             from airflow_provider_linkstats.client.errors import LinkstatsInputError
 
             raise LinkstatsInputError("evidence_max_age", self.evidence_max_age, EVIDENCE_AGES)
+        without_date = check_number("margin_without_date", self.margin_without_date, allowed=MARGINS_WITHOUT_DATE)
+        if not 0 <= without_date <= 86400:
+            from airflow_provider_linkstats.client.errors import LinkstatsInputError
+
+            raise LinkstatsInputError("margin_without_date", self.margin_without_date, MARGINS_WITHOUT_DATE)
         cleanup = StreamingCleanup(
             self.hook,
             rules,
@@ -190,6 +204,7 @@ class LinkstatsCleanupLinksOperator(LinksServiceMixin, LinkstatsBaseOperator):
             max_workers=workers,
             sample_size=sample_size,
             evidence_max_age=evidence_max_age,
+            margin_without_date=without_date,
             log=self.log,
         )
         try:

@@ -144,12 +144,15 @@ class LinkstatsLinkExpiredSensor(BaseSensorOperator):
         needs polling it goes to the watched link's end, or sooner to the periodic read that bounds
         how stale the known end can be (``Poll.next_round``), never past the sensor's timeout."""
         interval = super()._get_next_poke_interval(started_at, run_duration, poke_count)
-        if self._poll.next_end() is None:  # a poke came first: _poll is set
+        if self._poll.end_wake() is None:  # a poke came first: _poll is set
             return interval
         from airflow_provider_linkstats.waiting import plan
+        from airflow_provider_linkstats.waiting.watch import END_GAP
 
         now = plan.now()
-        wake = self._poll.next_round(self._poll.last if self._poll.last is not None else now)
+        last = self._poll.last if self._poll.last is not None else now
+        wake = self._poll.next_round(last)
+        at_end = wake < last + float(self.poke_interval)  # an end comes before the interval is over
         if self.reschedule:  # the next poke's process learns the service's clock from one answer
             wake += DATE_RESOLUTION  # alone: its reading may lag this one's by the Date's second
         until = min(wake - now, self.timeout - run_duration())
@@ -162,7 +165,12 @@ class LinkstatsLinkExpiredSensor(BaseSensorOperator):
                 clock.describe() if clock is not None else "this worker's clock",
                 self._poll.bound(),
             )
-        return max(float(self.poke_interval), until)
+        elif at_end:
+            self.log.info("Next look at %s in %.1f s, at its end by %s (not a whole poke_interval on)",
+                          self._current_watch().describe(), max(until, 0.0), self._poll.clock.describe()
+                          if self._poll.clock is not None else "this worker's clock")  # fmt: skip
+        # ``next_round`` is an interval on unless an end comes first: then the end sets the pace.
+        return max(until, END_GAP if at_end else float(self.poke_interval))
 
     def execute_complete(self, context: Any, event: Any = None) -> Any:
         """Turn the trigger's event into the records, or the failure a poke would have raised."""
@@ -200,6 +208,8 @@ class LinkstatsLinkExpiredSensor(BaseSensorOperator):
             result = drive(self._poll.round(check=check), client.call)
             if watch in result.failed:
                 raise result.failed[watch]
+            if watch not in result.expired and self._poll.end_wake() is not None:
+                client.ensure_clock()  # the sleep towards an end is by the service's clock: known first
         return result
 
     def _first_poke(self) -> RoundResult:

@@ -148,7 +148,7 @@ class SharedPoller:
         extra_wait = 0.0
         while self.subscriptions:
             self.poll.interval = self.min_interval()
-            self._adopt_clock(client)  # before the ends are converted to this loop's sleeps
+            await self._adopt_clock(client)  # before the ends are converted to this loop's sleeps
             if last is not None:  # the time to the next round, counted on the loop's clock from the last one
                 wake = started + max(self.poll.next_round(last) - last, extra_wait)
                 if wake > loop.time():
@@ -195,15 +195,22 @@ class SharedPoller:
                 self._finish(member, event)
         return 0.0
 
-    def _adopt_clock(self, client: AsyncLinkstatsClient) -> None:
+    async def _adopt_clock(self, client: AsyncLinkstatsClient) -> None:
         """Before the service has answered this poller, the clock a deferring sensor measured stands
         in for it (not the triggerer's own): the first answer replaces it where they disagree (the
-        worker's and the triggerer's clocks, both kept by NTP, usually differ by far less than a second)."""
+        worker's and the triggerer's clocks, both kept by NTP, usually differ by far less than a
+        second). With none handed, and an end to sleep towards, the clock is read first (one request:
+        ``ensure_clock``), so the read at the end counts it as passed and fires."""
         if client.clock.known:
             return
         handed = next((s.clock for s in self.subscriptions.values() if s.clock is not None), None)
         if handed is not None:
-            client.clock.adopt_offset(*handed)
+            client.clock.adopt_offset(*handed, source="handed by the sensor that deferred")
+        if not client.clock.known and self.poll.end_wake() is not None:
+            try:
+                await client.ensure_clock()
+            except LinkstatsError as error:  # the round says what is wrong; the worker's clock stands in
+                log.info("Reading the service's clock failed (%s); the first read corrects it", error)
 
     def _failed(self, error: LinkstatsError, subscriptions: list[Subscription]) -> float:
         """A poll failed for these triggers: end their waits, or tell them and wait longer."""

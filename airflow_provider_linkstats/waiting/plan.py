@@ -53,9 +53,9 @@ def offset(clock: ServiceClock | None) -> float:
 
 def margin(clock: ServiceClock | None) -> float:
     """Seconds an end must be past, by the service's clock as measured, before a wait counts it
-    as past (``ServiceClock.margin``: the measurement's uncertainty and a stated safety margin);
-    0 with no clock (a plan run on its own, in tests)."""
-    return clock.margin if clock is not None else 0.0
+    as past (``ServiceClock.wait_margin``: the measurement's uncertainty and a stated margin of
+    1 s; a cleanup's delete waits out 2 s); 0 with no clock (a plan run on its own, in tests)."""
+    return clock.wait_margin if clock is not None else 0.0
 
 
 def service_time(clock: ServiceClock | None, worker: float | None = None) -> float:

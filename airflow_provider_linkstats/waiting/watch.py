@@ -48,6 +48,9 @@ Known = tuple[float | None, bool]
 # existence_check_every say (existence_check_every=0 included): an end moved earlier, or a deleted
 # link, is noticed within an hour even when the known end is days away.
 STALENESS_CAP = 3600.0
+# The least time between two rounds when an end, not the interval, sets the pace: a read that found
+# the end not passed yet by the clock it corrected is followed by one at the corrected end.
+END_GAP = 1.0
 
 
 def staleness_bound(interval: float, every: int) -> float:
@@ -220,7 +223,7 @@ class Poll:
     0 (a sensor's one watch) confirms every end at once. The rule is ``confirm_at``.
     ``clock``: the service's clock (the client's, ``client.clock``). A link ends at its end time by
     the service's clock: an end counts as passed once the service's clock, as measured, is past it
-    by ``ServiceClock.margin``, and a wait sleeps in worker time until then (``plan.service_time``,
+    by ``ServiceClock.wait_margin``, and a wait sleeps in worker time until then (``plan.service_time``,
     ``plan.worker_time``). The pace (``last``, ``checked_at``, ``next_round``) is the worker's clock.
     Without a clock (a plan run on its own) an end is compared with the worker's clock as is.
     """
@@ -258,11 +261,16 @@ class Poll:
         ends = sorted(end for w in self.watches for i in w.pending if (end := w.known.get(i, (None,))[0]) is not None)
         return (ends[0], max(e for e in ends if e <= ends[0] + self.batch)) if ends else None
 
+    def end_wake(self) -> float | None:
+        """When (the worker's time) the next pending ends count as passed by the service's clock, as
+        measured now (None: no end known). A read then confirms them."""
+        batch = self.confirm_at()
+        return None if batch is None else plan.worker_time(self.clock, batch[1])
+
     def next_end(self) -> float | None:
         """When (the worker's time) to confirm the next ends, if nothing needs polling meanwhile
         (None: poll at the interval)."""
-        batch = self.confirm_at()
-        return None if batch is None or self.polling() else plan.worker_time(self.clock, batch[1])
+        return None if self.polling() else self.end_wake()
 
     def bound(self) -> float:
         """The staleness bound of these watches: seconds between reads of every pending link
@@ -275,11 +283,17 @@ class Poll:
         return None if self.checked_at is None else self.checked_at + self.bound()
 
     def next_round(self, last: float) -> float:
-        """When the round after one at ``last`` is due: an interval later while something needs
-        polling, else at ``next_end`` or when the periodic check is due, whichever comes first
-        (no sooner than an interval). Sleeping towards an end never outlasts the bound."""
-        wake, end = last + self.interval, self.next_end()
+        """When the round after one at ``last`` is due: at the next end when it comes before the
+        interval is over (a wait reads at the end, never a whole ``poke_interval`` after it; at
+        least ``END_GAP`` after the last round); else an interval later while something needs
+        polling, else at the end or when the periodic check is due, whichever comes first (no
+        sooner than an interval). Sleeping towards an end never outlasts the bound."""
+        wake, end = last + self.interval, self.end_wake()
         if end is None:
+            return wake
+        if end < wake:
+            return max(end, last + END_GAP)
+        if self.polling():
             return wake
         due = self.check_due()
         return max(wake, end if due is None else min(end, due))

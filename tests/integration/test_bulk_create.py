@@ -47,7 +47,9 @@ def test_a_first_launch_is_one_walk_and_one_create_per_link(emu_pinned):
     expires = pendulum.now("UTC").add(days=30).isoformat()
     value, _ = run_operator(bulk(links=campaign(120), defaults={"expires_at": expires, "expiration_clicks": 50}))
     assert value["created"] == 120 and value["failed"] == 0 and value["total"] == 120
-    assert methods(emu_pinned) == ["GET"] + ["POST"] * 120
+    # 49: the windows start at the service's "now", read once before the first (GET /account)
+    clock = ["GET"] if emu_pinned.links_version == "49" else []
+    assert methods(emu_pinned) == clock + ["GET"] + ["POST"] * 120
     stored = {link["alias"]: link for link in emu_pinned.store.links()}
     assert len(stored) == 120
     assert value["links"]["spring-0007"]["id"] == stored["spring-0007"]["id"]

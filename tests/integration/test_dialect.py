@@ -146,13 +146,15 @@ def test_phpshort_49_form_uses_its_own_names(scripted, monkeypatch):
         expires_at="2031-05-01T12:30:00+02:00",
         rotation=RULES["rotation"],
     )
-    form = scripted.requests[0]["form"]
+    # The window starts at the service's "now": its clock is read first (one GET, issue 37).
+    form = next(r for r in scripted.requests if r["method"] == "POST")["form"]
     names = dict(form)
     assert names["redirect_password"] == "visitor-pw" and names["password"] == "stats-pw"
     assert names["clicks_limit"] == "10"
     assert names["active_period_end_at"] == "2031-05-01T10:30:00+00:00"  # UTC, with its offset
     start = dt.datetime.fromisoformat(names["active_period_start_at"])
-    assert before <= start <= dt.datetime.now(dt.timezone.utc)  # the window starts when the task runs
+    # the window starts when the task runs, by the service's clock less its margin (so it redirects at once)
+    assert before - dt.timedelta(seconds=4) <= start <= dt.datetime.now(dt.timezone.utc)
     assert names["targets_type"] == "rotations"
     assert ("targets[1][value]", "https://example.com/r2") in form and "targets[0][key]" not in names
     assert not {"expiration_clicks", "privacy_password", "rotation[0][value]", "target_type"} & set(names)

@@ -308,7 +308,15 @@ def test_missing_connection_in_the_triggerer_says_what_to_create(monkeypatch):
 # -- an expiry in the past ----------------------------------------------------------------------------
 
 
-def test_expires_at_in_the_past_is_refused_before_any_request(links, scripted):
+def test_expires_at_in_the_past_is_refused_before_any_write(links, scripted):
+    """Past by more than any clock skew: refused before any request. Two hours past by the worker's
+    clock: the service's clock decides, read once (the scripted server's Date is the worker's), and
+    the write is never sent (issue 37: before, refused by the worker's clock alone)."""
+    written = r"'2020-05-01T10:00:00\+02:00'.*2020-05-01 10:00:00 UTC\+02:00 has passed.*this worker's clock"
+    with pytest.raises(LinkstatsInputError, match=written):
+        links.update_link(4, expires_at="2020-05-01T10:00:00+02:00")
+    assert scripted.requests == []  # no account read, no write
+    scripted.add(("respond", 200, {"data": {"timezone": "UTC"}}))  # the account's zone (44-45), and the clock
     past = pendulum.now("Europe/Paris").subtract(hours=2).replace(microsecond=0)
     with pytest.raises(LinkstatsInputError) as caught:
         links.create_link("https://example.com", expires_at=past)
@@ -316,11 +324,9 @@ def test_expires_at_in_the_past_is_refused_before_any_request(links, scripted):
     # The value as written (ISO text, not a Python repr), then plain words.
     assert text.startswith(f"Invalid value for 'expires_at': '{past.isoformat()}'. Allowed: a moment in the future;")
     assert f"{past:%Y-%m-%d %H:%M:%S} Europe/Paris has passed (it is now " in text, text
+    assert "by the service's clock" in text
     assert "datetime" not in text and caught.value.field == "expires_at"
-    written = r"'2020-05-01T10:00:00\+02:00'.*2020-05-01 10:00:00 UTC\+02:00 has passed"
-    with pytest.raises(LinkstatsInputError, match=written):
-        links.update_link(4, expires_at="2020-05-01T10:00:00+02:00")
-    assert scripted.requests == []  # no account read, no write
+    assert [(r["method"], r["path"]) for r in scripted.requests] == [("GET", "/public/api/v1/account")]  # the clock
 
 
 def test_expires_at_in_the_future_is_sent(links, scripted):

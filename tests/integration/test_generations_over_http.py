@@ -57,18 +57,23 @@ def test_client_without_airflow_takes_a_version(scripted):
 
 
 @pytest.mark.parametrize("written", ["datetime", "iso"])
-def test_create_operator_refuses_a_past_expiry_before_any_request(emu_any, written):
+def test_create_operator_refuses_a_past_expiry_before_any_write(emu_any, written):
+    """Two hours past by the worker's clock may be ahead by the service's (a clock skew): the
+    service's clock decides (the version probe's answer told it), the create is never sent. Past by
+    more than any skew (two days) is refused before any request at all (issue 37)."""
     from airflow_provider_linkstats.operators.links import LinkstatsCreateLinkOperator
 
-    past = dt.datetime.now(dt.timezone.utc).replace(microsecond=0) - dt.timedelta(hours=2)
-    value = past if written == "datetime" else past.isoformat()
-    task = LinkstatsCreateLinkOperator(task_id="late", url=URL, alias="late", expires_at=value)
-    before = emu_any.stats.count()
-    with pytest.raises(Exception) as caught:
-        run_operator(task)
-    assert "'expires_at'" in str(caught.value) and "has passed" in str(caught.value)
-    assert f"'{past.isoformat()}'" in str(caught.value)  # as written, not a Python repr
-    assert emu_any.stats.count() == before  # no probe, no account read, no create
+    for hours, requests_at_most in ((2, 2), (48, 0)):
+        past = dt.datetime.now(dt.timezone.utc).replace(microsecond=0) - dt.timedelta(hours=hours)
+        value = past if written == "datetime" else past.isoformat()
+        task = LinkstatsCreateLinkOperator(task_id="late", url=URL, alias="late", expires_at=value)
+        before = emu_any.stats.count()
+        with pytest.raises(Exception) as caught:
+            run_operator(task)
+        assert "'expires_at'" in str(caught.value) and "has passed" in str(caught.value)
+        assert f"'{past.isoformat()}'" in str(caught.value)  # as written, not a Python repr
+        assert emu_any.stats.count(method="POST") == 0  # no create
+        assert emu_any.stats.count() - before <= requests_at_most  # 2 h: the probe, at most the clock's read
 
 
 @pytest.mark.parametrize("written", ["iso duration", "timedelta"])
@@ -198,7 +203,9 @@ def test_requests_and_records_follow_a_generation_added_to_the_table(phpshort_50
     monkeypatch.setenv("AIRFLOW_CONN_LINKS_50", connection_json(scripted.url + "/api/v1", api_version="50"))
     hook = LinkstatsLinksHook("links_50")
     created = hook.create_link(URL, alias="spring", expires_at=LATER, expiration_clicks=5)
-    form = dict(scripted.requests[0]["form"])
+    # The window starts at the service's "now": the service's clock is read first (GET /account).
+    assert [r["method"] for r in scripted.requests] == ["GET", "POST"]
+    form = dict(scripted.requests[1]["form"])
     assert form["slug"] == "spring" and "alias" not in form and form["clicks_limit"] == "5"
     assert created["alias"] == "spring" and hook.get_link(created["id"])["alias"] == "spring"
     assert hook.generation is phpshort_50

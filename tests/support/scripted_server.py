@@ -1,7 +1,8 @@
 """A small scripted HTTP/1.1 server for fault tests: each request takes the next scripted step.
 
 Steps are plain tuples so a test reads like the exchange it expects:
-    ("respond", status, body, headers)  a normal answer (body: dict/list -> JSON, str/bytes raw)
+    ("respond", status, body, headers)  a normal answer (body: dict/list -> JSON, str/bytes raw);
+                                        headers {"Date": None}: no Date header at all
     ("drop",)                           read the request, then close without a byte of answer
     ("truncate", status, body)          announce the full length, send half, close
     ("hang", seconds)                   read the request, answer nothing for that long, then close
@@ -81,9 +82,13 @@ class _Handler(BaseHTTPRequestHandler):
         else:  # pragma: no cover - a typo in a test's script
             raise ValueError(f"unknown step {step!r}")
 
-    def _send(self, status: int, payload: Any, headers: dict[str, str]) -> None:
+    def _send(self, status: int, payload: Any, headers: dict[str, str | None]) -> None:
         data = _encode(payload)
-        self.send_response(status)
+        if "Date" in headers and headers["Date"] is None:  # a server (or proxy) that sends no Date
+            self.send_response_only(status)
+            headers = {k: v for k, v in headers.items() if k != "Date"}
+        else:
+            self.send_response(status)
         if "Content-Type" not in headers:
             self.send_header(
                 "Content-Type", "application/json" if not isinstance(payload, (str, bytes)) else "text/html"

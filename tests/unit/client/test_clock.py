@@ -92,3 +92,52 @@ def test_answers_without_a_usable_date_teach_nothing():
     clock.observe({"date": "not a date"}, 0.0)
     clock.observe(None, 0.0)
     assert not clock.known
+
+
+# -- issue 37: a cache's copy is a stale page, not a clock step; an offset measured elsewhere --------
+
+
+def test_a_cached_copy_teaches_nothing_and_is_stale_while_a_confirmed_step_back_is_taken():
+    from airflow_provider_linkstats.client.clock import FRESH, STALE
+
+    wall = FakeWall(1_800_000_000.3)
+    clock = ServiceClock(wall=wall)
+    assert clock.observe({"date": http_date(wall.value)}, wall.value - 0.05) == FRESH
+    offset = clock.offset
+    # A proxy serves a page it kept 5 minutes: before, the clock "stepped back" five minutes.
+    kept = http_date(wall.value - 300)
+    wall.value += 1.0
+    assert clock.is_fresh({"date": kept}, wall.value) is False
+    assert clock.observe({"date": kept}, wall.value - 0.05) == STALE
+    assert clock.offset == offset
+    # An Age header says the same, whatever the Date.
+    assert clock.observe({"date": http_date(wall.value), "age": "12"}, wall.value) == STALE
+    assert clock.is_fresh({"date": http_date(wall.value), "age": "12"}, wall.value) is False
+    assert clock.is_fresh({"date": http_date(wall.value), "age": "0"}, wall.value - 0.05) is True  # a cache's miss
+    assert clock.is_fresh({}, wall.value) is None  # no Date: nothing tells
+    # The server's clock really went back an hour: two answers 3 s apart agree, so it is taken.
+    wall.value += 1.0
+    assert clock.observe({"date": http_date(wall.value - 3600)}, wall.value - 0.05) == STALE
+    wall.value += 3.0
+    assert clock.observe({"date": http_date(wall.value - 3600)}, wall.value - 0.05) == FRESH
+    assert abs(clock.offset + 3600) < 1.5
+
+
+def test_a_fresh_answer_within_the_same_second_is_not_taken_for_stale():
+    wall = FakeWall(1_800_000_000.1)
+    clock = ServiceClock(wall=wall)
+    clock.observe({"date": http_date(wall.value)}, wall.value - 0.02)
+    wall.value += 0.5  # same whole second: the same Date, and fresh
+    assert clock.is_fresh({"date": http_date(wall.value)}, wall.value - 0.02) is True
+
+
+def test_an_offset_measured_elsewhere_is_widened_by_its_age_and_yields_to_the_first_answer():
+    from airflow_provider_linkstats.client.clock import DRIFT
+
+    wall = FakeWall(1_800_000_000.0)
+    clock = ServiceClock(wall=wall)
+    assert clock.adopt_offset(-600.0, 0.3, age=1000.0, source="a task on this host")
+    assert clock.known and clock.offset == -600.0
+    assert abs(clock.uncertainty - (0.3 + DRIFT * 1000)) < 1e-9
+    assert not clock.adopt_offset(5.0, 0.1)  # one measurement at a time
+    assert not ServiceClock(wall=wall).adopt_offset(float("nan"), 0.1)

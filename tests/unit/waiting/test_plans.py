@@ -448,3 +448,17 @@ def test_the_bound_counts_from_the_last_read_of_every_pending_link_not_from_the_
         reads += [now - T0 for r in service.sent[before:] if r.path.startswith("/links/")]
         now = poll.next_round(now)
     assert sorted(set(reads)) == [50, 100, 150]
+
+
+def test_an_end_before_the_interval_is_over_is_read_at_the_end_not_an_interval_on():
+    """Issue 37: with poke_interval 60 the next round came 60 s after the last one even when the
+    end was 5 s away; and a read that found the end not passed by its corrected clock waited a
+    whole interval again."""
+    from airflow_provider_linkstats.waiting.watch import END_GAP, Poll, Watch
+
+    watch = Watch([7], single=True, verified=True, known={7: (1_000.0, False)})
+    poll = Poll([watch], interval=60.0)
+    assert poll.next_round(995.0) == 1_000.0  # the end (no clock: the worker's), not 1055
+    assert poll.next_round(999.8) == 999.8 + END_GAP  # just read and not passed yet: a second on
+    far = Poll([Watch([8], single=True, verified=True, known={8: (5_000.0, False)})], interval=60.0)
+    assert far.next_round(995.0) == 5_000.0  # an end past the interval: slept towards, as before

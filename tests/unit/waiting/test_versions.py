@@ -14,7 +14,7 @@ import json
 
 import pytest
 
-from airflow_provider_linkstats.client.clock import SAFETY_MARGIN
+from airflow_provider_linkstats.client.clock import WAIT_MARGIN
 from airflow_provider_linkstats.client.errors import LinkstatsInputError
 from airflow_provider_linkstats.client.protocol import ApiRequest
 from tests.conftest import connection_json, run_operator
@@ -119,8 +119,8 @@ def test_v49_sensor_finds_a_date_expired_link_with_one_read(scripted, monkeypatc
     inside = LinkstatsLinkExpiredSensor(task_id="w2", link_id=3, alias="a3", poke_interval=60)
     assert inside.poke({}) is False  # a link inside its window is never expired
     # The next look is at its end by the service's clock (the scripted server's Date: the worker's
-    # own, to the second), once surely past it by the margin: 2 s, and the second a Date leaves open.
-    assert 0 <= inside._poll.next_end() - (NOW + HOUR).timestamp() - SAFETY_MARGIN <= 1.1
+    # own, to the second), once surely past it by the wait's margin: 1 s, and the second a Date leaves open.
+    assert 0 <= inside._poll.next_end() - (NOW + HOUR).timestamp() - WAIT_MARGIN <= 1.1
     assert [r["path"] for r in scripted.requests] == [f"{PREFIX}/links/1", f"{PREFIX}/links/3"]
 
 
@@ -233,6 +233,6 @@ def test_emulator49_a_deferred_wait_sleeps_to_the_window_end_and_the_watcher_rep
     first, done, fired, gets, second = asyncio.run(scenario())
     assert sorted(r["alias"] for r in first["links"]) == ["clicked", "ended"]  # not "inside", not "soon"
     assert done["status"] == "success" and done["links"][0]["alias"] == "soon"
-    assert ends + SAFETY_MARGIN <= fired < ends + SAFETY_MARGIN + 2  # woke at the end (and the margin), not before
+    assert ends + WAIT_MARGIN <= fired < ends + WAIT_MARGIN + 2  # woke at the end (and the margin), not before
     assert gets == 2  # one read learnt the end, one confirmed it: nothing polled in between
     assert [r["alias"] for r in second["links"]] == ["soon"]

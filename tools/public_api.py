@@ -34,6 +34,11 @@ def public_modules(name: str = ROOT) -> dict[str, tuple[str, ...]]:
     return found
 
 
+# Modules of mixins whose methods the reference shows on the public classes that inherit them: the
+# hooks' record methods are written once in hooks/records.py and are the hooks' own for their users.
+MIXIN_MODULES = (f"{ROOT}.hooks.records",)
+
+
 def _directive(module: ModuleType, name: str) -> str:
     target = getattr(module, name)
     if inspect.isclass(target):
@@ -42,7 +47,13 @@ def _directive(module: ModuleType, name: str) -> str:
         kind = "autofunction"
     else:
         kind = "autodata"
-    return f".. {kind}:: {module.__name__}.{name}"
+    line = f".. {kind}:: {module.__name__}.{name}"
+    bases = getattr(target, "__bases__", ()) if kind == "autoclass" else ()
+    if any(base.__module__ in MIXIN_MODULES for base in bases):
+        # Members inherited up to the class's other bases: the mixins' and the class's own, not Airflow's.
+        others = ", ".join(base.__name__ for base in bases if base.__module__ not in MIXIN_MODULES)
+        line += f"\n   :inherited-members: {others}"
+    return line
 
 
 def reference() -> str:

@@ -12,7 +12,8 @@ The service's domain lives in the client (``client/``): the generations and thei
 kept by the hook's ``KnownService`` (``known.py``) and obtained here by ``service_profile()``
 (sync) and ``aservice_profile()`` (async) only; creating or reconciling by natural key
 (``reconcile.py``), checking what a write stored (``verify.py``) and what website writes'
-refusals mean (``websites.py``) live there too.
+refusals mean (``websites.py``) live there too. The hooks' record methods (``create_link``,
+``list_websites``, ``create_record``, ...) are written once, in ``hooks/records.py``.
 """
 
 from __future__ import annotations

@@ -48,11 +48,12 @@ def _directive(module: ModuleType, name: str) -> str:
     else:
         kind = "autodata"
     line = f".. {kind}:: {module.__name__}.{name}"
-    bases = getattr(target, "__bases__", ()) if kind == "autoclass" else ()
-    if any(base.__module__ in MIXIN_MODULES for base in bases):
-        # Members inherited up to the class's other bases: the mixins' and the class's own, not Airflow's.
-        others = ", ".join(base.__name__ for base in bases if base.__module__ not in MIXIN_MODULES)
-        line += f"\n   :inherited-members: {others}"
+    mixins = [base for base in getattr(target, "__bases__", ()) if base.__module__ in MIXIN_MODULES]
+    if kind == "autoclass" and mixins:
+        # The class's own members and its mixins', not those of any other class it inherits from
+        # (its public base is documented on its own, Airflow's are Airflow's).
+        others = [cls.__name__ for cls in target.__mro__[1:] if cls not in mixins and cls is not object]
+        line += f"\n   :inherited-members: {', '.join(others)}"
     return line
 
 

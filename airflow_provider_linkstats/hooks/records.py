@@ -9,7 +9,6 @@ the learned-service cache and the clients. These mixins are what DAG code calls 
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Iterator
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
@@ -36,12 +35,11 @@ JsonDict = dict[str, Any]
 class RecordsMixin:
     """Record operations by resource, the account and statistics (``LinkstatsBaseHook``'s)."""
 
-    # Given by the hook: the connection's client, what is known of its service, its logger.
+    # Given by the hook: the connection's client, what is known of its service (and its ``log``).
     linkstats_conn_id: str
     client: LinkstatsClient
     known: KnownService
     generation: Generation
-    log: logging.Logger
 
     # -- generic record operations ------------------------------------------------------------
 

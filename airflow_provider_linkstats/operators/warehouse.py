@@ -319,7 +319,7 @@ class LinkstatsStatsToWarehouseOperatorBase(LinkstatsBaseOperator):
     lineage_output: tuple[str, str] | None = None  # (namespace, name), set by execute()
 
     def get_openlineage_facets_on_complete(self, task_instance: Any) -> Any:
-        from airflow_provider_linkstats.lineage import openlineage_classes
+        from airflow_provider_linkstats.operators.lineage import openlineage_classes
 
         classes = openlineage_classes()
         if classes is None or not self.lineage_output:

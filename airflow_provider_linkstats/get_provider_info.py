@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from airflow_provider_linkstats import __version__
-from airflow_provider_linkstats.connection import provider_connection_types
+from airflow_provider_linkstats.hooks.connection import provider_connection_types
 
 PACKAGE = "airflow_provider_linkstats"
 INTEGRATIONS = {

@@ -2,7 +2,7 @@
 
 1. sign in through the simple auth manager's login form (the generated admin password);
 2. for both connection types, the Add Connection form shows Base URL, API key and every extra
-   field of ``airflow_provider_linkstats.connection.EXTRA_FIELDS`` with its default and description;
+   field of ``airflow_provider_linkstats.hooks.connection.EXTRA_FIELDS`` with its default and description;
 3. a connection added through the form passes the Test button;
 4. the campaign run's create task shows the "Short URL" extra link, pointing at the link's short URL.
 
@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from airflow_provider_linkstats.connection import CONNECTION_TYPES, EXTRA_FIELDS, RELABELING
+from airflow_provider_linkstats.hooks.connection import CONNECTION_TYPES, EXTRA_FIELDS, RELABELING
 
 BROWSER = "/usr/bin/chromium-headless-shell"
 # Flags for this machine: no sandbox as root, and nothing that calls out to Google's services.

@@ -34,6 +34,11 @@ def public_modules(name: str = ROOT) -> dict[str, tuple[str, ...]]:
     return found
 
 
+# Modules of mixins whose methods the reference shows on the public classes that inherit them: the
+# hooks' record methods are written once in hooks/records.py and are the hooks' own for their users.
+MIXIN_MODULES = (f"{ROOT}.hooks.records",)
+
+
 def _directive(module: ModuleType, name: str) -> str:
     target = getattr(module, name)
     if inspect.isclass(target):
@@ -42,7 +47,14 @@ def _directive(module: ModuleType, name: str) -> str:
         kind = "autofunction"
     else:
         kind = "autodata"
-    return f".. {kind}:: {module.__name__}.{name}"
+    line = f".. {kind}:: {module.__name__}.{name}"
+    mixins = [base for base in getattr(target, "__bases__", ()) if base.__module__ in MIXIN_MODULES]
+    if kind == "autoclass" and mixins:
+        # The class's own members and its mixins', not those of any other class it inherits from
+        # (its public base is documented on its own, Airflow's are Airflow's).
+        others = [cls.__name__ for cls in target.__mro__[1:] if cls not in mixins and cls is not object]
+        line += f"\n   :inherited-members: {', '.join(others)}"
+    return line
 
 
 def reference() -> str:

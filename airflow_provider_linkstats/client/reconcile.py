@@ -32,7 +32,7 @@ from airflow_provider_linkstats.client.errors import (
 from airflow_provider_linkstats.client.verify import Difference, identity_differences
 
 if TYPE_CHECKING:
-    from airflow_provider_linkstats.client.api import LinkstatsClient
+    from airflow_provider_linkstats.client.generations import Generation
 
 JsonDict = dict[str, Any]
 
@@ -299,12 +299,31 @@ def _meet_existing(
     return record, UPDATED
 
 
+class RecordClient(Protocol):
+    """What ``ClientRecords`` uses of a ``LinkstatsClient`` (client/api.py): named here, not imported,
+    because the client imports this module (``LinkstatsClient.create_or_reconcile``)."""
+
+    def create(self, resource: Resource, fields: JsonDict) -> JsonDict: ...
+
+    def update(self, resource: Resource, record_id: Any, fields: JsonDict) -> JsonDict: ...
+
+    def default_domain_id(self) -> int | None: ...
+
+    def generation(self, service: str) -> Generation: ...
+
+    def find_by_natural_key(self, resource: Resource, value: str, domain_id: Any = None) -> JsonDict | None: ...
+
+    def links_made_since(self, url: str, since: Any, domain_id: Any = None) -> list[JsonDict]: ...
+
+    def zone(self, resource: Resource) -> str | None: ...
+
+
 class ClientRecords:
     """``Records`` over a ``LinkstatsClient``: a link without ``domain_id`` is looked up on the
     default domain (``LinkstatsClient.default_domain_id``), a website by its domain as the
     connected version stores it, as the hooks do."""
 
-    def __init__(self, client: LinkstatsClient) -> None:
+    def __init__(self, client: RecordClient) -> None:
         self.client = client
 
     def create_record(self, fields: JsonDict, resource: Resource | None = None) -> JsonDict:

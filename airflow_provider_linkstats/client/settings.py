@@ -2,7 +2,7 @@
 
 This module is the one home of each default (timeouts, retries and their waits, the rate-limit
 wait and window, the pool size, bulk delete threads, the waiting knobs): the connection form
-(``connection.py``), the retry policy (``retry.py``), the hooks and the operators read them here.
+(``hooks/connection.py``), the retry policy (``retry.py``), the hooks and the operators read them here.
 
 The hook builds ``ClientSettings`` once (``hooks/linkstats.py``); the sync client (``api.py``) and
 the async one (``aio.py``) both read it, so the two cannot be configured apart. The API key is not

@@ -16,8 +16,9 @@ import json
 import os
 import threading
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 from urllib.parse import urlsplit
 from zoneinfo import ZoneInfo
 
@@ -26,13 +27,21 @@ from airflow_provider_linkstats.emulator.clock import Clock
 from airflow_provider_linkstats.emulator.errors import ApiError, not_found, server_error, website_model_not_found
 from airflow_provider_linkstats.emulator.validation import Owner, check_domain, check_pixel, check_space, check_website
 
-if TYPE_CHECKING:
-    from airflow_provider_linkstats.emulator.store_listings import _Listed
-
 STATE_VERSION = 2
 TABLES = ("domains", "spaces", "pixels", "links", "websites")
 GLOBAL_DOMAIN = 1
 _INSTALLED = "2023-01-10T09:00:00.000000Z"  # when the global domain was added
+
+
+@dataclass
+class _Listed:
+    """A listing query's ids, and what they were computed under (store_listings.py keeps them)."""
+
+    ids: list[int]
+    changes: int
+    deletes: int
+    clock: tuple
+    until: dt.datetime
 WEBSITE_ECHO = ("privacy", "email", "exclude_bots", "exclude_ips")
 
 Row = dict[str, Any]

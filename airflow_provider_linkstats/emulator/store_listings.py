@@ -5,12 +5,11 @@ from __future__ import annotations
 
 import datetime as dt
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
 from typing import Any
 
 from airflow_provider_linkstats.emulator import spec
 from airflow_provider_linkstats.emulator.listing import Pager, Query, is_truthy, like, php_number, sort_rows
-from airflow_provider_linkstats.emulator.store_base import Row, StoreBase
+from airflow_provider_linkstats.emulator.store_base import Row, StoreBase, _Listed
 
 
 class ListingsStore(StoreBase):
@@ -75,17 +74,6 @@ class ListingsStore(StoreBase):
 
 
 _NEVER = dt.datetime.max.replace(tzinfo=dt.timezone.utc)
-
-
-@dataclass
-class _Listed:
-    """A listing query's ids, and what they were computed under."""
-
-    ids: list[int]
-    changes: int
-    deletes: int
-    clock: tuple
-    until: dt.datetime
 
 
 def _next_status_change(rows: Iterable[Row], now: dt.datetime) -> dt.datetime:

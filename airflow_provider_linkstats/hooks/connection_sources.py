@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from airflow_provider_linkstats.connection import CONNECTION_TYPES
+from airflow_provider_linkstats.hooks.connection import CONNECTION_TYPES
 
 # Backends (by class name) that read the connections stored in the metadata database.
 _STORED = {

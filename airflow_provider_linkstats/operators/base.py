@@ -25,8 +25,8 @@ from airflow.providers.common.compat.sdk import BaseOperator
 
 from airflow_provider_linkstats.client.contract import LINKS, WEBSITES, Kind, Resource, StatsSpec
 from airflow_provider_linkstats.client.settings import DEFAULT_MAX_WORKERS, POOL_SIZE
-from airflow_provider_linkstats.connection import CONNECTION_TYPES
-from airflow_provider_linkstats.lineage import LinkstatsLineageMixin
+from airflow_provider_linkstats.hooks.connection import CONNECTION_TYPES
+from airflow_provider_linkstats.operators.lineage import LinkstatsLineageMixin
 
 if TYPE_CHECKING:
     from airflow_provider_linkstats.hooks.linkstats import (
@@ -44,17 +44,39 @@ def fails_fast(execute: Execute) -> Execute:
 
     On Airflow 3.3+ the task's retry policy decides (the provider's ``LinkstatsRetryPolicy`` unless
     the DAG gives one); before 3.3 such an error becomes ``AirflowFailException``. The rule is
-    ``outcomes``', shared with the sensor and the triggers.
+    ``hooks.outcomes``', shared with the sensor and the triggers.
     """
 
     @functools.wraps(execute)
     def run(self: BaseOperator, context: Any, *args: Any, **kwargs: Any) -> Any:
-        from airflow_provider_linkstats.outcomes import failing_fast
+        from airflow_provider_linkstats.hooks.outcomes import failing_fast
 
-        with failing_fast(self):
+        with failing_fast(uses_retry_policy(self)):
             return execute(self, context, *args, **kwargs)
 
     return run  # type: ignore[return-value]
+
+
+def uses_retry_policy(task: Any) -> bool:
+    """Whether ``task``'s retry policy decides its retries (Airflow 3.3+, in a task run); gives it ours if it has none.
+
+    Set here, in the worker, when the task runs: importing Airflow's retry-policy module when the
+    operator is built would add about 2 ms to every DAG parse. A policy the DAG gives (the operator's
+    or ``default_args``' ``retry_policy``) is kept as it is.
+    """
+    if not hasattr(task, "retry_policy"):  # Airflow before 3.3
+        return False
+    # Only in Airflow's task runner, which consults the policy: it runs the copy prepare_for_execution()
+    # made and locked for execution. Called directly (op.execute({}) in a notebook), the task fails fast.
+    if not getattr(task, "_lock_for_execution", False):
+        return False
+    if task.retry_policy is None:
+        from airflow_provider_linkstats.operators.retry_policy import AVAILABLE, LinkstatsRetryPolicy
+
+        if not AVAILABLE:  # a common-compat provider too old to name the retry-policy classes
+            return False
+        task.retry_policy = LinkstatsRetryPolicy()
+    return True
 
 
 # -- the arguments, declared once -------------------------------------------------------------------

@@ -18,13 +18,13 @@ from typing import Any
 
 from airflow_provider_linkstats.client.contract import LINKS
 from airflow_provider_linkstats.client.settings import DEFAULT_MAX_WORKERS, POOL_SIZE
-from airflow_provider_linkstats.lineage import LinkstatsLineageMixin
 from airflow_provider_linkstats.operators.base import (
     IF_EXISTS_CHOICES,
     LinksServiceMixin,
     LinkstatsBaseOperator,
     fails_fast,
 )
+from airflow_provider_linkstats.operators.lineage import LinkstatsLineageMixin
 
 __all__ = ["LinkstatsBulkCreateLinksOperator", "launch_result"]
 

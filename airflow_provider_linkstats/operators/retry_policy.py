@@ -50,7 +50,7 @@ class LinkstatsRetryPolicy(RetryPolicy):  # type: ignore[misc,valid-type]
         max_tries: int,
         context: Any = None,
     ) -> RetryDecision:
-        from airflow_provider_linkstats.outcomes import retry_advice
+        from airflow_provider_linkstats.hooks.outcomes import retry_advice
 
         advice = retry_advice(exception)
         if advice is None:

@@ -69,6 +69,14 @@ class LinkstatsStatsToWarehouseOperatorBase(LinkstatsBaseOperator):
             self.data_interval_start if not is_blank(self.data_interval_start) else context.get("data_interval_start")
         )
         end = self.data_interval_end if not is_blank(self.data_interval_end) else context.get("data_interval_end")
+        run_after = getattr(context.get("dag_run"), "run_after", None)
+        if start is None and end is None and run_after is not None:
+            # Airflow 3's manual trigger without a logical date (the UI's button, `airflow dags trigger`):
+            # no data interval. Taken as an empty interval at the moment the run was due, so the run
+            # loads the day that ended last before it (execute() says which, and why).
+            self.log.info("this run has no data interval (a manual trigger without a logical date): it is "
+                          "taken as the moment the run was due, %s", run_after)  # fmt: skip
+            return run_after, run_after
         if start is None or end is None:
             raise LinkstatsInputError(
                 "data_interval_start/data_interval_end", (start, end),
@@ -167,7 +175,7 @@ class LinkstatsStatsToWarehouseOperatorBase(LinkstatsBaseOperator):
     lineage_output: tuple[str, str] | None = None  # (namespace, name), set by execute()
 
     def get_openlineage_facets_on_complete(self, task_instance: Any) -> Any:
-        from airflow_provider_linkstats.lineage import openlineage_classes
+        from airflow_provider_linkstats.operators.lineage import openlineage_classes
 
         classes = openlineage_classes()
         if classes is None or not self.lineage_output:

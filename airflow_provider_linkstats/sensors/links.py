@@ -2,7 +2,7 @@
 
 The scheduler imports this module on every DAG parse, so it imports no HTTP library and not the
 hooks module (nor the dialect tables behind it): the hook and the trigger are imported inside the
-methods that use them, and the default connection id is read from ``connection.py``, where the
+methods that use them, and the default connection id is read from ``hooks/connection.py``, where the
 hook reads it too.
 """
 
@@ -25,7 +25,7 @@ from airflow.providers.common.compat.sdk import (
 
 from airflow_provider_linkstats.client.checks import check_existence_check_every, check_max_transport_failures, is_blank
 from airflow_provider_linkstats.client.settings import DEFAULT_EXISTENCE_CHECK_EVERY, DEFAULT_MAX_TRANSPORT_FAILURES
-from airflow_provider_linkstats.connection import CONNECTION_TYPES
+from airflow_provider_linkstats.hooks.connection import CONNECTION_TYPES
 
 if TYPE_CHECKING:
     from airflow_provider_linkstats.hooks.linkstats import LinkstatsLinksHook
@@ -174,7 +174,7 @@ class LinkstatsLinkExpiredSensor(BaseSensorOperator):
 
     def execute_complete(self, context: Any, event: Any = None) -> Any:
         """Turn the trigger's event into the records, or the failure a poke would have raised."""
-        from airflow_provider_linkstats.outcomes import raise_for_event
+        from airflow_provider_linkstats.hooks.outcomes import raise_for_event
 
         return self._result(raise_for_event(event, soft_fail=self.soft_fail))
 
@@ -190,7 +190,7 @@ class LinkstatsLinkExpiredSensor(BaseSensorOperator):
 
     def _current_watch(self) -> Watch:
         if getattr(self, "_watch", None) is None:
-            from airflow_provider_linkstats.outcomes import failing_fast
+            from airflow_provider_linkstats.hooks.outcomes import failing_fast
 
             with failing_fast():
                 self._watch = self._watch_from_inputs()
@@ -199,7 +199,7 @@ class LinkstatsLinkExpiredSensor(BaseSensorOperator):
     def _poke_once(self, check: bool | None = None) -> RoundResult:
         """One round of the wait's plan; a failed watch raises its error, as fail-fast as an operator's."""
         from airflow_provider_linkstats.client.protocol import drive
-        from airflow_provider_linkstats.outcomes import failing_fast
+        from airflow_provider_linkstats.hooks.outcomes import failing_fast
 
         watch = self._current_watch()
         with failing_fast():

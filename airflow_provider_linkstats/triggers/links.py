@@ -35,8 +35,8 @@ except ImportError:  # a common-compat without that module: the same fallback, b
 
 from airflow_provider_linkstats.client.errors import LinkstatsError, LinkstatsInputError, is_transient
 from airflow_provider_linkstats.client.settings import DEFAULT_EXISTENCE_CHECK_EVERY, DEFAULT_MAX_TRANSPORT_FAILURES
-from airflow_provider_linkstats.connection import CONNECTION_TYPES
-from airflow_provider_linkstats.outcomes import describe, error_event, retry_wait
+from airflow_provider_linkstats.hooks.connection import CONNECTION_TYPES
+from airflow_provider_linkstats.hooks.outcomes import describe, error_event, retry_wait
 
 JsonDict = dict[str, Any]
 _FILTERS = ("search", "search_by", "domain_id", "space_id")  # the watcher's listing filters

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from airflow_provider_linkstats.client.errors import LinkstatsError, is_transient
 from airflow_provider_linkstats.client.protocol import adrive
-from airflow_provider_linkstats.outcomes import describe, error_event, retry_wait
+from airflow_provider_linkstats.hooks.outcomes import describe, error_event, retry_wait
 from airflow_provider_linkstats.waiting import plan
 from airflow_provider_linkstats.waiting.watch import Poll, Watch
 

@@ -103,7 +103,7 @@ def test_a_route_miss_names_the_base_url_to_fix(links, scripted, body):
 def test_a_route_miss_is_never_a_record_already_gone(links, scripted):
     """A delete with missing_ok counts the API's 404 as "already deleted"; a 404 from outside the
     API (a Base URL typo) deleted nothing, so it fails, naming the Base URL, and is not retried."""
-    from airflow_provider_linkstats.outcomes import retry_advice
+    from airflow_provider_linkstats.hooks.outcomes import retry_advice
 
     scripted.add(("respond", 404, {"message": ""}))
     with pytest.raises(LinkstatsRouteMissError) as caught:

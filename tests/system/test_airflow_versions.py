@@ -18,7 +18,7 @@ import warnings
 import airflow
 import pytest
 
-from airflow_provider_linkstats.connection import extra_fields
+from airflow_provider_linkstats.hooks.connection import extra_fields
 from tests.conftest import DAGS_FOLDER, REPO
 
 MINOR = ".".join(airflow.__version__.split(".")[:2])

@@ -58,10 +58,10 @@ def test_the_check_finds_what_broke_the_old_readme():
 
 
 def test_the_connection_page_documents_every_extra_with_its_default():
-    """The extras table of docs/connections.md against the connection form's own list (connection.py)."""
+    """The extras table of docs/connections.md against the connection form's own list (hooks/connection.py)."""
     import re
 
-    from airflow_provider_linkstats.connection import CONNECTION_TYPES, extra_fields
+    from airflow_provider_linkstats.hooks.connection import CONNECTION_TYPES, extra_fields
 
     text = (REPO / "docs" / "connections.md").read_text()
     documented = dict(re.findall(r"^\| `(\w+)` \| ([^|]+?) \|", text, re.M))

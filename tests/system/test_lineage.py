@@ -15,7 +15,7 @@ from urllib.parse import urlsplit
 
 import pytest
 
-from airflow_provider_linkstats.lineage import namespace
+from airflow_provider_linkstats.operators.lineage import namespace
 from tests.conftest import API_KEY, DAGS_FOLDER, REPO
 
 RUN_DAG = textwrap.dedent(

@@ -14,11 +14,13 @@ import pytest
 from airflow_provider_linkstats.client import settings
 from airflow_provider_linkstats.client.retry import RetryPolicy
 from airflow_provider_linkstats.client.settings import ClientSettings
-from airflow_provider_linkstats.connection import CONNECTION_TYPES, extra_fields
+from airflow_provider_linkstats.hooks.connection import CONNECTION_TYPES, extra_fields
 from tests.conftest import REPO
 
 OPERATORS = sorted((REPO / "airflow_provider_linkstats" / "operators").glob("*.py"))
-OPERATOR_MODULES = [p for p in OPERATORS if p.stem not in ("__init__", "base", "bulk")]
+# base and lineage serve every operator module (lineage moved here from the package root, issue 38)
+SHARED = ("base", "lineage")
+OPERATOR_MODULES = [p for p in OPERATORS if p.stem not in ("__init__", "bulk", *SHARED)]
 
 
 def imported_modules(path: Path) -> list[str]:
@@ -36,7 +38,7 @@ def imported_modules(path: Path) -> list[str]:
 @pytest.mark.parametrize("path", OPERATOR_MODULES, ids=lambda p: p.stem)
 def test_operator_module_imports_no_sibling(path):
     siblings = [m for m in imported_modules(path) if m.startswith("airflow_provider_linkstats.operators.")]
-    assert set(siblings) <= {"airflow_provider_linkstats.operators.base"}, siblings
+    assert set(siblings) <= {f"airflow_provider_linkstats.operators.{name}" for name in SHARED}, siblings
 
 
 @pytest.mark.parametrize("path", OPERATORS, ids=lambda p: p.stem)
@@ -75,7 +77,7 @@ def test_every_operator_takes_its_default_connection_from_the_hook():
 
 
 def test_sensor_and_triggers_default_to_the_hooks_connection():
-    """They read the id from connection.py (so a DAG parse needs no hooks module); it is the hook's."""
+    """They read the id from hooks/connection.py (so a DAG parse loads no hook class); it is the hook's."""
     from airflow_provider_linkstats.hooks.linkstats import LinkstatsLinksHook
     from airflow_provider_linkstats.sensors import links as sensor_module
     from airflow_provider_linkstats.sensors.links import LinkstatsLinkExpiredSensor

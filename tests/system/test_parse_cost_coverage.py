@@ -48,7 +48,7 @@ def test_async_client_module_loads_no_http_stack():
 
 # What a DAG parse loads: the modules the parse row measures (the operator, sensor and trigger
 # modules and every provider module an example DAG imports), imported after the base a scheduler's
-# parser already holds. Only these provider modules may come with them: the hooks, the dialect
+# parser already holds. Only these provider modules may come with them: the hook classes, the dialect
 # tables, the contract validation, the clients, the retry and rate-limit machinery and the waiting
 # plans stay for the worker and the triggerer.
 PARSE_TIME_MODULES = {"airflow_provider_linkstats"} | {
@@ -60,17 +60,18 @@ PARSE_TIME_MODULES = {"airflow_provider_linkstats"} | {
         "client.errors",
         "client.records",
         "client.settings",
-        "connection",
-        "lineage",
+        "hooks",  # the package alone (its __init__ imports nothing): for hooks.connection
+        "hooks.connection",
+        "hooks.outcomes",
         "operators",
         "operators.base",
         "operators.cleanup",
         "operators.launch",
         "operators.warehouse",
+        "operators.lineage",
         "operators.links",
         "operators.stats",
         "operators.websites",
-        "outcomes",
         "sensors",
         "sensors.links",
         "triggers",

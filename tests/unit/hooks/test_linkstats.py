@@ -502,7 +502,7 @@ def test_bad_extra_named(monkeypatch, scripted):
 def test_base_url_with_or_without_public(connection, root):
     from airflow.models.connection import Connection
 
-    from airflow_provider_linkstats.connection import api_roots_of as _api_roots
+    from airflow_provider_linkstats.hooks.connection import api_roots_of as _api_roots
 
     conn = Connection(**connection) if "uri" in connection else Connection(conn_type="linkstats_links", **connection)
     assert " ".join(_api_roots(conn)) == root

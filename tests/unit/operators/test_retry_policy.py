@@ -28,7 +28,7 @@ from airflow_provider_linkstats.client.errors import (
     LinkstatsTransportError,
     LinkstatsValidationError,
 )
-from airflow_provider_linkstats.outcomes import retry_advice
+from airflow_provider_linkstats.hooks.outcomes import retry_advice
 from tests.conftest import REPO
 
 URL = {"method": "GET", "url": "http://127.0.0.1:1/api/v1/links/1", "conn_id": "linkstats_links_default"}

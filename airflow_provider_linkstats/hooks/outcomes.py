@@ -3,9 +3,10 @@
 - In a worker (operators, a sensor's poke): an error no retry can mend (bad input, 401/403, 404,
   422 and other 4xx but 429, a create whose outcome is unknown) fails the task at once with
   ``AirflowFailException``; anything else is raised as it is, for Airflow's retries.
-- On Airflow 3.3+ an operator's retry policy decides instead (``uses_retry_policy``): the
-  provider's (``operators/retry_policy.py``, from ``retry_advice``) unless the DAG gives one, so
-  the decision and its reason are Airflow's own, stored with the try.
+- On Airflow 3.3+ an operator's retry policy decides instead (``operators.base.uses_retry_policy``
+  gives it): the provider's (``operators/retry_policy.py``, from ``retry_advice``) unless the DAG
+  gives one, so the decision and its reason are Airflow's own, stored with the try. This module
+  never imports the operators: they are a higher room.
 - In the triggerer: an error becomes an event (``error_event``), and the resumed task turns the
   event back into the same outcome (``raise_for_event``), so a deferred wait fails exactly as a
   poking one would.
@@ -46,41 +47,18 @@ def fail_fast(error: LinkstatsError) -> None:
 
 
 @contextlib.contextmanager
-def failing_fast(task: Any = None) -> Iterator[None]:
+def failing_fast(policy_decides: bool = False) -> Iterator[None]:
     """Within it, an error no retry can mend fails the task (``fail_fast``); others pass as they are.
 
-    With ``task`` (an operator) on Airflow 3.3+, every error passes as it is: the task's retry
-    policy decides (``uses_retry_policy``).
+    With ``policy_decides`` (an operator on Airflow 3.3+: ``operators.base.uses_retry_policy``),
+    every error passes as it is: the task's retry policy decides.
     """
-    policy_decides = task is not None and uses_retry_policy(task)
     try:
         yield
     except LinkstatsError as error:
         if not policy_decides:
             fail_fast(error)
         raise
-
-
-def uses_retry_policy(task: Any) -> bool:
-    """Whether ``task``'s retry policy decides its retries (Airflow 3.3+, in a task run); gives it ours if it has none.
-
-    Set here, in the worker, when the task runs: importing Airflow's retry-policy module when the
-    operator is built would add about 2 ms to every DAG parse. A policy the DAG gives (the operator's
-    or ``default_args``' ``retry_policy``) is kept as it is.
-    """
-    if not hasattr(task, "retry_policy"):  # Airflow before 3.3
-        return False
-    # Only in Airflow's task runner, which consults the policy: it runs the copy prepare_for_execution()
-    # made and locked for execution. Called directly (op.execute({}) in a notebook), the task fails fast.
-    if not getattr(task, "_lock_for_execution", False):
-        return False
-    if task.retry_policy is None:
-        from airflow_provider_linkstats.operators.retry_policy import AVAILABLE, LinkstatsRetryPolicy
-
-        if not AVAILABLE:  # a common-compat provider too old to name the retry-policy classes
-            return False
-        task.retry_policy = LinkstatsRetryPolicy()
-    return True
 
 
 # What a task retry can do about each permanent error: why none is worth it.

@@ -104,7 +104,8 @@ FACE_MODULES = {PACKAGE, f"{PACKAGE}.get_provider_info"}
 
 def root_strays(root: Path) -> list[str]:
     """Modules at the package root that are neither the face nor a room."""
-    return sorted(m for m in modules(root) if m.count(".") == 1 and m not in FACE_MODULES and not _is_room(m.split(".")[1]))
+    at_root = [m for m in modules(root) if m.count(".") == 1]
+    return sorted(m for m in at_root if m not in FACE_MODULES and not _is_room(m.split(".")[1]))
 
 
 def layering_violations(root: Path) -> list[str]:

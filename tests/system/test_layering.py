@@ -39,7 +39,8 @@ def planted(tmp_path):
 
 def test_the_check_fails_on_a_lower_room_importing_a_higher_one(planted):
     checks = planted / "client" / "checks.py"
-    checks.write_text(checks.read_text() + "\n\ndef _planted():\n    from airflow_provider_linkstats.operators.base import LinkstatsBaseOperator\n")
+    planted_import = "from airflow_provider_linkstats.operators.base import LinkstatsBaseOperator"
+    checks.write_text(checks.read_text() + f"\n\ndef _planted():\n    {planted_import}\n")
     problems = sorted(set(layering_violations(planted)) - set(layering_violations(ROOT)))
     assert len(problems) == 1
     assert "client.checks imports airflow_provider_linkstats.operators.base" in problems[0]
@@ -58,7 +59,8 @@ def test_the_check_fails_on_a_peer_import_and_on_the_emulator_reaching_the_clien
 
 def test_the_check_fails_on_a_circle_and_on_a_module_at_the_root(planted):
     errors = planted / "client" / "errors.py"
-    errors.write_text(errors.read_text() + "\n\ndef _planted():\n    from airflow_provider_linkstats.client import api\n")
+    planted_import = "from airflow_provider_linkstats.client import api"
+    errors.write_text(errors.read_text() + f"\n\ndef _planted():\n    {planted_import}\n")
     (planted / "stray.py").write_text("X = 1\n")
     found = [group for group in circles(planted) if group not in circles(ROOT)]
     assert any(f"{PACKAGE}.client.errors" in group and f"{PACKAGE}.client.api" in group for group in found)

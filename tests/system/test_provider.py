@@ -28,7 +28,10 @@ def test_provider_info_validates_against_airflows_schema():
         behaviour = conn["ui-field-behaviour"]
         assert behaviour["relabeling"] == {"host": "Base URL", "password": "API key"}
         assert {"schema", "port", "login", "extra"} <= set(behaviour["hidden-fields"])
-        common = {"timeout", "max_retries", "max_rate_limit_wait", "late_commit_window", "verify_ssl", "timezone", "api_version"}
+        common = {
+            "timeout", "max_retries", "max_rate_limit_wait", "late_commit_window", "verify_ssl", "timezone",
+            "api_version",
+        }
         assert conn["conn-fields"]["api_version"]["schema"]["default"] == "auto"
         only_links = {"default_domain_id"} if conn["connection-type"] == "linkstats_links" else set()
         assert set(conn["conn-fields"]) == common | only_links

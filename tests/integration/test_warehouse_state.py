@@ -14,6 +14,7 @@ import datetime as dt
 import json
 import sqlite3
 
+import airflow
 import pytest
 
 from tests.conftest import GENERATIONS, connection_json
@@ -365,6 +366,13 @@ def test_the_file_layout_works_on_object_storage_without_locks():
     from airflow_provider_linkstats.drivers.sinks import LINK_DAILY, FileSink
 
     day, base = DAY.date(), f"memory://linkstats-{uuid.uuid4().hex}/clicks"
+    if airflow.__version__.startswith("2."):
+        # Airflow 2.11 resolves every scheme through its own registry (file and the providers' schemes,
+        # s3 with the amazon provider): fsspec's memory store must be attached there as a user would.
+        from airflow.io.store import attach
+        from fsspec.implementations.memory import MemoryFileSystem
+
+        attach("memory", fs=MemoryFileSystem())
     sinks = {name: FileSink(base, "jsonl", LINK_DAILY, selection=name, generation="44") for name in ("one", "two")}
     for link_id, (name, sink) in enumerate(sinks.items(), 1):
         sink.create_tables()

@@ -74,6 +74,7 @@ def test_hook_form_metadata_for_airflow_2():
             "timeout",
             "max_retries",
             "max_rate_limit_wait",
+            "late_commit_window",
             "verify_ssl",
             "api_version",
             "timezone",

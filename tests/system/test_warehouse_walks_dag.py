@@ -21,9 +21,9 @@ TABLE = "linkstats_link_clicks_daily"
 
 
 def load_day(dag, day: dt.datetime):
-    """A run that loads ``day`` (UTC): Airflow 3 gives a manual run an empty interval at its logical
-    date (the day that ended last before it), 2.11 the day from its logical date."""
-    moment = day + dt.timedelta(days=1) if AIRFLOW_3 else day
+    """A run that loads ``day`` (UTC): a manual run (dag.test) gets the interval that ended last
+    before its logical date, on Airflow 3 and 2.11 alike (``infer_manual_data_interval``)."""
+    moment = day + dt.timedelta(days=1)
     run = dag.test(logical_date=moment) if AIRFLOW_3 else dag.test(execution_date=moment)
     assert run.state == "success"
     assert {ti.task_id: ti.state for ti in run.get_task_instances()} == {

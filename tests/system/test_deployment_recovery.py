@@ -182,7 +182,9 @@ def recovery(shared: SharedDeployment) -> None:
         assert task_row(deployment, "state", run=1)[0] == "failed"
         deployment.cli(*CLEAR, "--only-failed")
         how = "the documented clear, Airflow 3.0 not retrying a killed try"
-    deadline = time.monotonic() + 240
+    # The retry (a minute after the kill), its 40 creates and the tasks after it: on 2.11 under a
+    # loaded CI machine the run was still running 240 s after the kill, its retry done at 190 s.
+    deadline = time.monotonic() + 480
     state = None
     while time.monotonic() < deadline:
         state = deployment.run_states(DAG_ID)[0]
@@ -196,12 +198,12 @@ def recovery(shared: SharedDeployment) -> None:
 
 
 @pytest.mark.slow
-@pytest.mark.timeout(1200)
+@pytest.mark.timeout(1500)
 @pytest.mark.xdist_group("deployment")
 @pytest.mark.deployment_scenario("recovery")
 def test_a_killed_bulk_launch_is_recovered_by_the_documented_clear(shared_deployment):
     """Also who made each link (the result's made_by), after the clear and after a plain retry (issue 37 item 4)."""
-    shared_deployment.result("recovery", timeout=900)
+    shared_deployment.result("recovery", timeout=1100)
 
 
 def test_the_documented_command_is_the_one_this_test_runs():

@@ -366,10 +366,14 @@ def test_the_file_layout_works_on_object_storage_without_locks():
     from airflow_provider_linkstats.drivers.sinks import LINK_DAILY, FileSink
 
     day, base = DAY.date(), f"memory://linkstats-{uuid.uuid4().hex}/clicks"
-    if airflow.__version__.startswith("2."):
-        # Airflow 2.11 resolves every scheme through its own registry (file and the providers' schemes,
-        # s3 with the amazon provider): fsspec's memory store must be attached there as a user would.
-        from airflow.io.store import attach
+    if tuple(int(part) for part in airflow.__version__.split(".")[:2]) < (3, 2):
+        # Airflow 2.11 to 3.1 resolve every scheme through their own registry (file and the providers'
+        # schemes, s3 with the amazon provider): fsspec's memory store is attached there as a user would
+        # (3.2+ hand a scheme they do not know to fsspec).
+        try:
+            from airflow.sdk.io.store import attach
+        except ImportError:  # 2.11
+            from airflow.io.store import attach
         from fsspec.implementations.memory import MemoryFileSystem
 
         attach("memory", fs=MemoryFileSystem())

@@ -239,3 +239,33 @@ def test_postgres_daily_utc_runs_across_a_dst_night_load_every_hour_of_the_accou
         ) == ("date",)
     finally:
         emu.reset()
+
+
+@pytest.mark.parametrize("move", ["east-utc-to-tokyo", "west-tokyo-to-utc"])
+def test_postgres_a_zone_change_between_runs_puts_every_hour_in_one_day_exactly(
+    emulators, pg, monkeypatch, tmp_path, move
+):
+    """The zone change of ``test_warehouse_review`` into PostgreSQL: the days table's zones are read
+    back (``MAX(day)`` per zone, a DATE), the first day in the new zone spans from the old days' end."""
+    import datetime as dt
+
+    from tests.integration.test_warehouse_days import clicks_every_hour, daily_utc_runs
+    from tests.integration.test_warehouse_days import load as load_days
+    from tests.integration.test_warehouse_review import ZONE_MOVES, zone_emulator
+
+    old, new, expected = ZONE_MOVES[move]
+    emu = zone_emulator(emulators, monkeypatch, tmp_path)
+    change = dt.datetime(2026, 10, 10, 12, tzinfo=dt.timezone.utc)
+    clicks_every_hour(emu, old, change, links=1, per_hour=1)
+    try:
+        for n, (start, end) in enumerate(daily_utc_runs(change)):
+            if n == 2:
+                emu.configure_account(timezone=new)
+            emu.clock.set(end + dt.timedelta(minutes=10))
+            load_days("clicks", start, end, sql_conn_id="pgwh")
+    finally:
+        emu.reset()
+    loaded = {day.isoformat(): (zone, clicks) for day, zone, clicks in pg.get_records(
+        "SELECT day, zone, SUM(clicks) FROM clicks GROUP BY day, zone")}  # fmt: skip
+    assert loaded == {day: (old if day < "2026-10-10" else new, n) for day, n in expected.items()}
+    assert pg.get_first("SELECT COUNT(*) FROM clicks_days WHERE complete = 0") == (0,)

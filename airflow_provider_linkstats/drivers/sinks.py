@@ -486,11 +486,26 @@ class FileSink:
         return days
 
     def complete_until(self, statistic: str) -> dict[str, dt.date]:
-        """Per zone, the last day this selection loaded complete in it (``zones.json``; a folder
-        written before it was kept has none until its next complete day)."""
+        """Per zone, the last day this selection loaded complete in it (``zones.json``). A folder
+        written before it was kept: the zone of the rows of the selection's last day files not
+        marked incomplete (a look at the last week's days, once, until a day is complete)."""
         target = self.state_dir(statistic) / "zones.json"
-        saved = json.loads(target.read_text()) if target.exists() else {}
-        return {str(zone): dt.date.fromisoformat(day) for zone, day in saved.items()}
+        if target.exists():
+            return {str(zone): dt.date.fromisoformat(day) for zone, day in json.loads(target.read_text()).items()}
+        if not self.base.exists():
+            return {}
+        dates = sorted(
+            (part.name for part in self.base.iterdir() if re.fullmatch(r"\d{4}-\d\d-\d\d", part.name)), reverse=True
+        )
+        marks = self.state_dir(statistic) / "incomplete"
+        for name in dates[:7]:
+            day = dt.date.fromisoformat(name)
+            if (marks / f"{name}.json").exists():
+                continue
+            zones = {str(row["zone"]) for row in self._read(self.day_file(day, statistic))}
+            if len(zones) == 1:
+                return {zones.pop(): day}
+        return {}
 
     def _note_complete(self, statistic: str, day: dt.date, zone: str) -> None:
         """``zones.json`` keeps, per zone, the last day loaded complete in it. Read back after the

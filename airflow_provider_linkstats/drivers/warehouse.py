@@ -99,7 +99,10 @@ class StatsLoad:
                 end_moment.isoformat(), zone, ", ".join(map(str, plan.dates)) or "none", account_zone or zone,
             )  # fmt: skip
         if not plan.days:
-            self.log.info("no day of %s ends in this interval (%s to %s): nothing to load", zone, start, end)
+            if plan.covered:  # said above: within the days loaded in the old zone
+                self.log.info("every day of this interval lies within days loaded in another zone: nothing to load")
+            else:
+                self.log.info("no day of %s ends in this interval (%s to %s): nothing to load", zone, start, end)
             return {"days": [], "zone": zone, "rows": 0, "requests": 0, "minimum_requests": 0}
         self.log.info(
             "%s counts days in %s: loading %s%s", generation.label, zone, ", ".join(map(str, plan.dates)),
@@ -476,6 +479,10 @@ class WebsiteStatsLoad(StatsLoad):
 
         return WEBSITE_BREAKDOWN if breakdown else WEBSITE_DAILY
 
+    def transition_exact(self, plan: Any) -> bool:
+        """Websites are counted in UTC days (no zone change); were one met, no hours are asked."""
+        return plan.transition is None
+
     def load(self, plan: Any, sink: Any, generation: Any, statistic: str, breakdown: str | None,
              ids: list[int] | None, filters: dict[str, Any]) -> dict[str, Any]:  # fmt: skip
         import datetime as dt
@@ -539,9 +546,11 @@ class WebsiteStatsLoad(StatsLoad):
             )  # fmt: skip
         written = [i for i in ids if i not in set(gone)]
         rows = 0
+        inexact = plan.transition.day if plan.transition is not None else None
         for day in plan.days:
             day_rows = _merged(rows_by_day[day.day], key_size=len(sink.schema.key))
-            sink.write_day(day.day, plan.zone, statistic, written, day_rows, day.day not in plan.incomplete)
+            complete = day.day not in plan.incomplete and day.day != inexact
+            sink.write_day(day.day, plan.zone, statistic, written, day_rows, complete)
             rows += len(day_rows)
         return {
             "websites": len(ids),

@@ -347,6 +347,32 @@ def test_a_zone_change_between_runs_puts_every_hour_in_one_day_exactly(
     assert [r["requests"] for r in reports] == [2, 2, 3, 2, 2]
 
 
+@pytest.mark.parametrize("move", sorted(ZONE_MOVES))
+def test_a_folder_written_before_zones_json_sees_the_zone_change_in_its_day_files(
+    emulators, monkeypatch, tmp_path, move
+):
+    """Files written by a build that kept no ``zones.json``: the zone of the selection's last day
+    file not marked incomplete stands in for it. Without it (zones.json removed, no fallback) the
+    change went unseen: east 105 clicks for 96, west 87."""
+    from tests.integration.test_warehouse_days import clicks_every_hour, daily_utc_runs, utc
+
+    old, new, expected = ZONE_MOVES[move]
+    emu = zone_emulator(emulators, monkeypatch, tmp_path)
+    change = utc("2026-10-10T12:00")
+    clicks_every_hour(emu, old, change, links=1, per_hour=1)
+    try:
+        for n, (start, end) in enumerate(daily_utc_runs(change)):
+            if n == 2:
+                emu.configure_account(timezone=new)
+                (saved,) = (tmp_path / "files").glob("_state/*/zones.json")
+                saved.unlink()
+            emu.clock.set(end + dt.timedelta(minutes=10))
+            zone_load("files", tmp_path, start, end)
+    finally:
+        emu.reset()
+    assert zone_days("files", tmp_path)[0] == expected
+
+
 @pytest.mark.parametrize("destination", ["table", "files"])
 @pytest.mark.parametrize("move", sorted(ZONE_MOVES))
 def test_a_day_loaded_incomplete_before_a_zone_change_is_loaded_again_in_the_new_zone(

@@ -19,6 +19,18 @@ in winter, the day of a DST change) is not its label's day. Those days are asked
 ``to``: the service's selection is then exactly the day, whatever its rows are labelled), when the
 labels next to them show clicks (``DayPlan.ask_alone``).
 
+**The account's zone changed.** phpShort 46+ counts days in the zone the account has when asked,
+so after a change the days already loaded (in the old zone) and the new zone's days overlap (a
+zone to the east) or leave hours between them (to the west). ``zone_change`` reads it from the
+days the destination holds for the selection: the boundary is the end of the last day loaded
+complete in another zone. The new zone's days that end by it, or whose date is not after that
+day's, are covered by the old days and not loaded; the first one after it (``Transition``) runs
+from the boundary to its own end (clipped to the east, extended to the west), counted exactly from
+the hour series of the new zone's day the boundary falls in (a day asked alone is answered in
+hours). Where the hours cannot say it (a boundary off the hours' labels, a breakdown), that day
+is written and kept incomplete. Days loaded incomplete in the old zone after the boundary are
+loaded again in the new zone (the same date replaces them).
+
 **Only what changed.** The links listing carries every link's ``clicks`` counter. The load keeps,
 per link, the counter and the earliest moment it is known to have held it (``Counter``): a link
 whose counter is the same now and held already when the first day to load began had no click on
@@ -128,6 +140,103 @@ def days_ending_in(start: dt.datetime, end: dt.datetime, zone: str) -> list[dt.d
 
 
 @dataclass(frozen=True)
+class Transition:
+    """The first day loaded in ``zone`` after days were loaded complete in another zone (``old``):
+    it runs from ``boundary`` (the end of the last of them, ``last_old``) to its own end.
+    ``hours_of``: the day of ``zone`` the boundary falls inside (its hours from the boundary on
+    belong to ``day``), or None when the boundary is that day's start. ``exact``: the hour series
+    can say it (its buckets begin at the boundary and the day needs no other day's hours)."""
+
+    zone: str
+    old: tuple[str, ...]
+    last_old: dt.date
+    boundary: dt.datetime
+    day: dt.date
+    hours_of: dt.date | None
+    exact: bool
+
+
+@dataclass(frozen=True)
+class ZoneChange:
+    """What the days already loaded for a selection in other zones mean for a load in ``zone``
+    (``zone_change``): the boundary (None: no day of another zone is complete), the first day of
+    ``zone`` after it, and the days loaded incomplete in another zone: loaded again in ``zone``
+    (``reload``, from ``first`` on) or left (``stranded``: inside the old days, with no day of
+    ``zone`` of their own)."""
+
+    zone: str
+    old: tuple[str, ...]
+    boundary: dt.datetime | None = None
+    last_old: dt.date | None = None
+    first: dt.date | None = None
+    reload: tuple[dt.date, ...] = ()
+    stranded: tuple[dt.date, ...] = ()
+
+    def transition(self, labels: dt.timedelta | None) -> Transition | None:
+        """The first day's span and how it is counted, the hours labelled with ``labels`` (the
+        fixed offset the service labels with now; None: the zone's own hours)."""
+        if self.boundary is None or self.first is None or self.last_old is None:
+            return None
+        natural = ServiceDay.of(self.first, self.zone)
+        hours_of: dt.date | None = None
+        exact = True
+        if natural.start < self.boundary:
+            hours_of = self.first  # to the east: the day from the boundary on
+        elif natural.start > self.boundary:
+            before = ServiceDay.of(self.first - dt.timedelta(days=1), self.zone)
+            hours_of = before.day  # to the west: the hours before the day, from the boundary on
+            exact = before.start < self.boundary  # else whole days between (offsets 24 hours apart)
+        if hours_of is not None:
+            offset = labels if labels is not None else self.boundary.astimezone(tz_of(self.zone)).utcoffset()
+            local = self.boundary + (offset or dt.timedelta(0))
+            exact = exact and local.minute == 0 and local.second == 0  # an hour's bucket begins there
+        return Transition(self.zone, self.old, self.last_old, self.boundary, self.first, hours_of, exact)
+
+
+def zone_change(
+    complete_until: Mapping[str, dt.date], incomplete: Mapping[dt.date, str], zone: str
+) -> ZoneChange | None:
+    """The zone change a load in ``zone`` meets, from the destination's days of the selection:
+    per zone the last day loaded complete (``complete_until``), and the days loaded incomplete with
+    their zone. None when every day there is of ``zone``."""
+    others = {name: day for name, day in complete_until.items() if name != zone}
+    stray = {day: name for day, name in incomplete.items() if name != zone}
+    if not others and not stray:
+        return None
+    old = tuple(sorted(set(others) | set(stray.values())))
+    if not others:  # nothing complete in another zone: its incomplete days are simply loaded in this one
+        return ZoneChange(zone, old, reload=tuple(sorted(stray)))
+    boundary = max(ServiceDay.of(day, name).end for name, day in others.items())
+    last_old = max(others.values())
+    first = last_old + dt.timedelta(days=1)
+    while ServiceDay.of(first, zone).end <= boundary:
+        first += dt.timedelta(days=1)
+    return ZoneChange(
+        zone, old, boundary, last_old, first,
+        reload=tuple(sorted(day for day in stray if day >= first)),
+        stranded=tuple(sorted(day for day in stray if day < first)),
+    )  # fmt: skip
+
+
+def hours_from(rows: Iterable[Mapping[str, Any]], boundary: dt.datetime, zone: str, labels: dt.timedelta | None) -> int:
+    """The clicks of a day's hour series (``"2026-10-10 09"`` rows, labelled with the fixed offset
+    ``labels``, or ``zone``'s own hours) in the hours that begin at or after ``boundary``."""
+    total = 0
+    for row in rows:
+        value = str(row.get("value") or "")
+        try:
+            local = dt.datetime.strptime(value, "%Y-%m-%d %H")
+        except ValueError:
+            raise ValueError(
+                f"a day asked alone answered the bucket {value!r}, not an hour ('YYYY-MM-DD HH')"
+            ) from None
+        begins = (local - labels).replace(tzinfo=UTC) if labels is not None else local.replace(tzinfo=tz_of(zone))
+        if begins >= boundary:
+            total += int(float(row.get("count") or 0))
+    return total
+
+
+@dataclass(frozen=True)
 class DayPlan:
     """The days one run loads, in the zone the service selects days by, and which are not over yet."""
 
@@ -137,6 +246,8 @@ class DayPlan:
     today: dt.date  # the service's current day in ``zone``
     now: dt.datetime
     labels: dt.timedelta | None = None  # the offset the daily series' rows are labelled with, if not ``zone``'s days
+    transition: Transition | None = None  # the first day after days loaded in another zone, if loaded now
+    covered: tuple[dt.date, ...] = ()  # days of the interval the days loaded in another zone cover: not loaded
 
     @property
     def dates(self) -> list[dt.date]:
@@ -167,7 +278,7 @@ class DayPlan:
         are the zone's days, or the zone had the labels' offset at both of the day's midnights."""
         if self.labels is None:
             return True
-        tz = tz_of(self.zone)
+        tz, day = tz_of(self.zone), ServiceDay.of(day.day, self.zone)  # the service's day, not a transition's span
         return day.start.astimezone(tz).utcoffset() == self.labels == day.end.astimezone(tz).utcoffset()
 
     def counts(self, window: tuple[dt.date, dt.date], rows: Iterable[Mapping[str, Any]]) -> dict[dt.date, int]:
@@ -260,6 +371,7 @@ def plan_days(
     reload: Iterable[dt.date] = (),
     labels: dt.timedelta | None = None,
     complete_by: dt.datetime | None = None,
+    change: ZoneChange | None = None,
 ) -> DayPlan:
     """The days a run of data interval ``[interval_start, interval_end)`` loads (the day rule),
     plus ``reload`` (days an earlier run loaded before they were over). A day that has not begun
@@ -267,14 +379,28 @@ def plan_days(
     offset the service labels its daily rows with now (``label_offset``), where not ``zone``'s days.
     A day is complete only if it ended by ``complete_by`` (default ``now``): the moment, by the
     service's clock less its margin, before which no answer the load uses was read; a later one is
-    loaded and kept incomplete, so a later run reloads it."""
+    loaded and kept incomplete, so a later run reloads it. ``change``: days of the selection loaded
+    in another zone (``zone_change``): the days they cover are left out, and the first day after
+    them spans from their end (``Transition``)."""
     start, end = aware(interval_start, "data_interval_start"), aware(interval_end, "data_interval_end")
     zone = check_zone(zone)
     if end < start:
         raise LinkstatsInputError("data_interval_end", end.isoformat(), f"not before data_interval_start ({start})")
     now = aware(now, "now")
     dates = sorted(set(days_ending_in(start, end, zone)) | set(reload))
+    covered: tuple[dt.date, ...] = ()
+    transition = change.transition(labels) if change is not None else None
+    if change is not None and change.first is not None:
+        covered = tuple(day for day in dates if day < change.first)
+        dates = [day for day in dates if day >= change.first]
     days = tuple(ServiceDay.of(day, zone) for day in dates)
+    if transition is not None and transition.day in dates:
+        days = tuple(
+            ServiceDay(day.day, zone, transition.boundary, day.end) if day.day == transition.day else day
+            for day in days
+        )
+    else:
+        transition = None
     for day in days:
         if day.start >= now:
             raise LinkstatsInputError(
@@ -285,7 +411,7 @@ def plan_days(
             )
     read_after = now if complete_by is None else min(now, aware(complete_by, "complete_by"))
     incomplete = frozenset(day.day for day in days if day.end > read_after)
-    return DayPlan(zone, days, incomplete, now.astimezone(tz_of(zone)).date(), now, labels)
+    return DayPlan(zone, days, incomplete, now.astimezone(tz_of(zone)).date(), now, labels, transition, covered)
 
 
 # -- only what changed -------------------------------------------------------------------------------

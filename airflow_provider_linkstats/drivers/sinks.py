@@ -253,18 +253,29 @@ class SqlSink:
         return {int(r[1]): Counter(int(r[2]), dt.datetime.fromisoformat(str(r[3])), str(r[4] or "")) for r in rows}
 
     def incomplete_days(self, statistic: str, zone: str) -> list[dt.date]:
-        """Days this selection loaded incomplete, and legacy incomplete days it has not loaded since."""
+        """Days this selection loaded incomplete in ``zone``, and legacy incomplete days it has not loaded since."""
+        return sorted(day for day, name in self.incomplete_zones(statistic).items() if name == zone)
+
+    def incomplete_zones(self, statistic: str) -> dict[dt.date, str]:
+        """Every day this selection loaded incomplete (and legacy ones it has not loaded since), with
+        the zone it was loaded in."""
         sql = (
-            f"SELECT selection, day, complete FROM {beside(self.table, 'days')} WHERE statistic = {self.mark} "
-            f"AND zone = {self.mark} AND selection IN ({self.mark}, {self.mark})"
+            f"SELECT selection, day, complete, zone FROM {beside(self.table, 'days')} WHERE statistic = {self.mark} "
+            f"AND selection IN ({self.mark}, {self.mark})"
         )
-        rows = self._query(sql, (statistic, zone, self.selection, LEGACY))
-        own = {_as_date(r[1]): int(r[2]) for r in rows if r[0] == self.selection}
-        legacy = {_as_date(r[1]): int(r[2]) for r in rows if r[0] == LEGACY and r[0] != self.selection}
-        return sorted(
-            {day for day, complete in own.items() if not complete}
-            | {day for day, complete in legacy.items() if not complete and day not in own}
+        rows = self._query(sql, (statistic, self.selection, LEGACY))
+        own = {_as_date(r[1]): (int(r[2]), str(r[3])) for r in rows if r[0] == self.selection}
+        legacy = {_as_date(r[1]): (int(r[2]), str(r[3])) for r in rows if r[0] == LEGACY and r[0] != self.selection}
+        found = {day: zone for day, (complete, zone) in legacy.items() if not complete and day not in own}
+        return found | {day: zone for day, (complete, zone) in own.items() if not complete}
+
+    def complete_until(self, statistic: str) -> dict[str, dt.date]:
+        """Per zone, the last day this selection loaded complete in it (a zone change shows here)."""
+        sql = (
+            f"SELECT zone, MAX(day) FROM {beside(self.table, 'days')} WHERE statistic = {self.mark} "
+            f"AND selection = {self.mark} AND complete = 1 GROUP BY zone"
         )
+        return {str(zone): _as_date(day) for zone, day in self._query(sql, (statistic, self.selection))}
 
     def write_day(
         self,
@@ -372,8 +383,9 @@ class FileSink:
     selection and statistic (``_state/<selection>/selection.json`` says which). Each file is written
     only by loads of its selection, under a temporary name then renamed: object storage has no locks,
     and two loads of different selections never write the same file. Beside them, per selection:
-    ``_state/<selection>/counters.json`` and one ``incomplete/<day>.json`` per day loaded before it
-    was over. Files of the layout before selections (``<path>/<day>.<format>``, ``_days.json``,
+    ``_state/<selection>/counters.json``, one ``incomplete/<day>.json`` per day loaded before it
+    was over (with its zone), and ``zones.json``: per zone, the last day loaded complete in it.
+    Files of the layout before selections (``<path>/<day>.<format>``, ``_days.json``,
     ``_counters.json``) are read as the module says."""
 
     def __init__(
@@ -456,19 +468,55 @@ class FileSink:
         return found
 
     def incomplete_days(self, statistic: str, zone: str) -> list[dt.date]:
+        return sorted(day for day, name in self.incomplete_zones(statistic).items() if name == zone)
+
+    def incomplete_zones(self, statistic: str) -> dict[dt.date, str]:
+        """Every day this selection loaded incomplete, with the zone it was loaded in."""
         state = self.state_dir(statistic)
         self._adopt_legacy_days(statistic)
         marks = state / "incomplete"
-        days = []
+        days = {}
         for mark in marks.iterdir() if marks.exists() else ():
             if not mark.name.endswith(".json") or mark.name.startswith("."):
                 continue
             try:
-                if json.loads(mark.read_text()).get("zone") == zone:
-                    days.append(dt.date.fromisoformat(mark.name[: -len(".json")]))
+                days[dt.date.fromisoformat(mark.name[: -len(".json")])] = str(json.loads(mark.read_text()).get("zone"))
             except FileNotFoundError:  # completed by a concurrent load of this selection meanwhile
                 continue
-        return sorted(days)
+        return days
+
+    def complete_until(self, statistic: str) -> dict[str, dt.date]:
+        """Per zone, the last day this selection loaded complete in it (``zones.json``). A folder
+        written before it was kept: the zone of the rows of the selection's last day files not
+        marked incomplete (a look at the last week's days, once, until a day is complete)."""
+        target = self.state_dir(statistic) / "zones.json"
+        if target.exists():
+            return {str(zone): dt.date.fromisoformat(day) for zone, day in json.loads(target.read_text()).items()}
+        if not self.base.exists():
+            return {}
+        dates = sorted(
+            (part.name for part in self.base.iterdir() if re.fullmatch(r"\d{4}-\d\d-\d\d", part.name)), reverse=True
+        )
+        marks = self.state_dir(statistic) / "incomplete"
+        for name in dates[:7]:
+            day = dt.date.fromisoformat(name)
+            if (marks / f"{name}.json").exists():
+                continue
+            zones = {str(row["zone"]) for row in self._read(self.day_file(day, statistic))}
+            if len(zones) == 1:
+                return {zones.pop(): day}
+        return {}
+
+    def _note_complete(self, statistic: str, day: dt.date, zone: str) -> None:
+        """``zones.json`` keeps, per zone, the last day loaded complete in it. Read back after the
+        write and written again while a concurrent load of this selection put an older one back."""
+        target = self.state_dir(statistic) / "zones.json"
+        for _ in range(WRITE_ATTEMPTS):
+            saved = json.loads(target.read_text()) if target.exists() else {}
+            if saved.get(zone, "") >= day.isoformat():
+                return
+            saved[zone] = day.isoformat()
+            self._replace(target, json.dumps(saved, sort_keys=True).encode())
 
     def _adopt_legacy_days(self, statistic: str) -> None:
         """Once per selection: the legacy ``_days.json``'s incomplete days become this selection's."""
@@ -528,6 +576,7 @@ class FileSink:
         if not complete:
             self._mark_incomplete(statistic, day, zone)
             return
+        self._note_complete(statistic, day, zone)
         mark = self.state_dir(statistic) / "incomplete" / f"{day.isoformat()}.json"
         if mark.exists():
             try:

@@ -50,6 +50,8 @@ class StatsLoad:
     def run(self, sink: Any, start: Any, end: Any, now: Any, breakdown: str | None,
             ids: list[int] | None, filters: dict[str, Any]) -> dict[str, Any]:  # fmt: skip
         """The days of ``start`` to ``end`` loaded: the counts the task returns (without the asset)."""
+        import datetime as dt
+
         from airflow_provider_linkstats.client.generations import ACCOUNT_OFFSET, ACCOUNT_ZONE
         from airflow_provider_linkstats.client.warehouse import (
             aware,
@@ -57,6 +59,7 @@ class StatsLoad:
             label_offset,
             plan_days,
             selection_key,
+            zone_change,
         )
 
         end_moment = aware(end, "data_interval_end")
@@ -73,9 +76,20 @@ class StatsLoad:
         sink.generation = generation.name
         sink.create_tables()
         reload = sink.incomplete_days(statistic, zone)
-        self._plan_args = (start, end, zone, reload, generation)
+        # The days this selection loaded in another zone (the account's zone changed): the first day
+        # after them is loaded until it is complete in this zone, and their incomplete days again.
+        complete_until = sink.complete_until(statistic)
+        change = zone_change(complete_until, sink.incomplete_zones(statistic), zone)
+        if change is not None:
+            pending = change.first and complete_until.get(zone, dt.date.min) < change.first
+            reload = sorted(set(reload) | set(change.reload) | ({change.first} if pending else set()))
+        self.breakdown = breakdown
+        self._plan_args = (start, end, zone, reload, generation, change)
         service_now = self._service_now(now)
-        plan = plan_days(start, end, zone, service_now, reload, label_offset(generation, zone, service_now))
+        plan = plan_days(
+            start, end, zone, service_now, reload, label_offset(generation, zone, service_now), change=change
+        )
+        self._say_zone_change(change, plan, sink)
         if aware(start, "data_interval_start") == end_moment:
             self.log.info(
                 "the data interval is empty (%s: a trigger timetable, such as Airflow 3's schedule=\"@daily\", or a "
@@ -85,7 +99,10 @@ class StatsLoad:
                 end_moment.isoformat(), zone, ", ".join(map(str, plan.dates)) or "none", account_zone or zone,
             )  # fmt: skip
         if not plan.days:
-            self.log.info("no day of %s ends in this interval (%s to %s): nothing to load", zone, start, end)
+            if plan.covered:  # said above: within the days loaded in the old zone
+                self.log.info("every day of this interval lies within days loaded in another zone: nothing to load")
+            else:
+                self.log.info("no day of %s ends in this interval (%s to %s): nothing to load", zone, start, end)
             return {"days": [], "zone": zone, "rows": 0, "requests": 0, "minimum_requests": 0}
         self.log.info(
             "%s counts days in %s: loading %s%s", generation.label, zone, ", ".join(map(str, plan.dates)),
@@ -107,9 +124,73 @@ class StatsLoad:
         only if it ended by ``read_after`` (every answer the load uses was read after it)."""
         from airflow_provider_linkstats.client.warehouse import label_offset, plan_days
 
-        start, end, zone, reload, generation = self._plan_args
+        start, end, zone, reload, generation, change = self._plan_args
         labels = label_offset(generation, zone, service_now)
-        return plan_days(start, end, zone, service_now, reload, labels, complete_by=read_after)
+        return plan_days(start, end, zone, service_now, reload, labels, complete_by=read_after, change=change)
+
+    def transition_exact(self, plan: Any) -> bool:
+        """Whether the plan's first day after a zone change is counted exactly by this load (the
+        hour series: not for a breakdown, whose rows have no hours)."""
+        transition = plan.transition
+        return transition is None or (transition.exact and self.breakdown is None)
+
+    def _say_zone_change(self, change: Any, plan: Any, sink: Any) -> None:
+        """A WARNING naming the zones, the days and what was done; what the user can do where the
+        first day in the new zone cannot be made exact."""
+        if change is None:
+            return
+        old, new = " and ".join(change.old), change.zone
+        if change.stranded:
+            self.log.warning(
+                "days %s were loaded incomplete in %s and the account's time zone is now %s: the days loaded "
+                "complete in %s after them cover them, so they stay incomplete (to complete them, delete the days "
+                "loaded in %s from %s and load them again)", ", ".join(map(str, change.stranded)), old, new, old, old,
+                sink.describe(),
+            )  # fmt: skip
+        if change.reload and change.boundary is None:
+            self.log.warning(
+                "the account's time zone is now %s: days %s, loaded incomplete in %s, are loaded again in %s",
+                new, ", ".join(map(str, change.reload)), old, new,
+            )  # fmt: skip
+        if plan.covered:
+            self.log.warning(
+                "the account's time zone changed from %s to %s: days up to %s were loaded complete in %s, and %s's "
+                "days %s lie within them, so they are not loaded (their clicks are in those days)",
+                old, new, change.last_old, old, new, ", ".join(map(str, plan.covered)),
+            )  # fmt: skip
+        transition = plan.transition
+        if transition is None:
+            return
+        span_end = next(day.end for day in plan.days if day.day == transition.day)
+        hours = (span_end - transition.boundary).total_seconds() / 3600
+        if self.transition_exact(plan):
+            self.log.warning(
+                "the account's time zone changed from %s to %s: days up to %s were loaded in %s, which end at %s UTC; "
+                "%s in %s is loaded from there to its end (%.4g hours%s), so no hour is in two days or in none",
+                old, new, change.last_old, old, f"{transition.boundary:%Y-%m-%d %H:%M}", transition.day, new,
+                hours,
+                f", from the hour series of {transition.hours_of}" if transition.hours_of else "",
+            )  # fmt: skip
+            return
+        from airflow_provider_linkstats.client.warehouse import ServiceDay
+
+        natural = ServiceDay.of(transition.day, new)
+        apart = abs((natural.start - transition.boundary).total_seconds()) / 3600
+        how = (f"its first {apart:.4g} hours are in {change.last_old}" if natural.start < transition.boundary
+               else f"the {apart:.4g} hours before it are in no day")  # fmt: skip
+        why = (
+            "a breakdown's rows have no hours" if self.breakdown else "the service's hours do not begin at that moment"
+        )
+        self.log.warning(
+            "the account's time zone changed from %s to %s: days up to %s were loaded complete in %s, which end at "
+            "%s UTC, and %s in %s does not begin there (%s): it is written and kept INCOMPLETE, and each run loads it "
+            "again (%s, so its clicks from that moment on cannot be counted exactly). What you can do: have every "
+            "day in %s, by deleting the days loaded in %s from %s (their rows, and their state: the days table's "
+            "rows of zone %s, or that zone's entry in the selection's _state/<selection>/zones.json) and loading "
+            "them again; or leave %s incomplete", old, new, change.last_old, old,
+            f"{transition.boundary:%Y-%m-%d %H:%M}", transition.day, new, how, why, new, old, sink.describe(), old,
+            transition.day,
+        )  # fmt: skip
 
     def _read_after(self, worker_moment: float, listing: Any = None) -> Any:
         """The service's moment before which no answer this load uses was read, less the clock's
@@ -209,8 +290,10 @@ class LinkStatsLoad(StatsLoad):
         from airflow_provider_linkstats.client.warehouse import (
             Counter,
             Listed,
+            ServiceDay,
             daily_counts,
             first_day_found_short,
+            hours_from,
             links_to_fetch,
             minimum_requests,
             steady_since,
@@ -274,12 +357,35 @@ class LinkStatsLoad(StatsLoad):
                 progress.step(done + 1)
                 continue
             counts[link_id] = plan.day_counts(labelled, windows, alone)
+            before_windows = 0  # clicks the windows do not hold: a zone change's hours before the first day
+            transition = plan.transition
+            if transition is not None and transition.hours_of is not None and self.transition_exact(plan):
+                # The first day after a zone change runs from the old days' end: the hours from there on
+                # of the day that moment falls in (a day asked alone is answered in hours).
+                try:
+                    requests += 1
+                    asked_alone += 1
+                    hours = hours_from(
+                        hook.iter_stats(link_id, series, transition.hours_of, transition.hours_of),
+                        transition.boundary, plan.zone, plan.labels,
+                    )  # fmt: skip
+                except LinkstatsNotFoundError as error:
+                    requests += self._confirm_gone(link_id, error)
+                    gone.append(link_id)
+                    del counts[link_id]
+                    progress.step(done + 1)
+                    continue
+                whole = 0 if transition.hours_of == transition.day else counts[link_id].get(transition.day) or 0
+                counts[link_id][transition.day] = whole + hours
+                before_windows = hours if transition.hours_of != transition.day else 0
             link = listed[link_id]
             if link.clicks is not None:
-                learned[link_id] = Counter(
-                    link.clicks, steady_since(listed_at, labelled, windows, plan, counts[link_id]), link.alias
-                )
-                found = first_day_found_short(link.clicks, known.get(link_id), sum(labelled.values()), windows, plan)
+                steady = steady_since(listed_at, labelled, windows, plan, counts[link_id])
+                if before_windows:  # clicked in those hours: held its value from the first day's own start at best
+                    steady = max(steady, ServiceDay.of(transition.day, plan.zone).start)
+                learned[link_id] = Counter(link.clicks, steady, link.alias)
+                answered = sum(labelled.values()) + before_windows
+                found = first_day_found_short(link.clicks, known.get(link_id), answered, windows, plan)
                 short += [found] if found else []
             progress.step(done + 1)
         plan = self._settle(plan, began, listing, clock_known)
@@ -337,14 +443,14 @@ class LinkStatsLoad(StatsLoad):
         finding it are added to this run's."""
         import datetime as dt
 
-        start, end, zone, reload, generation = self._plan_args
+        start, end, zone, reload, generation, change = self._plan_args
         first = plan.days[0].day
         extra = {earliest + dt.timedelta(days=n) for n in range((first - earliest).days)}
         self.log.info(
             "%d links counted more clicks since they were last read than their answers from %s hold: the days "
             "from %s were loaded before those clicks came, and are loaded again by this run", links, first, earliest,
         )  # fmt: skip
-        self._plan_args = (start, end, zone, sorted(set(reload) | extra), generation)
+        self._plan_args = (start, end, zone, sorted(set(reload) | extra), generation, change)
         self._reloaded_short = True
         replanned = self.replan(plan, now)
         result = self.load(replanned, *load)
@@ -355,9 +461,11 @@ class LinkStatsLoad(StatsLoad):
     def write(self, plan: Any, sink: Any, statistic: str, record_ids: list[int], rows_by_day: dict,
               learned: dict) -> dict[str, Any]:  # fmt: skip
         rows = 0
+        inexact = plan.transition.day if plan.transition is not None and not self.transition_exact(plan) else None
         for day in plan.days:
             day_rows = _merged(rows_by_day[day.day], key_size=len(sink.schema.key))
-            sink.write_day(day.day, plan.zone, statistic, record_ids, day_rows, day.day not in plan.incomplete)
+            complete = day.day not in plan.incomplete and day.day != inexact
+            sink.write_day(day.day, plan.zone, statistic, record_ids, day_rows, complete)
             rows += len(day_rows)
         if learned:
             sink.save_counters(statistic, learned)  # after the rows: a kill before it costs requests, never rows
@@ -370,6 +478,10 @@ class WebsiteStatsLoad(StatsLoad):
         from airflow_provider_linkstats.drivers.sinks import WEBSITE_BREAKDOWN, WEBSITE_DAILY
 
         return WEBSITE_BREAKDOWN if breakdown else WEBSITE_DAILY
+
+    def transition_exact(self, plan: Any) -> bool:
+        """Websites are counted in UTC days (no zone change); were one met, no hours are asked."""
+        return plan.transition is None
 
     def load(self, plan: Any, sink: Any, generation: Any, statistic: str, breakdown: str | None,
              ids: list[int] | None, filters: dict[str, Any]) -> dict[str, Any]:  # fmt: skip
@@ -434,9 +546,11 @@ class WebsiteStatsLoad(StatsLoad):
             )  # fmt: skip
         written = [i for i in ids if i not in set(gone)]
         rows = 0
+        inexact = plan.transition.day if plan.transition is not None else None
         for day in plan.days:
             day_rows = _merged(rows_by_day[day.day], key_size=len(sink.schema.key))
-            sink.write_day(day.day, plan.zone, statistic, written, day_rows, day.day not in plan.incomplete)
+            complete = day.day not in plan.incomplete and day.day != inexact
+            sink.write_day(day.day, plan.zone, statistic, written, day_rows, complete)
             rows += len(day_rows)
         return {
             "websites": len(ids),

@@ -80,16 +80,22 @@ def account_days(emu, zone: str) -> Counter:
     return counts
 
 
-def complete_days(path, table: str) -> dict[str, str]:
+def records(path, sql: str) -> list[tuple]:
+    """The rows of ``sql`` from the warehouse: a SQLite file's path, or a SQL hook (PostgreSQL)."""
+    if hasattr(path, "get_records"):
+        return [tuple(row) for row in path.get_records(sql)]
     with sqlite3.connect(path) as db:
-        return dict(db.execute(f"SELECT day, zone FROM {table}_days WHERE complete = 1").fetchall())
+        return db.execute(sql).fetchall()
+
+
+def complete_days(path, table: str) -> dict[str, str]:
+    return {str(day): zone for day, zone in records(path, f"SELECT day, zone FROM {table}_days WHERE complete = 1")}
 
 
 def table_counts(path, table: str, column: str = "clicks") -> Counter:
     counts: Counter = Counter()
-    with sqlite3.connect(path) as db:
-        for link, day, count in db.execute(f"SELECT link_id, day, {column} FROM {table}").fetchall():
-            counts[(int(link), str(day))] += int(count)
+    for link, day, count in records(path, f"SELECT link_id, day, {column} FROM {table}"):
+        counts[(int(link), str(day))] += int(count)
     return counts
 
 
@@ -111,8 +117,9 @@ def load(table: str, start: dt.datetime, end: dt.datetime, **arguments):
     from airflow_provider_linkstats.operators.warehouse import LinkstatsLinkStatsToWarehouseOperator
     from tests.conftest import run_operator
 
+    arguments.setdefault("sql_conn_id", "wh")
     operator = LinkstatsLinkStatsToWarehouseOperator(
-        task_id="load", sql_conn_id="wh", table=table,
+        task_id="load", table=table,
         data_interval_start=start.isoformat(), data_interval_end=end.isoformat(), **arguments,
     )  # fmt: skip
     return run_operator(operator)[0]
@@ -168,9 +175,8 @@ def test_daily_utc_runs_across_a_dst_night_load_every_hour_of_the_account_day_on
 
 def breakdown_sums(path, table: str) -> Counter:
     counts: Counter = Counter()
-    with sqlite3.connect(path) as db:
-        for link, day, count in db.execute(f"SELECT link_id, day, clicks FROM {table}").fetchall():
-            counts[(int(link), str(day))] += int(count)
+    for link, day, count in records(path, f"SELECT link_id, day, clicks FROM {table}"):
+        counts[(int(link), str(day))] += int(count)
     return counts
 
 

@@ -22,6 +22,7 @@ from tests.integration.test_warehouse import (
     truth,
     warehouse,  # noqa: F401 - the fixture
 )
+from tests.integration.test_warehouse_days import DST_NIGHTS
 
 pytestmark = pytest.mark.xdist_group("postgres")
 
@@ -196,3 +197,75 @@ def test_overlapping_selections_loading_one_table_at_once_lose_nothing(emu, pg, 
             lambda t=table: link_load(t, interval=interval(0, 3), space_id=space_id, sql_conn_id=conn_id),
         ) == [0, 0]
         assert (rows(pg, table) if conn_id == "pgwh" else sqlite_rows(warehouse, table)) == expected
+
+
+@pytest.mark.parametrize("night", sorted(DST_NIGHTS))
+def test_postgres_daily_utc_runs_across_a_dst_night_load_every_hour_of_the_account_day_once(
+    emulators, pg, monkeypatch, night
+):
+    """The DST scenario of ``test_warehouse_days`` (phpShort 49, daily UTC runs at their time across
+    New York's fall-back night and Sydney's spring-forward night) into PostgreSQL, where ``day`` is
+    a DATE and the flags live in the same database: every hour of the account's day in exactly one
+    day marked complete, each day the account day's recorded clicks."""
+    import datetime as dt
+
+    from tests.conftest import GENERATIONS, connection_json
+    from tests.integration.test_warehouse_days import (
+        assert_every_hour_once,
+        clicks_every_hour,
+        daily_utc_runs,
+    )
+    from tests.integration.test_warehouse_days import load as load_days
+
+    emu = emulators("49")
+    emu.reset()
+    monkeypatch.setenv("AIRFLOW_CONN_LINKSTATS_LINKS_DEFAULT", connection_json(emu.url, api_version="49"))
+    monkeypatch.setenv(
+        "AIRFLOW_CONN_LINKSTATS_ANALYTICS_DEFAULT",
+        connection_json(emu.analytics_url, "linkstats_analytics", api_version=GENERATIONS["49"]),
+    )
+    zone, change = DST_NIGHTS[night]
+    try:
+        clicks_every_hour(emu, zone, change)
+        for start, end in daily_utc_runs(change):
+            emu.clock.set(end + dt.timedelta(minutes=10))
+            report = load_days("clicks", start, end, sql_conn_id="pgwh")
+            assert report["requests"] == report["minimum_requests"]
+        emu.clock.reset()
+        recorded, loaded = assert_every_hour_once(emu, pg, "clicks", zone)
+        assert recorded == loaded > 0
+        assert pg.get_first(
+            "SELECT data_type FROM information_schema.columns WHERE table_name = 'clicks_days' AND column_name = 'day'"
+        ) == ("date",)
+    finally:
+        emu.reset()
+
+
+@pytest.mark.parametrize("move", ["east-utc-to-tokyo", "west-tokyo-to-utc"])
+def test_postgres_a_zone_change_between_runs_puts_every_hour_in_one_day_exactly(
+    emulators, pg, monkeypatch, tmp_path, move
+):
+    """The zone change of ``test_warehouse_review`` into PostgreSQL: the days table's zones are read
+    back (``MAX(day)`` per zone, a DATE), the first day in the new zone spans from the old days' end."""
+    import datetime as dt
+
+    from tests.integration.test_warehouse_days import clicks_every_hour, daily_utc_runs
+    from tests.integration.test_warehouse_days import load as load_days
+    from tests.integration.test_warehouse_review import ZONE_MOVES, zone_emulator
+
+    old, new, expected = ZONE_MOVES[move]
+    emu = zone_emulator(emulators, monkeypatch, tmp_path)
+    change = dt.datetime(2026, 10, 10, 12, tzinfo=dt.timezone.utc)
+    clicks_every_hour(emu, old, change, links=1, per_hour=1)
+    try:
+        for n, (start, end) in enumerate(daily_utc_runs(change)):
+            if n == 2:
+                emu.configure_account(timezone=new)
+            emu.clock.set(end + dt.timedelta(minutes=10))
+            load_days("clicks", start, end, sql_conn_id="pgwh")
+    finally:
+        emu.reset()
+    loaded = {day.isoformat(): (zone, clicks) for day, zone, clicks in pg.get_records(
+        "SELECT day, zone, SUM(clicks) FROM clicks GROUP BY day, zone")}  # fmt: skip
+    assert loaded == {day: (old if day < "2026-10-10" else new, n) for day, n in expected.items()}
+    assert pg.get_first("SELECT COUNT(*) FROM clicks_days WHERE complete = 0") == (0,)

@@ -200,9 +200,6 @@ def test_half_hour_dst_and_offsets_off_the_hour_daily_runs_and_a_late_backfill(e
 # -- the account's zone changed between runs (reported, not fixed) -------------------------------------
 
 
-@pytest.mark.xfail(
-    strict=True, raises=AssertionError, reason="reported, not fixed: a zone change between runs overlaps (or gaps) days"
-)
 def test_a_zone_change_between_runs_counts_no_hour_twice(emulators, monkeypatch, tmp_path):
     """phpShort 46+ counts the account's days in its zone as it is when asked. Daily UTC runs, the
     account moved from UTC to Asia/Tokyo before the third: the UTC day 2026-10-09 (00:00 to 24:00
@@ -241,6 +238,228 @@ def test_a_zone_change_between_runs_counts_no_hour_twice(emulators, monkeypatch,
     # The loaded days span 10-08 00:00 UTC to 10-12 15:00 UTC: every click recorded (96) once, or
     # the days that overlap not marked complete.
     assert loaded == 96 or marked > 0, f"{loaded} clicks loaded for 96 recorded, every day marked complete"
+
+
+# -- the account's zone changed between runs: both directions, both destinations ---------------------
+
+# Clicks 1 an hour from 2026-10-08 12:30 to 2026-10-12 11:30 UTC; daily UTC runs, the zone changed
+# before the third. The days each run loads, and what each holds: the first day in the new zone runs
+# from the end of the last old day to its own end (Tokyo's 10th from 10-10 00:00 UTC, 15 hours;
+# UTC's 10th from 10-09 15:00 UTC, 33 hours), counted from the hour series of the day that moment
+# falls in. Before: east 105 clicks loaded for 96 (9 hours in two days), west 87 (9 hours in none),
+# every day complete.
+ZONE_MOVES = {
+    "east-utc-to-tokyo": ("UTC", "Asia/Tokyo", {"2026-10-08": 12, "2026-10-09": 24, "2026-10-10": 15,
+                                                "2026-10-11": 24, "2026-10-12": 21}),
+    "west-tokyo-to-utc": ("Asia/Tokyo", "UTC", {"2026-10-08": 3, "2026-10-09": 24, "2026-10-10": 33,
+                                                "2026-10-11": 24, "2026-10-12": 12}),
+}  # fmt: skip
+
+
+def zone_emulator(emulators, monkeypatch, tmp_path):
+    import json
+
+    from tests.conftest import GENERATIONS, connection_json
+
+    emu = emulators("49")
+    emu.reset()
+    monkeypatch.setenv("AIRFLOW_CONN_LINKSTATS_LINKS_DEFAULT", connection_json(emu.url, api_version="49"))
+    monkeypatch.setenv(
+        "AIRFLOW_CONN_LINKSTATS_ANALYTICS_DEFAULT",
+        connection_json(emu.analytics_url, "linkstats_analytics", api_version=GENERATIONS["49"]),
+    )
+    monkeypatch.setenv("AIRFLOW_CONN_WH", json.dumps({"conn_type": "sqlite", "host": str(tmp_path / "warehouse.db")}))
+    return emu
+
+
+def zone_load(destination: str, tmp_path, start: dt.datetime, end: dt.datetime) -> dict:
+    from airflow_provider_linkstats.operators.warehouse import LinkstatsLinkStatsToWarehouseOperator
+    from tests.conftest import run_operator
+
+    where = {"sql_conn_id": "wh", "table": "clicks"} if destination == "table" else {
+        "path": str(tmp_path / "files"), "file_format": "jsonl"}  # fmt: skip
+    operator = LinkstatsLinkStatsToWarehouseOperator(
+        task_id="load", data_interval_start=start.isoformat(), data_interval_end=end.isoformat(), **where
+    )
+    return run_operator(operator)[0]
+
+
+def zone_days(destination: str, tmp_path) -> tuple[dict[str, int], dict[str, str], list[str]]:
+    """Clicks per day, the zone of each day's rows, and the days kept incomplete, as the
+    destination holds them (a table and its days table, or the files and their marks)."""
+    import json
+
+    clicks: dict[str, int] = {}
+    zones: dict[str, str] = {}
+    if destination == "table":
+        with sqlite3.connect(tmp_path / "warehouse.db") as db:
+            found = db.execute("SELECT day, zone, clicks FROM clicks").fetchall()
+            incomplete = sorted(str(d) for (d,) in db.execute("SELECT day FROM clicks_days WHERE complete = 0"))
+            marked = dict(db.execute("SELECT day, zone FROM clicks_days").fetchall())
+    else:
+        base = tmp_path / "files"
+        found = [
+            (row["day"], row["zone"], row["clicks"])
+            for part in base.glob("20*/*.jsonl")
+            for row in map(json.loads, part.read_text().splitlines())
+        ]
+        incomplete = sorted(mark.stem for mark in base.glob("_state/*/incomplete/*.json"))
+        marked = {}
+    for day, zone, count in found:
+        clicks[str(day)] = clicks.get(str(day), 0) + int(count)
+        zones[str(day)] = zone
+    assert all(marked.get(day, zone) == zone for day, zone in zones.items()), (marked, zones)
+    return clicks, zones, incomplete
+
+
+@pytest.mark.parametrize("destination", ["table", "files"])
+@pytest.mark.parametrize("move", sorted(ZONE_MOVES))
+def test_a_zone_change_between_runs_puts_every_hour_in_one_day_exactly(
+    emulators, monkeypatch, tmp_path, move, destination
+):
+    from tests.integration.test_warehouse_days import clicks_every_hour, daily_utc_runs, utc
+
+    old, new, expected = ZONE_MOVES[move]
+    emu = zone_emulator(emulators, monkeypatch, tmp_path)
+    change = utc("2026-10-10T12:00")
+    clicks_every_hour(emu, old, change, links=1, per_hour=1)
+    reports = []
+    try:
+        for n, (start, end) in enumerate(daily_utc_runs(change)):
+            if n == 2:
+                emu.configure_account(timezone=new)
+            emu.clock.set(end + dt.timedelta(minutes=10))
+            emu.stats.reset()
+            reports.append(zone_load(destination, tmp_path, start, end))
+            served = emu.stats.count(path_prefix="/stats") + emu.stats.count(path_prefix="/links")
+            assert served == reports[-1]["requests"] == reports[-1]["minimum_requests"]
+        first = zone_days(destination, tmp_path)
+        for start, end in daily_utc_runs(change):  # the same runs again (a backfill): the same days
+            zone_load(destination, tmp_path, start, end)
+    finally:
+        emu.reset()
+    clicks, zones, incomplete = zone_days(destination, tmp_path)
+    assert first == (clicks, zones, incomplete)
+    assert (clicks, incomplete) == (expected, [])  # before: east 9 hours twice (105), west 9 in none (87)
+    assert sum(clicks.values()) == 96
+    assert zones == {day: old if day < "2026-10-10" else new for day in expected}
+    # The cost: the listing and one window a run; the run of the change, one hour series more.
+    assert [r["requests"] for r in reports] == [2, 2, 3, 2, 2]
+
+
+@pytest.mark.parametrize("move", sorted(ZONE_MOVES))
+def test_a_folder_written_before_zones_json_sees_the_zone_change_in_its_day_files(
+    emulators, monkeypatch, tmp_path, move
+):
+    """Files written by a build that kept no ``zones.json``: the zone of the selection's last day
+    file not marked incomplete stands in for it. Without it (zones.json removed, no fallback) the
+    change went unseen: east 105 clicks for 96, west 87."""
+    from tests.integration.test_warehouse_days import clicks_every_hour, daily_utc_runs, utc
+
+    old, new, expected = ZONE_MOVES[move]
+    emu = zone_emulator(emulators, monkeypatch, tmp_path)
+    change = utc("2026-10-10T12:00")
+    clicks_every_hour(emu, old, change, links=1, per_hour=1)
+    try:
+        for n, (start, end) in enumerate(daily_utc_runs(change)):
+            if n == 2:
+                emu.configure_account(timezone=new)
+                (saved,) = (tmp_path / "files").glob("_state/*/zones.json")
+                saved.unlink()
+            emu.clock.set(end + dt.timedelta(minutes=10))
+            zone_load("files", tmp_path, start, end)
+    finally:
+        emu.reset()
+    assert zone_days("files", tmp_path)[0] == expected
+
+
+@pytest.mark.parametrize("destination", ["table", "files"])
+@pytest.mark.parametrize("move", sorted(ZONE_MOVES))
+def test_a_day_loaded_incomplete_before_a_zone_change_is_loaded_again_in_the_new_zone(
+    emulators, monkeypatch, tmp_path, move, destination
+):
+    """The 10th's run at its time, then a manual run during the 9th (in the old zone: loaded
+    incomplete), then the zone changes and the next run loads the 10th. Before: the 9th was never
+    loaded again (the incomplete days were looked up in the new zone only): it stayed incomplete
+    with the clicks of its first hours. Now the new zone's 9th replaces it, from the end of the last
+    old day complete: every hour once, every day complete."""
+    from tests.integration.test_warehouse_days import clicks_every_hour, utc
+
+    old, new, _ = ZONE_MOVES[move]
+    emu = zone_emulator(emulators, monkeypatch, tmp_path)
+    clicks_every_hour(emu, old, utc("2026-10-10T12:00"), links=1, per_hour=1)
+    day = dt.timedelta(days=1)
+    eighth, ninth, tenth = utc("2026-10-08T00:00"), utc("2026-10-09T00:00"), utc("2026-10-10T00:00")
+    try:
+        emu.clock.set(ninth + dt.timedelta(minutes=10))
+        assert zone_load(destination, tmp_path, eighth, ninth)["days"] == ["2026-10-08"]
+        emu.clock.set(ninth + dt.timedelta(hours=6))  # 06:00 UTC, 15:00 in Tokyo: the 9th is not over in either
+        assert zone_load(destination, tmp_path, ninth, tenth)["days"] == ["2026-10-09"]
+        assert zone_days(destination, tmp_path)[2] == ["2026-10-09"]
+        emu.configure_account(timezone=new)
+        emu.clock.set(tenth + day + dt.timedelta(minutes=10))
+        report = zone_load(destination, tmp_path, tenth, tenth + day)
+    finally:
+        emu.reset()
+    clicks, zones, incomplete = zone_days(destination, tmp_path)
+    assert report["days"] == ["2026-10-09", "2026-10-10"]
+    assert incomplete == []  # before: ['2026-10-09'], for good
+    # east: UTC's 8th (12), Tokyo's 9th from 10-09 00:00 UTC (15 hours), Tokyo's 10th (24);
+    # west: Tokyo's 8th (3), UTC's 9th from 10-08 15:00 UTC (33 hours), UTC's 10th (24)
+    assert clicks == ({"2026-10-08": 12, "2026-10-09": 15, "2026-10-10": 24} if old == "UTC" else
+                      {"2026-10-08": 3, "2026-10-09": 33, "2026-10-10": 24})  # fmt: skip
+    assert zones == {"2026-10-08": old, "2026-10-09": new, "2026-10-10": new}
+
+
+@pytest.mark.parametrize("case", ["kolkata-half-hour", "breakdown"])
+def test_a_zone_change_the_hours_cannot_split_keeps_the_first_day_incomplete_and_says_why(
+    emulators, monkeypatch, tmp_path, case
+):
+    """Where the hour series cannot split the first day in the new zone at the end of the old days
+    (Kolkata's hours begin at :30 UTC, the UTC days at :00; a breakdown's rows have no hours), that
+    day is written and kept incomplete, with a WARNING naming both zones, the days and what the user
+    can do; no day marked complete overlaps another. Before: Kolkata's 10th (from 10-09 18:30 UTC)
+    and Tokyo's 10th were marked complete over the UTC 9th's last 5.5 and 9 hours."""
+    from airflow_provider_linkstats.client.warehouse import ServiceDay
+    from airflow_provider_linkstats.operators.warehouse import LinkstatsLinkStatsToWarehouseOperator
+    from tests.conftest import run_operator
+    from tests.integration.test_warehouse_days import RecordingLog, clicks_every_hour, daily_utc_runs, utc
+
+    new = "Asia/Kolkata" if case == "kolkata-half-hour" else "Asia/Tokyo"
+    table, extra = ("clicks", {}) if case == "kolkata-half-hour" else ("by_country", {"breakdown": "country"})
+    emu = zone_emulator(emulators, monkeypatch, tmp_path)
+    change = utc("2026-10-10T12:00")
+    clicks_every_hour(emu, "UTC", change, links=1, per_hour=1)
+    warnings: list[str] = []
+    try:
+        for n, (start, end) in enumerate(daily_utc_runs(change)):
+            if n == 2:
+                emu.configure_account(timezone=new)
+            emu.clock.set(end + dt.timedelta(minutes=10))
+            operator = LinkstatsLinkStatsToWarehouseOperator(
+                task_id="load", sql_conn_id="wh", table=table, **extra,
+                data_interval_start=start.isoformat(), data_interval_end=end.isoformat(),
+            )  # fmt: skip
+            log = RecordingLog()
+            log.warning = lambda message, *args, log=log: warnings.append(message % args)  # type: ignore[method-assign]
+            operator._log = operator._cached_logger = log
+            run_operator(operator)
+    finally:
+        emu.reset()
+    with sqlite3.connect(tmp_path / "warehouse.db") as db:
+        days = db.execute(f"SELECT day, zone, complete FROM {table}_days ORDER BY day").fetchall()
+    assert [(day, complete) for day, _, complete in days] == [
+        ("2026-10-08", 1),
+        ("2026-10-09", 1),
+        ("2026-10-10", 0),
+        ("2026-10-11", 1),
+        ("2026-10-12", 1),
+    ]  # before: the 10th complete
+    spans = sorted((ServiceDay.of(dt.date.fromisoformat(d), z) for d, z, c in days if c), key=lambda s: s.start)
+    assert [(a.day, b.day) for a, b in zip(spans, spans[1:], strict=False) if a.end > b.start] == []
+    said = [line for line in warnings if "INCOMPLETE" in line]
+    assert said and all(f"changed from UTC to {new}" in line and "2026-10-10" in line for line in said)
+    assert "What you can do" in said[0] and ("breakdown's rows have no hours" in said[0]) == (case == "breakdown")
 
 
 # -- counters of the layout before selections, once a selection saved some of its own -----------------

@@ -234,3 +234,67 @@ def test_a_counter_grown_by_more_than_the_answer_holds_finds_earlier_days_short(
     assert first_day_found_short(None, known, 0, windows, plan) is None  # link ids given: no counter read
     old = plan_days(utc("2025-01-10T00:00"), utc("2025-01-11T00:00"), "UTC", now=LATER)
     assert first_day_found_short(6, known, 0, [(dt.date(2025, 1, 10), dt.date(2025, 1, 10))], old) is None
+
+
+# -- the account's zone changed -------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "first", "start", "hours_of", "exact"),
+    [
+        # east: the first Tokyo day after the UTC 9th is clipped to begin at 10-10 00:00 UTC
+        ("UTC", "Asia/Tokyo", "2026-10-10", "2026-10-10T00:00", "2026-10-10", True),
+        # west: the first UTC day after Tokyo's 9th begins 9 hours early, at its end
+        ("Asia/Tokyo", "UTC", "2026-10-10", "2026-10-09T15:00", "2026-10-09", True),
+        # New York (EDT) to Los Angeles (PDT): 3 hours of LA's 9th before the 10th's midnight
+        ("America/New_York", "America/Los_Angeles", "2026-10-10", "2026-10-10T04:00", "2026-10-09", True),
+        # India's hours begin at :30 UTC: the day cannot be split at a UTC midnight
+        ("UTC", "Asia/Kolkata", "2026-10-10", "2026-10-10T00:00", "2026-10-10", False),
+        # the same offsets: the days meet, no hours needed
+        ("Europe/Paris", "Europe/Berlin", "2026-10-10", "2026-10-09T22:00", None, True),
+    ],
+)
+def test_a_zone_change_loads_the_first_new_day_from_the_end_of_the_old_ones(old, new, first, start, hours_of, exact):
+    from airflow_provider_linkstats.client.warehouse import zone_change
+
+    change = zone_change({old: dt.date(2026, 10, 9)}, {}, new)
+    labels = label_offset(PHPSHORT_46, new, utc("2026-10-11T01:00"))
+    transition = change.transition(labels)
+    assert (transition.day.isoformat(), transition.boundary, transition.exact) == (first, utc(start), exact)
+    assert (transition.hours_of.isoformat() if transition.hours_of else None) == hours_of
+    # A run of the UTC 9th to 12th after the change: days the old ones cover are left out, the first
+    # new one spans from their end.
+    plan = plan_days(utc("2026-10-09T00:00"), utc("2026-10-12T00:00"), new, LATER, labels=labels, change=change)
+    assert plan.dates[0].isoformat() == first and plan.days[0].start == utc(start)
+    assert plan.days[0].end == ServiceDay.of(dt.date(2026, 10, 10), new).end
+    assert all(day.day > dt.date(2026, 10, 9) for day in plan.days) and plan.transition == transition
+
+
+def test_no_zone_change_when_every_day_was_loaded_in_the_zone():
+    from airflow_provider_linkstats.client.warehouse import zone_change
+
+    assert (
+        zone_change({"Asia/Tokyo": dt.date(2026, 10, 9)}, {dt.date(2026, 10, 10): "Asia/Tokyo"}, "Asia/Tokyo") is None
+    )
+    assert zone_change({}, {}, "UTC") is None
+
+
+def test_days_loaded_incomplete_in_the_old_zone_are_loaded_again_or_named():
+    from airflow_provider_linkstats.client.warehouse import zone_change
+
+    nine, ten, seven = dt.date(2026, 10, 9), dt.date(2026, 10, 10), dt.date(2026, 10, 7)
+    change = zone_change({"UTC": dt.date(2026, 10, 8)}, {nine: "UTC", seven: "UTC"}, "Asia/Tokyo")
+    assert (change.first, change.reload, change.stranded) == (nine, (nine,), (seven,))
+    only_incomplete = zone_change({}, {ten: "UTC"}, "Asia/Tokyo")
+    assert (only_incomplete.boundary, only_incomplete.reload) == (None, (ten,))
+
+
+def test_the_hours_of_a_day_from_a_moment_on():
+    from airflow_provider_linkstats.client.warehouse import hours_from
+
+    rows = [{"value": "2026-10-10 08", "count": 2}, {"value": "2026-10-10 09", "count": "3"}]
+    # labelled +09:00: 08 is 23:00 UTC on the 9th, 09 is 00:00 UTC on the 10th
+    assert hours_from(rows, utc("2026-10-10T00:00"), "Asia/Tokyo", dt.timedelta(hours=9)) == 3
+    assert hours_from(rows, utc("2026-10-09T23:00"), "Asia/Tokyo", None) == 5
+    with pytest.raises(ValueError, match="not an hour"):
+        hours_from([{"value": "2026-10-10", "count": 1}], utc("2026-10-10T00:00"), "UTC", None)

@@ -220,7 +220,7 @@ def moves_instead_of_deletes(emu, monkeypatch, moves: dict[int, dict]) -> None:
     user, delete = emu.store.users()[0], emu.store.delete
 
     def move_instead(table, user_or_id, record_id=None):
-        if table == "links" and user_or_id in moves:
+        if table == "links" and isinstance(user_or_id, int) and user_or_id in moves:  # the fault's delete
             return emu.store.update("links", user, str(user_or_id), _as_form(moves[user_or_id]))
         return delete(table, user_or_id, record_id)
 

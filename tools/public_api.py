@@ -35,8 +35,8 @@ def public_modules(name: str = ROOT) -> dict[str, tuple[str, ...]]:
 
 
 # Modules of mixins whose methods the reference shows on the public classes that inherit them: the
-# hooks' record methods are written once in hooks/records.py and are the hooks' own for their users.
-MIXIN_MODULES = (f"{ROOT}.hooks.records",)
+# hooks' record methods (hooks/records.py) and async side (hooks/aio.py) are the hooks' own for their users.
+MIXIN_MODULES = (f"{ROOT}.hooks.records", f"{ROOT}.hooks.aio")
 
 
 def _directive(module: ModuleType, name: str) -> str:

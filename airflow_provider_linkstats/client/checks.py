@@ -21,6 +21,11 @@ def is_blank(value: Any) -> bool:
     return value is None or (isinstance(value, str) and not value.strip())
 
 
+def not_given(value: Any) -> bool:
+    """Not given: None, an empty string, or a null param rendered by a template ("None", "null")."""
+    return value is None or (isinstance(value, str) and value.strip().lower() in ("", "none", "null"))
+
+
 def check_whole_number(
     field: str, value: Any, *, minimum: int = 0, maximum: int | None = None, allowed: str = ""
 ) -> int:

@@ -32,6 +32,9 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from airflow_provider_linkstats.client.checks import check_bool, check_choice, check_number, check_whole_number
+from airflow_provider_linkstats.client.checks import not_given as is_blank
+from airflow_provider_linkstats.client.errors import LinkstatsInputError
 from airflow_provider_linkstats.client.paging import PageGuard, UntrustedListingError
 
 DEFAULT_EVIDENCE_MAX_AGE = 120.0  # seconds from a confirming read to the last delete it allows
@@ -357,3 +360,90 @@ class CleanupWalk:
         if self.last_full:
             # Records still listed before the next unseen one: the next page starts at that offset.
             self._next = max(self.examined - self.removed, 0) // self.size + 1
+
+
+# -- the operator's arguments, checked before any request (``operators/cleanup.py``) -----------------
+
+SEARCH_BY_CHOICES = ("title", "alias", "url")
+SAMPLE_MAX = 100
+MARGINS_WITHOUT_DATE = "a number of seconds from 0 to 86400 (a day)"
+EVIDENCE_AGES = "seconds from 1 to 3600 (default 120)"
+
+
+def checked_rules(
+    *, expired: Any, older_than_days: Any, search: Any, search_by: Any, space_id: Any, domain_id: Any
+) -> CleanupRules:
+    """The rules, checked (each error names its argument and what is allowed), before any request."""
+    older_than = None
+    if not is_blank(older_than_days):
+        days = check_number("older_than_days", older_than_days, allowed="a number of days >= 0, or None")
+        older_than = dt.timedelta(days=days)  # counted back from the service's "now" at each decision
+    rules = CleanupRules(
+        expired=check_bool("expired", expired),
+        older_than=older_than,
+        search=None if is_blank(search) else str(search),
+        search_by=check_choice("search_by", search_by, SEARCH_BY_CHOICES),
+        space_id=None
+        if is_blank(space_id)
+        else check_whole_number("space_id", space_id, allowed="a space id, or 0 for no space"),
+        domain_id=None if is_blank(domain_id) else check_whole_number("domain_id", domain_id, minimum=1),
+    )
+    if not rules.any():
+        raise LinkstatsInputError(
+            "expired",
+            expired,
+            "True, or at least one other rule (older_than_days, search, space_id, domain_id): a cleanup "
+            "without any rule would delete every link",
+        )
+    return rules
+
+
+@dataclass(frozen=True)
+class CleanupLimits:
+    """How much one run may delete and how: the safety and pace arguments, checked before any request
+    (``checked``); the driver (``drivers.cleanup.StreamingCleanup``) takes them as they are named."""
+
+    dry_run: bool
+    max_deletes: int | None
+    max_share: float | None
+    max_workers: int
+    sample_size: int
+    evidence_max_age: float
+    margin_without_date: float
+
+    @classmethod
+    def checked(
+        cls,
+        *,
+        dry_run: Any,
+        max_deletes: Any,
+        max_share: Any,
+        max_workers: Any,
+        sample_size: Any,
+        evidence_max_age: Any,
+        margin_without_date: Any,
+        pool_size: int,
+    ) -> CleanupLimits:
+        dry = check_bool("dry_run", dry_run)
+        deletes = None
+        if not is_blank(max_deletes):
+            deletes = check_whole_number("max_deletes", max_deletes, allowed="a whole number >= 0, or None")
+        share = None
+        if not is_blank(max_share):
+            share = check_number("max_share", max_share, allowed="a share of all links from 0 to 1, or None")
+            if share > 1:
+                raise LinkstatsInputError("max_share", max_share, "a share of all links from 0 to 1, or None")
+        workers = check_whole_number("max_workers", max_workers, minimum=1, maximum=pool_size)
+        sample = check_whole_number("sample_size", sample_size, maximum=SAMPLE_MAX)
+        evidence = check_number("evidence_max_age", evidence_max_age, allowed=EVIDENCE_AGES)
+        if not 1 <= evidence <= 3600:
+            raise LinkstatsInputError("evidence_max_age", evidence_max_age, EVIDENCE_AGES)
+        without_date = check_number("margin_without_date", margin_without_date, allowed=MARGINS_WITHOUT_DATE)
+        if not 0 <= without_date <= 86400:
+            raise LinkstatsInputError("margin_without_date", margin_without_date, MARGINS_WITHOUT_DATE)
+        return cls(dry, deletes, share, workers, sample, evidence, without_date)
+
+    def as_kwargs(self) -> dict[str, Any]:
+        from dataclasses import asdict
+
+        return asdict(self)

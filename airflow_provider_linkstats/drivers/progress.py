@@ -1,9 +1,11 @@
 """The one progress every long job tells: rates and time left from the last minute of work,
 never above what the service's budget allows per unit.
 
-``Progress`` (the cleanup, the bulk deletes, the warehouse load) counts units done in a sliding
-window; ``LaunchProgress`` (the bulk launch) counts what happened to each link apart, with the
-same unit pace (``unit_pace``, ``MIN_COSTED_UNITS``) and the same ``duration`` words.
+``Progress`` counts units done and estimates: the units done over the last minute (since the start
+before a minute has passed), capped by what the budget allows per unit, and the time left from that
+rate. The cleanup, the bulk deletes and the warehouse load tell it their units; ``LaunchProgress``
+(the bulk launch) counts what happened to each link apart and tells its ``Progress`` the links
+written, with the same ``duration`` words.
 
 The bulk launch's lines: ``created 40, created by an earlier try 90, skipped 10, updated 0, failed
 0: 140/300 links done (1.0/s over the last minute, about 3 min left)``. Skipped links (one listing
@@ -64,62 +66,79 @@ def unit_pace(pace: float | None, per_unit: float | None) -> float | None:
 class Progress:
     """Rate and time left of a long run, in the run's own units, from a sliding window of its last minute.
 
-    The rate is the work done over the last ``window`` seconds (at least two samples apart), not
-    since the start: a slow first page or a burst no longer colours every later line. It is capped
-    by what the budget allows per unit: ``pace``, the rate limiter's requests a second, over the
-    requests one unit has cost so far (the limiter's requests since this progress began, over
-    the units done): a link that costs 2 requests under a budget of 1 a second goes at 0.5 a
-    second, and no line promises more. ``limiter`` (optional) gives the pace, the requests sent,
-    and the requests that may still go at once (``burst``): work within that burst is not slowed
-    to the pace, so a run of 3 deletes with the budget untouched does not say "about 2 s left" and
-    then finish at once. ``clock`` is injectable for tests.
+    The rate is the units done over the last ``window`` seconds up to now (since the start before
+    that), not since the start: a slow first page or a burst no longer colours every later line.
+    It is capped by what the budget allows per unit: ``pace``, the rate limiter's requests a
+    second, over the requests one unit has cost so far (the limiter's requests since this progress
+    began, over the units done): a link that costs 2 requests under a budget of 1 a second goes at
+    0.5 a second, and no line promises more. ``limiter`` (optional) gives the pace, the requests
+    sent, and the requests that may still go at once (``burst``): work within that burst is not
+    slowed to the pace, so a run of 3 deletes with the budget untouched does not say "about 2 s
+    left" and then finish at once. Without a limiter, ``pace`` (a number, or a callable read at each
+    estimate) and ``requests`` (a callable giving the requests sent so far) stand in for it.
+    ``clock`` is injectable for tests. Thread-safe.
     """
 
     def __init__(
         self,
         *,
-        pace: float | None = None,
+        pace: float | Callable[[], float | None] | None = None,
         window: float = PROGRESS_WINDOW,
         clock: Callable[[], float] = time.monotonic,
         limiter: Any = None,
+        requests: Callable[[], int | None] | None = None,
     ) -> None:
         self._pace = pace
         self.limiter = limiter
         self.window = window
         self.clock = clock
+        self._requests = requests
+        self._lock = threading.RLock()
+        # (when, units done by then); the first one at or before the window's start holds the count
+        # the window starts from.
         self.samples: deque[tuple[float, int]] = deque()
         self.samples.append((clock(), 0))
-        self._sent_before = requests_sent(limiter)  # requests of earlier work (a listing): not this run's units
+        self._sent_before = self._sent()  # requests of earlier work (a listing): not this run's units
 
     @property
     def pace(self) -> float | None:
         learned = budget_pace(self.limiter) if self.limiter is not None else None
-        return learned or self._pace
+        return learned or (self._pace() if callable(self._pace) else self._pace)
 
     @pace.setter
     def pace(self, value: float | None) -> None:
         self._pace = value
 
+    def _sent(self) -> int | None:
+        return self._requests() if self._requests is not None else requests_sent(self.limiter)
+
     def update(self, done: int) -> None:
         """Record that ``done`` units are finished now."""
-        now = self.clock()
-        self.samples.append((now, done))
-        # Keep one sample at or before the window's start, so the window always spans it.
-        while len(self.samples) > 2 and self.samples[1][0] <= now - self.window:
+        with self._lock:
+            now = self.clock()
+            self.samples.append((now, done))
+            self._forget(now)
+
+    def _forget(self, now: float) -> None:
+        # Keep the last sample at or before the window's start: the window counts from it.
+        while len(self.samples) > 1 and self.samples[1][0] <= now - self.window:
             self.samples.popleft()
 
     @property
     def measured(self) -> float:
-        """Units a second over the window, uncapped; 0.0 until time has passed."""
-        (first_at, first_done), (last_at, last_done) = self.samples[0], self.samples[-1]
-        elapsed = last_at - first_at
-        return (last_done - first_done) / elapsed if elapsed > 0 else 0.0
+        """Units a second over the window up to now, uncapped; 0.0 until time has passed."""
+        with self._lock:
+            now = self.clock()
+            self._forget(now)
+            (first_at, first_done), last_done = self.samples[0], self.samples[-1][1]
+            elapsed = now - max(first_at, now - self.window)
+            return (last_done - first_done) / elapsed if elapsed > 0 else 0.0
 
     @property
     def per_unit(self) -> float | None:
         """Requests one unit has cost so far (measured), or None before ``MIN_COSTED_UNITS`` units or
         without a limiter (then the budget's request pace caps the rate, as if a unit cost one)."""
-        sent, done = requests_sent(self.limiter), self.samples[-1][1]
+        sent, done = self._sent(), self.samples[-1][1]
         if sent is None or self._sent_before is None or done < MIN_COSTED_UNITS or sent <= self._sent_before:
             return None
         return (sent - self._sent_before) / done
@@ -164,8 +183,9 @@ class Progress:
 def progress_line(done: int, total: int, elapsed: float, failed: int, noun: str, *, pace: float | None = None) -> str:
     """``deleted 300/1200 links (1.0/s, about 15 min left)`` for a run that did ``done`` in ``elapsed``
     seconds at an even rate: one window spanning the whole run, capped by the budget's ``pace``."""
-    clock = iter((0.0, elapsed))
-    progress = Progress(pace=pace, window=max(elapsed, 1.0), clock=lambda: next(clock))
+    now = [0.0]
+    progress = Progress(pace=pace, window=max(elapsed, 1.0), clock=lambda: now[0])
+    now[0] = elapsed
     progress.update(done)
     return progress.line(done, total, failed, noun)
 
@@ -191,12 +211,13 @@ CREATED, CREATED_EARLIER, SKIPPED, UPDATED, FAILED = "created", "created_earlier
 KINDS = (CREATED, CREATED_EARLIER, SKIPPED, UPDATED, FAILED)
 WORDS = {CREATED_EARLIER: "created by an earlier try"}
 WRITTEN = frozenset({CREATED, UPDATED, FAILED})  # cost requests: the rate is theirs
-WINDOW = 60.0  # seconds of work the rate is read from
+WINDOW = PROGRESS_WINDOW  # seconds of work the rate is read from
 EVERY = 10.0  # longest silence while work is pending
 
 
 class LaunchProgress:
-    """Thread-safe counts of a launch of ``total`` links and the lines that report them.
+    """Thread-safe counts of a launch of ``total`` links and the lines that report them; the rate and
+    the time left are its ``Progress``'s, whose units are the links written (created, updated, failed).
 
     ``pace``: the budget's requests a second (read at each line: learned from the answers meanwhile);
     ``requests``: the requests sent so far (the rate limiter's ``sent``), from which what one link
@@ -216,15 +237,12 @@ class LaunchProgress:
     ) -> None:
         self.total = total
         self.log = log
-        self.pace = pace
-        self.requests = requests
-        self._requests_before = requests()  # the walk's pages: not the links' cost
         self.every = every if every is not None else EVERY  # read at each launch
-        self.window = window
         self.clock = clock
+        # The walk's pages were sent before: not the links' cost (``Progress`` reads ``requests`` now).
+        self.progress = Progress(pace=pace, window=window, clock=clock, requests=requests)
         self.counts = dict.fromkeys(KINDS, 0)
         self.started = clock()
-        self._written: deque[float] = deque()  # when each written link finished, over the window
         self._waiting_until = 0.0
         self._last_line = self.started
         self._lock = threading.Lock()
@@ -240,7 +258,7 @@ class LaunchProgress:
         with self._lock:
             self.counts[kind] += 1
             if kind in WRITTEN:
-                self._written.append(self.clock())
+                self.progress.update(sum(self.counts[written] for written in WRITTEN))
 
     def waiting(self, seconds: float) -> None:
         """The rate limiter holds a request back for ``seconds`` (its ``on_wait``)."""
@@ -249,35 +267,24 @@ class LaunchProgress:
 
     def rate(self) -> float:
         """Links written a second over the last ``window`` (since the start before that), at most the pace."""
-        with self._lock:
-            now = self.clock()
-            while self._written and self._written[0] < now - self.window:
-                self._written.popleft()
-            span = min(self.window, max(now - self.started, 1.0))
-            rate = len(self._written) / span
-        pace = self.link_pace()
-        return min(rate, pace) if pace else rate
+        return self.progress.rate
 
     def per_link(self) -> float | None:
         """Requests a written link has cost so far (measured), or None before ``MIN_COSTED_UNITS``."""
-        sent, before = self.requests(), self._requests_before
-        written = sum(self.counts[kind] for kind in WRITTEN)
-        if sent is None or before is None or written < MIN_COSTED_UNITS or sent <= before:
-            return None
-        return (sent - before) / written
+        return self.progress.per_unit
 
     def link_pace(self) -> float | None:
         """Links a second the budget allows: its requests a second over the requests one link costs."""
-        return unit_pace(self.pace(), self.per_link())
+        return self.progress.unit_pace
 
     def line(self) -> str:
         counts = ", ".join(f"{WORDS.get(kind, kind)} {self.counts[kind]}" for kind in KINDS)
         done, rate = self.done, self.rate()
         parts = [f"{rate:.1f}/s over the last minute"]
         left = self.total - done
-        speed = rate or self.link_pace() or 0.0
-        if left > 0 and speed > 0:
-            parts.append(f"about {duration(left / speed)} left")
+        seconds = self.progress.seconds_left(left) if left > 0 else None
+        if seconds:
+            parts.append(f"about {duration(seconds)} left")
         wait = self._waiting_until - self.clock()
         if left > 0 and wait >= 0.5:
             parts.append(f"waiting {math.ceil(wait)} s for the service's rate limit")

@@ -255,3 +255,15 @@ def check_timezone(name: str) -> None:
         pendulum.timezone(name)
     except Exception:
         raise LinkstatsInputError("timezone", name, "an IANA time zone name such as UTC or Europe/Paris") from None
+
+
+class Hidden:
+    """Holds a value whose repr would show a secret (on Airflow 3 a Connection's repr shows its password)."""
+
+    __slots__ = ("value",)
+
+    def __init__(self, value: Any) -> None:
+        self.value = value
+
+    def __repr__(self) -> str:
+        return "<hidden>"

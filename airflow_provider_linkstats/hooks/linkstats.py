@@ -4,7 +4,7 @@ The connection's host is the service's base URL and its password the API key. Ex
 (``timeout``, ``max_retries``, ``max_rate_limit_wait``, ``verify_ssl``, ``api_version``,
 ``timezone`` and, for links, ``default_domain_id``) are settings, never headers. They are parsed
 once into a frozen ``ClientSettings``, from which both the sync ``client`` and
-``get_async_client()`` are built.
+``get_async_client()`` are built (the async side, for the triggerer, is ``hooks/aio.py``).
 
 The service's domain lives in the client (``client/``): the generations and their spelling
 (``generations.py``), finding the API root and the version (``discovery.py``), a link's fields
@@ -35,10 +35,12 @@ from airflow_provider_linkstats.client.settings import (
     POOL_SIZE,
     ClientSettings,
 )
+from airflow_provider_linkstats.hooks.aio import AsyncClientMixin
 from airflow_provider_linkstats.hooks.connection import (
     CONNECTION_TYPES,
     HIDDEN_FIELDS,
     RELABELING,
+    Hidden,
     api_roots_of,
     base_url,
     check_type,
@@ -50,7 +52,6 @@ from airflow_provider_linkstats.hooks.connection import (
 from airflow_provider_linkstats.hooks.records import LinkRecordsMixin, RecordsMixin, WebsiteRecordsMixin
 
 if TYPE_CHECKING:
-    from airflow_provider_linkstats.client.aio import AsyncLinkstatsClient
     from airflow_provider_linkstats.client.api import LinkstatsClient
     from airflow_provider_linkstats.client.auth import ApiKey
     from airflow_provider_linkstats.client.discovery import ServiceProfile
@@ -63,7 +64,7 @@ JsonDict = dict[str, Any]
 log = logging.getLogger(__name__)
 
 
-class LinkstatsBaseHook(RecordsMixin, BaseHook):
+class LinkstatsBaseHook(RecordsMixin, AsyncClientMixin, BaseHook):
     """What both services share: connection parsing, the clients, record operations by resource.
 
     :param linkstats_conn_id: the Airflow connection to use.
@@ -101,7 +102,7 @@ class LinkstatsBaseHook(RecordsMixin, BaseHook):
         self._tuning = {"retry_wait": retry_wait, "retry_wait_max": retry_wait_max, "pool_size": pool_size}
         if rate_limit_window is not None:
             self._tuning["rate_limit_window"] = rate_limit_window
-        self._connection: _Hidden | None = None
+        self._connection: Hidden | None = None
         self._explicit: Generation | None = None  # the api_version extra's generation, if it names one
         self._roots: tuple[str, ...] = ()  # where the API may be for the connection's base URL
         self._locating = threading.RLock()
@@ -124,7 +125,7 @@ class LinkstatsBaseHook(RecordsMixin, BaseHook):
                 conn = self.get_connection(self.linkstats_conn_id)
             except Exception as error:
                 raise self._missing(error) from error
-            self._connection = _Hidden(conn)
+            self._connection = Hidden(conn)
         return self._connection.value
 
     def _missing(self, error: Exception) -> Exception:
@@ -215,15 +216,6 @@ class LinkstatsBaseHook(RecordsMixin, BaseHook):
         with self._locating:
             return self.known.get(self._sync_client, account=account, domains=domains)
 
-    async def aservice_profile(self, client: AsyncLinkstatsClient, *, account: bool = False) -> ServiceProfile:
-        """``service_profile`` for the triggerer, through ``client`` (moved to the root that answers)."""
-        known = self.__dict__.get("known")
-        if known is None:
-            from asgiref.sync import sync_to_async
-
-            known = await sync_to_async(lambda: self.known)()  # parsing the extras may block
-        return await known.aget(client, account=account)
-
     def forget_learned(self, reason: str) -> None:
         """Drop what was learned about the service (an answer contradicted it): from the host's
         cache, and from this hook, so that its next request finds out again."""
@@ -264,60 +256,6 @@ class LinkstatsBaseHook(RecordsMixin, BaseHook):
             return self.known.generation(lambda: self.__dict__.get("client") or self.client)
 
     dialect = generation  # the name before 0.x; kept for DAG code that reads it
-
-    async def aget_generation(self, client: AsyncLinkstatsClient) -> Generation:
-        """``generation`` for the triggerer: the extra, the kept profile, or one probe through ``client``."""
-        return (await self.aservice_profile(client)).spoken
-
-    aget_dialect = aget_generation
-
-    async def get_async_client(self, *, handed: Any = None, **options: Any) -> AsyncLinkstatsClient:
-        """An async client for the triggerer, from the same settings; the connection is fetched without blocking.
-
-        ``options`` go to ``AsyncLinkstatsClient`` (``retry``, ``keep_alive``, ``max_connections``,
-        ``limiter``). ``handed``: a ``ServiceProfile`` as JSON from the task that deferred, used
-        instead of a look-up if it is this connection's (``KnownService.adopt``). Close it with
-        ``async with`` or ``aclose()``.
-        """
-        from airflow_provider_linkstats.client.aio import AsyncLinkstatsClient
-
-        if self._connection is None:
-            from airflow.providers.common.compat.connection import get_async_connection
-
-            try:
-                conn = await get_async_connection(self.linkstats_conn_id, hook=type(self))
-            except Exception as error:
-                raise self._missing(error) from error
-            self._connection = _Hidden(conn)
-        from asgiref.sync import sync_to_async
-
-        # Parsing reads conn.extra_dejson, which on Airflow 3.0 masks the extras with a synchronous
-        # call to the triggerer's supervisor: on the event loop's thread that raises RuntimeError.
-        settings, known = await sync_to_async(lambda: (self.settings, self.known))()
-        client = await AsyncLinkstatsClient.open(settings, self._api_key(), **options)
-        client.contradicted = known.contradicted
-        if handed is not None and known.profile is None:
-            known.adopt(handed)
-        if len(self._roots) > 1:
-            try:
-                await known.aget(client)
-            except BaseException:
-                await client.aclose()
-                raise
-        return client
-
-    async def get_polling_client(
-        self, interval: float, max_connections: int, handed: Any = None
-    ) -> AsyncLinkstatsClient:
-        """``get_async_client`` for a poll loop in the triggerer: one attempt per request (the loop,
-        paced by ``interval``, is the retry), connections kept alive only if polls come that often."""
-        from airflow_provider_linkstats.client.retry import RetryPolicy
-        from airflow_provider_linkstats.client.settings import KEEP_ALIVE_MAX_IDLE
-
-        keep_alive = interval <= KEEP_ALIVE_MAX_IDLE
-        return await self.get_async_client(
-            retry=RetryPolicy(max_retries=0), keep_alive=keep_alive, max_connections=max_connections, handed=handed
-        )
 
     def _api_key(self) -> ApiKey:
         """The key, masked in Airflow's logs and held by the one object that signs requests."""
@@ -410,18 +348,6 @@ def _linkstats_setting(name: str) -> str | None:
         import os
 
         return os.environ.get(f"AIRFLOW__LINKSTATS__{name.upper()}")
-
-
-class _Hidden:
-    """Holds a value whose repr would show a secret."""
-
-    __slots__ = ("value",)
-
-    def __init__(self, value: Any) -> None:
-        self.value = value
-
-    def __repr__(self) -> str:
-        return "<hidden>"
 
 
 def _mask(secret: str) -> None:

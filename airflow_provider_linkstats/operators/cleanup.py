@@ -2,7 +2,8 @@
 
 The operator module stays cheap to import (the scheduler imports it at every parse): the walk
 and the deletes live in ``airflow_provider_linkstats/drivers/cleanup.py`` (the driver) and
-``client/cleanup.py`` (its decisions), imported when the task runs.
+``client/cleanup.py`` (its decisions, and the checks of the arguments: ``checked_rules``,
+``CleanupLimits``), imported when the task runs.
 """
 
 from __future__ import annotations
@@ -10,18 +11,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from airflow_provider_linkstats.client.checks import not_given as is_blank  # noqa: F401 (DAG code imports it here)
 from airflow_provider_linkstats.client.settings import DEFAULT_MAX_WORKERS, POOL_SIZE
 from airflow_provider_linkstats.operators.base import LinksServiceMixin, LinkstatsBaseOperator, fails_fast
 
 __all__ = ["LinkstatsCleanupLinksOperator"]
 
-SEARCH_BY_CHOICES = ("title", "alias", "url")
-_NONE_TEXTS = ("none", "null")  # a template of a null param renders as "None"
-SAMPLE_MAX = 100
 DEFAULT_EVIDENCE_MAX_AGE = 120  # seconds; client.cleanup's default, repeated here to keep the import cheap
 DEFAULT_MARGIN_WITHOUT_DATE = 3600  # seconds; client.cleanup's default, likewise
-MARGINS_WITHOUT_DATE = "a number of seconds from 0 to 86400 (a day)"
-EVIDENCE_AGES = "seconds from 1 to 3600 (default 120)"
 
 
 class LinkstatsCleanupLinksOperator(LinksServiceMixin, LinkstatsBaseOperator):
@@ -134,79 +131,35 @@ class LinkstatsCleanupLinksOperator(LinksServiceMixin, LinkstatsBaseOperator):
 
     def rules(self) -> Any:
         """The rules, checked (each error names its argument and what is allowed), before any request."""
-        import datetime as dt
+        from airflow_provider_linkstats.client.cleanup import checked_rules
 
-        from airflow_provider_linkstats.client.checks import check_bool, check_choice, check_number
-        from airflow_provider_linkstats.client.checks import check_whole_number as whole
-        from airflow_provider_linkstats.client.cleanup import CleanupRules
-        from airflow_provider_linkstats.client.errors import LinkstatsInputError
-
-        older_than = None
-        if not is_blank(self.older_than_days):
-            days = check_number("older_than_days", self.older_than_days, allowed="a number of days >= 0, or None")
-            older_than = dt.timedelta(days=days)  # counted back from the service's "now" at each decision
-        search = None if is_blank(self.search) else str(self.search)
-        rules = CleanupRules(
-            expired=check_bool("expired", self.expired),
-            older_than=older_than,
-            search=search,
-            search_by=check_choice("search_by", self.search_by, SEARCH_BY_CHOICES),
-            space_id=None
-            if is_blank(self.space_id)
-            else whole("space_id", self.space_id, allowed="a space id, or 0 for no space"),
-            domain_id=None if is_blank(self.domain_id) else whole("domain_id", self.domain_id, minimum=1),
+        return checked_rules(
+            expired=self.expired,
+            older_than_days=self.older_than_days,
+            search=self.search,
+            search_by=self.search_by,
+            space_id=self.space_id,
+            domain_id=self.domain_id,
         )
-        if not rules.any():
-            raise LinkstatsInputError(
-                "expired",
-                self.expired,
-                "True, or at least one other rule (older_than_days, search, space_id, domain_id): a cleanup "
-                "without any rule would delete every link",
-            )
-        return rules
 
     @fails_fast
     def execute(self, context: Any) -> dict[str, Any]:
-        from airflow_provider_linkstats.client.checks import check_bool, check_number, check_whole_number
+        from airflow_provider_linkstats.client.cleanup import CleanupLimits
         from airflow_provider_linkstats.client.paging import UntrustedListingError
         from airflow_provider_linkstats.drivers.cleanup import CeilingError, StreamingCleanup
 
         rules = self.rules()
-        dry_run = check_bool("dry_run", self.dry_run)
-        max_deletes = None
-        if not is_blank(self.max_deletes):
-            max_deletes = check_whole_number("max_deletes", self.max_deletes, allowed="a whole number >= 0, or None")
-        max_share = None
-        if not is_blank(self.max_share):
-            max_share = check_number("max_share", self.max_share, allowed="a share of all links from 0 to 1, or None")
-            if max_share > 1:
-                from airflow_provider_linkstats.client.errors import LinkstatsInputError
-
-                raise LinkstatsInputError("max_share", self.max_share, "a share of all links from 0 to 1, or None")
-        workers = check_whole_number("max_workers", self.max_workers, minimum=1, maximum=POOL_SIZE)
-        sample_size = check_whole_number("sample_size", self.sample_size, maximum=SAMPLE_MAX)
-        evidence_max_age = check_number("evidence_max_age", self.evidence_max_age, allowed=EVIDENCE_AGES)
-        if not 1 <= evidence_max_age <= 3600:
-            from airflow_provider_linkstats.client.errors import LinkstatsInputError
-
-            raise LinkstatsInputError("evidence_max_age", self.evidence_max_age, EVIDENCE_AGES)
-        without_date = check_number("margin_without_date", self.margin_without_date, allowed=MARGINS_WITHOUT_DATE)
-        if not 0 <= without_date <= 86400:
-            from airflow_provider_linkstats.client.errors import LinkstatsInputError
-
-            raise LinkstatsInputError("margin_without_date", self.margin_without_date, MARGINS_WITHOUT_DATE)
-        cleanup = StreamingCleanup(
-            self.hook,
-            rules,
-            dry_run=dry_run,
-            max_deletes=max_deletes,
-            max_share=max_share,
-            max_workers=workers,
-            sample_size=sample_size,
-            evidence_max_age=evidence_max_age,
-            margin_without_date=without_date,
-            log=self.log,
+        limits = CleanupLimits.checked(
+            dry_run=self.dry_run,
+            max_deletes=self.max_deletes,
+            max_share=self.max_share,
+            max_workers=self.max_workers,
+            sample_size=self.sample_size,
+            evidence_max_age=self.evidence_max_age,
+            margin_without_date=self.margin_without_date,
+            pool_size=POOL_SIZE,
         )
+        cleanup = StreamingCleanup(self.hook, rules, **limits.as_kwargs(), log=self.log)
         try:
             outcome = cleanup.run()
         except (CeilingError, UntrustedListingError) as error:
@@ -222,8 +175,3 @@ class LinkstatsCleanupLinksOperator(LinksServiceMixin, LinkstatsBaseOperator):
                 f"({outcome.deleted:,} deleted); first failures: {'; '.join(outcome.first_failures)}"
             )
         return outcome.as_xcom()
-
-
-def is_blank(value: Any) -> bool:
-    """Not given: None, an empty string, or a null param rendered by a template ("None")."""
-    return value is None or (isinstance(value, str) and value.strip().lower() in ("", *_NONE_TEXTS))

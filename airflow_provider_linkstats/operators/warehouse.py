@@ -3,7 +3,8 @@ website (optionally a breakdown: country, referrer, device, ...), into a SQL tab
 database common-sql connects to, or into one file per day on object storage.
 
 The days a run loads and the links that need a request are ``client.warehouse``'s plan (the day
-rule, the counters); ``drivers.warehouse`` sends the requests and writes the rows through
+rule, the counters; the checks of the interval and the breakdown before any request, too);
+``drivers.warehouse`` sends the requests and writes the rows through
 ``drivers.sinks``. The rows never enter XCom: the task returns
 counts. Nothing heavy is imported here (the scheduler parses this module).
 """
@@ -61,40 +62,6 @@ class LinkstatsStatsToWarehouseOperatorBase(LinkstatsBaseOperator):
 
     # -- checks before any request -----------------------------------------------------------
 
-    def _interval(self, context: Any) -> tuple[Any, Any]:
-        from airflow_provider_linkstats.client.checks import is_blank
-        from airflow_provider_linkstats.client.errors import LinkstatsInputError
-
-        start = (
-            self.data_interval_start if not is_blank(self.data_interval_start) else context.get("data_interval_start")
-        )
-        end = self.data_interval_end if not is_blank(self.data_interval_end) else context.get("data_interval_end")
-        run_after = getattr(context.get("dag_run"), "run_after", None)
-        if start is None and end is None and run_after is not None:
-            # Airflow 3's manual trigger without a logical date (the UI's button, `airflow dags trigger`):
-            # no data interval. Taken as an empty interval at the moment the run was due, so the run
-            # loads the day that ended last before it (execute() says which, and why).
-            self.log.info("this run has no data interval (a manual trigger without a logical date): it is "
-                          "taken as the moment the run was due, %s", run_after)  # fmt: skip
-            return run_after, run_after
-        if start is None or end is None:
-            raise LinkstatsInputError(
-                "data_interval_start/data_interval_end", (start, end),
-                "a run with a data interval (a scheduled or backfilled run), or both arguments given",
-            )  # fmt: skip
-        return start, end
-
-    def _breakdown(self) -> str | None:
-        from airflow_provider_linkstats.client.checks import is_blank
-        from airflow_provider_linkstats.client.errors import LinkstatsInputError
-
-        if is_blank(self.breakdown):
-            return None
-        name = str(self.breakdown).strip()
-        if name not in self.stats.names:
-            raise LinkstatsInputError("breakdown", self.breakdown, "one of " + ", ".join(self.stats.names))
-        return name
-
     def _ids(self) -> list[int] | None:
         from airflow_provider_linkstats.client.validation import split_list
         from airflow_provider_linkstats.operators.base import _literal, id_of
@@ -113,23 +80,13 @@ class LinkstatsStatsToWarehouseOperatorBase(LinkstatsBaseOperator):
     def execute(self, context: Any) -> dict[str, Any]:
         import datetime as dt
 
-        from airflow_provider_linkstats.client.errors import LinkstatsInputError
-        from airflow_provider_linkstats.client.warehouse import (
-            aware,
-        )
+        from airflow_provider_linkstats.client.warehouse import check_days_begun, checked_breakdown, run_interval
 
-        breakdown = self._breakdown()
+        breakdown = checked_breakdown(self.breakdown, self.stats.names)
         schema = self.driver_class().schema_for(breakdown)
-        start, end = self._interval(context)
+        start, end = run_interval(self.data_interval_start, self.data_interval_end, context, self.log)
         now = dt.datetime.now(dt.timezone.utc)
-        end_moment = aware(end, "data_interval_end")
-        aware(start, "data_interval_start")
-        if end_moment - dt.timedelta(hours=26) > now:  # whatever the zone, its last day has not begun
-            raise LinkstatsInputError(
-                "data_interval_end", end_moment.isoformat(),
-                f"an interval whose days have begun (it is {now:%Y-%m-%d %H:%M} UTC now): a day in the future has "
-                "no statistics yet",
-            )  # fmt: skip
+        check_days_begun(start, end, now)
         ids = self._ids()
         filters = self.selection()
         from airflow_provider_linkstats.drivers.sinks import sink_for

@@ -147,3 +147,19 @@ def test_a_unit_of_one_request_is_capped_at_the_request_pace_as_before():
         clock.now = float(second)
         progress.update(second * 2)  # 2 units a request (a page of a listing, say)
     assert progress.per_unit == 0.5 and progress.unit_pace == 2.0 and progress.rate == 2.0
+
+
+def test_after_a_pause_the_rate_is_the_units_of_the_last_minute():
+    """One way to count for every job (issue 38): the units done since the window's start, over the
+    window. Before, 15 units after two idle minutes were read over the span back to the sample before
+    the window (15 in 121 s: 0.12/s) while the launch's own count said 15 in the last minute."""
+    clock = Clock()
+    progress = Progress(clock=clock)
+    clock.now = 1.0
+    progress.update(120)
+    clock.now = 122.0
+    for done in range(121, 136):
+        progress.update(done)
+    assert progress.rate == 15 / 60
+    clock.now = 200.0  # a minute of nothing since: nothing done in the last minute
+    assert progress.rate == 0.0

@@ -25,6 +25,7 @@ from airflow_provider_linkstats.client.errors import LinkstatsError
 
 PAGES_CAP = 20_000  # pages a walk may read when the service tells no total
 SLACK_PAGES = 2  # beyond the total's pages: rows added while the walk runs
+REREADS_CAP = 10  # pages a complete walk reads again for growth, beyond one per page it planned
 
 
 class UntrustedListingError(LinkstatsError):
@@ -136,7 +137,9 @@ class GaplessWalk:
     shrank during that read again); no change, no page more. What no total can tell: a record
     entering below the walk while as many leave above it between the same two reads (the total
     unchanged; no walk at this cost can tell that from a record that left); and no total at all
-    (a proxy stripped ``meta``): ``blind`` then says the walk could not tell growth.
+    (a proxy stripped ``meta``): ``blind`` then says the walk could not tell growth. So does a total
+    that keeps moving with nothing behind it: once the pages read again pass one per page planned
+    plus ``REREADS_CAP``, the walk goes on down without reading any again.
 
     The total is checked by the first oldest-first page: unless the total is a whole number of
     pages, that page reaches into the newest-first page 1's records (deletes only move it further),
@@ -177,6 +180,7 @@ class GaplessWalk:
         self._read_part: tuple[int, int] | None = None
         self._pending: tuple[int, int] | None = None
         self.rereads = 0  # pages read again because the listing grew meanwhile
+        self._planned = 0  # the oldest-first pages the total at the start asked for
         self.blind = False  # the walk could not tell whether the listing grew (no total): see the docstring
 
     def next(self) -> tuple[str, int] | None:
@@ -205,6 +209,7 @@ class GaplessWalk:
             elif (total is not None and total > self.size) or (total is None and (last_page or 0) > 1):
                 pages = math.ceil(total / self.size) if total is not None else int(last_page or 1)
                 self._asc = list(range(pages - 1, 0, -1))
+                self._planned = len(self._asc)
                 ids = _ids(items)
                 self._newest_low = min(ids) if ids else None
                 self._check = total is not None and total % self.size != 0
@@ -251,7 +256,7 @@ class GaplessWalk:
         rank, since = self._read_part
         now = self.pages
         grown = self._change(since, now, rise=True)
-        if grown is None or self.rereads > max(10, 2 * len(self._totals)):
+        if grown is None or self.rereads > REREADS_CAP + self._planned:
             # a total missing now, or one that keeps moving: the walk goes on without telling growth
             self._read_part, self._pending, self.blind = None, None, True
             return

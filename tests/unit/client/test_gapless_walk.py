@@ -297,3 +297,18 @@ def test_without_a_total_growth_cannot_be_told_and_the_walk_says_so():
     assert walker.blind and len(seen) == 350
     walker, _ = walk(Listing(350, 100), random.Random(3), deletes=0, creates=0)
     assert not walker.blind
+
+
+def test_a_total_that_keeps_moving_ends_the_reads_again_and_the_walk_says_so():
+    """A total that rises by one at every other answer though nothing changes (a proxy mixing two
+    caches' ``meta``): each rise would have the page above read again, without end. The walk reads
+    again at most one page per page it planned + 10, then goes on without telling growth (blind)."""
+    listing = Listing(1000, 100)
+    walker, yielded, told = GaplessWalk(), [], 0
+    while (step := walker.next()) is not None and walker.pages < 100:
+        answer = listing.page(*step)
+        told += 1
+        total = answer["total"] + told % 2
+        yielded += [i["id"] for i in walker.read(answer["items"], has_next=answer["has_next"], total=total)]
+    assert walker.next() is None and sorted(yielded) == list(range(1, 1001))
+    assert walker.blind and walker.pages <= 10 + 9 + 10 + 10

@@ -191,6 +191,7 @@ class StreamingCleanup:
         self.max_workers = max_workers
         self.sample_size = min(sample_size, self.SAMPLE_MAX)
         self.evidence_max_age = evidence_max_age
+        self._reporter: Reporter | None = None  # the running cleanup's progress lines
         self.log = log
         self.client = hook.client
         self.clock = self.client.clock
@@ -227,7 +228,7 @@ class StreamingCleanup:
         reader = ListingReader(self.client, filters)
         outcome = CleanupOutcome(dry_run=self.dry_run, rules=self.rules.describe())
         outcome.evidence_max_age = self.evidence_max_age
-        reporter = Reporter(self, outcome, reader)
+        reporter = self._reporter = Reporter(self, outcome, reader)
         limiter = getattr(self.client, "limiter", None)
         told = getattr(limiter, "on_wait", None)
         if limiter is not None:
@@ -509,6 +510,8 @@ class StreamingCleanup:
     def _sample(self, outcome: CleanupOutcome, record_id: int) -> None:
         if len(outcome.sample_ids) < self.sample_size:
             outcome.sample_ids.append(record_id)
+        if self._reporter is not None:
+            self._reporter.tell()  # each unit as it is done: the rate's minute starts where it starts
 
 
 @dataclass
@@ -575,11 +578,19 @@ class Reporter:
         with self._lock:  # the reporter's thread and a waiting one may both tell
             self._line()
 
+    def _done(self) -> int:
+        outcome = self.outcome
+        return outcome.matched if outcome.dry_run else outcome.deleted + outcome.already_gone + outcome.failed
+
+    def tell(self) -> None:
+        """A unit is done: the progress samples every unit, so its last minute is read exactly."""
+        self.progress.update(self._done())
+
     def _line(self) -> None:
         self.last_line = time.monotonic()
         outcome = self.outcome
         dry = outcome.dry_run
-        done = outcome.matched if dry else outcome.deleted + outcome.already_gone + outcome.failed
+        done = self._done()
         self.progress.update(done)
         examined = outcome.matched + outcome.kept + outcome.unconfirmed
         walk = getattr(self.cleanup, "_current", None)

@@ -1056,7 +1056,7 @@ class GaplessListing:
     ) -> Iterator[dict[str, Any]]:
         per_page = params["per_page"]
         guard = PageGuard(per_page)  # a listing whose paging lies (no meta, pages that repeat) still ends
-        yielded = 0
+        yielded, read, blind = 0, set(), False
         while (step := self.walk.next()) is not None and (max_items is None or yielded < max_items):
             order, number = step
             request = build_list(resource, {**params, "sort_by": "id", "sort": order}, number)
@@ -1070,10 +1070,20 @@ class GaplessListing:
             page = parse_page(request, response, per_page, client._known(resource_of(request)))
             # The newest-first page 1 counts apart from the oldest-first pages (another order, the same number).
             plain = self.walk.unsorted  # then every page is asked newest first: numbered as asked
-            guard.read(number if order == "asc" or plain else -number, page.items,
-                       url=response.url or request.describe(), total=page.total)  # fmt: skip
+            key = number if order == "asc" or plain else -number
+            if key not in read or plain:  # a page read again as the listing grew: the walk bounds those itself
+                guard.read(key, page.items, url=response.url or request.describe(), total=page.total)
+            read.add(key)
             unsorted = self.walk.unsorted
             fresh = self.walk.read(page.items, has_next=page.has_next, total=page.total, last_page=page.last_page)
+            if self.walk.blind and not blind:
+                blind = True
+                log.warning(
+                    "%s answered without a total (a proxy stripped 'meta'?) or with one that does not hold: the "
+                    "walk cannot tell whether the listing grew meanwhile, so a record that entered the selection "
+                    "during it (moved into the space or domain, edited to match the search) can hide another",
+                    response.url or request.describe(),
+                )
             if self.walk.unsorted and not unsorted:
                 guard = PageGuard(per_page)  # a walk afresh, in the service's own order
                 log.warning(

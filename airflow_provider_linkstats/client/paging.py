@@ -25,6 +25,7 @@ from airflow_provider_linkstats.client.errors import LinkstatsError
 
 PAGES_CAP = 20_000  # pages a walk may read when the service tells no total
 SLACK_PAGES = 2  # beyond the total's pages: rows added while the walk runs
+REREADS_CAP = 10  # pages a complete walk reads again for growth, beyond one per page it planned
 
 
 class UntrustedListingError(LinkstatsError):
@@ -118,10 +119,27 @@ class GaplessWalk:
     2. then oldest first (``sort=asc``) pages ``ceil(total / size) - 1`` down to 1.
 
     Oldest first, a record created meanwhile is added after everything (never read: it did not
-    exist at the start), and a record deleted anywhere moves only the records after it up, so those
-    cross from the part read into the page read next: read twice (``fresh`` drops the repeat),
-    never skipped. The pages are the same number as a forward walk's, whatever changes: a delete
-    or a create costs no request. A record's repeat costs nothing either.
+    exist at the start), and a record deleted anywhere (or leaving a filtered selection: moved to
+    another space) moves only the records after it up, so those cross from the part read into the
+    page read next: read twice (``fresh`` drops the repeat), never skipped, at no request more.
+
+    A record *entering* a filtered selection (moved into the space or domain, edited to match the
+    search) has an old id: it lands among the pages not read yet and pushes the records after it
+    a place down the listing, so the one at the boundary crosses onto a page read already. The
+    total says so: each answer tells it, and a walk down that met a listing grown since the part
+    read (ranks counted from the oldest, the growth summed over each two reads in a row) cannot
+    join the page it just read to that part. It reads again the pages above it that the growth
+    could have pushed records onto (one page for up to a page's worth), from the highest down;
+    the page it read joins once the page above it is read again with no shrinking between (else it
+    is read again too: what was pushed up may have gone back onto it). A create raises the total
+    as well, and costs the same page. So a change costs nothing (deletes, moves out) or a page
+    (each two reads between which the listing grew, a page's worth at most; one more when it also
+    shrank during that read again); no change, no page more. What no total can tell: a record
+    entering below the walk while as many leave above it between the same two reads (the total
+    unchanged; no walk at this cost can tell that from a record that left); and no total at all
+    (a proxy stripped ``meta``): ``blind`` then says the walk could not tell growth. So does a total
+    that keeps moving with nothing behind it: once the pages read again pass one per page planned
+    plus ``REREADS_CAP``, the walk goes on down without reading any again.
 
     The total is checked by the first oldest-first page: unless the total is a whole number of
     pages, that page reaches into the newest-first page 1's records (deletes only move it further),
@@ -154,6 +172,16 @@ class GaplessWalk:
         self.unsorted = False  # the service ignored ``sort``: the walk fell back to reading forward
         self._seen: set[Any] = set()
         self._done = False
+        # Growth during the walk (see the class's docstring): the total each read told, in order;
+        # the part read as (rank, read): at that read every record listed at that rank from the
+        # oldest or above had been seen (None: no total, nothing to tell growth by); an oldest-first
+        # page read while the listing grew, (number, read), joined once the page above it is read again.
+        self._totals: list[int | None] = []
+        self._read_part: tuple[int, int] | None = None
+        self._pending: tuple[int, int] | None = None
+        self.rereads = 0  # pages read again because the listing grew meanwhile
+        self._planned = 0  # the oldest-first pages the total at the start asked for
+        self.blind = False  # the walk could not tell whether the listing grew (no total): see the docstring
 
     def next(self) -> tuple[str, int] | None:
         """The next read: ``("desc" | "asc", page number)``, or None when the walk is over."""
@@ -171,6 +199,7 @@ class GaplessWalk:
         """Account for the page ``next()`` asked; returns its records not yielded before."""
         first = self.pages == 0
         self.pages += 1
+        self._totals.append(total if isinstance(total, int) and total >= 0 else None)
         if self._forward is not None or not _in_order(items, descending=first):
             return self._plain(items, has_next)
         if first:
@@ -180,11 +209,15 @@ class GaplessWalk:
             elif (total is not None and total > self.size) or (total is None and (last_page or 0) > 1):
                 pages = math.ceil(total / self.size) if total is not None else int(last_page or 1)
                 self._asc = list(range(pages - 1, 0, -1))
+                self._planned = len(self._asc)
                 ids = _ids(items)
                 self._newest_low = min(ids) if ids else None
                 self._check = total is not None and total % self.size != 0
+                if total is not None:  # the newest records: every one at rank total - len(items) or above
+                    self._read_part = (total - len(items), self.pages)
             else:  # no total, or one that says a page while another follows
                 self._probe = 2
+            self.blind = not self._done and self._read_part is None
             return self.fresh(items)
         if self._probe is not None:
             return self._found(self._probe, items)
@@ -193,11 +226,61 @@ class GaplessWalk:
             must_overlap, self._check = self._check, None
             highest = _highest_id(items)
             short = must_overlap and len(items) >= self.size and None not in (highest, self._newest_low)
-            if not items or (short and highest < self._newest_low):  # type: ignore[operator]
+            # ... unless the listing grew enough to push the newest page's records past this one
+            grew = self._read_part is not None and (
+                self._read_part[0] + (self._change(self._read_part[1], self.pages, rise=True) or 0)
+                >= number * self.size
+            )
+            if not items or (short and not grew and highest < self._newest_low):  # type: ignore[operator]
                 self._asc = []  # the end is below (empty) or further (full): looked for as without a total
+                self._read_part, self.blind = None, True  # a total that lies tells no growth either
                 return self._found(number, items)
+        self._join(number)
         self._done = not self._asc
         return self.fresh(items)
+
+    def _change(self, since: int, until: int, *, rise: bool) -> int | None:
+        """How much the listing grew (``rise``) or shrank between read ``since`` and read ``until``
+        (1-based), summed over each two reads in a row; None when a read told no total."""
+        told = self._totals[since - 1 : until]
+        if None in told:
+            return None
+        steps = (b - a for a, b in zip(told, told[1:], strict=False))  # type: ignore[operator]
+        return sum(max(0, step if rise else -step) for step in steps)
+
+    def _join(self, number: int) -> None:
+        """The oldest-first page ``number`` was just read: join it to the part read, or plan the
+        pages above it again (the listing grew, so a record may have been pushed past it)."""
+        if self._read_part is None:
+            return  # no total: nothing tells growth (``blind``)
+        rank, since = self._read_part
+        now = self.pages
+        grown = self._change(since, now, rise=True)
+        if grown is None or self.rereads > REREADS_CAP + self._planned:
+            # a total missing now, or one that keeps moving: the walk goes on without telling growth
+            self._read_part, self._pending, self.blind = None, None, True
+            return
+        if rank + grown <= number * self.size:  # no record can have been pushed past this page: joined
+            self._read_part = ((number - 1) * self.size, now)
+            if self._pending is not None and number == self._pending[0] + 1:
+                pending, read = self._pending
+                self._pending = None
+                if self._change(read, now, rise=False) == 0:  # nothing was pulled back below: joined too
+                    self._read_part = ((pending - 1) * self.size, read)
+                else:  # the listing shrank since: a record pushed up may have gone back onto it
+                    self._asc.insert(0, pending)
+                    self.rereads += 1
+            return
+        # Records may have been pushed from below this page past it, onto pages read already:
+        # the pages up to the one that holds the part read's rank now are read again, from the
+        # highest down (page ``number`` itself joins when the page above it is read again).
+        if self._pending is None:
+            self._pending = (number, now)
+        pending = self._pending[0]
+        top = max(pending + 1, math.ceil((rank + grown) / self.size))
+        again = list(range(top, pending, -1))
+        self.rereads += len(again)
+        self._asc = again + [page for page in self._asc if page < pending]
 
     def _found(self, number: int, items: list[Any]) -> list[Any]:
         """A probe's page: full (the end is further) or not (the end is on it or before)."""

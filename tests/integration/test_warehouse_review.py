@@ -93,18 +93,14 @@ def test_a_service_clock_stepped_back_during_the_load_keeps_the_day_incomplete(e
     emu.clock.reset()
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=AssertionError,
-    reason="reported, not fixed: a link entering a filtered selection during the walk",
-)
-def test_a_link_moved_into_the_selection_during_the_walk_hides_another(emu, warehouse, monkeypatch):  # noqa: F811
-    """Not fixed (reported): the oldest-first walk is immune to deletes anywhere and to links created
-    (they come last), but a link that ENTERS a filtered selection during the walk (moved into the
-    space or domain, edited to match the search) lands among the pages not read yet and pushes the
-    link at their boundary onto a page already read. 250 links of space 1 (one in space 2, moved
-    into space 1 once oldest-first page 2 is answered): link 101, in space 1 throughout and clicked
-    on the day, is never seen, and the day is marked complete without it."""
+def test_a_link_moved_into_the_selection_during_the_walk_hides_no_other(emu, warehouse, monkeypatch):  # noqa: F811
+    """The oldest-first walk is immune to deletes anywhere and to links created (they come last),
+    but a link that ENTERS a filtered selection during the walk (moved into the space or domain,
+    edited to match the search) lands among the pages not read yet and pushes the link at their
+    boundary onto a page already read. 250 links of space 1 (one in space 2, moved into space 1
+    once oldest-first page 2 is answered): before, link 101, in space 1 throughout and clicked on
+    the day, was never seen and the day marked complete without it; the total that rose has page
+    2 read again (4 listing pages, not 3) and 101 is loaded."""
     from airflow_provider_linkstats.emulator.store_base import _as_form
 
     emu.clock.set(DAY - dt.timedelta(hours=12), freeze=True)
@@ -129,7 +125,37 @@ def test_a_link_moved_into_the_selection_during_the_walk_hides_another(emu, ware
     run(link_load(interval=(DAY, DAY + dt.timedelta(days=1)), space_id=one))
     loaded = {row[0] for row in rows(warehouse)}
     assert flags(warehouse) == {"2026-10-06": 1}
-    assert sorted(set(ids) - {mover} - loaded) == []  # got: [101]
+    assert sorted(set(ids) - {mover} - loaded) == []  # before: [101]
+    assert emu.stats.count(path_prefix="/links") == 3 + 1  # the page read again
+    emu.clock.reset()
+
+
+def test_a_link_moved_into_the_selection_before_the_first_oldest_first_page_hides_no_other(emu, warehouse, monkeypatch):  # noqa: F811
+    """The first page's neighbour: 300 links of space 1 (a whole number of pages, so the first
+    oldest-first page, 2, ends where the newest-first page 1 began) and one of space 2 moved into
+    space 1 once that page 1 is answered. Before: the link at their boundary (the 200th oldest)
+    was pushed onto page 1, read already, never seen, and the day marked complete without it; now
+    page 3 is read again (4 listing pages, not 3) and every link is loaded."""
+    from airflow_provider_linkstats.emulator.store_base import _as_form
+    from tests.integration.test_warehouse_walks import moves_instead_of_deletes
+
+    emu.clock.set(DAY - dt.timedelta(hours=12), freeze=True)
+    one, two = (emu.store.add_space(name=name)["id"] for name in ("one", "two"))
+    made = emu.store.seed_links(301, alias_prefix="mv-", url="https://example.com/m", space_id=one)
+    ids = list(range(made["first_id"], made["last_id"] + 1))
+    mover = ids[6]
+    emu.store.update("links", emu.store.users()[0], str(mover), _as_form({"space_id": two}))
+    noon = (DAY + dt.timedelta(hours=12)).isoformat()
+    emu.store.record_traffic([{"link_id": i, "at": noon} for i in ids])
+    emu.clock.set(DAY + dt.timedelta(days=1, hours=1))
+    moves_instead_of_deletes(emu, monkeypatch, {mover: {"space_id": one}})
+    emu.faults.after_page(page=1, delete=[mover], sort="desc")
+    emu.stats.reset()
+    run(link_load(interval=(DAY, DAY + dt.timedelta(days=1)), space_id=one))
+    loaded = {row[0] for row in rows(warehouse)}
+    assert flags(warehouse) == {"2026-10-06": 1}
+    assert sorted(set(ids) - {mover} - loaded) == []  # before: [201]
+    assert emu.stats.count(path_prefix="/links") == 3 + 1
     emu.clock.reset()
 
 

@@ -209,3 +209,86 @@ def test_the_complete_walk_over_http_misses_no_link_whatever_is_deleted_between_
     assert emu.stats.count(path_prefix="/links") == 4
     by_offset, left = deletes_during(lambda hook: hook.iter_links())
     assert len(left - set(by_offset)) >= 2  # the walk by offset missed links that were there throughout
+
+
+def moves_instead_of_deletes(emu, monkeypatch, moves: dict[int, dict]) -> None:
+    """The emulator's ``after_page`` fault deletes records; for the ids in ``moves`` it writes the
+    given fields instead (a link moved into or out of a space, its alias edited), as a person would
+    through the API while the walk reads the pages."""
+    from airflow_provider_linkstats.emulator.store_base import _as_form
+
+    user, delete = emu.store.users()[0], emu.store.delete
+
+    def move_instead(table, user_or_id, record_id=None):
+        if table == "links" and isinstance(user_or_id, int) and user_or_id in moves:  # the fault's delete
+            return emu.store.update("links", user, str(user_or_id), _as_form(moves[user_or_id]))
+        return delete(table, user_or_id, record_id)
+
+    monkeypatch.setattr(emu.store, "delete", move_instead)
+
+
+def test_the_complete_walk_over_http_misses_no_link_whatever_enters_or_leaves_the_selection(emu, monkeypatch):
+    """403 links with aliases ``w-0`` to ``w-402``, the walk filtered by ``search=w-`` (by alias).
+    Three have their alias edited to ``x-...`` before the walk (400 in the selection) and back to
+    ``w-...`` during it: one once the newest-first page 1 is answered, two together once
+    oldest-first page 3 is; one more leaves once page 2 is. Each entering pushes the links above
+    it a place, one of them past a page boundary onto a page read already: the walk of before
+    missed 3 links that were there throughout (4 pages); the complete walk sees every one, each
+    once: a page more for each of the 2 reads after which the selection grew (the page above read
+    again), and one for the link leaving while page 3 was read again (a link pushed up may have
+    gone back onto page 2, read before: read again too): 4 + 2 + 1."""
+    from airflow_provider_linkstats.emulator.store_base import _as_form
+    from airflow_provider_linkstats.hooks.linkstats import LinkstatsLinksHook
+
+    made = emu.store.seed_links(403, alias_prefix="w-", url="https://example.com/w")
+    ids = list(range(made["first_id"], made["last_id"] + 1))
+    entering, leaving = [ids[5], ids[50], ids[120]], ids[30]
+    user = emu.store.users()[0]
+    for i in entering:
+        emu.store.update("links", user, str(i), _as_form({"alias": f"x-{i}"}))
+    moves = {i: {"alias": f"w-back-{i}"} for i in entering} | {leaving: {"alias": "x-gone"}}
+    moves_instead_of_deletes(emu, monkeypatch, moves)
+    emu.faults.after_page(page=1, delete=[ids[5]], sort="desc")
+    emu.faults.after_page(page=3, delete=[ids[50], ids[120]], sort="asc")
+    emu.faults.after_page(page=2, delete=[leaving], sort="asc")
+    emu.stats.reset()
+    walk = LinkstatsLinksHook().iter_records({"search": "w-", "search_by": "alias"}, complete=True)
+    seen = [int(link["id"]) for link in walk]
+    throughout = set(ids) - set(entering) - {leaving}
+    assert sorted(throughout - set(seen)) == []  # before: 3 links
+    assert len(seen) == len(set(seen))
+    assert emu.stats.count(path_prefix="/links") == walk.pages == 4 + 2 + 1  # before: 4
+
+
+def test_a_listing_without_a_total_says_that_a_link_entering_the_selection_can_hide_another(
+    scripted, monkeypatch, caplog, capsys
+):
+    """A proxy strips ``meta`` (and ``links``): nothing tells that the listing grew, so the walk
+    cannot see a link entering the selection push another past the pages read. It still finds the
+    end and reads every link, and says so in its log, once (before: no word)."""
+    from tests.conftest import connection_json
+
+    links = {i: {"id": i, "alias": f"a{i}", "url": "https://example.com/", "clicks": 0} for i in range(1, 351)}
+
+    def no_meta(request: dict) -> tuple:
+        query = dict(request["query"])
+        if request["method"] != "GET" or not request["path"].endswith("/links"):
+            return ("respond", 404, {"message": "Resource not found.", "status": 404})
+        size, page = int(query.get("per_page", 10)), int(query.get("page", 1))
+        ordered = sorted(links, reverse=query.get("sort", "desc") == "desc")
+        return ("respond", 200, {"data": [links[i] for i in ordered[(page - 1) * size : page * size]]})
+
+    scripted.set_default(no_meta)
+    monkeypatch.setenv("AIRFLOW_CONN_LINKSTATS_LINKS_DEFAULT", connection_json(scripted.url))
+    from airflow_provider_linkstats.hooks.linkstats import LinkstatsLinksHook
+
+    with caplog.at_level(logging.WARNING):
+        walk = LinkstatsLinksHook().iter_records({}, complete=True)
+        seen = sorted(int(link["id"]) for link in walk)
+    assert seen == list(range(1, 351)) and walk.walk.blind
+    # Airflow 3 logs through structlog to stdout, 2.11 through logging (and prints): each counted alone
+    phrase = "without a total (a proxy stripped 'meta'?)"
+    logged = [r.getMessage() for r in caplog.records if phrase in r.getMessage()]
+    printed = [line for line in capsys.readouterr().out.splitlines() if phrase in line]
+    said = logged or printed
+    assert max(len(logged), len(printed)) == 1 and "a record that entered the selection during it" in said[0]

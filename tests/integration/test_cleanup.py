@@ -595,3 +595,27 @@ def test_a_link_that_moves_onto_page_1_while_the_walk_reads_the_others_is_still_
     left = {int(link["id"]) for link in emu49.store.links()}
     assert left == set(live[3:])  # before: the first 3 expired links left
     assert result["deleted"] == 150
+
+
+@pytest.mark.parametrize("dry_run", [False, True])
+def test_the_progress_is_told_every_unit_not_only_at_each_line(emu, monkeypatch, dry_run):
+    """The rate is the units of the last minute over that minute: exact only when every unit is
+    told. Before, the cleanup told its progress only at each line (every 10 s), so the minute could
+    take in up to 10 s of work more (1.17/s for 1.0/s): here, with no line but the first and the
+    last, the progress heard 0 and 30 only; now every count from 1 to 30."""
+    from airflow_provider_linkstats.drivers import cleanup as driver
+
+    told: list[int] = []
+
+    class Recording(driver.Progress):
+        def update(self, done: int) -> None:
+            told.append(done)
+            super().update(done)
+
+    monkeypatch.setattr(driver, "Progress", Recording)
+    monkeypatch.setattr(driver.StreamingCleanup, "LOG_EVERY", 3600.0)
+    for i in range(30):
+        seed_expired(emu, f"p{i}")
+    result, _ = run_operator(cleanup(max_share=None, dry_run=dry_run))
+    assert result["matched"] == 30
+    assert set(range(1, 31)) <= set(told) and told == sorted(told)

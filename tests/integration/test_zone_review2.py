@@ -1,0 +1,126 @@
+"""Adversarial review of issue 36's zone change (review 2)."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+import pytest
+
+from tests.integration.test_warehouse_review import zone_days, zone_emulator, zone_load
+
+
+def runs(first: dt.datetime, n: int):
+    return [(first + dt.timedelta(days=i), first + dt.timedelta(days=i + 1)) for i in range(n)]
+
+
+@pytest.mark.parametrize("destination", ["table"])
+def test_back_and_forth(emulators, monkeypatch, tmp_path, destination):
+    from tests.integration.test_warehouse_days import clicks_every_hour, utc
+
+    emu = zone_emulator(emulators, monkeypatch, tmp_path)
+    clicks_every_hour(emu, "UTC", utc("2026-10-11T00:00"), hours=240, links=1, per_hour=1)  # 10-06 00:30 .. 10-15 23:30
+    zones = {2: "Asia/Tokyo", 4: "UTC", 6: "Asia/Tokyo"}
+    try:
+        for n, (start, end) in enumerate(runs(utc("2026-10-07T00:00"), 8)):
+            if n in zones:
+                emu.configure_account(timezone=zones[n])
+            emu.clock.set(end + dt.timedelta(minutes=10))
+            zone_load(destination, tmp_path, start, end)
+    finally:
+        emu.reset()
+    print(zone_days(destination, tmp_path))
+    clicks, zs, incomplete = zone_days(destination, tmp_path)
+    # from 10-07 00:00 UTC to the end of the last day (Tokyo 10-14 ends 10-14 15:00 UTC): 7*24+15 hours
+    assert incomplete == []
+    assert sum(clicks.values()) == 7 * 24 + 15, clicks
+
+
+@pytest.mark.xfail(strict=True, reason="review2: after a zone change, a backfill of dates before the first day ever "
+                   "loaded is skipped as 'within days loaded in another zone' (0 rows, success): Tokyo's 10-06/10-07 never loaded")
+@pytest.mark.parametrize("destination", ["table", "files"])
+def test_backfill_of_dates_never_loaded_after_a_change(emulators, monkeypatch, tmp_path, destination):
+    from tests.integration.test_warehouse_days import clicks_every_hour, utc
+
+    emu = zone_emulator(emulators, monkeypatch, tmp_path)
+    clicks_every_hour(emu, "UTC", utc("2026-10-10T00:00"), hours=192, links=1, per_hour=1)  # 10-06 00:30 .. 10-13 23:30
+    reports = []
+    try:
+        for n, (start, end) in enumerate(runs(utc("2026-10-08T00:00"), 4)):
+            if n == 2:
+                emu.configure_account(timezone="Asia/Tokyo")
+            emu.clock.set(end + dt.timedelta(minutes=10))
+            zone_load(destination, tmp_path, start, end)
+        # a backfill of 10-06 and 10-07 (never loaded: the DAG's start_date moved back)
+        for start, end in runs(utc("2026-10-06T00:00"), 2):
+            reports.append(zone_load(destination, tmp_path, start, end))
+    finally:
+        emu.reset()
+    clicks, zs, incomplete = zone_days(destination, tmp_path)
+    print(reports, clicks, incomplete)
+    # Tokyo's 10-07 (10-06 15:00 to 10-07 15:00 UTC) lies before every day loaded: 24 clicks
+    assert clicks.get("2026-10-07", 0) > 0 or incomplete, (reports, clicks)
+
+
+@pytest.mark.xfail(strict=True, reason="review2: SqlSink.complete_until ignores the legacy selection '' days "
+                   "(incomplete_zones reads them): a change at the upgrade goes unseen, 105 clicks for 96, every day complete")
+def test_a_zone_change_on_the_first_run_after_a_table_of_the_layout_before_selections(emulators, monkeypatch, tmp_path):
+    """Days loaded by the build before selections (migrated to selection ''), then the account's zone
+    changed before the first run of this build: complete_until reads only this selection's days."""
+    import sqlite3
+
+    from tests.integration.test_warehouse_days import clicks_every_hour, daily_utc_runs, utc
+
+    emu = zone_emulator(emulators, monkeypatch, tmp_path)
+    change = utc("2026-10-10T12:00")
+    clicks_every_hour(emu, "UTC", change, links=1, per_hour=1)
+    try:
+        for n, (start, end) in enumerate(daily_utc_runs(change)):
+            if n == 2:
+                emu.configure_account(timezone="Asia/Tokyo")
+                with sqlite3.connect(tmp_path / "warehouse.db") as db:  # the migrated legacy state
+                    db.execute("UPDATE clicks_days SET selection = ''")
+                    db.execute("UPDATE clicks_counters SET selection = ''")
+            emu.clock.set(end + dt.timedelta(minutes=10))
+            zone_load("table", tmp_path, start, end)
+    finally:
+        emu.reset()
+    clicks, zones, incomplete = zone_days("table", tmp_path)
+    print(clicks, zones, incomplete)
+    assert sum(clicks.values()) == 96 or incomplete, clicks  # 96 recorded
+
+
+DST_MOVES = {
+    # old, new, the change (runs: UTC midnights from 2 days before), hours of clicks loaded expected
+    "utc-to-new-york-on-its-25h-day": ("UTC", "America/New_York", "2026-11-01T12:00"),
+    "utc-to-paris-on-its-25h-day": ("UTC", "Europe/Paris", "2026-10-25T12:00"),
+    "new-york-to-utc-after-its-25h-day": ("America/New_York", "UTC", "2026-11-02T12:00"),
+}
+
+
+@pytest.mark.parametrize("move", sorted(DST_MOVES))
+def test_a_zone_change_at_a_day_of_25_hours(emulators, monkeypatch, tmp_path, move):
+    import sqlite3
+
+    from airflow_provider_linkstats.client.warehouse import ServiceDay
+    from tests.integration.test_warehouse_days import clicks_every_hour, daily_utc_runs, utc
+
+    old, new, at = DST_MOVES[move]
+    emu = zone_emulator(emulators, monkeypatch, tmp_path)
+    change = utc(at)
+    clicks_every_hour(emu, old, change, hours=240, links=1, per_hour=1)  # 5 days either side
+    try:
+        for n, (start, end) in enumerate(daily_utc_runs(change)):
+            if n == 2:
+                emu.configure_account(timezone=new)
+            emu.clock.set(end + dt.timedelta(minutes=10))
+            zone_load("table", tmp_path, start, end)
+    finally:
+        emu.reset()
+    clicks, zones, incomplete = zone_days("table", tmp_path)
+    with sqlite3.connect(tmp_path / "warehouse.db") as db:
+        days = db.execute("SELECT day, zone FROM clicks_days ORDER BY day").fetchall()
+    first = ServiceDay.of(dt.date.fromisoformat(days[0][0]), days[0][1]).start
+    last = ServiceDay.of(dt.date.fromisoformat(days[-1][0]), days[-1][1]).end
+    hours = int((last - first).total_seconds() // 3600)
+    print(move, clicks, zones, incomplete, first, last, hours)
+    assert incomplete or sum(clicks.values()) == hours, (clicks, hours)

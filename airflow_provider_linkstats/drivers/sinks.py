@@ -270,12 +270,14 @@ class SqlSink:
         return found | {day: zone for day, (complete, zone) in own.items() if not complete}
 
     def complete_until(self, statistic: str) -> dict[str, dt.date]:
-        """Per zone, the last day this selection loaded complete in it (a zone change shows here)."""
+        """Per zone, the last day this selection loaded complete in it (a zone change shows here),
+        and those of a table written before selections (its days are the selection's too: a zone
+        change before this selection's first run would otherwise go unseen)."""
         sql = (
             f"SELECT zone, MAX(day) FROM {beside(self.table, 'days')} WHERE statistic = {self.mark} "
-            f"AND selection = {self.mark} AND complete = 1 GROUP BY zone"
+            f"AND selection IN ({self.mark}, {self.mark}) AND complete = 1 GROUP BY zone"
         )
-        return {str(zone): _as_date(day) for zone, day in self._query(sql, (statistic, self.selection))}
+        return {str(zone): _as_date(day) for zone, day in self._query(sql, (statistic, self.selection, LEGACY))}
 
     def write_day(
         self,

@@ -1,4 +1,5 @@
-"""Adversarial review of issue 36's zone change (review 2)."""
+"""The account's zone changing between warehouse runs, the neighbouring cases: back and forth, a
+change at a day of 25 hours, a table of the layout before selections, a backfill of earlier dates."""
 
 from __future__ import annotations
 
@@ -35,8 +36,11 @@ def test_back_and_forth(emulators, monkeypatch, tmp_path, destination):
     assert sum(clicks.values()) == 7 * 24 + 15, clicks
 
 
-@pytest.mark.xfail(strict=True, reason="review2: after a zone change, a backfill of dates before the first day ever "
-                   "loaded is skipped as 'within days loaded in another zone' (0 rows, success): Tokyo's 10-06/10-07 never loaded")
+@pytest.mark.xfail(
+    strict=True,
+    reason="known limit (docs/warehouse.md): after a zone change, a backfill of dates before the first day ever "
+    "loaded is skipped as 'within days loaded in another zone' (0 rows, success): Tokyo's 10-06/10-07 never loaded",
+)
 @pytest.mark.parametrize("destination", ["table", "files"])
 def test_backfill_of_dates_never_loaded_after_a_change(emulators, monkeypatch, tmp_path, destination):
     from tests.integration.test_warehouse_days import clicks_every_hour, utc
@@ -61,11 +65,10 @@ def test_backfill_of_dates_never_loaded_after_a_change(emulators, monkeypatch, t
     assert clicks.get("2026-10-07", 0) > 0 or incomplete, (reports, clicks)
 
 
-@pytest.mark.xfail(strict=True, reason="review2: SqlSink.complete_until ignores the legacy selection '' days "
-                   "(incomplete_zones reads them): a change at the upgrade goes unseen, 105 clicks for 96, every day complete")
 def test_a_zone_change_on_the_first_run_after_a_table_of_the_layout_before_selections(emulators, monkeypatch, tmp_path):
     """Days loaded by the build before selections (migrated to selection ''), then the account's zone
-    changed before the first run of this build: complete_until reads only this selection's days."""
+    changed before the first run of this build. Before, the SQL sink's complete_until read only this
+    selection's days: the change went unseen, 105 clicks for 96, every day complete."""
     import sqlite3
 
     from tests.integration.test_warehouse_days import clicks_every_hour, daily_utc_runs, utc

@@ -194,8 +194,11 @@ def test_skip_fills_in_unset_fields_only_on_a_link_this_run_made(emu_pinned):
 
     key = "clicks_limit" if emu_pinned.links_version == "49" else "expiration_clicks"
     older, _ = run_operator(link(url="https://example.com/1", alias="older"))  # before the run, no click limit
-    started = dt.datetime.now(dt.timezone.utc)
-    # Time passes on the service (its clock moves on; the hooks learn it from Date): the run is later.
+    # The service's clock runs 10 s ahead from here (the hooks learn it from Date). The run started 5 s
+    # ago by the worker's clock: 5 s after "older" and 5 s before "ours" by the service's. Not the
+    # worker's "now": on the service's clock that is the second "ours" is made in (created_at keeps
+    # whole seconds), which is rightly not taken as certainly this run's.
+    started = dt.datetime.now(dt.timezone.utc) - dt.timedelta(seconds=5)
     emu_pinned.clock.advance(10)
     ours, _ = run_operator(link(url="https://example.com/2", alias="ours"), run_started=started)  # the first try
     for alias, url in (("older", "https://example.com/1"), ("ours", "https://example.com/2")):

@@ -246,7 +246,13 @@ def test_a_trigger_joining_a_poller_that_has_not_heard_the_service_sleeps_by_its
 
     async def scenario() -> tuple[dict, dt.datetime]:
         sleeper = asyncio.create_task(waiting(far, far_end).run().__anext__())
-        await asyncio.sleep(0.5)  # the poller's first round: nothing due but the service's clock (issue 37)
+        # The poller's first round: nothing due but the service's clock (issue 37). Waited for, not a
+        # fixed 0.5 s: the process's first poller builds its hook and HTTP client first, which took
+        # 0.3-0.6 s on a loaded machine (then the request had not come yet: 0 requests, failed).
+        deadline = time.monotonic() + 20
+        while emu.stats.count() == 0 and time.monotonic() < deadline:
+            await asyncio.sleep(0.01)
+        await asyncio.sleep(0.5)  # its answer is in and the poller sleeps towards the far end
         assert emu.stats.count() == emu.stats.count(path_prefix="/account") == 1
         measured = {"offset": emu.clock.now().timestamp() - time.time(), "uncertainty": 0.5}
         event = (await asyncio.wait_for(waiting(soon, end, service_clock=measured).run().__anext__(), 60)).payload

@@ -142,39 +142,6 @@ def test_a_chain_of_changes_with_backfills_between(emulators, monkeypatch, tmp_p
     assert found["table"] == 264  # 10-03 04:00 to 10-14 04:00 UTC
 
 
-DST_EDGES = {
-    # new zone, the UTC days held, one backfill run reaching both sides of them, the fitted days' hours
-    "new-york-fall-back": ("America/New_York", ("2026-11-02", "2026-11-03"), ("2026-10-31", 6), "2026-11-06T06:10",
-                           {"2026-11-01": 20, "2026-11-04": 29}),
-    "sydney-spring-forward": ("Australia/Sydney", ("2026-10-05", "2026-10-06"), ("2026-10-02", 6), "2026-10-08T00:10",
-                              {"2026-10-04": 34, "2026-10-07": 13}),
-}  # fmt: skip
-
-
-@pytest.mark.parametrize("case", sorted(DST_EDGES))
-def test_one_backfill_run_fits_days_at_both_ends_of_the_old_days_on_a_dst_day(emulators, monkeypatch, tmp_path, case):
-    """After a move from UTC, one run whose interval reaches before and after the UTC days: the day
-    before them ends where they begin, the day after begins where they end, and the day at the
-    edge is a DST day (New York's Nov 1, 25 hours, clipped to 20; Sydney's Oct 4, 23 hours,
-    extended to 34), counted from the hour series."""
-    zone, old, (first, days), clock, fitted = DST_EDGES[case]
-    emu = zone_emulator(emulators, monkeypatch, tmp_path)
-    clicks_every_hour(emu, "UTC", utc(old[0] + "T00:00"), hours=16 * 24, links=1, per_hour=1)
-    try:
-        for day in old:
-            load_day(emu, "table", tmp_path, day)
-        emu.configure_account(timezone=zone)
-        report = load_day(emu, "table", tmp_path, first, days=days, clock=clock)
-        found = held(emu, "table", tmp_path)
-    finally:
-        emu.reset()
-    assert_every_hour_once(found)
-    assert found["incomplete"] == []
-    assert not set(old) & set(report["days"]) and set(fitted) <= set(report["days"])
-    hours = {d["day"]: (d["end"] - d["start"]).total_seconds() / 3600 for d in found["days"]}
-    assert {day: hours[day] for day in fitted} == fitted
-
-
 # -- broken neighbours ---------------------------------------------------------------------------------
 
 
@@ -317,3 +284,38 @@ def test_a_move_west_across_more_than_a_day(emulators, monkeypatch, tmp_path):
     finally:
         emu.reset()
     assert_every_hour_once(found)  # before this is fixed: gaps [('2026-10-09', '2026-10-10')], 120 for 121
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="clicks counted late on a day loaded complete in the old zone: without a change the next run finds the "
+    "day short and reloads it (5 clicks); after one, the date is the old zone's (ZoneChange.span: None for a date "
+    "in taken), so _reload_short's dates are dropped as covered, though its log says 'loaded again by this run' "
+    "(10:30 UTC); and late clicks in hours a new-zone label holds (20:30 UTC, Tokyo's 10th) are counted in the "
+    "answer first_day_found_short compares with, so nothing is found short at all: the UTC 9th stays complete "
+    "with 2 clicks of 5",
+)
+@pytest.mark.parametrize("late", ["2026-10-09T10:30", "2026-10-09T20:30"])
+def test_clicks_counted_late_on_a_day_of_the_old_zone(emulators, monkeypatch, tmp_path, late):
+    """The UTC 9th loaded complete with 2 clicks; 3 more of that day are counted after its run
+    (a service's queue, a clock behind); then the account moves to Tokyo, and the run of the 10th
+    sees the link's counter grown by 4 for 1 click of its own."""
+    emu = zone_emulator(emulators, monkeypatch, tmp_path)
+    emu.clock.set(utc("2026-10-01T00:00"), freeze=True)
+    link = emu.store.add_link(url="https://example.com/late", alias="late")
+    emu.record_clicks(link["id"], at=utc("2026-10-08T10:30"), count=1)
+    emu.record_clicks(link["id"], at=utc("2026-10-09T05:30"), count=2)
+    emu.clock.reset()
+    try:
+        for day in ("2026-10-08", "2026-10-09"):
+            load_day(emu, "table", tmp_path, day)
+        emu.clock.set(utc("2026-10-01T00:00"), freeze=True)
+        emu.record_clicks(link["id"], at=utc(late), count=3)  # counted late
+        emu.record_clicks(link["id"], at=utc("2026-10-10T05:30"), count=1)
+        emu.clock.reset()
+        emu.configure_account(timezone="Asia/Tokyo")  # with "UTC" here, the 9th is reloaded: 5 clicks
+        load_day(emu, "table", tmp_path, "2026-10-10")
+        found = held(emu, "table", tmp_path)
+    finally:
+        emu.reset()
+    assert_every_hour_once(found)  # before this is fixed: short [('2026-10-09', 2, 5)], 4 for 7

@@ -22,14 +22,15 @@ labels next to them show clicks (``DayPlan.ask_alone``).
 **The account's zone changed.** phpShort 46+ counts days in the zone the account has when asked,
 so after a change the days already loaded (in the old zone) and the new zone's days overlap (a
 zone to the east) or leave hours between them (to the west). ``zone_change`` reads it from the
-days the destination holds for the selection: the boundary is the end of the last day loaded
-complete in another zone. The new zone's days that end by it, or whose date is not after that
-day's, are covered by the old days and not loaded; the first one after it (``Transition``) runs
-from the boundary to its own end (clipped to the east, extended to the west), counted exactly from
-the hour series of the new zone's day the boundary falls in (a day asked alone is answered in
-hours). Where the hours cannot say it (a boundary off the hours' labels, a breakdown), that day
-is written and kept incomplete. Days loaded incomplete in the old zone after the boundary are
-loaded again in the new zone (the same date replaces them).
+days the destination holds complete for the selection (``LoadedDay``: zone and UTC span), and
+fits each day of the new zone between them (``ZoneChange.span``): a date held in another zone is
+not loaded (its rows are that zone's), nor a day whose every hour is held; a day next to held days
+is clipped where they hold its hours and extended over the hours no held day has next to a date
+held in another zone (``Transition``), at either end of the old days (the first day after them, a
+backfill before them). Its clicks are counted exactly from the hour series of the days its span
+reaches into (a day asked alone is answered in hours); where the hours cannot say it (a cut off
+the hours' labels, a breakdown), it is written and kept incomplete. Its span is kept with it, so
+later loads fit around it. Days loaded incomplete in the old zone are loaded again in the new one.
 
 **Only what changed.** The links listing carries every link's ``clicks`` counter. The load keeps,
 per link, the counter and the earliest moment it is known to have held it (``Counter``): a link
@@ -140,87 +141,163 @@ def days_ending_in(start: dt.datetime, end: dt.datetime, zone: str) -> list[dt.d
 
 
 @dataclass(frozen=True)
-class Transition:
-    """The first day loaded in ``zone`` after days were loaded complete in another zone (``old``):
-    it runs from ``boundary`` (the end of the last of them, ``last_old``) to its own end.
-    ``hours_of``: the day of ``zone`` the boundary falls inside (its hours from the boundary on
-    belong to ``day``), or None when the boundary is that day's start. ``exact``: the hour series
-    can say it (its buckets begin at the boundary and the day needs no other day's hours)."""
+class LoadedDay:
+    """A day the destination holds loaded complete for a selection: the zone it was loaded in and
+    the UTC span its rows count (its zone's midnights, unless it was fitted next to another zone's
+    days: ``Transition``)."""
 
     zone: str
-    old: tuple[str, ...]
-    last_old: dt.date
-    boundary: dt.datetime
+    start: dt.datetime
+    end: dt.datetime
+
+    @classmethod
+    def of(cls, day: dt.date, zone: str, span: tuple[dt.datetime, dt.datetime] | None = None) -> LoadedDay:
+        if span is not None:
+            return cls(zone, span[0], span[1])
+        natural = ServiceDay.of(day, zone)
+        return cls(zone, natural.start, natural.end)
+
+
+# One range of an hour series: (the day asked alone, from, to): its hours that begin in [from, to).
+HourRange = tuple[dt.date, dt.datetime, dt.datetime]
+
+
+@dataclass(frozen=True)
+class Transition:
+    """A day of ``zone`` fitted between days loaded complete in another zone: it spans ``start``
+    to ``end`` instead of its own midnights (clipped where another day holds the hours, extended
+    over the hours no loaded day holds next to a date another zone holds). Its clicks: the day's own
+    count if ``whole`` (from the windows), plus the ``hours`` ranges of the days asked alone (a day
+    asked alone is answered in hours). ``exact``: those hours can say it (every cut on an hour's
+    start, one piece, within the neighbouring days)."""
+
     day: dt.date
-    hours_of: dt.date | None
+    start: dt.datetime
+    end: dt.datetime
+    whole: bool
+    hours: tuple[HourRange, ...]
     exact: bool
 
 
 @dataclass(frozen=True)
 class ZoneChange:
-    """What the days already loaded for a selection in other zones mean for a load in ``zone``
-    (``zone_change``): the boundary (None: no day of another zone is complete), the first day of
-    ``zone`` after it, and the days loaded incomplete in another zone: loaded again in ``zone``
-    (``reload``, from ``first`` on) or left (``stranded``: inside the old days, with no day of
-    ``zone`` of their own)."""
+    """What the days the destination holds for a selection in other zones mean for a load in
+    ``zone`` (``zone_change``): ``loaded``, every day held complete with its span; ``taken``, the
+    dates held complete in another zone (not loaded in ``zone``: their rows are the old zone's);
+    ``first``, the first date of ``zone`` after the last of them; and the days loaded incomplete in
+    another zone: loaded again in ``zone`` (``reload``) or left (``stranded``: the days held
+    complete around them cover every hour of theirs)."""
 
     zone: str
     old: tuple[str, ...]
-    boundary: dt.datetime | None = None
+    loaded: Mapping[dt.date, LoadedDay]
+    taken: frozenset[dt.date] = frozenset()
+    boundary: dt.datetime | None = None  # the end of the last day held in another zone
     last_old: dt.date | None = None
     first: dt.date | None = None
     reload: tuple[dt.date, ...] = ()
     stranded: tuple[dt.date, ...] = ()
 
-    def transition(self, labels: dt.timedelta | None) -> Transition | None:
-        """The first day's span and how it is counted, the hours labelled with ``labels`` (the
-        fixed offset the service labels with now; None: the zone's own hours)."""
-        if self.boundary is None or self.first is None or self.last_old is None:
+    def span(self, day: dt.date) -> tuple[dt.datetime, dt.datetime] | None:
+        """The UTC span ``day`` of ``zone`` holds among the days already held: its own, clipped
+        where another held day has the hours, extended over the hours between it and a date held in
+        another zone that no held day has. None: a date held in another zone, or every hour held."""
+        if day in self.taken:
             return None
-        natural = ServiceDay.of(self.first, self.zone)
-        hours_of: dt.date | None = None
-        exact = True
-        if natural.start < self.boundary:
-            hours_of = self.first  # to the east: the day from the boundary on
-        elif natural.start > self.boundary:
-            before = ServiceDay.of(self.first - dt.timedelta(days=1), self.zone)
-            hours_of = before.day  # to the west: the hours before the day, from the boundary on
-            exact = before.start < self.boundary  # else whole days between (offsets 24 hours apart)
-        if hours_of is not None:
-            offset = labels if labels is not None else self.boundary.astimezone(tz_of(self.zone)).utcoffset()
-            local = self.boundary + (offset or dt.timedelta(0))
-            exact = exact and local.minute == 0 and local.second == 0  # an hour's bucket begins there
-        return Transition(self.zone, self.old, self.last_old, self.boundary, self.first, hours_of, exact)
+        natural = ServiceDay.of(day, self.zone)
+        others = sorted((held.start, held.end) for date, held in self.loaded.items() if date != day)
+        start, end = natural.start, natural.end
+        for begins, ends in others:  # in order: clipping at one may reach the next
+            if begins <= start < ends:
+                start = ends
+        for begins, ends in reversed(others):
+            if begins < end <= ends:
+                end = begins
+        if end <= start:
+            return None
+        one = dt.timedelta(days=1)
+        if start == natural.start and day - one in self.taken:
+            ended = [ends for _, ends in others if ends <= start]
+            if ended and max(ended) < start:
+                start = max(max(ended), ServiceDay.of(day - one, self.zone).start)
+        if end == natural.end and day + one in self.taken:
+            begun = [begins for begins, _ in others if begins >= end]
+            if begun and min(begun) > end:
+                end = min(min(begun), ServiceDay.of(day + one, self.zone).end)
+        return start, end
+
+    def fit(self, day: dt.date, labels: dt.timedelta | None) -> ServiceDay | Transition | None:
+        """``day`` as a load in ``zone`` counts it now: its own day, a ``Transition``, or None
+        (``span``: nothing of it to load). ``labels``: the fixed offset the service labels hours
+        with now (None: the zone's own hours)."""
+        span = self.span(day)
+        natural = ServiceDay.of(day, self.zone)
+        if span is None:
+            return None
+        start, end = span
+        if (start, end) == (natural.start, natural.end):
+            return natural
+        one = dt.timedelta(days=1)
+        hours: list[HourRange] = []
+        if start < natural.start:
+            hours.append((day - one, start, natural.start))
+        whole = start <= natural.start and end >= natural.end
+        if not whole:
+            hours.append((day, max(start, natural.start), min(end, natural.end)))
+        if end > natural.end:
+            hours.append((day + one, natural.end, end))
+        cuts = [moment for moment in (start, end) if moment not in (natural.start, natural.end)]
+        exact = all(_an_hours_start(moment, self.zone, labels) for moment in cuts)
+        exact = exact and start >= ServiceDay.of(day - one, self.zone).start  # within the neighbours' series
+        exact = exact and end <= ServiceDay.of(day + one, self.zone).end
+        # another held day inside the span: two pieces, which one count cannot say
+        exact = exact and not any(
+            start < held.start < end or start < held.end < end for date, held in self.loaded.items() if date != day
+        )
+        return Transition(day, start, end, whole, tuple(hours), exact)
 
 
-def zone_change(
-    complete_until: Mapping[str, dt.date], incomplete: Mapping[dt.date, str], zone: str
-) -> ZoneChange | None:
+def _an_hours_start(moment: dt.datetime, zone: str, labels: dt.timedelta | None) -> bool:
+    """Whether an hour's bucket of the service's hour series begins at ``moment``."""
+    offset = labels if labels is not None else moment.astimezone(tz_of(zone)).utcoffset()
+    local = moment + (offset or dt.timedelta(0))
+    return local.minute == 0 and local.second == 0
+
+
+def zone_change(loaded: Mapping[dt.date, LoadedDay], incomplete: Mapping[dt.date, str], zone: str) -> ZoneChange | None:
     """The zone change a load in ``zone`` meets, from the destination's days of the selection:
-    per zone the last day loaded complete (``complete_until``), and the days loaded incomplete with
-    their zone. None when every day there is of ``zone``."""
-    others = {name: day for name, day in complete_until.items() if name != zone}
+    ``loaded``, the days held complete (with their zone and span), and the days held incomplete
+    with their zone. None when every day there is of ``zone``."""
+    taken = frozenset(day for day, held in loaded.items() if held.zone != zone)
     stray = {day: name for day, name in incomplete.items() if name != zone}
-    if not others and not stray:
+    if not taken and not stray:
         return None
-    old = tuple(sorted(set(others) | set(stray.values())))
-    if not others:  # nothing complete in another zone: its incomplete days are simply loaded in this one
-        return ZoneChange(zone, old, reload=tuple(sorted(stray)))
-    boundary = max(ServiceDay.of(day, name).end for name, day in others.items())
-    last_old = max(others.values())
+    old = tuple(sorted({loaded[day].zone for day in taken} | set(stray.values())))
+    if not taken:  # nothing complete in another zone: its incomplete days are simply loaded in this one
+        return ZoneChange(zone, old, loaded, reload=tuple(sorted(stray)))
+    boundary = max(loaded[day].end for day in taken)
+    last_old = max(taken)
     first = last_old + dt.timedelta(days=1)
     while ServiceDay.of(first, zone).end <= boundary:
         first += dt.timedelta(days=1)
+    change = ZoneChange(zone, old, loaded, taken, boundary, last_old, first)
+    ahead = tuple(sorted(day for day in stray if change.span(day) is not None))
     return ZoneChange(
-        zone, old, boundary, last_old, first,
-        reload=tuple(sorted(day for day in stray if day >= first)),
-        stranded=tuple(sorted(day for day in stray if day < first)),
+        zone, old, loaded, taken, boundary, last_old, first,
+        reload=ahead, stranded=tuple(sorted(day for day in stray if day not in ahead)),
     )  # fmt: skip
 
 
-def hours_from(rows: Iterable[Mapping[str, Any]], boundary: dt.datetime, zone: str, labels: dt.timedelta | None) -> int:
+def hours_from(
+    rows: Iterable[Mapping[str, Any]],
+    boundary: dt.datetime,
+    zone: str,
+    labels: dt.timedelta | None,
+    until: dt.datetime | None = None,
+) -> int:
     """The clicks of a day's hour series (``"2026-10-10 09"`` rows, labelled with the fixed offset
-    ``labels``, or ``zone``'s own hours) in the hours that begin at or after ``boundary``."""
+    ``labels``, or ``zone``'s own hours) in the hours that begin at or after ``boundary`` (and
+    before ``until``)."""
     total = 0
     for row in rows:
         value = str(row.get("value") or "")
@@ -231,7 +308,7 @@ def hours_from(rows: Iterable[Mapping[str, Any]], boundary: dt.datetime, zone: s
                 f"a day asked alone answered the bucket {value!r}, not an hour ('YYYY-MM-DD HH')"
             ) from None
         begins = (local - labels).replace(tzinfo=UTC) if labels is not None else local.replace(tzinfo=tz_of(zone))
-        if begins >= boundary:
+        if begins >= boundary and (until is None or begins < until):
             total += int(float(row.get("count") or 0))
     return total
 
@@ -246,7 +323,7 @@ class DayPlan:
     today: dt.date  # the service's current day in ``zone``
     now: dt.datetime
     labels: dt.timedelta | None = None  # the offset the daily series' rows are labelled with, if not ``zone``'s days
-    transition: Transition | None = None  # the first day after days loaded in another zone, if loaded now
+    transitions: tuple[Transition, ...] = ()  # days fitted between days loaded in another zone
     covered: tuple[dt.date, ...] = ()  # days of the interval the days loaded in another zone cover: not loaded
 
     @property
@@ -388,19 +465,14 @@ def plan_days(
         raise LinkstatsInputError("data_interval_end", end.isoformat(), f"not before data_interval_start ({start})")
     now = aware(now, "now")
     dates = sorted(set(days_ending_in(start, end, zone)) | set(reload))
-    covered: tuple[dt.date, ...] = ()
-    transition = change.transition(labels) if change is not None else None
-    if change is not None and change.first is not None:
-        covered = tuple(day for day in dates if day < change.first)
-        dates = [day for day in dates if day >= change.first]
-    days = tuple(ServiceDay.of(day, zone) for day in dates)
-    if transition is not None and transition.day in dates:
-        days = tuple(
-            ServiceDay(day.day, zone, transition.boundary, day.end) if day.day == transition.day else day
-            for day in days
-        )
-    else:
-        transition = None
+    fitted = [change.fit(day, labels) if change is not None else ServiceDay.of(day, zone) for day in dates]
+    covered = tuple(day for day, fit in zip(dates, fitted, strict=True) if fit is None)
+    transitions = tuple(fit for fit in fitted if isinstance(fit, Transition))
+    days = tuple(
+        ServiceDay(fit.day, zone, fit.start, fit.end) if isinstance(fit, Transition) else fit
+        for fit in fitted
+        if fit is not None
+    )
     for day in days:
         if day.start >= now:
             raise LinkstatsInputError(
@@ -411,7 +483,7 @@ def plan_days(
             )
     read_after = now if complete_by is None else min(now, aware(complete_by, "complete_by"))
     incomplete = frozenset(day.day for day in days if day.end > read_after)
-    return DayPlan(zone, days, incomplete, now.astimezone(tz_of(zone)).date(), now, labels, transition, covered)
+    return DayPlan(zone, days, incomplete, now.astimezone(tz_of(zone)).date(), now, labels, transitions, covered)
 
 
 # -- only what changed -------------------------------------------------------------------------------

@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from airflow_provider_linkstats.client.errors import LinkstatsInputError
-from airflow_provider_linkstats.client.warehouse import Counter
+from airflow_provider_linkstats.client.warehouse import Counter, LoadedDay
 
 IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,62}")
 TABLE_ALLOWED = "a table name of letters, digits and underscores (not starting with a digit), optionally schema.table"
@@ -50,7 +50,7 @@ STATE_TABLES = {
     ),
     "days": (
         "selection VARCHAR(255) NOT NULL, statistic VARCHAR(32) NOT NULL, day DATE NOT NULL, "
-        "zone VARCHAR(64) NOT NULL, complete INTEGER NOT NULL, loaded_at VARCHAR(40) NOT NULL, "
+        "zone VARCHAR(64) NOT NULL, complete INTEGER NOT NULL, loaded_at VARCHAR(40) NOT NULL, span VARCHAR(64), "
         "PRIMARY KEY (selection, statistic, day)",
         "selection, statistic, day, zone, complete, loaded_at",
         "'', statistic, day, zone, complete, loaded_at",
@@ -201,6 +201,13 @@ class SqlSink:
                 self._transaction(lambda cursor: cursor.execute(f"CREATE TABLE IF NOT EXISTS {name} ({columns})"))
                 return
             if "selection" in found:
+                if suffix == "days" and "span" not in found:  # a days table of a build that kept no spans
+                    add = f"ALTER TABLE {name} ADD COLUMN span VARCHAR(64)"
+                    try:
+                        self._transaction(lambda cursor, add=add: cursor.execute(add), attempts=1)
+                    except Exception:
+                        if "span" not in (self._columns(name) or ()):  # not added by a concurrent load
+                            raise
                 return
             staging = beside(self.table, f"{suffix}_migrating")
 
@@ -269,15 +276,21 @@ class SqlSink:
         found = {day: zone for day, (complete, zone) in legacy.items() if not complete and day not in own}
         return found | {day: zone for day, (complete, zone) in own.items() if not complete}
 
-    def complete_until(self, statistic: str) -> dict[str, dt.date]:
-        """Per zone, the last day this selection loaded complete in it (a zone change shows here),
-        and those of a table written before selections (its days are the selection's too: a zone
-        change before this selection's first run would otherwise go unseen)."""
+    def complete_days(self, statistic: str) -> dict[dt.date, LoadedDay]:
+        """Every day this selection holds complete, with its zone and span (a zone change shows
+        here), and those of a table written before selections that it has not loaded since (their
+        days are the selection's too: a zone change before its first run would otherwise go unseen)."""
         sql = (
-            f"SELECT zone, MAX(day) FROM {beside(self.table, 'days')} WHERE statistic = {self.mark} "
-            f"AND selection IN ({self.mark}, {self.mark}) AND complete = 1 GROUP BY zone"
+            f"SELECT selection, day, zone, span, complete FROM {beside(self.table, 'days')} "
+            f"WHERE statistic = {self.mark} AND selection IN ({self.mark}, {self.mark})"
         )
-        return {str(zone): _as_date(day) for zone, day in self._query(sql, (statistic, self.selection, LEGACY))}
+        rows = self._query(sql, (statistic, self.selection, LEGACY))
+        mine = {_as_date(r[1]) for r in rows if r[0] == self.selection}
+        return {
+            _as_date(day): LoadedDay.of(_as_date(day), str(zone), _parse_span(span))
+            for selection, day, zone, span, complete in rows
+            if int(complete) and (selection == self.selection or _as_date(day) not in mine)
+        }
 
     def write_day(
         self,
@@ -287,9 +300,10 @@ class SqlSink:
         record_ids: Sequence[int],
         rows: Sequence[Sequence[Any]],
         complete: bool,
+        span: tuple[dt.datetime, dt.datetime] | None = None,
     ) -> None:
         """Replace the day's rows of ``record_ids`` (and ``statistic``, for a breakdown) and this
-        selection's flag for the day, in one transaction."""
+        selection's flag for the day (with its ``span`` where not its zone's midnights), in one transaction."""
         breakdown = "statistic" in self.schema.names
         text = day.isoformat()
 
@@ -312,8 +326,8 @@ class SqlSink:
                 (self.selection, statistic, text),
             )
             cursor.execute(
-                f"INSERT INTO {days} ({STATE_TABLES['days'][1]}) VALUES ({', '.join([self.mark] * 6)})",
-                (self.selection, statistic, text, zone, int(complete), _now()),
+                f"INSERT INTO {days} ({STATE_TABLES['days'][1]}, span) VALUES ({', '.join([self.mark] * 7)})",
+                (self.selection, statistic, text, zone, int(complete), _now(), _format_span(span)),
             )
 
         self._transaction(write)
@@ -386,7 +400,7 @@ class FileSink:
     only by loads of its selection, under a temporary name then renamed: object storage has no locks,
     and two loads of different selections never write the same file. Beside them, per selection:
     ``_state/<selection>/counters.json``, one ``incomplete/<day>.json`` per day loaded before it
-    was over (with its zone), and ``zones.json``: per zone, the last day loaded complete in it.
+    was over (with its zone), and ``zones.json``: every day loaded complete, with its zone.
     Files of the layout before selections (``<path>/<day>.<format>``, ``_days.json``,
     ``_counters.json``) are read as the module says."""
 
@@ -487,38 +501,48 @@ class FileSink:
                 continue
         return days
 
-    def complete_until(self, statistic: str) -> dict[str, dt.date]:
-        """Per zone, the last day this selection loaded complete in it (``zones.json``). A folder
-        written before it was kept: the zone of the rows of the selection's last day files not
-        marked incomplete (a look at the last week's days, once, until a day is complete)."""
-        target = self.state_dir(statistic) / "zones.json"
-        if target.exists():
-            return {str(zone): dt.date.fromisoformat(day) for zone, day in json.loads(target.read_text()).items()}
-        if not self.base.exists():
-            return {}
-        dates = sorted(
-            (part.name for part in self.base.iterdir() if re.fullmatch(r"\d{4}-\d\d-\d\d", part.name)), reverse=True
-        )
-        marks = self.state_dir(statistic) / "incomplete"
-        for name in dates[:7]:
-            day = dt.date.fromisoformat(name)
-            if (marks / f"{name}.json").exists():
-                continue
-            zones = {str(row["zone"]) for row in self._read(self.day_file(day, statistic))}
-            if len(zones) == 1:
-                return {zones.pop(): day}
-        return {}
+    def complete_days(self, statistic: str) -> dict[dt.date, LoadedDay]:
+        """Every day this selection holds complete, with its zone and span (``zones.json``), less
+        the days marked incomplete since."""
+        marked = self.incomplete_zones(statistic)
+        return {day: held for day, held in self._held_days(statistic).items() if day not in marked}
 
-    def _note_complete(self, statistic: str, day: dt.date, zone: str) -> None:
-        """``zones.json`` keeps, per zone, the last day loaded complete in it. Read back after the
-        write and written again while a concurrent load of this selection put an older one back."""
+    def _held_days(self, statistic: str) -> dict[dt.date, LoadedDay]:
+        """``zones.json``'s days. A folder written before it kept them (no file, or the last day per
+        zone only): the zone of the rows of each of the selection's day files, read once."""
         target = self.state_dir(statistic) / "zones.json"
+        saved = json.loads(target.read_text()) if target.exists() else {}
+        if isinstance(saved.get("days"), dict):
+            days = (dt.date.fromisoformat(day) for day in saved["days"])
+            return {day: _held(day, entry) for day, entry in zip(days, saved["days"].values(), strict=True)}
+        found = {}
+        if self.base.exists():
+            for part in self.base.iterdir():
+                if not re.fullmatch(r"\d{4}-\d\d-\d\d", part.name):
+                    continue
+                day = dt.date.fromisoformat(part.name)
+                zones = {str(row["zone"]) for row in self._read(self.day_file(day, statistic))}
+                if len(zones) == 1:
+                    found[day] = LoadedDay.of(day, zones.pop())
+        return found
+
+    def _note_complete(self, statistic: str, day: dt.date, zone: str, span: Any = None) -> None:
+        """``zones.json`` keeps every day loaded complete, with its zone (and span, where not the
+        zone's midnights). Read back after the write and written again while a concurrent load of
+        this selection put an older copy back."""
+        target = self.state_dir(statistic) / "zones.json"
+        entry: Any = zone if span is None else [zone, *(moment.isoformat() for moment in span)]
         for _ in range(WRITE_ATTEMPTS):
-            saved = json.loads(target.read_text()) if target.exists() else {}
-            if saved.get(zone, "") >= day.isoformat():
+            kept = target.exists() and isinstance(json.loads(target.read_text()).get("days"), dict)
+            days = {
+                held_day.isoformat(): (held.zone if LoadedDay.of(held_day, held.zone) == held
+                                       else [held.zone, held.start.isoformat(), held.end.isoformat()])
+                for held_day, held in self._held_days(statistic).items()
+            }  # fmt: skip
+            if kept and days.get(day.isoformat()) == entry:
                 return
-            saved[zone] = day.isoformat()
-            self._replace(target, json.dumps(saved, sort_keys=True).encode())
+            days[day.isoformat()] = entry
+            self._replace(target, json.dumps({"days": dict(sorted(days.items()))}).encode())
 
     def _adopt_legacy_days(self, statistic: str) -> None:
         """Once per selection: the legacy ``_days.json``'s incomplete days become this selection's."""
@@ -554,8 +578,10 @@ class FileSink:
         record_ids: Sequence[int],
         rows: Sequence[Sequence[Any]],
         complete: bool,
+        span: tuple[dt.datetime, dt.datetime] | None = None,
     ) -> None:
-        """This selection's file of the day, rows of ``record_ids`` replaced, and the day's flag.
+        """This selection's file of the day, rows of ``record_ids`` replaced, and the day's flag
+        (with its ``span`` where not its zone's midnights).
 
         Without a lock, two runs of one selection may write the day at once (overlapping
         backfills), so the flag follows the rows it describes: an incomplete day is marked before
@@ -578,7 +604,7 @@ class FileSink:
         if not complete:
             self._mark_incomplete(statistic, day, zone)
             return
-        self._note_complete(statistic, day, zone)
+        self._note_complete(statistic, day, zone, span)
         mark = self.state_dir(statistic) / "incomplete" / f"{day.isoformat()}.json"
         if mark.exists():
             try:
@@ -698,6 +724,24 @@ def _arrow_schema(schema: Schema) -> Any:
 
     kinds = {"BIGINT": pa.int64()}
     return pa.schema([(name, kinds.get(kind, pa.string())) for name, kind in schema.columns])
+
+
+def _format_span(span: tuple[dt.datetime, dt.datetime] | None) -> str | None:
+    return None if span is None else f"{span[0].isoformat()}/{span[1].isoformat()}"
+
+
+def _parse_span(text: Any) -> tuple[dt.datetime, dt.datetime] | None:
+    if not text:
+        return None
+    start, _, end = str(text).partition("/")
+    return dt.datetime.fromisoformat(start), dt.datetime.fromisoformat(end)
+
+
+def _held(day: dt.date, entry: Any) -> LoadedDay:
+    """One day of ``zones.json``: its zone, or [zone, start, end]."""
+    if isinstance(entry, list):
+        return LoadedDay(str(entry[0]), dt.datetime.fromisoformat(entry[1]), dt.datetime.fromisoformat(entry[2]))
+    return LoadedDay.of(day, str(entry))
 
 
 def _as_date(value: Any) -> dt.date:

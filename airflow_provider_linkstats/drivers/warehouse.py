@@ -78,10 +78,11 @@ class StatsLoad:
         reload = sink.incomplete_days(statistic, zone)
         # The days this selection loaded in another zone (the account's zone changed): the first day
         # after them is loaded until it is complete in this zone, and their incomplete days again.
-        complete_until = sink.complete_until(statistic)
-        change = zone_change(complete_until, sink.incomplete_zones(statistic), zone)
+        loaded = sink.complete_days(statistic)
+        change = zone_change(loaded, sink.incomplete_zones(statistic), zone)
         if change is not None:
-            pending = change.first and complete_until.get(zone, dt.date.min) < change.first
+            own = [day for day, held in loaded.items() if held.zone == zone]
+            pending = change.first and max(own, default=dt.date.min) < change.first
             reload = sorted(set(reload) | set(change.reload) | ({change.first} if pending else set()))
         self.breakdown = breakdown
         self._plan_args = (start, end, zone, reload, generation, change)
@@ -128,24 +129,23 @@ class StatsLoad:
         labels = label_offset(generation, zone, service_now)
         return plan_days(start, end, zone, service_now, reload, labels, complete_by=read_after, change=change)
 
-    def transition_exact(self, plan: Any) -> bool:
-        """Whether the plan's first day after a zone change is counted exactly by this load (the
-        hour series: not for a breakdown, whose rows have no hours)."""
-        transition = plan.transition
-        return transition is None or (transition.exact and self.breakdown is None)
+    def inexact(self, plan: Any) -> set[Any]:
+        """The plan's days fitted after a zone change that this load cannot count exactly: kept
+        incomplete (the hour series cannot split them; a breakdown's rows have no hours)."""
+        return {t.day for t in plan.transitions if not t.exact or self.breakdown is not None}
 
     def _say_zone_change(self, change: Any, plan: Any, sink: Any) -> None:
-        """A WARNING naming the zones, the days and what was done; what the user can do where the
-        first day in the new zone cannot be made exact."""
+        """A WARNING naming the zones, the days and what was done; what the user can do where a
+        day fitted between the zones cannot be made exact."""
         if change is None:
             return
         old, new = " and ".join(change.old), change.zone
         if change.stranded:
             self.log.warning(
                 "days %s were loaded incomplete in %s and the account's time zone is now %s: the days loaded "
-                "complete in %s after them cover them, so they stay incomplete (to complete them, delete the days "
-                "loaded in %s from %s and load them again)", ", ".join(map(str, change.stranded)), old, new, old, old,
-                sink.describe(),
+                "complete around them hold every hour of theirs, so they stay incomplete (to complete them, delete "
+                "the days loaded in %s from %s and load them again)", ", ".join(map(str, change.stranded)), old, new,
+                old, sink.describe(),
             )  # fmt: skip
         if change.reload and change.boundary is None:
             self.log.warning(
@@ -154,43 +154,33 @@ class StatsLoad:
             )  # fmt: skip
         if plan.covered:
             self.log.warning(
-                "the account's time zone changed from %s to %s: days up to %s were loaded complete in %s, and %s's "
-                "days %s lie within them, so they are not loaded (their clicks are in those days)",
-                old, new, change.last_old, old, new, ", ".join(map(str, plan.covered)),
+                "the account's time zone changed from %s to %s: %s's days %s are held by days loaded complete in %s "
+                "(the same dates, or every hour of theirs), so they are not loaded (their clicks are in those days)",
+                old, new, new, ", ".join(map(str, plan.covered)), old,
             )  # fmt: skip
-        transition = plan.transition
-        if transition is None:
-            return
-        span_end = next(day.end for day in plan.days if day.day == transition.day)
-        hours = (span_end - transition.boundary).total_seconds() / 3600
-        if self.transition_exact(plan):
+        inexact = self.inexact(plan)
+        for transition in plan.transitions:
+            hours = (transition.end - transition.start).total_seconds() / 3600
+            span = f"{transition.start:%Y-%m-%d %H:%M} to {transition.end:%Y-%m-%d %H:%M} UTC ({hours:.4g} hours)"
+            if transition.day not in inexact:
+                asked = ", ".join(sorted({str(day) for day, _, _ in transition.hours}))
+                self.log.warning(
+                    "the account's time zone changed from %s to %s: %s in %s is loaded from %s, between the days "
+                    "loaded in %s, counted from the hour series of %s, so no hour is in two days or in none",
+                    old, new, transition.day, new, span, old, asked,
+                )  # fmt: skip
+                continue
+            why = (
+                "a breakdown's rows have no hours" if self.breakdown else "the service's hours do not begin at its ends"
+            )
             self.log.warning(
-                "the account's time zone changed from %s to %s: days up to %s were loaded in %s, which end at %s UTC; "
-                "%s in %s is loaded from there to its end (%.4g hours%s), so no hour is in two days or in none",
-                old, new, change.last_old, old, f"{transition.boundary:%Y-%m-%d %H:%M}", transition.day, new,
-                hours,
-                f", from the hour series of {transition.hours_of}" if transition.hours_of else "",
+                "the account's time zone changed from %s to %s: %s in %s spans %s between the days loaded complete in "
+                "%s, and cannot be counted exactly (%s): it is written and kept INCOMPLETE, and each run loads it "
+                "again. What you can do: have every day in %s, by deleting the days loaded in %s from %s (their "
+                "rows, and their state: the days table's rows of zone %s, or the days of that zone in the "
+                "selection's _state/<selection>/zones.json) and loading them again; or leave %s incomplete",
+                old, new, transition.day, new, span, old, why, new, old, sink.describe(), old, transition.day,
             )  # fmt: skip
-            return
-        from airflow_provider_linkstats.client.warehouse import ServiceDay
-
-        natural = ServiceDay.of(transition.day, new)
-        apart = abs((natural.start - transition.boundary).total_seconds()) / 3600
-        how = (f"its first {apart:.4g} hours are in {change.last_old}" if natural.start < transition.boundary
-               else f"the {apart:.4g} hours before it are in no day")  # fmt: skip
-        why = (
-            "a breakdown's rows have no hours" if self.breakdown else "the service's hours do not begin at that moment"
-        )
-        self.log.warning(
-            "the account's time zone changed from %s to %s: days up to %s were loaded complete in %s, which end at "
-            "%s UTC, and %s in %s does not begin there (%s): it is written and kept INCOMPLETE, and each run loads it "
-            "again (%s, so its clicks from that moment on cannot be counted exactly). What you can do: have every "
-            "day in %s, by deleting the days loaded in %s from %s (their rows, and their state: the days table's "
-            "rows of zone %s, or that zone's entry in the selection's _state/<selection>/zones.json) and loading "
-            "them again; or leave %s incomplete", old, new, change.last_old, old,
-            f"{transition.boundary:%Y-%m-%d %H:%M}", transition.day, new, how, why, new, old, sink.describe(), old,
-            transition.day,
-        )  # fmt: skip
 
     def _read_after(self, worker_moment: float, listing: Any = None) -> Any:
         """The service's moment before which no answer this load uses was read, less the clock's
@@ -357,32 +347,35 @@ class LinkStatsLoad(StatsLoad):
                 progress.step(done + 1)
                 continue
             counts[link_id] = plan.day_counts(labelled, windows, alone)
-            before_windows = 0  # clicks the windows do not hold: a zone change's hours before the first day
-            transition = plan.transition
-            if transition is not None and transition.hours_of is not None and self.transition_exact(plan):
-                # The first day after a zone change runs from the old days' end: the hours from there on
-                # of the day that moment falls in (a day asked alone is answered in hours).
-                try:
-                    requests += 1
-                    asked_alone += 1
-                    hours = hours_from(
-                        hook.iter_stats(link_id, series, transition.hours_of, transition.hours_of),
-                        transition.boundary, plan.zone, plan.labels,
-                    )  # fmt: skip
-                except LinkstatsNotFoundError as error:
-                    requests += self._confirm_gone(link_id, error)
-                    gone.append(link_id)
-                    del counts[link_id]
-                    progress.step(done + 1)
-                    continue
-                whole = 0 if transition.hours_of == transition.day else counts[link_id].get(transition.day) or 0
-                counts[link_id][transition.day] = whole + hours
-                before_windows = hours if transition.hours_of != transition.day else 0
+            before_windows = 0  # clicks the windows do not hold: hours of a day before the first window's
+            inexact = self.inexact(plan)
+            try:
+                for transition in plan.transitions:
+                    if transition.day in inexact:
+                        continue
+                    # A day fitted between the zones: the hours of its span, from the hour series of the
+                    # days it reaches into (a day asked alone is answered in hours).
+                    hours = 0
+                    for day, begins, ends in transition.hours:
+                        requests += 1
+                        asked_alone += 1
+                        found = hours_from(hook.iter_stats(link_id, series, day, day), begins, plan.zone, plan.labels,
+                                           until=ends)  # fmt: skip
+                        hours += found
+                        before_windows += found if windows and day < windows[0][0] else 0
+                    whole = counts[link_id].get(transition.day) or 0 if transition.whole else 0
+                    counts[link_id][transition.day] = whole + hours
+            except LinkstatsNotFoundError as error:
+                requests += self._confirm_gone(link_id, error)
+                gone.append(link_id)
+                del counts[link_id]
+                progress.step(done + 1)
+                continue
             link = listed[link_id]
             if link.clicks is not None:
                 steady = steady_since(listed_at, labelled, windows, plan, counts[link_id])
                 if before_windows:  # clicked in those hours: held its value from the first day's own start at best
-                    steady = max(steady, ServiceDay.of(transition.day, plan.zone).start)
+                    steady = max(steady, ServiceDay.of(plan.days[0].day, plan.zone).start)
                 learned[link_id] = Counter(link.clicks, steady, link.alias)
                 answered = sum(labelled.values()) + before_windows
                 found = first_day_found_short(link.clicks, known.get(link_id), answered, windows, plan)
@@ -461,11 +454,11 @@ class LinkStatsLoad(StatsLoad):
     def write(self, plan: Any, sink: Any, statistic: str, record_ids: list[int], rows_by_day: dict,
               learned: dict) -> dict[str, Any]:  # fmt: skip
         rows = 0
-        inexact = plan.transition.day if plan.transition is not None and not self.transition_exact(plan) else None
+        inexact = self.inexact(plan)
         for day in plan.days:
             day_rows = _merged(rows_by_day[day.day], key_size=len(sink.schema.key))
-            complete = day.day not in plan.incomplete and day.day != inexact
-            sink.write_day(day.day, plan.zone, statistic, record_ids, day_rows, complete)
+            complete = day.day not in plan.incomplete and day.day not in inexact
+            sink.write_day(day.day, plan.zone, statistic, record_ids, day_rows, complete, span=_span(day))
             rows += len(day_rows)
         if learned:
             sink.save_counters(statistic, learned)  # after the rows: a kill before it costs requests, never rows
@@ -479,9 +472,9 @@ class WebsiteStatsLoad(StatsLoad):
 
         return WEBSITE_BREAKDOWN if breakdown else WEBSITE_DAILY
 
-    def transition_exact(self, plan: Any) -> bool:
+    def inexact(self, plan: Any) -> set[Any]:
         """Websites are counted in UTC days (no zone change); were one met, no hours are asked."""
-        return plan.transition is None
+        return {transition.day for transition in plan.transitions}
 
     def load(self, plan: Any, sink: Any, generation: Any, statistic: str, breakdown: str | None,
              ids: list[int] | None, filters: dict[str, Any]) -> dict[str, Any]:  # fmt: skip
@@ -546,11 +539,11 @@ class WebsiteStatsLoad(StatsLoad):
             )  # fmt: skip
         written = [i for i in ids if i not in set(gone)]
         rows = 0
-        inexact = plan.transition.day if plan.transition is not None else None
+        inexact = self.inexact(plan)
         for day in plan.days:
             day_rows = _merged(rows_by_day[day.day], key_size=len(sink.schema.key))
-            complete = day.day not in plan.incomplete and day.day != inexact
-            sink.write_day(day.day, plan.zone, statistic, written, day_rows, complete)
+            complete = day.day not in plan.incomplete and day.day not in inexact
+            sink.write_day(day.day, plan.zone, statistic, written, day_rows, complete, span=_span(day))
             rows += len(day_rows)
         return {
             "websites": len(ids),
@@ -575,6 +568,15 @@ def breakdown_of(hook: Any, record_id: int, name: str, day: Any) -> tuple[list[t
         for row in hook.iter_stats(record_id, name, day, day, sort_by="value", sort="asc", per_page=MAX_PER_PAGE)
     ]
     return found, listing_pages(len(found), MAX_PER_PAGE)
+
+
+def _span(day: Any) -> Any:
+    """A day's UTC span when it is not its zone's midnights (fitted after a zone change), else None:
+    kept with the day, so that a later load fits its own days around it."""
+    from airflow_provider_linkstats.client.warehouse import ServiceDay
+
+    natural = ServiceDay.of(day.day, day.zone)
+    return None if (day.start, day.end) == (natural.start, natural.end) else (day.start, day.end)
 
 
 def _merged(rows: list[tuple], key_size: int) -> list[tuple]:

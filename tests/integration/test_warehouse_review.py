@@ -377,8 +377,8 @@ def test_a_zone_change_between_runs_puts_every_hour_in_one_day_exactly(
 def test_a_folder_written_before_zones_json_sees_the_zone_change_in_its_day_files(
     emulators, monkeypatch, tmp_path, move
 ):
-    """Files written by a build that kept no ``zones.json``: the zone of the selection's last day
-    file not marked incomplete stands in for it. Without it (zones.json removed, no fallback) the
+    """Files written by a build that kept no ``zones.json``: the zone of each of the selection's day
+    files stands in for it (read once, then kept in ``zones.json``). Without it (zones.json removed, no fallback) the
     change went unseen: east 105 clicks for 96, west 87."""
     from tests.integration.test_warehouse_days import clicks_every_hour, daily_utc_runs, utc
 

@@ -239,6 +239,13 @@ def test_a_counter_grown_by_more_than_the_answer_holds_finds_earlier_days_short(
 # -- the account's zone changed -------------------------------------------------------------------
 
 
+def held(days: dict[str, str]) -> dict:
+    """The days a destination holds complete: date -> zone, each its zone's own day."""
+    from airflow_provider_linkstats.client.warehouse import LoadedDay
+
+    return {dt.date.fromisoformat(day): LoadedDay.of(dt.date.fromisoformat(day), zone) for day, zone in days.items()}
+
+
 @pytest.mark.parametrize(
     ("old", "new", "first", "start", "hours_of", "exact"),
     [
@@ -255,36 +262,89 @@ def test_a_counter_grown_by_more_than_the_answer_holds_finds_earlier_days_short(
     ],
 )
 def test_a_zone_change_loads_the_first_new_day_from_the_end_of_the_old_ones(old, new, first, start, hours_of, exact):
-    from airflow_provider_linkstats.client.warehouse import zone_change
+    from airflow_provider_linkstats.client.warehouse import Transition, zone_change
 
-    change = zone_change({old: dt.date(2026, 10, 9)}, {}, new)
+    change = zone_change(held({"2026-10-08": old, "2026-10-09": old}), {}, new)
     labels = label_offset(PHPSHORT_46, new, utc("2026-10-11T01:00"))
-    transition = change.transition(labels)
-    assert (transition.day.isoformat(), transition.boundary, transition.exact) == (first, utc(start), exact)
-    assert (transition.hours_of.isoformat() if transition.hours_of else None) == hours_of
+    fitted = change.fit(change.first, labels)
+    if hours_of is None:  # the days meet: the first new day is its own
+        assert not isinstance(fitted, Transition) and fitted.start == utc(start)
+    else:
+        assert (fitted.day.isoformat(), fitted.start, fitted.exact) == (first, utc(start), exact)
+        assert hours_of in {day.isoformat() for day, _, _ in fitted.hours}
     # A run of the UTC 9th to 12th after the change: days the old ones cover are left out, the first
     # new one spans from their end.
     plan = plan_days(utc("2026-10-09T00:00"), utc("2026-10-12T00:00"), new, LATER, labels=labels, change=change)
     assert plan.dates[0].isoformat() == first and plan.days[0].start == utc(start)
     assert plan.days[0].end == ServiceDay.of(dt.date(2026, 10, 10), new).end
-    assert all(day.day > dt.date(2026, 10, 9) for day in plan.days) and plan.transition == transition
+    assert all(day.day > dt.date(2026, 10, 9) for day in plan.days)
+    assert plan.transitions == ((fitted,) if hours_of else ())
+
+
+@pytest.mark.parametrize(
+    ("new", "day", "start", "end", "hours"),
+    [
+        # east (Tokyo, +9): 10-06 is its own day; 10-07 runs on over the 9 hours of Tokyo's 10-08
+        # (a date the UTC days hold) before the UTC 10-08 begins, from Tokyo's 10-08 hour series
+        ("Asia/Tokyo", "2026-10-06", "2026-10-05T15:00", "2026-10-06T15:00", ()),
+        ("Asia/Tokyo", "2026-10-07", "2026-10-06T15:00", "2026-10-08T00:00", (("2026-10-08", "2026-10-07T15:00"),)),
+        # west (New York, EDT -4): 10-07 ends where the UTC 10-08 begins, from its own hour series
+        (
+            "America/New_York",
+            "2026-10-07",
+            "2026-10-07T04:00",
+            "2026-10-08T00:00",
+            (("2026-10-07", "2026-10-07T04:00"),),
+        ),
+    ],
+)
+def test_a_backfill_of_dates_before_the_old_days_fits_against_their_start(new, day, start, end, hours):
+    """After a change, dates before any day held load too: the one next to the old days ends where
+    they begin (before, every date before the last old day was skipped as covered: 0 rows)."""
+    from airflow_provider_linkstats.client.warehouse import zone_change
+
+    change = zone_change(held({"2026-10-08": "UTC", "2026-10-09": "UTC"}), {}, new)
+    fitted = change.fit(dt.date.fromisoformat(day), label_offset(PHPSHORT_46, new, utc("2026-10-11T01:00")))
+    assert (fitted.start, fitted.end) == (utc(start), utc(end))
+    assert tuple((d.isoformat(), f.isoformat()[:16]) for d, f, _ in getattr(fitted, "hours", ())) == hours
+    assert change.fit(dt.date(2026, 10, 8), None) is None and change.fit(dt.date(2026, 10, 9), None) is None
+
+
+def test_a_date_between_old_days_is_fitted_to_the_hours_no_day_holds():
+    """UTC 10-07 and 10-09 held, 10-08 loaded incomplete in UTC; now Tokyo: its 10-08 is loaded again
+    and spans exactly the UTC 10-08 (its own hours from 10-08 00:00 UTC, then Tokyo 10-09's before
+    10-09 00:00 UTC), so no hour is in two days or in none."""
+    from airflow_provider_linkstats.client.warehouse import zone_change
+
+    eight = dt.date(2026, 10, 8)
+    change = zone_change(held({"2026-10-07": "UTC", "2026-10-09": "UTC"}), {eight: "UTC"}, "Asia/Tokyo")
+    assert change.reload == (eight,) and change.stranded == ()
+    fitted = change.fit(eight, dt.timedelta(hours=9))
+    assert (fitted.start, fitted.end, fitted.whole, fitted.exact) == (
+        utc("2026-10-08T00:00"),
+        utc("2026-10-09T00:00"),
+        False,
+        True,
+    )
+    assert [(d.isoformat(), f, t) for d, f, t in fitted.hours] == [
+        ("2026-10-08", utc("2026-10-08T00:00"), utc("2026-10-08T15:00")),
+        ("2026-10-09", utc("2026-10-08T15:00"), utc("2026-10-09T00:00")),
+    ]
 
 
 def test_no_zone_change_when_every_day_was_loaded_in_the_zone():
     from airflow_provider_linkstats.client.warehouse import zone_change
 
-    assert (
-        zone_change({"Asia/Tokyo": dt.date(2026, 10, 9)}, {dt.date(2026, 10, 10): "Asia/Tokyo"}, "Asia/Tokyo") is None
-    )
+    assert zone_change(held({"2026-10-09": "Asia/Tokyo"}), {dt.date(2026, 10, 10): "Asia/Tokyo"}, "Asia/Tokyo") is None
     assert zone_change({}, {}, "UTC") is None
 
 
 def test_days_loaded_incomplete_in_the_old_zone_are_loaded_again_or_named():
     from airflow_provider_linkstats.client.warehouse import zone_change
 
-    nine, ten, seven = dt.date(2026, 10, 9), dt.date(2026, 10, 10), dt.date(2026, 10, 7)
-    change = zone_change({"UTC": dt.date(2026, 10, 8)}, {nine: "UTC", seven: "UTC"}, "Asia/Tokyo")
-    assert (change.first, change.reload, change.stranded) == (nine, (nine,), (seven,))
+    nine, ten = dt.date(2026, 10, 9), dt.date(2026, 10, 10)
+    change = zone_change(held({"2026-10-08": "UTC"}), {nine: "UTC"}, "Asia/Tokyo")
+    assert (change.first, change.reload, change.stranded) == (nine, (nine,), ())
     only_incomplete = zone_change({}, {ten: "UTC"}, "Asia/Tokyo")
     assert (only_incomplete.boundary, only_incomplete.reload) == (None, (ten,))
 

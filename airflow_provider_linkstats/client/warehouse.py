@@ -206,25 +206,43 @@ class ZoneChange:
             return None
         natural = ServiceDay.of(day, self.zone)
         others = sorted((held.start, held.end) for date, held in self.loaded.items() if date != day)
-        start, end = natural.start, natural.end
-        for begins, ends in others:  # in order: clipping at one may reach the next
-            if begins <= start < ends:
-                start = ends
-        for begins, ends in reversed(others):
-            if begins < end <= ends:
-                end = begins
+        start, end = self._clipped(natural, others)
         if end <= start:
             return None
+        start, end, _ = self._extended(day, natural, start, end, others)
+        return start, end
+
+    @staticmethod
+    def _clipped(natural: ServiceDay, others: list) -> tuple[dt.datetime, dt.datetime]:
+        """The day's own span less the held days' hours at its ends."""
+        start, end = natural.start, natural.end
+        for begins, ends in sorted(others):  # in order: clipping at one may reach the next
+            if begins <= start < ends:
+                start = ends
+        for begins, ends in sorted(others, reverse=True):
+            if begins < end <= ends:
+                end = begins
+        return start, end
+
+    def _extended(
+        self, day: dt.date, natural: ServiceDay, start: dt.datetime, end: dt.datetime, others: list
+    ) -> tuple[dt.datetime, dt.datetime, bool]:
+        """``start``/``end`` extended over the hours no held day has between this day and a held
+        neighbouring date (another zone's, or a day fitted away from it), at most over that
+        neighbour's day in ``zone``; and whether hours were left beyond that bound (in no day)."""
         one = dt.timedelta(days=1)
-        if start == natural.start and day - one in self.taken:
+        left = False
+        if start == natural.start and day - one in self.loaded:
             ended = [ends for _, ends in others if ends <= start]
             if ended and max(ended) < start:
-                start = max(max(ended), ServiceDay.of(day - one, self.zone).start)
-        if end == natural.end and day + one in self.taken:
+                bound = ServiceDay.of(day - one, self.zone).start
+                start, left = max(max(ended), bound), left or max(ended) < bound
+        if end == natural.end and day + one in self.loaded:
             begun = [begins for begins, _ in others if begins >= end]
             if begun and min(begun) > end:
-                end = min(min(begun), ServiceDay.of(day + one, self.zone).end)
-        return start, end
+                bound = ServiceDay.of(day + one, self.zone).end
+                end, left = min(min(begun), bound), left or min(begun) > bound
+        return start, end, left
 
     def fit(self, day: dt.date, labels: dt.timedelta | None) -> ServiceDay | Transition | None:
         """``day`` as a load in ``zone`` counts it now: its own day, a ``Transition``, or None
@@ -250,6 +268,8 @@ class ZoneChange:
         exact = all(_an_hours_start(moment, self.zone, labels) for moment in cuts)
         exact = exact and start >= ServiceDay.of(day - one, self.zone).start  # within the neighbours' series
         exact = exact and end <= ServiceDay.of(day + one, self.zone).end
+        others = [(held.start, held.end) for date, held in self.loaded.items() if date != day]
+        exact = exact and not self._extended(day, natural, *self._clipped(natural, others), others)[2]
         # another held day inside the span: two pieces, which one count cannot say
         exact = exact and not any(
             start < held.start < end or start < held.end < end for date, held in self.loaded.items() if date != day
@@ -270,7 +290,10 @@ def zone_change(loaded: Mapping[dt.date, LoadedDay], incomplete: Mapping[dt.date
     with their zone. None when every day there is of ``zone``."""
     taken = frozenset(day for day, held in loaded.items() if held.zone != zone)
     stray = {day: name for day, name in incomplete.items() if name != zone}
-    if not taken and not stray:
+    # A day fitted after an earlier change (not its zone's midnights) still bounds its neighbours,
+    # also once the other zone's days were deleted (the documented way back to one zone).
+    fitted = any(held != LoadedDay.of(day, held.zone) for day, held in loaded.items())
+    if not taken and not stray and not fitted:
         return None
     old = tuple(sorted({loaded[day].zone for day in taken} | set(stray.values())))
     if not taken:  # nothing complete in another zone: its incomplete days are simply loaded in this one

@@ -139,7 +139,7 @@ class StatsLoad:
         day fitted between the zones cannot be made exact."""
         if change is None:
             return
-        old, new = " and ".join(change.old), change.zone
+        old, new = " and ".join(change.old) or "an earlier zone (days since deleted)", change.zone
         if change.stranded:
             self.log.warning(
                 "days %s were loaded incomplete in %s and the account's time zone is now %s: the days loaded "

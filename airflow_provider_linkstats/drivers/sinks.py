@@ -332,6 +332,15 @@ class SqlSink:
 
         self._transaction(write)
 
+    def mark_incomplete(self, statistic: str, day: dt.date, zone: str) -> None:
+        """This selection's ``day`` flagged incomplete, if it is still the one loaded in ``zone``."""
+        days = beside(self.table, "days")
+        sql = (
+            f"UPDATE {days} SET complete = 0 WHERE selection = {self.mark} AND statistic = {self.mark} "
+            f"AND day = {self.mark} AND zone = {self.mark}"
+        )
+        self._transaction(lambda cursor: cursor.execute(sql, (self.selection, statistic, day.isoformat(), zone)))
+
     def save_counters(self, statistic: str, counters: Mapping[int, Counter]) -> None:
         table = beside(self.table, "counters")
         items = sorted(counters.items())
@@ -509,7 +518,8 @@ class FileSink:
 
     def _held_days(self, statistic: str) -> dict[dt.date, LoadedDay]:
         """``zones.json``'s days. A folder written before it kept them (no file, or the last day per
-        zone only): the zone of the rows of each of the selection's day files, read once."""
+        zone only): the zone of the rows of each of the selection's day files, and the complete days
+        of ``_days.json`` (the layout before selections), read once."""
         target = self.state_dir(statistic) / "zones.json"
         saved = json.loads(target.read_text()) if target.exists() else {}
         if isinstance(saved.get("days"), dict):
@@ -524,6 +534,12 @@ class FileSink:
                 zones = {str(row["zone"]) for row in self._read(self.day_file(day, statistic))}
                 if len(zones) == 1:
                     found[day] = LoadedDay.of(day, zones.pop())
+        # The layout before selections: its days flagged complete in ``_days.json`` (with their zone)
+        # are every selection's, as its incomplete ones are (``_adopt_legacy_days``).
+        for name, flag in self._json("_days.json").get(statistic, {}).items():
+            day = dt.date.fromisoformat(name)
+            if flag.get("complete") and flag.get("zone") and day not in found:
+                found[day] = LoadedDay.of(day, str(flag["zone"]))
         return found
 
     def _note_complete(self, statistic: str, day: dt.date, zone: str, span: Any = None) -> None:
@@ -555,6 +571,10 @@ class FileSink:
                 self._mark_incomplete(statistic, dt.date.fromisoformat(day), flag.get("zone", ""))
         self._describe_state(statistic)
         self._replace(adopted, b"")
+
+    def mark_incomplete(self, statistic: str, day: dt.date, zone: str) -> None:
+        """``day`` flagged incomplete (its rows stay): the next run of this selection loads it again."""
+        self._mark_incomplete(statistic, day, zone)
 
     def _mark_incomplete(self, statistic: str, day: dt.date, zone: str) -> None:
         marks = self.state_dir(statistic) / "incomplete"

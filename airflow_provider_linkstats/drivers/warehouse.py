@@ -79,7 +79,9 @@ class StatsLoad:
         # The days this selection loaded in another zone (the account's zone changed): the first day
         # after them is loaded until it is complete in this zone, and their incomplete days again.
         loaded = sink.complete_days(statistic)
-        change = zone_change(loaded, sink.incomplete_zones(statistic), zone)
+        incomplete_zones = sink.incomplete_zones(statistic)
+        change = zone_change(loaded, incomplete_zones, zone)
+        self._held = (loaded, incomplete_zones)  # what the change was read from (``_reload_short``)
         if change is not None:
             own = [day for day, held in loaded.items() if held.zone == zone]
             pending = change.first and max(own, default=dt.date.min) < change.first
@@ -133,6 +135,27 @@ class StatsLoad:
         """The plan's days fitted after a zone change that this load cannot count exactly: kept
         incomplete (the hour series cannot split them; a breakdown's rows have no hours)."""
         return {t.day for t in plan.transitions if not t.exact or self.breakdown is not None}
+
+    def overlapping(self, plan: Any, sink: Any, statistic: str) -> set[Any]:
+        """The plan's days whose hours a day held complete now shares (read again just before the
+        write): another run of this selection wrote it since this one planned, across a change of
+        the account's zone. Written incomplete, so the next run fits them afresh."""
+        held = sink.complete_days(statistic)
+        mine = {day.day: (day.start, day.end) for day in plan.days}
+        found = {
+            day.day
+            for day in plan.days
+            for date, other in held.items()
+            if date != day.day and other.start < day.end and day.start < other.end
+            and (date not in mine or mine[date] != (other.start, other.end))  # not this run's own day
+        }
+        if found:
+            self.log.warning(
+                "days %s share hours with days another run of this selection wrote meanwhile in another zone (the "
+                "account's time zone changed during the runs): written INCOMPLETE, so the next run loads them "
+                "again, fitted to the days held then", ", ".join(map(str, sorted(found))),
+            )  # fmt: skip
+        return found
 
     def _say_zone_change(self, change: Any, plan: Any, sink: Any) -> None:
         """A WARNING naming the zones, the days and what was done; what the user can do where a
@@ -443,6 +466,17 @@ class LinkStatsLoad(StatsLoad):
             "%d links counted more clicks since they were last read than their answers from %s hold: the days "
             "from %s were loaded before those clicks came, and are loaded again by this run", links, first, earliest,
         )  # fmt: skip
+        if change is not None and extra & change.taken:
+            # Days loaded complete in the old zone, found short: the old zone's days can no longer be
+            # asked, so they are loaded again in this zone, fitted as its other days are.
+            from airflow_provider_linkstats.client.warehouse import zone_change
+
+            loaded, incomplete_zones = self._held
+            gone_short = extra & change.taken
+            change = zone_change(
+                {day: held for day, held in loaded.items() if day not in gone_short},
+                {**incomplete_zones, **{day: loaded[day].zone for day in gone_short}}, zone,
+            )  # fmt: skip
         self._plan_args = (start, end, zone, sorted(set(reload) | extra), generation, change)
         self._reloaded_short = True
         replanned = self.replan(plan, now)
@@ -454,12 +488,16 @@ class LinkStatsLoad(StatsLoad):
     def write(self, plan: Any, sink: Any, statistic: str, record_ids: list[int], rows_by_day: dict,
               learned: dict) -> dict[str, Any]:  # fmt: skip
         rows = 0
-        inexact = self.inexact(plan)
+        inexact = self.inexact(plan) | self.overlapping(plan, sink, statistic)
         for day in plan.days:
             day_rows = _merged(rows_by_day[day.day], key_size=len(sink.schema.key))
             complete = day.day not in plan.incomplete and day.day not in inexact
             sink.write_day(day.day, plan.zone, statistic, record_ids, day_rows, complete, span=_span(day))
             rows += len(day_rows)
+        # Read back: a run of this selection in another zone may have written a day sharing hours
+        # with ours between the look above and our write (whichever writes last sees the other).
+        for day in self.overlapping(plan, sink, statistic) - inexact - set(plan.incomplete):
+            sink.mark_incomplete(statistic, day, plan.zone)
         if learned:
             sink.save_counters(statistic, learned)  # after the rows: a kill before it costs requests, never rows
         return {"rows": rows}
@@ -539,12 +577,15 @@ class WebsiteStatsLoad(StatsLoad):
             )  # fmt: skip
         written = [i for i in ids if i not in set(gone)]
         rows = 0
-        inexact = self.inexact(plan)
+        inexact = self.inexact(plan) | self.overlapping(plan, sink, statistic)
         for day in plan.days:
             day_rows = _merged(rows_by_day[day.day], key_size=len(sink.schema.key))
             complete = day.day not in plan.incomplete and day.day not in inexact
             sink.write_day(day.day, plan.zone, statistic, written, day_rows, complete, span=_span(day))
             rows += len(day_rows)
+        # Read back, as the links' load does.
+        for day in self.overlapping(plan, sink, statistic) - inexact - set(plan.incomplete):
+            sink.mark_incomplete(statistic, day, plan.zone)
         return {
             "websites": len(ids),
             "gone": gone,

@@ -203,9 +203,21 @@ def _earlier_link_by_url(
         assert moment is not None
         return moment
 
-    found = find(str(url), since, fields.get("domain_id"))
-    if not found:
+    nearby = find(str(url), since, fields.get("domain_id"))  # from a little before (the margin): see below
+    if not nearby:
         return None
+    # Only a link certainly created after the run started (its start at its latest) is an earlier
+    # try's; one made around that moment may be a teammate's: never claimed, never made again.
+    found = [record for record in nearby if created_since(record, since(), slack=0)]
+    around = [record for record in nearby if record not in found]
+    if not found:
+        ids = ", ".join(f"{record.get('id')} (created {record.get('created_at')})" for record in around)
+        raise LinkstatsOutcomeUnknownError(
+            f"links {ids} have url {url!r} and were made around the moment this task's run started "
+            f"({since():%Y-%m-%d %H:%M:%S} UTC by the service's clock), so whether an earlier try of this task made "
+            "one cannot be told: nothing was sent. Check them: if one is this task's, mark the task success; if "
+            "none is, give the link an alias (a retry then finds its own by it) and clear the task"
+        )
     if len(found) > 1:
         ids = ", ".join(str(record.get("id")) for record in found)
         raise LinkstatsOutcomeUnknownError(

@@ -73,15 +73,11 @@ class Launch:
         # create by the service's clock, and a fixed end checked again then (``client.prepare``).
         prepared = [(item, self.hook.prepare_link_fields(item.fields, "create")) for item in self.items]
         existing = self.walk(prepared)
-        self.run_since = self.hook.on_service_clock(self.run_start)
-        if self.run_since is not None:
-            import datetime as dt
-
-            # Only a link certainly made after the run started counts as an earlier try's: the start at
-            # its latest within the clocks' measured offset, and ``made_by`` compares strictly (created_at
-            # keeps whole seconds), so a link made in the run's first second is taken as existing before
-            # and nothing is filled in on a link that may be another's.
-            self.run_since += dt.timedelta(seconds=2 * self.hook.client.clock.uncertainty)
+        # Only a link certainly made after the run started counts as an earlier try's: the start at its
+        # latest within the clocks' measured offset, and ``made_by`` compares strictly (created_at keeps
+        # whole seconds), so a link made in the run's first second is taken as existing before and
+        # nothing is filled in on a link that may be another's.
+        self.run_since = self.hook.on_service_clock(self.run_start, latest=True)
         if self.if_exists == "skip":
             self.refuse_conflicts(existing)  # before any write: "skip" never touches another's link
         total = len(prepared)

@@ -112,7 +112,9 @@ class RecordsMixin:
             if_exists,
             conn_id=self.linkstats_conn_id,
             log=self.log,
-            made_since=(lambda: self.on_service_clock(run_start)) if run_start is not None else None,
+            # At its latest within the clocks' offset: a claim that a record is this task's must not
+            # take one made just before the run started (the bulk launch's rule too).
+            made_since=(lambda: self.on_service_clock(run_start, latest=True)) if run_start is not None else None,
         )
 
     def service_now(self) -> Any:
@@ -121,16 +123,18 @@ class RecordsMixin:
         Pass it to ``link_status(record, now=...)`` to judge a record by the service's clock."""
         return self.client.ensure_clock(self.resource.service).now()
 
-    def on_service_clock(self, moment: Any) -> Any:
+    def on_service_clock(self, moment: Any, *, latest: bool = False) -> Any:
         """``moment`` (an aware datetime stamped by Airflow, whose clock is the worker's) on the service's
-        clock, taken at its earliest within the offset's uncertainty; None stays None."""
+        clock, taken at its earliest within the offset's uncertainty (``latest``: at its latest, for a
+        claim that something came after it); None stays None."""
         import datetime as dt
 
         if not isinstance(moment, dt.datetime):
             return None
         clock = self.client.clock
         moment = moment if moment.tzinfo is not None else moment.replace(tzinfo=dt.timezone.utc)
-        return dt.datetime.fromtimestamp(moment.timestamp() + clock.offset - clock.uncertainty, dt.timezone.utc)
+        spread = clock.uncertainty if latest else -clock.uncertainty
+        return dt.datetime.fromtimestamp(moment.timestamp() + clock.offset + spread, dt.timezone.utc)
 
     def unset_fields(self, record: JsonDict, fields: JsonDict, resource: Resource | None = None) -> JsonDict:
         """The asked fields ``record`` holds nothing for: what a write the service ignored leaves behind."""

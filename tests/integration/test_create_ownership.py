@@ -133,6 +133,39 @@ def test_a_retry_never_takes_a_link_older_than_its_run(emu):
         run_try(link(), run, try_number=2)
 
 
+def test_a_retry_never_takes_a_link_made_half_a_second_before_its_run(emu):
+    """A teammate's link with the alias made 0.5 s before the run started (as the single create's
+    retry sees it): before, the run's start on the service's clock was taken at its earliest within
+    the offset's uncertainty, so the link (created_at in whole seconds) read as made after it and was
+    taken as this task's own (created_earlier), 5 of 5 times late in a second. Now at its latest, as
+    the bulk launch takes it: not ours, met as if_exists says (fail)."""
+    theirs = emu.store.add_link(url="https://example.com/spring", alias="spring")
+    started = dt.datetime.now(dt.timezone.utc) + dt.timedelta(seconds=0.5)
+    time.sleep(1.0)
+    with pytest.raises(AirflowFailException, match="LinkstatsExistsError: .*already exists"):
+        run_try(link(), Run(run_after=started, start_date=started), try_number=2)
+    assert [stored["id"] for stored in emu.store.links()] == [theirs["id"]]
+
+
+def test_an_alias_less_retry_never_takes_a_link_made_around_its_run_start(emu):
+    """A teammate's link with the URL made 2 s before the run started: before, the retry's look-up by
+    URL (from the start less the clock's margin and a second) took it as this task's own and made
+    nothing. Now a link made around the start is neither taken nor made again: "outcome unknown",
+    naming it; one made after the start is taken (the lost worker's case)."""
+    theirs = emu.store.add_link(url="https://example.com/spring")
+    started = dt.datetime.now(dt.timezone.utc) + dt.timedelta(seconds=2)
+    time.sleep(3)
+    with pytest.raises(AirflowFailException, match=rf"Unknown.*: links {theirs['id']} \(created .*around the moment"):
+        run_try(LinkstatsCreateLinkOperator(task_id="create", url="https://example.com/spring"),
+                Run(run_after=started, start_date=started), try_number=2)  # fmt: skip
+    assert [stored["id"] for stored in emu.store.links()] == [theirs["id"]] and posts(emu) == 0
+    time.sleep(2)
+    ours = emu.store.add_link(url="https://example.com/spring")  # an earlier try's, 3 s after the start
+    record = run_try(LinkstatsCreateLinkOperator(task_id="create", url="https://example.com/spring"),
+                     Run(run_after=started, start_date=started), try_number=2)  # fmt: skip
+    assert record["id"] == ours["id"] and len(emu.store.links()) == 2 and posts(emu) == 0
+
+
 # -- item 3: no resend while the first may still land -----------------------------------------------------
 
 

@@ -400,7 +400,13 @@ class LinkStatsLoad(StatsLoad):
                 if before_windows:  # clicked in those hours: held its value from the first day's own start at best
                     steady = max(steady, ServiceDay.of(plan.days[0].day, plan.zone).start)
                 learned[link_id] = Counter(link.clicks, steady, link.alias)
-                answered = sum(labelled.values()) + before_windows
+                # The clicks this run's days hold: a day fitted after a zone change by its span (not its
+                # label's, whose hours other days hold), and no label of a day held in another zone (a
+                # click counted there since is a click that day is short of).
+                fitted = {t.day for t in plan.transitions} - inexact
+                held = self._plan_args[5].taken if self._plan_args[5] is not None else frozenset()
+                answered = sum(n for day, n in labelled.items() if day not in fitted and day not in held)
+                answered += sum(counts[link_id].get(day) or 0 for day in fitted)  # their hours before the windows too
                 found = first_day_found_short(link.clicks, known.get(link_id), answered, windows, plan)
                 short += [found] if found else []
             progress.step(done + 1)

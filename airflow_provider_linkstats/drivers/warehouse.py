@@ -66,8 +66,11 @@ class StatsLoad:
         hook = self.hook
         generation = hook.generation
         account_zone = hook.settings.timezone
+        # The account's zone, when the service counts days in it: read by this task or from the
+        # host's learned facts (up to their cache_ttl old), so confirmed after the answers (``_confirm_zone``).
+        self._account_zone: str | None = None
         if account_zone is None and generation.stats_zone in (ACCOUNT_ZONE, ACCOUNT_OFFSET):
-            account_zone = hook.service_profile(account=True).timezone
+            account_zone = self._account_zone = hook.service_profile(account=True).timezone
         zone = bucketing_zone(generation, account_zone, self._service_now(now))
         statistic = breakdown or "+".join(generation.daily_series)
         # The state (incomplete days, counters) is this selection's: another space's load into the
@@ -135,6 +138,28 @@ class StatsLoad:
         """The plan's days fitted after a zone change that this load cannot count exactly: kept
         incomplete (the hour series cannot split them; a breakdown's rows have no hours)."""
         return {t.day for t in plan.transitions if not t.exact or self.breakdown is not None}
+
+    def _confirm_zone(self, plan: Any) -> Any:
+        """The plan, with the account's zone read again once every statistics answer is
+        in, when the days were planned in a zone taken from the account and one would be complete.
+        The account's zone may have changed during the run, or before it while the host's learned
+        facts still held the old one: the answers were then counted in another zone's days, and every
+        day is written incomplete (the next run, in the zone now, loads them again)."""
+        import dataclasses
+
+        if getattr(self, "_account_zone", None) is None or set(plan.dates) <= set(plan.incomplete):
+            return plan
+        zone = self.hook.client.account().get("timezone") or "UTC"
+        if zone == self._account_zone:
+            return plan
+        self.hook.forget_learned(f"the account's time zone is now {zone}, not {self._account_zone}")
+        self.log.warning(
+            "the account's time zone is %s, not %s as this run planned its days with (it changed during the run, or "
+            "just before it while this host's learned facts still held the old zone): days %s are written "
+            "INCOMPLETE, and the next run loads them again in %s", zone, self._account_zone,
+            ", ".join(map(str, plan.dates)), zone,
+        )  # fmt: skip
+        return dataclasses.replace(plan, incomplete=frozenset(plan.dates))
 
     def overlapping(self, plan: Any, sink: Any, statistic: str) -> set[Any]:
         """The plan's days whose hours a day held complete now shares (read again just before the
@@ -447,11 +472,12 @@ class LinkStatsLoad(StatsLoad):
                 "already in %s are left as they were", len(gone), shown, sink.describe(),
             )  # fmt: skip
         record_ids = [i for i in listed if i not in set(gone)]
+        plan = self._confirm_zone(plan)
         return self.write(plan, sink, statistic, record_ids, rows_by_day, learned) | {
             "links": len(listed),
             "gone": gone,
             "fetched": len(wanted),
-            "requests": requests + pages,
+            "requests": requests + pages,  # the account's reads (its zone) aside, as the docs say
             "minimum_requests": minimum_requests(
                 listed=len(listed) if ids is None else None, changed=len(wanted), windows=len(windows),
                 breakdown_days=days_with_clicks, alone=asked_alone,

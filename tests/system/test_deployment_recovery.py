@@ -93,7 +93,9 @@ def assert_made_by(result: dict, killed_with: int, how: str) -> None:
 @scenario("recovery")
 def recovery(shared: SharedDeployment) -> None:
     deployment, emu = shared.deployment, shared.emulators["recovery"]
-    emu.faults.set_latency(1.0)  # 8 creates a second at most: the kill lands mid-launch
+    # 8 creates at a time, 2.5 s each (about 3 a second): the 40 take some 13 s, so the kill lands
+    # mid-launch even on a loaded machine (at 1 s each, CI once saw the launch finish between two looks)
+    emu.faults.set_latency(2.5)
     conf = {"campaign": "recover", "count": ROWS, "workdir": f"file://{shared.home}/bulk-launch"}
     deadline = time.monotonic() + 240
     while not deployment.query("SELECT 1 FROM serialized_dag WHERE dag_id = ?", DAG_ID):
@@ -162,7 +164,7 @@ def recovery(shared: SharedDeployment) -> None:
 
     # A second run, killed the same way and left to the example's own retry (a minute later): the
     # plain retry says the same (before: 30 of 36 links the first try made were "before the run").
-    emu.faults.set_latency(1.0)
+    emu.faults.set_latency(2.5)  # as above
     conf = {**conf, "campaign": "retried"}
     deployment.cli("dags", "trigger", DAG_ID, "--conf", json.dumps(conf))
     deadline = time.monotonic() + 120

@@ -540,6 +540,10 @@ class FileSink:
             day = dt.date.fromisoformat(name)
             if flag.get("complete") and flag.get("zone") and day not in found:
                 found[day] = LoadedDay.of(day, str(flag["zone"]))
+        # Kept, so that the folder is scanned once, not at every look (each a read per day on S3).
+        self.state_dir(statistic).mkdir(parents=True, exist_ok=True)
+        kept = {day.isoformat(): _entry(day, held) for day, held in sorted(found.items())}
+        self._replace(target, json.dumps({"days": kept}).encode())
         return found
 
     def _note_complete(self, statistic: str, day: dt.date, zone: str, span: Any = None) -> None:
@@ -549,13 +553,9 @@ class FileSink:
         target = self.state_dir(statistic) / "zones.json"
         entry: Any = zone if span is None else [zone, *(moment.isoformat() for moment in span)]
         for _ in range(WRITE_ATTEMPTS):
-            kept = target.exists() and isinstance(json.loads(target.read_text()).get("days"), dict)
-            days = {
-                held_day.isoformat(): (held.zone if LoadedDay.of(held_day, held.zone) == held
-                                       else [held.zone, held.start.isoformat(), held.end.isoformat()])
-                for held_day, held in self._held_days(statistic).items()
-            }  # fmt: skip
-            if kept and days.get(day.isoformat()) == entry:
+            held_days = self._held_days(statistic)
+            days = {held_day.isoformat(): _entry(held_day, held) for held_day, held in held_days.items()}
+            if days.get(day.isoformat()) == entry:
                 return
             days[day.isoformat()] = entry
             self._replace(target, json.dumps({"days": dict(sorted(days.items()))}).encode())
@@ -755,6 +755,13 @@ def _parse_span(text: Any) -> tuple[dt.datetime, dt.datetime] | None:
         return None
     start, _, end = str(text).partition("/")
     return dt.datetime.fromisoformat(start), dt.datetime.fromisoformat(end)
+
+
+def _entry(day: dt.date, held: LoadedDay) -> Any:
+    """One day of ``zones.json``: its zone, or [zone, start, end] when not its zone's midnights."""
+    if LoadedDay.of(day, held.zone) == held:
+        return held.zone
+    return [held.zone, held.start.isoformat(), held.end.isoformat()]
 
 
 def _held(day: dt.date, entry: Any) -> LoadedDay:

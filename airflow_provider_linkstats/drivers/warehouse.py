@@ -149,9 +149,20 @@ class StatsLoad:
 
         if getattr(self, "_account_zone", None) is None or set(plan.dates) <= set(plan.incomplete):
             return plan
-        zone = self.hook.client.account().get("timezone") or "UTC"
+        from airflow_provider_linkstats.client.errors import LinkstatsError
+
+        try:
+            zone = self.hook.client.account().get("timezone") or "UTC"
+        except LinkstatsError as error:  # unconfirmed: nothing is lost by loading the days again
+            self.log.warning(
+                "the account's time zone could not be read again after the statistics (%s): days %s are written "
+                "INCOMPLETE, and the next run loads them again", error, ", ".join(map(str, plan.dates)),
+            )  # fmt: skip
+            self.zone_unconfirmed = True
+            return dataclasses.replace(plan, incomplete=frozenset(plan.dates))
         if zone == self._account_zone:
             return plan
+        self.zone_unconfirmed = True  # the counters' moments were read in another zone's days too
         self.hook.forget_learned(f"the account's time zone is now {zone}, not {self._account_zone}")
         self.log.warning(
             "the account's time zone is %s, not %s as this run planned its days with (it changed during the run, or "
@@ -161,10 +172,12 @@ class StatsLoad:
         )  # fmt: skip
         return dataclasses.replace(plan, incomplete=frozenset(plan.dates))
 
-    def overlapping(self, plan: Any, sink: Any, statistic: str) -> set[Any]:
+    def overlapping(self, plan: Any, sink: Any, statistic: str, written: bool = False) -> set[Any]:
         """The plan's days whose hours a day held complete now shares (read again just before the
-        write): another run of this selection wrote it since this one planned, across a change of
-        the account's zone. Written incomplete, so the next run fits them afresh."""
+        write, and after it: ``written``): another run of this selection wrote it since this one
+        planned, across a change of the account's zone. Written incomplete, so the next run fits
+        them afresh. Before the write, a held day of a date this run writes is not another's (this
+        run replaces it); after, only one with this run's span for it is this run's."""
         held = sink.complete_days(statistic)
         mine = {day.day: (day.start, day.end) for day in plan.days}
         found = {
@@ -172,7 +185,7 @@ class StatsLoad:
             for day in plan.days
             for date, other in held.items()
             if date != day.day and other.start < day.end and day.start < other.end
-            and (date not in mine or mine[date] != (other.start, other.end))  # not this run's own day
+            and (date not in mine or (written and mine[date] != (other.start, other.end)))
         }
         if found:
             self.log.warning(
@@ -498,9 +511,11 @@ class LinkStatsLoad(StatsLoad):
             "%d links counted more clicks since they were last read than their answers from %s hold: the days "
             "from %s were loaded before those clicks came, and are loaded again by this run", links, first, earliest,
         )  # fmt: skip
-        if change is not None and extra & change.taken:
+        if change is not None and extra & change.taken and not self.inexact(plan):
             # Days loaded complete in the old zone, found short: the old zone's days can no longer be
-            # asked, so they are loaded again in this zone, fitted as its other days are.
+            # asked, so they are loaded again in this zone, fitted as its other days are. (Not with a
+            # day that cannot be counted exactly: the answers then cannot tell a short day from the
+            # hours that day holds, and the old zone's days are left as they are.)
             from airflow_provider_linkstats.client.warehouse import zone_change
 
             loaded, incomplete_zones = self._held
@@ -528,9 +543,9 @@ class LinkStatsLoad(StatsLoad):
             rows += len(day_rows)
         # Read back: a run of this selection in another zone may have written a day sharing hours
         # with ours between the look above and our write (whichever writes last sees the other).
-        for day in self.overlapping(plan, sink, statistic) - inexact - set(plan.incomplete):
+        for day in self.overlapping(plan, sink, statistic, written=True) - inexact - set(plan.incomplete):
             sink.mark_incomplete(statistic, day, plan.zone)
-        if learned:
+        if learned and not getattr(self, "zone_unconfirmed", False):  # moments read in another zone's days: not kept
             sink.save_counters(statistic, learned)  # after the rows: a kill before it costs requests, never rows
         return {"rows": rows}
 
@@ -616,7 +631,7 @@ class WebsiteStatsLoad(StatsLoad):
             sink.write_day(day.day, plan.zone, statistic, written, day_rows, complete, span=_span(day))
             rows += len(day_rows)
         # Read back, as the links' load does.
-        for day in self.overlapping(plan, sink, statistic) - inexact - set(plan.incomplete):
+        for day in self.overlapping(plan, sink, statistic, written=True) - inexact - set(plan.incomplete):
             sink.mark_incomplete(statistic, day, plan.zone)
         return {
             "websites": len(ids),

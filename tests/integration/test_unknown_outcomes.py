@@ -70,11 +70,14 @@ def test_a_create_with_alias_answered_by_a_gateway_after_commit_is_found_not_res
 @pytest.mark.parametrize("status", GATEWAY)
 def test_a_create_without_alias_is_found_by_its_url_among_the_links_made_since(emu, links, status):
     links.create_link("https://example.com/old")  # another long URL: never a candidate
+    # Counted from here: on a loaded machine the create above may lose its answer to the client's
+    # read timeout and be looked up itself (CI once saw that look-up's GET counted here).
+    emu.stats.reset()
     emu.faults.fail_next(status=status, method="POST", after_commit=True)
     record = links.create_link("https://example.com/a")
     made = [link for link in emu.store.links() if link["url"] == "https://example.com/a"]
     assert [link["id"] for link in made] == [record["id"]]  # no twin
-    assert sent(emu, "POST", "links") == 2 and sent(emu, "GET", "links") == 1
+    assert sent(emu, "POST", "links") == 1 and sent(emu, "GET", "links") == 1
 
 
 @pytest.mark.parametrize("alias", ["spring", None])

@@ -300,6 +300,9 @@ def test_clicks_counted_late_on_a_day_of_the_old_zone(emulators, monkeypatch, tm
     # zone's, its log saying "loaded again by this run"; at 20:30 (hours Tokyo's 10th's label holds)
     # not even found short, the answer compared being the whole label's: short [('2026-10-09', 2, 5)]
     assert_every_hour_once(found)
+    # The run replaces the UTC 9th it found short: no day of its own taken for another run's (the
+    # review found Tokyo's 10th written incomplete, with a WARNING about a concurrent run)
+    assert found["incomplete"] == [], found["days"]
 
 
 @pytest.mark.parametrize("how", ["deleted-as-documented", "marked-incomplete"])

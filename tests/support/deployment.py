@@ -138,6 +138,14 @@ class Deployment:
                     parts.append(f"--- {path.relative_to(self.home)}\n{path.read_text(errors='replace')[-tail:]}")
         return "\n".join(parts) or f"(no task log of {dag_id} names a failed task)"
 
+    def task_timeline(self) -> str:
+        """Every task try of the deployment, by start: where an executor's time went when a run was slow."""
+        rows = self.query(
+            "SELECT start_date, end_date, dag_id, task_id, try_number, state FROM task_instance "
+            "ORDER BY start_date IS NULL, start_date"
+        )
+        return "\n".join(" ".join(str(value) for value in row) for row in rows) or "(no task instance)"
+
     def unexplained_retries(self, dag_id: str) -> list[str]:
         """The DAG's task tries that failed for a reason other than Airflow's own races.
 

@@ -116,21 +116,24 @@ def recovery(shared: SharedDeployment) -> None:
         time.sleep(0.5)
     assert task_row(deployment, "state")[0] in ("up_for_retry", "failed")
 
-    # What the docs say: clear the task (and those after it); it runs again at once and resumes,
-    # well before the example's retry (a minute after the killed try) would have.
+    # What the docs say: clear the task (and those after it). The clear itself takes the try out of
+    # its retry wait at once (the example's retry would come a minute after the killed try); when
+    # it runs again is the executor's business: on 2.11 the deployment's SequentialExecutor runs
+    # one task at a time for every scenario, and on a loaded CI machine the resumed try was still
+    # logging its start 114 s after the kill, the run unfinished when a 120 s wait ended.
     deployment.cli(*CLEAR)
-    deadline = time.monotonic() + 40
-    while task_row(deployment, "try_number")[0] == first_try or task_row(deployment, "state")[0] == "up_for_retry":
-        assert time.monotonic() < deadline, f"{TASK} was not run again after the clear: {task_row(deployment, 'state')}"
-        time.sleep(0.5)
-    deadline = time.monotonic() + 120
+    assert task_row(deployment, "state")[0] != "up_for_retry", f"the clear left {TASK} waiting for its retry"
+    deadline = time.monotonic() + 480
     state = None
     while time.monotonic() < deadline:
         state = next(iter(deployment.run_states(DAG_ID)), None)
         if state in ("success", "failed"):
             break
         time.sleep(1)
-    assert state == "success", f"DagRun {state}; failed tasks:\n{deployment.failed_task_logs(DAG_ID)}"
+    assert state == "success", (
+        f"DagRun {state}; tries:\n{deployment.task_timeline()}\nfailed tasks:\n{deployment.failed_task_logs(DAG_ID)}"
+    )
+    assert task_row(deployment, "try_number")[0] > first_try  # the cleared task ran again
 
     # One link per row, none created twice: the resumed try listed what the killed one made.
     assert made(emu, "recover") == [f"recover-sku-{n:04d}" for n in range(1, ROWS + 1)]
@@ -150,7 +153,7 @@ def recovery(shared: SharedDeployment) -> None:
     # link; the launch runs a third time and finds all 40, each made by an earlier try of this run
     # (before issue 37: all 40 "before the run", created_earlier 0, the start_date being the evidence).
     deployment.cli("tasks", "clear", DAG_ID, "--yes")
-    deadline = time.monotonic() + 180
+    deadline = time.monotonic() + 480  # three tasks again, in the queue of every scenario's tasks on 2.11
     while task_row(deployment, "try_number")[0] <= first_try + 1 or deployment.run_states(DAG_ID)[0] != "success":
         assert time.monotonic() < deadline, f"the cleared run did not end: {deployment.run_states(DAG_ID)}"
         assert deployment.run_states(DAG_ID)[0] != "failed", deployment.failed_task_logs(DAG_ID)
@@ -167,7 +170,7 @@ def recovery(shared: SharedDeployment) -> None:
     emu.faults.set_latency(2.5)  # as above
     conf = {**conf, "campaign": "retried"}
     deployment.cli("dags", "trigger", DAG_ID, "--conf", json.dumps(conf))
-    deadline = time.monotonic() + 120
+    deadline = time.monotonic() + 300
     while task_row(deployment, "state", run=1)[0] is None:
         assert time.monotonic() < deadline, "the second run never started its launch"
         time.sleep(0.5)
@@ -200,12 +203,13 @@ def recovery(shared: SharedDeployment) -> None:
 
 
 @pytest.mark.slow
-@pytest.mark.timeout(1500)
+@pytest.mark.timeout(2100)
 @pytest.mark.xdist_group("deployment")
 @pytest.mark.deployment_scenario("recovery")
 def test_a_killed_bulk_launch_is_recovered_by_the_documented_clear(shared_deployment):
     """Also who made each link (the result's made_by), after the clear and after a plain retry (issue 37 item 4)."""
-    shared_deployment.result("recovery", timeout=1100)
+    # Every wait's budget is for a loaded machine (2.11's one-task-at-a-time executor); a passing run takes 3-6 min.
+    shared_deployment.result("recovery", timeout=1800)
 
 
 def test_the_documented_command_is_the_one_this_test_runs():

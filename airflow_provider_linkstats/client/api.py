@@ -442,7 +442,8 @@ class LinkstatsClient:
     ) -> dict[str, Any]:
         """The record a create whose outcome is unknown made. A look-up that finds nothing is no
         proof: a gateway may answer at once while the PHP request behind it commits seconds later.
-        So it is looked for again (backing off) until ``late_commit_window`` has passed, then
+        So it is looked for again (backing off) until a look sent after ``late_commit_window`` has
+        passed finds nothing either, then
         ``LinkstatsOutcomeUnknownError`` says what was looked up and what to check. Never sent again:
         a resend while the first may still land makes a twin (the task's retry looks again first)."""
         window = self.settings.late_commit_window
@@ -454,10 +455,13 @@ class LinkstatsClient:
             left = window - (time.monotonic() - started)
             time.sleep(max(0.0, min(pause, left)))  # let a late commit land
             looks += 1
+            look_began = time.monotonic()
             existing = self._created_earlier(resource, request, fields, key_value, sent_at, unknown)
             if existing is not None:
                 return existing
-            if time.monotonic() - started >= window:
+            # Only a look sent after the window proves nothing landed in it: one begun inside it and
+            # answered after it (a slow answer, a stalled worker) may have been read before a commit.
+            if look_began - started >= window:
                 break
             log.info(
                 "Linkstats %s: %s, and no %s it made is there yet (look %d); looking again within %.0f s",

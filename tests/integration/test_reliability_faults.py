@@ -512,6 +512,31 @@ def test_connection_refused_is_one_transport_error(method, hooks):
     assert elapsed < 1.0 + SLACK
 
 
+def test_a_lost_creates_last_look_up_is_sent_after_the_late_commit_window(server, hooks):
+    """A create answered 504, its look-ups read at once but answered 0.7 s later (a slow way back, or a
+    worker stalled on a loaded machine): a look begun inside the 1 s window and answered after it may
+    have been read before a commit late in the window, so one more is sent. Before, the loop stopped on
+    the look answered after the window: its last look-up reached the server 0.8 s after the 504."""
+    method = METHODS[0]  # create_link
+    window = 1.0
+    fake, hook = arrange(method, server, hooks, late_commit_window=window, timeout=5)  # a slow answer, not a lost one
+
+    def answered_slowly(request: dict) -> tuple:
+        time.sleep(0.7)
+        return request["answer"]
+
+    fake.faults += [
+        Fault("POST", lambda r: ("respond", 504, {"message": "gateway timeout"}), gateway=True),
+        Fault("GET", answered_slowly, after=True, times=20),
+    ]
+    with pytest.raises(LinkstatsOutcomeUnknownError, match="looked up"):
+        method.call(hook)
+    ((_, gateway_answered),) = fake.answered
+    looks = fake.times("GET")
+    assert looks and max(looks) - gateway_answered >= window, [round(t - gateway_answered, 2) for t in looks]
+    assert len(looks) <= 4 and fake.count("POST") == 1 and fake.records == {}
+
+
 def test_create_that_got_no_answer_is_not_duplicated_by_the_task_retry(server, hooks, monkeypatch):
     """The create landed, then the service stopped answering (lookups included): the hook raises
     LinkstatsOutcomeUnknownError; the task's retry (if_exists="skip") finds the link, never a twin."""

@@ -251,18 +251,16 @@ def test_postgres_a_zone_change_between_runs_puts_every_hour_in_one_day_exactly(
 
     from tests.integration.test_warehouse_days import clicks_every_hour, daily_utc_runs
     from tests.integration.test_warehouse_days import load as load_days
-    from tests.integration.test_warehouse_review import ZONE_MOVES, zone_emulator
+    from tests.integration.test_warehouse_review import ZONE_MOVES, runs_across_a_zone_change, zone_emulator
 
     old, new, expected = ZONE_MOVES[move]
     emu = zone_emulator(emulators, monkeypatch, tmp_path)
     change = dt.datetime(2026, 10, 10, 12, tzinfo=dt.timezone.utc)
     clicks_every_hour(emu, old, change, links=1, per_hour=1)
     try:
-        for n, (start, end) in enumerate(daily_utc_runs(change)):
-            if n == 2:
-                emu.configure_account(timezone=new)
-            emu.clock.set(end + dt.timedelta(minutes=10))
-            load_days("clicks", start, end, sql_conn_id="pgwh")
+        runs_across_a_zone_change(
+            emu, new, lambda start, end: load_days("clicks", start, end, sql_conn_id="pgwh"), daily_utc_runs(change)
+        )
     finally:
         emu.reset()
     loaded = {day.isoformat(): (zone, clicks) for day, zone, clicks in pg.get_records(

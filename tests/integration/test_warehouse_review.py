@@ -251,11 +251,9 @@ def test_a_zone_change_between_runs_counts_no_hour_twice(emulators, monkeypatch,
     change = utc("2026-10-10T12:00")
     clicks_every_hour(emu, "UTC", change, links=1, per_hour=1)
     try:
-        for n, (start, end) in enumerate(daily_utc_runs(change)):
-            if n == 2:
-                emu.configure_account(timezone="Asia/Tokyo")
-            emu.clock.set(end + dt.timedelta(minutes=10))
-            load("clicks", start, end)
+        runs_across_a_zone_change(
+            emu, "Asia/Tokyo", lambda start, end: load("clicks", start, end), daily_utc_runs(change)
+        )
     finally:
         emu.reset()
     with sqlite3.connect(path) as db:
@@ -296,6 +294,22 @@ def zone_emulator(emulators, monkeypatch, tmp_path):
     )
     monkeypatch.setenv("AIRFLOW_CONN_WH", json.dumps({"conn_type": "sqlite", "host": str(tmp_path / "warehouse.db")}))
     return emu
+
+
+def runs_across_a_zone_change(emu, new_zone: str, load, runs: list, at_change=None) -> list:
+    """``load(start, end)`` for each of the ``runs`` (data intervals), each run 10 minutes after its
+    interval by the service's clock, the account's zone made ``new_zone`` before the third (and
+    ``at_change()`` run then: a test's edit of the destination). The loads' results, in order. The
+    caller resets the emulator."""
+    results = []
+    for n, (start, end) in enumerate(runs):
+        if n == 2:
+            emu.configure_account(timezone=new_zone)
+            if at_change is not None:
+                at_change()
+        emu.clock.set(end + dt.timedelta(minutes=10))
+        results.append(load(start, end))
+    return results
 
 
 def zone_load(destination: str, tmp_path, start: dt.datetime, end: dt.datetime) -> dict:
@@ -349,16 +363,16 @@ def test_a_zone_change_between_runs_puts_every_hour_in_one_day_exactly(
     emu = zone_emulator(emulators, monkeypatch, tmp_path)
     change = utc("2026-10-10T12:00")
     clicks_every_hour(emu, old, change, links=1, per_hour=1)
-    reports = []
+
+    def counted_load(start, end):
+        emu.stats.reset()
+        report = zone_load(destination, tmp_path, start, end)
+        served = emu.stats.count(path_prefix="/stats") + emu.stats.count(path_prefix="/links")
+        assert served == report["requests"] == report["minimum_requests"]
+        return report
+
     try:
-        for n, (start, end) in enumerate(daily_utc_runs(change)):
-            if n == 2:
-                emu.configure_account(timezone=new)
-            emu.clock.set(end + dt.timedelta(minutes=10))
-            emu.stats.reset()
-            reports.append(zone_load(destination, tmp_path, start, end))
-            served = emu.stats.count(path_prefix="/stats") + emu.stats.count(path_prefix="/links")
-            assert served == reports[-1]["requests"] == reports[-1]["minimum_requests"]
+        reports = runs_across_a_zone_change(emu, new, counted_load, daily_utc_runs(change))
         first = zone_days(destination, tmp_path)
         for start, end in daily_utc_runs(change):  # the same runs again (a backfill): the same days
             zone_load(destination, tmp_path, start, end)
@@ -386,14 +400,16 @@ def test_a_folder_written_before_zones_json_sees_the_zone_change_in_its_day_file
     emu = zone_emulator(emulators, monkeypatch, tmp_path)
     change = utc("2026-10-10T12:00")
     clicks_every_hour(emu, old, change, links=1, per_hour=1)
+
+    def remove_zones_json():
+        (saved,) = (tmp_path / "files").glob("_state/*/zones.json")
+        saved.unlink()
+
     try:
-        for n, (start, end) in enumerate(daily_utc_runs(change)):
-            if n == 2:
-                emu.configure_account(timezone=new)
-                (saved,) = (tmp_path / "files").glob("_state/*/zones.json")
-                saved.unlink()
-            emu.clock.set(end + dt.timedelta(minutes=10))
-            zone_load("files", tmp_path, start, end)
+        runs_across_a_zone_change(
+            emu, new, lambda start, end: zone_load("files", tmp_path, start, end), daily_utc_runs(change),
+            remove_zones_json,
+        )  # fmt: skip
     finally:
         emu.reset()
     assert zone_days("files", tmp_path)[0] == expected
@@ -457,19 +473,19 @@ def test_a_zone_change_the_hours_cannot_split_keeps_the_first_day_incomplete_and
     change = utc("2026-10-10T12:00")
     clicks_every_hour(emu, "UTC", change, links=1, per_hour=1)
     warnings: list[str] = []
+
+    def load_keeping_warnings(start, end):
+        operator = LinkstatsLinkStatsToWarehouseOperator(
+            task_id="load", sql_conn_id="wh", table=table, **extra,
+            data_interval_start=start.isoformat(), data_interval_end=end.isoformat(),
+        )  # fmt: skip
+        log = RecordingLog()
+        log.warning = lambda message, *args: warnings.append(message % args)  # type: ignore[method-assign]
+        operator._log = operator._cached_logger = log
+        run_operator(operator)
+
     try:
-        for n, (start, end) in enumerate(daily_utc_runs(change)):
-            if n == 2:
-                emu.configure_account(timezone=new)
-            emu.clock.set(end + dt.timedelta(minutes=10))
-            operator = LinkstatsLinkStatsToWarehouseOperator(
-                task_id="load", sql_conn_id="wh", table=table, **extra,
-                data_interval_start=start.isoformat(), data_interval_end=end.isoformat(),
-            )  # fmt: skip
-            log = RecordingLog()
-            log.warning = lambda message, *args, log=log: warnings.append(message % args)  # type: ignore[method-assign]
-            operator._log = operator._cached_logger = log
-            run_operator(operator)
+        runs_across_a_zone_change(emu, new, load_keeping_warnings, daily_utc_runs(change))
     finally:
         emu.reset()
     with sqlite3.connect(tmp_path / "warehouse.db") as db:

@@ -7,7 +7,7 @@ import datetime as dt
 
 import pytest
 
-from tests.integration.test_warehouse_review import zone_days, zone_emulator, zone_load
+from tests.integration.test_warehouse_review import runs_across_a_zone_change, zone_days, zone_emulator, zone_load
 
 
 def runs(first: dt.datetime, n: int):
@@ -44,11 +44,12 @@ def test_backfill_of_dates_never_loaded_after_a_change(emulators, monkeypatch, t
     clicks_every_hour(emu, "UTC", utc("2026-10-10T00:00"), hours=192, links=1, per_hour=1)  # 10-06 00:30 .. 10-13 23:30
     reports = []
     try:
-        for n, (start, end) in enumerate(runs(utc("2026-10-08T00:00"), 4)):
-            if n == 2:
-                emu.configure_account(timezone="Asia/Tokyo")
-            emu.clock.set(end + dt.timedelta(minutes=10))
-            zone_load(destination, tmp_path, start, end)
+        runs_across_a_zone_change(
+            emu,
+            "Asia/Tokyo",
+            lambda start, end: zone_load(destination, tmp_path, start, end),
+            runs(utc("2026-10-08T00:00"), 4),
+        )
         # a backfill of 10-06 and 10-07 (never loaded: the DAG's start_date moved back)
         for start, end in runs(utc("2026-10-06T00:00"), 2):
             reports.append(zone_load(destination, tmp_path, start, end))
@@ -76,15 +77,17 @@ def test_a_zone_change_on_the_first_run_after_a_table_of_the_layout_before_selec
     emu = zone_emulator(emulators, monkeypatch, tmp_path)
     change = utc("2026-10-10T12:00")
     clicks_every_hour(emu, "UTC", change, links=1, per_hour=1)
+
+    def as_the_migrated_legacy_state():
+        with sqlite3.connect(tmp_path / "warehouse.db") as db:
+            db.execute("UPDATE clicks_days SET selection = ''")
+            db.execute("UPDATE clicks_counters SET selection = ''")
+
     try:
-        for n, (start, end) in enumerate(daily_utc_runs(change)):
-            if n == 2:
-                emu.configure_account(timezone="Asia/Tokyo")
-                with sqlite3.connect(tmp_path / "warehouse.db") as db:  # the migrated legacy state
-                    db.execute("UPDATE clicks_days SET selection = ''")
-                    db.execute("UPDATE clicks_counters SET selection = ''")
-            emu.clock.set(end + dt.timedelta(minutes=10))
-            zone_load("table", tmp_path, start, end)
+        runs_across_a_zone_change(
+            emu, "Asia/Tokyo", lambda start, end: zone_load("table", tmp_path, start, end), daily_utc_runs(change),
+            as_the_migrated_legacy_state,
+        )  # fmt: skip
     finally:
         emu.reset()
     clicks, zones, incomplete = zone_days("table", tmp_path)
@@ -112,11 +115,9 @@ def test_a_zone_change_at_a_day_of_25_hours(emulators, monkeypatch, tmp_path, mo
     change = utc(at)
     clicks_every_hour(emu, old, change, hours=240, links=1, per_hour=1)  # 5 days either side
     try:
-        for n, (start, end) in enumerate(daily_utc_runs(change)):
-            if n == 2:
-                emu.configure_account(timezone=new)
-            emu.clock.set(end + dt.timedelta(minutes=10))
-            zone_load("table", tmp_path, start, end)
+        runs_across_a_zone_change(
+            emu, new, lambda start, end: zone_load("table", tmp_path, start, end), daily_utc_runs(change)
+        )
     finally:
         emu.reset()
     clicks, zones, incomplete = zone_days("table", tmp_path)
@@ -192,19 +193,21 @@ def test_the_state_of_the_build_before_spans_is_read(emulators, monkeypatch, tmp
     emu = zone_emulator(emulators, monkeypatch, tmp_path)
     change = utc("2026-10-10T12:00")
     clicks_every_hour(emu, old, change, links=1, per_hour=1)
+
+    def as_the_build_before_spans_left_it():
+        if destination == "table":
+            with sqlite3.connect(tmp_path / "warehouse.db") as db:
+                db.execute("ALTER TABLE clicks_days DROP COLUMN span")
+                assert "span" not in {row[1] for row in db.execute("PRAGMA table_info(clicks_days)")}
+        else:
+            (saved,) = (tmp_path / "files").glob("_state/*/zones.json")
+            saved.write_text(json.dumps({old: "2026-10-09"}))
+
     try:
-        for n, (start, end) in enumerate(daily_utc_runs(change)):
-            if n == 2:
-                emu.configure_account(timezone=new)
-                if destination == "table":  # the days table as the build before spans made it
-                    with sqlite3.connect(tmp_path / "warehouse.db") as db:
-                        db.execute("ALTER TABLE clicks_days DROP COLUMN span")
-                        assert "span" not in {row[1] for row in db.execute("PRAGMA table_info(clicks_days)")}
-                else:
-                    (saved,) = (tmp_path / "files").glob("_state/*/zones.json")
-                    saved.write_text(json.dumps({old: "2026-10-09"}))
-            emu.clock.set(end + dt.timedelta(minutes=10))
-            zone_load(destination, tmp_path, start, end)
+        runs_across_a_zone_change(
+            emu, new, lambda start, end: zone_load(destination, tmp_path, start, end), daily_utc_runs(change),
+            as_the_build_before_spans_left_it,
+        )  # fmt: skip
     finally:
         emu.reset()
     assert zone_days(destination, tmp_path)[0] == expected

@@ -89,7 +89,7 @@ class LinkstatsStatsToWarehouseOperatorBase(LinkstatsBaseOperator):
         check_days_begun(start, end, now)
         ids = self._ids()
         filters = self.selection()
-        from airflow_provider_linkstats.drivers.sinks import sink_for
+        from airflow_provider_linkstats.drivers.warehouse.sinks import sink_for
 
         # a bad table name or a missing connection fails here, before any request
         sink = sink_for(self.sql_conn_id, self.table, self.path, self.file_format, self.storage_conn_id, schema)

@@ -427,7 +427,7 @@ def test_website_breakdown_progress_lines_and_lineage(emu, warehouse, monkeypatc
         def info(self, message, *args):
             lines.append(message % args)
 
-    from airflow_provider_linkstats.drivers import warehouse as driver
+    from airflow_provider_linkstats.drivers.warehouse import progress as driver
 
     monkeypatch.setattr(driver, "PROGRESS_EVERY", 0.0)
     progress = driver.Progress(Log(), 40, "links fetched")

@@ -391,9 +391,9 @@ def test_a_zone_change_between_runs_puts_every_hour_in_one_day_exactly(
 def test_a_folder_written_before_zones_json_sees_the_zone_change_in_its_day_files(
     emulators, monkeypatch, tmp_path, move
 ):
-    """Files written by a build that kept no ``zones.json``: the zone of each of the selection's day
-    files stands in for it (read once, then kept in ``zones.json``). Without it (zones.json removed, no fallback) the
-    change went unseen: east 105 clicks for 96, west 87."""
+    """Files written by a build that kept no ``zones.json`` (nor ``complete/``): the zone of each of
+    the selection's day files stands in for it (read once, then kept in ``complete/``). Without it
+    (the state removed, no fallback) the change went unseen: east 105 clicks for 96, west 87."""
     from tests.integration.test_warehouse_days import clicks_every_hour, daily_utc_runs, utc
 
     old, new, expected = ZONE_MOVES[move]
@@ -402,8 +402,11 @@ def test_a_folder_written_before_zones_json_sees_the_zone_change_in_its_day_file
     clicks_every_hour(emu, old, change, links=1, per_hour=1)
 
     def remove_zones_json():
-        (saved,) = (tmp_path / "files").glob("_state/*/zones.json")
-        saved.unlink()
+        import shutil
+
+        (state,) = (tmp_path / "files").glob("_state/*/")
+        shutil.rmtree(state / "complete")
+        (state / "zones.json").unlink(missing_ok=True)
 
     try:
         runs_across_a_zone_change(

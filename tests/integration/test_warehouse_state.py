@@ -388,3 +388,48 @@ def test_the_file_layout_works_on_object_storage_without_locks():
     assert sorted((row["link_id"], row["clicks"]) for row in sinks["one"].read_day(day)) == [(1, 1), (2, 4)]
     assert list(sinks["one"].counters("clicks")) == [1] and list(sinks["two"].counters("clicks")) == [2]
     assert FileSink(base, "jsonl", LINK_DAILY, selection="one", generation="46").counters("clicks") == {}
+
+
+def test_two_runs_of_one_selection_writing_other_days_keep_both_days_flags(tmp_path, monkeypatch):
+    """Files, one selection, two runs (overlapping backfills): run one is about to note its day
+    complete when run two writes another day whole. Both days are held complete, each with its zone:
+    a day's flag is its own file. Before: one ``zones.json`` for every day, and run one's write, from
+    its read before run two's, dropped run two's day (its clicks then loaded again in another zone)."""
+    from airflow_provider_linkstats.drivers.sinks import LINK_DAILY, FileSink
+
+    first, second = DAY.date(), DAY.date() + dt.timedelta(days=1)
+    one, two = (FileSink(str(tmp_path), "jsonl", LINK_DAILY, selection="s") for _ in range(2))
+    written = FileSink._replace
+    interleaved = []
+
+    def replace(self, target, data):
+        flag = target.name == "zones.json" or target.parent.name == "complete"
+        if self is one and flag and not interleaved:  # run one's flag, after its look at the held days
+            interleaved.append(target.name)
+            two.write_day(second, "UTC", "clicks", [2], [(2, second.isoformat(), "UTC", 5)], complete=True)
+        written(self, target, data)
+
+    monkeypatch.setattr(FileSink, "_replace", replace)
+    one.write_day(first, "UTC", "clicks", [1], [(1, first.isoformat(), "UTC", 3)], complete=True)
+    assert interleaved
+    held = FileSink(str(tmp_path), "jsonl", LINK_DAILY, selection="s").complete_days("clicks")
+    assert {day: day_held.zone for day, day_held in held.items()} == {first: "UTC", second: "UTC"}  # before: first only
+
+
+def test_the_zones_json_of_the_build_before_complete_flags_is_adopted(tmp_path):
+    """A selection's ``zones.json`` (every day loaded complete, a fitted one with its span) becomes
+    one flag file per day, read as it was; a day written since keeps its own."""
+    from airflow_provider_linkstats.drivers.sinks import LINK_DAILY, FileSink
+
+    sink = FileSink(str(tmp_path), "jsonl", LINK_DAILY, selection="s")
+    state = sink.state_dir("clicks")
+    state.mkdir(parents=True)
+    fitted = ["Asia/Tokyo", "2026-10-09T00:00:00+00:00", "2026-10-10T15:00:00+00:00"]
+    (state / "zones.json").write_text(json.dumps({"days": {"2026-10-09": "UTC", "2026-10-10": fitted}}))
+    held = sink.complete_days("clicks")
+    assert {day.isoformat(): (h.zone, h.natural) for day, h in held.items()} == {
+        "2026-10-09": ("UTC", True), "2026-10-10": ("Asia/Tokyo", False),
+    }  # fmt: skip
+    assert held[dt.date(2026, 10, 10)].fitted_span == (dt.datetime(2026, 10, 9, tzinfo=UTC),
+                                                       dt.datetime(2026, 10, 10, 15, tzinfo=UTC))  # fmt: skip
+    assert sorted(flag.name for flag in (state / "complete").iterdir()) == ["2026-10-09.json", "2026-10-10.json"]

@@ -200,8 +200,11 @@ def test_the_state_of_the_build_before_spans_is_read(emulators, monkeypatch, tmp
                 db.execute("ALTER TABLE clicks_days DROP COLUMN span")
                 assert "span" not in {row[1] for row in db.execute("PRAGMA table_info(clicks_days)")}
         else:
-            (saved,) = (tmp_path / "files").glob("_state/*/zones.json")
-            saved.write_text(json.dumps({old: "2026-10-09"}))
+            import shutil
+
+            (state,) = (tmp_path / "files").glob("_state/*/")
+            shutil.rmtree(state / "complete")
+            (state / "zones.json").write_text(json.dumps({old: "2026-10-09"}))
 
     try:
         runs_across_a_zone_change(

@@ -53,7 +53,9 @@ def held(emu, destination: str, tmp_path) -> dict:
         days = {day: (flag["zone"], None, int(flag["complete"])) for day, flag in legacy.items()}
         for state in base.glob("_state/*/"):
             saved = json.loads((state / "zones.json").read_text()) if (state / "zones.json").exists() else {}
-            for day, entry in saved.get("days", {}).items():
+            flags = {flag.stem: json.loads(flag.read_text()) for flag in state.glob("complete/*.json")}
+            held = {**saved.get("days", {}), **flags}
+            for day, entry in held.items():
                 days[day] = (entry, None, 1) if isinstance(entry, str) else (entry[0], f"{entry[1]}/{entry[2]}", 1)
             for mark in state.glob("incomplete/*.json"):
                 days[mark.stem] = (json.loads(mark.read_text())["zone"], None, 0)
@@ -346,11 +348,9 @@ def test_a_span_fitted_against_a_day_no_longer_held(emulators, monkeypatch, tmp_
                     db.execute("DELETE FROM clicks_days WHERE zone = 'UTC'")
             else:
                 (state,) = (tmp_path / "files").glob("_state/*/")
-                saved = json.loads((state / "zones.json").read_text())
                 for day in ("2026-10-08", "2026-10-09"):
                     shutil.rmtree(tmp_path / "files" / day)
-                    del saved["days"][day]
-                (state / "zones.json").write_text(json.dumps(saved))
+                    (state / "complete" / f"{day}.json").unlink()
             for day in ("2026-10-08", "2026-10-09"):
                 load_day(emu, destination, tmp_path, day, clock="2026-10-12T00:10")
         found = held(emu, destination, tmp_path)

@@ -241,9 +241,9 @@ def test_a_counter_grown_by_more_than_the_answer_holds_finds_earlier_days_short(
 
 def held(days: dict[str, str]) -> dict:
     """The days a destination holds complete: date -> zone, each its zone's own day."""
-    from airflow_provider_linkstats.client.warehouse import LoadedDay
+    from airflow_provider_linkstats.client.warehouse import ServiceDay
 
-    return {dt.date.fromisoformat(day): LoadedDay.of(dt.date.fromisoformat(day), zone) for day, zone in days.items()}
+    return {dt.date.fromisoformat(day): ServiceDay.of(dt.date.fromisoformat(day), zone) for day, zone in days.items()}
 
 
 @pytest.mark.parametrize(

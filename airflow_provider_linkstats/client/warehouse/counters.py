@@ -1,0 +1,161 @@
+"""Only what changed: the links' counters as the last load saw them (``Counter``), which links need a
+statistics request (``links_to_fetch``), when no counter can be trusted (``untrusted_counters``),
+since when a counter stood still, and the days an earlier run loaded short. No I/O.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from airflow_provider_linkstats.client.warehouse.days import ServiceDay, tz_of
+from airflow_provider_linkstats.client.warehouse.plan import DayPlan
+
+
+@dataclass(frozen=True)
+class Counter:
+    """A link's ``clicks`` counter as the load last saw it, and the earliest moment it is known
+    to have held that value (it held it from then until the listing that read it); its alias then
+    (a re-created link is a new id under a known alias)."""
+
+    clicks: int
+    steady_since: dt.datetime
+    alias: str = ""
+
+
+@dataclass(frozen=True)
+class Listed:
+    """A link as the listing showed it: its counter (None: not listed, its id was given) and alias."""
+
+    clicks: int | None
+    alias: str = ""
+
+    @classmethod
+    def of(cls, record: Mapping[str, Any]) -> Listed:
+        return cls(int(record.get("clicks") or 0), str(record.get("alias") or ""))
+
+
+def needs_request(clicks: int, known: Counter | None, first_day: ServiceDay) -> bool:
+    """Whether a link with ``clicks`` now may have clicks on the days from ``first_day`` on, given
+    what its selection saved (``known``; the selection has saved counters).
+
+    No: its counter is unchanged and held before that day began, or it was never clicked since it
+    was created (a link not seen before). A counter lower than saved was reset: yes.
+    """
+    return why_fetch(Listed(clicks), known, first_day, new_selection=False) is not None
+
+
+def why_fetch(
+    listed: Listed,
+    known: Counter | None,
+    first_day: ServiceDay,
+    *,
+    new_selection: bool,
+    reused_alias_of: int | None = None,
+) -> str | None:
+    """Why a link needs a statistics request for the days from ``first_day`` on, or None.
+
+    ``new_selection``: nothing saved for this selection (or only under another generation), so a
+    counter proves nothing (0 may be a reset). ``reused_alias_of``: the id that had this link's
+    alias in the saved counters (the link was deleted and re-created).
+    """
+    if listed.clicks is None:
+        return "asked for by id"
+    if new_selection:
+        return "no counters saved for this selection"
+    if reused_alias_of is not None:
+        return f"re-created (its alias was link {reused_alias_of}'s)"
+    if known is None:
+        return "not seen before" if listed.clicks else None
+    if listed.clicks < known.clicks:
+        return f"counter went down ({known.clicks} to {listed.clicks}: reset or re-created)"
+    if listed.clicks > known.clicks:
+        return "new clicks"
+    return None if known.steady_since <= first_day.start else "clicks possible since the first day began"
+
+
+def untrusted_counters(listed: Mapping[int, Listed], known: Mapping[int, Counter]) -> str | None:
+    """Why no counter of this listing can be trusted, or None: most of the links the last load saw
+    read a lower counter now (an account-wide reset, as the upgrade to phpShort 46 does). Then a
+    link clicked as often since the reset as its counter read before reads the same again, and its
+    new clicks would be skipped: every link is fetched that run."""
+    seen = [(link.clicks, known[link_id].clicks) for link_id, link in listed.items()
+            if link.clicks is not None and link_id in known]  # fmt: skip
+    down = sum(1 for now, before in seen if now < before)
+    if not seen or down * 2 <= len(seen):
+        return None
+    return f"{down} of the {len(seen)} counters the last load saw went down (an account-wide reset): none is trusted"
+
+
+def links_to_fetch(
+    listed: Mapping[int, Listed], known: Mapping[int, Counter], plan: DayPlan, untrusted: str | None = None
+) -> dict[int, str]:
+    """Of the links ``listed``, those that need a statistics request, with the reason (for the
+    log), given the counters saved for the selection (``known``; empty for a new selection).
+    ``untrusted`` (``untrusted_counters``): why no counter is trusted, every link's reason."""
+    if untrusted is not None:
+        return dict.fromkeys(listed, untrusted)
+    first = plan.days[0]
+    new_selection = not known
+    aliases = {counter.alias: link_id for link_id, counter in known.items() if counter.alias}
+    wanted = {}
+    for link_id, link in listed.items():
+        previous = aliases.get(link.alias) if link.alias and link_id not in known else None
+        reason = why_fetch(
+            link, known.get(link_id), first, new_selection=new_selection,
+            reused_alias_of=previous if previous != link_id else None,
+        )  # fmt: skip
+        if reason is not None:
+            wanted[link_id] = reason
+    return wanted
+
+
+def steady_since(
+    clicks_listed_at: dt.datetime,
+    counts: Mapping[dt.date, int],
+    windows: Sequence[tuple[dt.date, dt.date]],
+    plan: DayPlan,
+    known: Mapping[dt.date, int | None] | None = None,
+) -> dt.datetime:
+    """The earliest moment a counter read at ``clicks_listed_at`` is known to have held its value,
+    from a statistics answer ``counts`` (clicks per label) over ``windows``, asked after the listing,
+    and the days' own counts where ``known`` (``DayPlan.day_counts``).
+
+    When the last window reaches today, no click after the last day with clicks means the counter
+    stood still since that day's end (or since the first day to load began, with no click at all).
+    Otherwise only the listing's moment is known.
+    """
+    first, today = plan.days[0].day, plan.today
+    if not windows or windows[-1][1] < today or ServiceDay.of(today, plan.zone).end < clicks_listed_at:
+        return clicks_listed_at
+    # A click of the first day may carry the label of the day before (labels in another offset).
+    clicked = [day for day, count in counts.items() if count and day >= first - dt.timedelta(days=1)]
+    if not clicked:
+        return plan.days[0].start
+    return min(plan.label_end(max(clicked), known), clicks_listed_at)
+
+
+def first_day_found_short(
+    clicks: int | None,
+    known: Counter | None,
+    answered: int,
+    windows: Sequence[tuple[dt.date, dt.date]],
+    plan: DayPlan,
+) -> dt.date | None:
+    """The first day to reload when a link's counter grew since it was last read by more clicks
+    than the statistics answer holds from the first day to load through today (``answered``): the
+    rest were counted on earlier days, after the counter was read, so an earlier run loaded those
+    days without them (it ran before they came: a service clock behind, clicks recorded late) and
+    may have marked them complete. They are the days from the one before the moment the counter
+    was known steady since (clicks counted up to a day late).
+
+    None when nothing is short, or when it cannot be told: no counter known, a counter that did
+    not grow (one that went down is another matter), a last window short of today."""
+    if clicks is None or known is None or not windows or windows[-1][1] < plan.today or not plan.days:
+        return None
+    if clicks - known.clicks <= answered:
+        return None
+    first = (known.steady_since - dt.timedelta(days=1)).astimezone(tz_of(plan.zone)).date()
+    return first if first < plan.days[0].day else None

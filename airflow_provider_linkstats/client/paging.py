@@ -203,41 +203,60 @@ class GaplessWalk:
         if self._forward is not None or not _in_order(items, descending=first):
             return self._plain(items, has_next)
         if first:
-            self.size = len(items)
-            if not has_next or not items:
-                self._done = True
-            elif (total is not None and total > self.size) or (total is None and (last_page or 0) > 1):
-                pages = math.ceil(total / self.size) if total is not None else int(last_page or 1)
-                self._asc = list(range(pages - 1, 0, -1))
-                self._planned = len(self._asc)
-                ids = _ids(items)
-                self._newest_low = min(ids) if ids else None
-                self._check = total is not None and total % self.size != 0
-                if total is not None:  # the newest records: every one at rank total - len(items) or above
-                    self._read_part = (total - len(items), self.pages)
-            else:  # no total, or one that says a page while another follows
-                self._probe = 2
-            self.blind = not self._done and self._read_part is None
-            return self.fresh(items)
+            return self._first(items, has_next=has_next, total=total, last_page=last_page)
         if self._probe is not None:
             return self._found(self._probe, items)
+        return self._oldest_first(items)
+
+    def _first(self, items: list[Any], *, has_next: bool, total: int | None, last_page: int | None) -> list[Any]:
+        """The newest-first page 1: the page size, and the oldest-first pages to read (or the end to find)."""
+        self.size = len(items)
+        if not has_next or not items:
+            self._done = True
+        elif (total is not None and total > self.size) or (total is None and (last_page or 0) > 1):
+            self._plan_oldest_first(items, total, last_page)
+        else:  # no total, or one that says a page while another follows
+            self._probe = 2
+        self.blind = not self._done and self._read_part is None
+        return self.fresh(items)
+
+    def _plan_oldest_first(self, items: list[Any], total: int | None, last_page: int | None) -> None:
+        """The oldest-first pages below the newest-first page 1, highest first, by the total (else
+        the page count); the first of them checks the total."""
+        pages = math.ceil(total / self.size) if total is not None else int(last_page or 1)
+        self._asc = list(range(pages - 1, 0, -1))
+        self._planned = len(self._asc)
+        ids = _ids(items)
+        self._newest_low = min(ids) if ids else None
+        self._check = total is not None and total % self.size != 0
+        if total is not None:  # the newest records: every one at rank total - len(items) or above
+            self._read_part = (total - len(items), self.pages)
+
+    def _oldest_first(self, items: list[Any]) -> list[Any]:
+        """An oldest-first page of the plan: joined to the part read (the first one checks the total)."""
         number = self._asc.pop(0)
         if self._check is not None:
             must_overlap, self._check = self._check, None
-            highest = _highest_id(items)
-            short = must_overlap and len(items) >= self.size and None not in (highest, self._newest_low)
-            # ... unless the listing grew enough to push the newest page's records past this one
-            grew = self._read_part is not None and (
-                self._read_part[0] + (self._change(self._read_part[1], self.pages, rise=True) or 0)
-                >= number * self.size
-            )
-            if not items or (short and not grew and highest < self._newest_low):  # type: ignore[operator]
+            if self._total_was_wrong(number, items, must_overlap=must_overlap):
                 self._asc = []  # the end is below (empty) or further (full): looked for as without a total
                 self._read_part, self.blind = None, True  # a total that lies tells no growth either
                 return self._found(number, items)
         self._join(number)
         self._done = not self._asc
         return self.fresh(items)
+
+    def _total_was_wrong(self, number: int, items: list[Any], *, must_overlap: bool) -> bool:
+        """Whether the first oldest-first page shows the total long (empty) or short (full, and
+        below the newest-first page 1's records, though it should reach into them)."""
+        if not items:
+            return True
+        highest = _highest_id(items)
+        short = must_overlap and len(items) >= self.size and None not in (highest, self._newest_low)
+        # ... unless the listing grew enough to push the newest page's records past this one
+        grew = self._read_part is not None and (
+            self._read_part[0] + (self._change(self._read_part[1], self.pages, rise=True) or 0) >= number * self.size
+        )
+        return bool(short and not grew and highest < self._newest_low)  # type: ignore[operator]
 
     def _change(self, since: int, until: int, *, rise: bool) -> int | None:
         """How much the listing grew (``rise``) or shrank between read ``since`` and read ``until``

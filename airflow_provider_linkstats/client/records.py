@@ -60,7 +60,8 @@ def _recognise(service: str, record: Mapping[str, Any]) -> Any:
 
 
 def _link_vocabulary(record: Mapping[str, Any], generation: Any) -> JsonDict:
-    from airflow_provider_linkstats.client.contract import TARGETING_FIELDS, TargetType
+    """A link record's fields under the provider's names, whatever the generation's keys."""
+    from airflow_provider_linkstats.client.contract import TARGETING_FIELDS
     from airflow_provider_linkstats.client.generations import ONE_LIST
 
     out: JsonDict = {}
@@ -68,27 +69,45 @@ def _link_vocabulary(record: Mapping[str, Any], generation: Any) -> JsonDict:
     one_list = generation.targeting == ONE_LIST
     for name, key in generation.record_keys.items():
         if key is None or (one_list and (name in lists or name == "target_type")):
-            continue
-        if key not in record:
-            if name == "password" and key != "password":  # never leave another key's secret flag under this name
-                out[name] = None
-            continue
-        value = record[key]
-        if name in ("expires_at", "starts_at"):
-            moment = parse_timestamp(value)
-            value = moment.astimezone(dt.timezone.utc).isoformat() if moment else None
-        elif name in ("password", "privacy_password") and not isinstance(value, (bool, type(None))):
-            continue  # an echoed secret: dropped
-        out[name] = value
+            continue  # one list of targets: read below, into the provider's lists
+        value = _link_field(record, name, key)
+        if value is not _DROPPED:
+            out[name] = value
     if one_list:
-        type_key, targets_key = generation.record_keys["target_type"], generation.record_keys["country"]
-        wire_type = record.get(type_key)
-        kind = next((k for k, wire in generation.target_types.items() if wire and wire == wire_type), None)
-        if type_key in record:
-            out["target_type"] = int(kind) if kind is not None else int(TargetType.NONE)
-        if targets_key in record:
-            for target_kind, list_name in TARGETING_FIELDS.items():
-                out[list_name] = record[targets_key] if target_kind is kind else None
+        out.update(_one_list_targeting(record, generation))
+    return out
+
+
+_DROPPED = object()  # a field left out of the record as read
+
+
+def _link_field(record: Mapping[str, Any], name: str, key: str) -> Any:
+    """The value of the provider's field ``name`` from the record's ``key``, or ``_DROPPED``."""
+    if key not in record:
+        # never leave another key's secret flag under this name
+        return None if name == "password" and key != "password" else _DROPPED
+    value = record[key]
+    if name in ("expires_at", "starts_at"):
+        moment = parse_timestamp(value)
+        return moment.astimezone(dt.timezone.utc).isoformat() if moment else None
+    if name in ("password", "privacy_password") and not isinstance(value, (bool, type(None))):
+        return _DROPPED  # an echoed secret
+    return value
+
+
+def _one_list_targeting(record: Mapping[str, Any], generation: Any) -> JsonDict:
+    """A generation that sends one list of targets and its type: the type, and the list under its kind's name."""
+    from airflow_provider_linkstats.client.contract import TARGETING_FIELDS, TargetType
+
+    out: JsonDict = {}
+    type_key, targets_key = generation.record_keys["target_type"], generation.record_keys["country"]
+    wire_type = record.get(type_key)
+    kind = next((k for k, wire in generation.target_types.items() if wire and wire == wire_type), None)
+    if type_key in record:
+        out["target_type"] = int(kind) if kind is not None else int(TargetType.NONE)
+    if targets_key in record:
+        for target_kind, list_name in TARGETING_FIELDS.items():
+            out[list_name] = record[targets_key] if target_kind is kind else None
     return out
 
 

@@ -10,7 +10,7 @@ import datetime as dt
 import enum
 import ipaddress
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -117,62 +117,99 @@ def validate_value(spec: FieldSpec | ListParamSpec, value: Any, *, now: dt.datet
     def bad(shown: object = value, allowed: str | None = None) -> LinkstatsInputError:
         return LinkstatsInputError(spec.name, shown, allowed or spec.allowed(), secret=secret)
 
-    kind = spec.kind
-    if kind is Kind.CHOICE:
-        return _choice(spec, value, bad)
-    if kind is Kind.TEXT:
-        if not isinstance(value, str) or not value.strip():
-            raise bad()
-        if value.strip() != value:  # the service trims input: a password would be changed silently
-            raise bad(allowed=spec.allowed() + " without leading or trailing spaces (the service trims them)")
-        return value
-    if kind is Kind.SLUG:
-        if not isinstance(value, str) or not _SLUG.match(value):
-            raise bad()
-        if len(value) > MAX_SLUG:  # right characters, too many: say the limit, not the alphabet
-            raise bad(allowed=f"at most {MAX_SLUG} characters ({len(value)} given)")
-        return value
-    if kind is Kind.URL:
-        if not _is_url(value):
-            raise bad()
-        return value
-    if kind is Kind.HOST:
-        host = normalize_domain(value) if isinstance(value, str) else None
-        if not host or not _HOST.match(host):
-            raise bad()
-        return host
-    if kind in (Kind.ID, Kind.POSITIVE_INT):
-        number = _positive_int(value)
-        if number is None:
-            raise bad()
-        return number
-    if kind is Kind.ID_LIST:
-        items = split_list(value)
-        numbers = [_positive_int(item) for item in items] if items is not None else None
-        if numbers is None or any(n is None for n in numbers):
-            raise bad()
-        return numbers
-    if kind is Kind.DATE:
-        return _date(value, bad)
-    if kind is Kind.TIME:
-        return _time(value, bad)
-    if kind is Kind.DATETIME:
-        return aware_moment(spec.name, value, now=now)
-    if kind is Kind.TARGETING:
-        assert isinstance(spec, FieldSpec)
-        return _targeting(spec, value)
-    if kind in (Kind.LINES, Kind.IP_LINES):
-        items = value.splitlines() if isinstance(value, str) else split_list(value, split_commas=False)
-        if items is None or not all(isinstance(i, str) and i and i.strip() == i and "\n" not in i for i in items):
-            raise bad()
-        if kind is Kind.IP_LINES:
-            for item in items:
-                try:
-                    ipaddress.ip_address(item)
-                except ValueError:
-                    raise bad(item) from None
-        return list(items)
-    raise AssertionError(f"unhandled kind {kind}")  # pragma: no cover - contract and code in step
+    check = _CHECKS.get(spec.kind)
+    if check is None:  # pragma: no cover - contract and code in step
+        raise AssertionError(f"unhandled kind {spec.kind}")
+    return check(spec, value, bad, now)
+
+
+# Each kind's check: (spec, value, bad, now) -> the normalised value; ``bad(shown, allowed)`` is the
+# error to raise, naming the field.
+Bad = Callable[..., LinkstatsInputError]
+
+
+def _text(spec: Any, value: Any, bad: Bad, now: Any) -> str:
+    if not isinstance(value, str) or not value.strip():
+        raise bad()
+    if value.strip() != value:  # the service trims input: a password would be changed silently
+        raise bad(allowed=spec.allowed() + " without leading or trailing spaces (the service trims them)")
+    return value
+
+
+def _slug(spec: Any, value: Any, bad: Bad, now: Any) -> str:
+    if not isinstance(value, str) or not _SLUG.match(value):
+        raise bad()
+    if len(value) > MAX_SLUG:  # right characters, too many: say the limit, not the alphabet
+        raise bad(allowed=f"at most {MAX_SLUG} characters ({len(value)} given)")
+    return value
+
+
+def _url(spec: Any, value: Any, bad: Bad, now: Any) -> str:
+    if not _is_url(value):
+        raise bad()
+    return value
+
+
+def _host(spec: Any, value: Any, bad: Bad, now: Any) -> str:
+    host = normalize_domain(value) if isinstance(value, str) else None
+    if not host or not _HOST.match(host):
+        raise bad()
+    return host
+
+
+def _number(spec: Any, value: Any, bad: Bad, now: Any) -> int:
+    number = _positive_int(value)
+    if number is None:
+        raise bad()
+    return number
+
+
+def _id_list(spec: Any, value: Any, bad: Bad, now: Any) -> list[int]:
+    items = split_list(value)
+    numbers = [_positive_int(item) for item in items] if items is not None else None
+    if numbers is None or any(n is None for n in numbers):
+        raise bad()
+    return numbers  # type: ignore[return-value]
+
+
+def _lines(spec: Any, value: Any, bad: Bad, now: Any) -> list[str]:
+    items = value.splitlines() if isinstance(value, str) else split_list(value, split_commas=False)
+    if items is None or not all(isinstance(i, str) and i and i.strip() == i and "\n" not in i for i in items):
+        raise bad()
+    return list(items)
+
+
+def _ip_lines(spec: Any, value: Any, bad: Bad, now: Any) -> list[str]:
+    items = _lines(spec, value, bad, now)
+    for item in items:
+        try:
+            ipaddress.ip_address(item)
+        except ValueError:
+            raise bad(item) from None
+    return items
+
+
+def _targeting_check(spec: Any, value: Any, bad: Bad, now: Any) -> Any:
+    assert isinstance(spec, FieldSpec)
+    return _targeting(spec, value)
+
+
+_CHECKS: dict[Kind, Callable[[Any, Any, Bad, Any], Any]] = {
+    Kind.CHOICE: lambda spec, value, bad, now: _choice(spec, value, bad),
+    Kind.TEXT: _text,
+    Kind.SLUG: _slug,
+    Kind.URL: _url,
+    Kind.HOST: _host,
+    Kind.ID: _number,
+    Kind.POSITIVE_INT: _number,
+    Kind.ID_LIST: _id_list,
+    Kind.DATE: lambda spec, value, bad, now: _date(value, bad),
+    Kind.TIME: lambda spec, value, bad, now: _time(value, bad),
+    Kind.DATETIME: lambda spec, value, bad, now: aware_moment(spec.name, value, now=now),
+    Kind.TARGETING: _targeting_check,
+    Kind.LINES: _lines,
+    Kind.IP_LINES: _ip_lines,
+}
 
 
 def validate_list_params(resource: Resource, params: Mapping[str, Any]) -> dict[str, Any]:

@@ -1,8 +1,9 @@
-"""The streaming cleanup's driver: the listing reader, the deleter pool, the walk that joins them.
+"""The streaming cleanup's driver: the walk that joins the listing reader and the deleter pool.
 
 What the cleanup decides (which links match, by which clock, when a page is read again, when the
 listing cannot be trusted) is ``client.cleanup``'s plan, without I/O; this module reads the pages
-it asks for, sends the deletes it confirms on a bounded thread pool and tells the progress (``drivers.progress``).
+it asks for (``drivers.cleanup_reading``), sends the deletes it confirms on a bounded thread pool
+(``drivers.cleanup_deletes``) and tells the progress (``drivers.progress``).
 
 Outside ``operators/`` (whose modules import only ``operators.base``): the cleanup operator and
 the bulk delete both use it, and it is imported only when a task runs.
@@ -12,10 +13,8 @@ from __future__ import annotations
 
 import datetime as dt
 import logging
-import threading
 import time
-from collections import deque
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -26,90 +25,20 @@ from airflow_provider_linkstats.client.cleanup import (
     ROUNDS_MAX,
     CleanupRules,
     CleanupWalk,
+    Confirmation,
     PagePlan,
+    decision_moment,
     name,
 )
 from airflow_provider_linkstats.client.errors import LinkstatsError
-from airflow_provider_linkstats.drivers.progress import Progress, duration
+from airflow_provider_linkstats.drivers.cleanup_deletes import FAILURES_IN_A_ROW, Batch, Deleter
+from airflow_provider_linkstats.drivers.cleanup_progress import Reporter
+from airflow_provider_linkstats.drivers.cleanup_reading import DATE_SECOND, STALE_REREADS, ListingPage, ListingReader
 
-__all__ = ["CeilingError", "CleanupOutcome", "CleanupRules", "StreamingCleanup"]
+# Confirming reads of a page in a row that get no delete through before its matches are left.
+IDLE_ROUNDS_MAX = 2
 
-
-# -- reading the listing ---------------------------------------------------------------------------
-
-
-@dataclass
-class ListingPage:
-    items: list[dict[str, Any]]
-    last_page: int | None  # from the answer's meta; None when the service did not say
-    total: int | None
-    per_page: int | None = None  # the page size the meta told
-    url: str = ""
-    # Whether the answer was made after the request was sent (``ServiceClock.is_fresh``): False for a
-    # cache's copy (an ``Age``, a ``Date`` older than the send), None without a ``Date`` (nothing tells).
-    fresh: bool | None = None
-
-
-class ListingReader:
-    """Reads one page of a links listing at a time, with the page count and total the answer tells."""
-
-    def __init__(self, client: Any, filters: dict[str, Any]) -> None:
-        self.client = client
-        self.filters = filters
-        self.pages_read = 0
-        self.busted = 0  # confirming reads sent with a cache-busting parameter
-        self.received_at: dict[int, float] = {}  # page number: when its last read was answered (monotonic)
-
-    def read(self, number: int, *, uncached: bool = False) -> ListingPage:
-        """Page ``number``; ``uncached`` (a confirming read): asks every cache on the way for the
-        service's own answer (``Cache-Control: no-cache``, and a query parameter no cached copy has,
-        ``_``, which the service ignores like any parameter it does not read), and says whether the
-        answer is fresh."""
-        import json
-        from dataclasses import replace
-
-        from airflow_provider_linkstats.client.contract import LINKS
-        from airflow_provider_linkstats.client.protocol import build_list, parse_page
-
-        request = build_list(LINKS, self.filters, number)
-        if uncached:
-            self.busted += 1
-            buster = (("_", f"{time.time():.3f}-{self.busted}"),)
-            request = replace(request, params=request.params + buster, headers=UNCACHED)
-        sent = self.client.clock.stamp()
-        response = self.client.call(request)
-        self.received_at[number] = time.monotonic()
-        self.pages_read += 1
-        page = parse_page(request, response, self.filters.get("per_page", 10))
-        try:
-            meta = json.loads(response.body).get("meta")
-        except (ValueError, AttributeError):
-            meta = None
-        told = meta.get("per_page") if isinstance(meta, dict) else None
-        per_page = told if isinstance(told, int) and not isinstance(told, bool) and told > 0 else None
-        url = getattr(response, "url", "") or request.describe()
-        fresh = self.client.clock.is_fresh(response.headers, sent)
-        return ListingPage(page.items, page.last_page, page.total, per_page, _listing_url(url), fresh)
-
-
-# A confirming read asks for the service's own answer, never a cache's copy (RFC 9111 no-cache;
-# Pragma for HTTP/1.0 caches).
-UNCACHED = (("Cache-Control", "no-cache"), ("Pragma", "no-cache"))
-# A confirming read answered from a cache is sent again this many times before its page's matches
-# are left (never deleted on a cache's copy).
-STALE_REREADS = 2
-# A confirming read leaves at least this long after the page's last read was answered: a Date is whole
-# seconds, so only then does a cache's copy of that read (the same Date) show as older than its send.
-DATE_SECOND = 1.1
-
-
-def _listing_url(url: str) -> str:
-    """The listing's URL without its page number (the walk reads many)."""
-    from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
-
-    parts = urlsplit(url)
-    query = [(k, v) for k, v in parse_qsl(parts.query, keep_blank_values=True) if k not in ("page", "_")]
-    return urlunsplit(parts._replace(query=urlencode(query)))
+__all__ = ["CeilingError", "CleanupOutcome", "CleanupRules", "ListingPage", "ListingReader", "StreamingCleanup"]
 
 
 # -- the streaming cleanup: walk the listing, confirm each page, delete as it goes -------------------
@@ -166,7 +95,7 @@ class StreamingCleanup:
     """
 
     SAMPLE_MAX = 100
-    FAILURES_IN_A_ROW = 20  # a cause that fails every delete (a revoked permission) stops the run
+    FAILURES_IN_A_ROW = FAILURES_IN_A_ROW  # a cause that fails every delete (a revoked permission) stops the run
     LOG_EVERY = 10.0  # seconds between progress lines
 
     def __init__(
@@ -197,6 +126,7 @@ class StreamingCleanup:
         self.clock = self.client.clock
         self.margin_without_date = margin_without_date
         self._said_no_date = False
+        self._said_undated = False  # a confirming read without a Date, the clock known (said once)
         self._named: dict[str, int] = {}
 
     def now(self) -> Any:
@@ -214,6 +144,24 @@ class StreamingCleanup:
                 self.margin_without_date,
             )
         return self.clock.settled_now() - dt.timedelta(seconds=self.margin_without_date)
+
+    def judged_at(self, page: ListingPage, *, deciding: bool = False) -> Any:
+        """The moment ``page``'s records are judged at: ``now()``, but never later than the page's own
+        ``Date`` says (less the margin): the clock's offset is a belief, the answer in hand evidence
+        (``client.cleanup.decision_moment``). A confirming read (``deciding``) without a ``Date`` says
+        nothing of the service's time: its records are judged as without a clock (``margin_without_date``)."""
+        if page.date is not None:
+            return decision_moment(self.now(), page.date, margin=self.clock.margin)
+        if deciding and self.clock.known:
+            if not self._said_undated:
+                self._said_undated = True
+                self.log.warning(
+                    "a confirming read came without a Date header: its links are judged by this worker's clock "
+                    "less margin_without_date (%.0f s), as without a known clock",
+                    self.margin_without_date,
+                )
+            return self.now() - dt.timedelta(seconds=self.margin_without_date)
+        return self.now()
 
     # -- the run --------------------------------------------------------------------------------
 
@@ -352,6 +300,20 @@ class StreamingCleanup:
     # -- the walk -------------------------------------------------------------------------------
 
     def _walk(self, reader: ListingReader, first: ListingPage, outcome: CleanupOutcome, *, delete: bool) -> None:
+        walk = self._new_walk(reader, first)
+        if not delete:
+            self._count_pages(walk, reader, first, outcome)
+            return
+        deleter = Deleter(self, outcome)
+        try:
+            self._delete_pages(walk, reader, first, outcome, deleter)
+        finally:
+            deleter.close()
+        if outcome.failed:
+            outcome.first_failures = deleter.first_failures
+
+    def _new_walk(self, reader: ListingReader, first: ListingPage) -> CleanupWalk:
+        """The walk's plan from the first page's answer (a page count it does not trust is said)."""
         walk = CleanupWalk(
             self.rules,
             first.items,
@@ -374,60 +336,88 @@ class StreamingCleanup:
                 f"{walk.guard.bound:,}",
             )
         self._current = walk
-        deleter = _Deleter(self, outcome) if delete else None
-        first_unread = True
-        read_before = False  # a page other than the first read was read by this walk
+        return walk
+
+    def _pages(
+        self, walk: CleanupWalk, reader: ListingReader, first: ListingPage, *, dry: bool
+    ) -> Iterator[tuple[int, ListingPage, bool]]:
+        """(number, the walk's read of it, whether page 1 needs its confirming read without a match).
+
+        The walk's read of page 1 is the run's first request. A backward walk reads page 1 last: a
+        delete since may have moved links onto it, so it is read again (its confirming read, which
+        finds them; a dry run has none: it reads page 1 afresh)."""
+        first_unread, read_before = True, False  # read_before: a page other than the first was read
+        while (number := walk.next_number()) is not None:
+            if number == 1 and first_unread and not (read_before and dry):
+                first_unread = False
+                yield number, first, read_before
+            else:
+                read_before = True
+                yield number, reader.read(number), False
+
+    def _found(self, walk: CleanupWalk, number: int, page: ListingPage, outcome: CleanupOutcome) -> PagePlan:
+        """The walk's read of a page, judged at the moment its own answer allows."""
+        plan = walk.page(number, page.items, self.judged_at(page), total=page.total)
+        outcome.kept += plan.kept
+        outcome.listed_not_matching += plan.listed_not_matching
+        return plan
+
+    def _count_pages(
+        self, walk: CleanupWalk, reader: ListingReader, first: ListingPage, outcome: CleanupOutcome
+    ) -> None:
+        """A dry run (or the count before an over-ceiling run): every match counted, none deleted."""
+        for number, page, _ in self._pages(walk, reader, first, dry=True):
+            plan = self._found(walk, number, page, outcome)
+            for record_id in sorted(plan.candidates):
+                outcome.matched += 1
+                self._sample(outcome, record_id)
+            walk.done(plan, removed=0)
+
+    def _delete_pages(
+        self, walk: CleanupWalk, reader: ListingReader, first: ListingPage, outcome: CleanupOutcome, deleter: Deleter
+    ) -> None:
+        """Each page found, confirmed and its deletes sent; a backward walk reads the next page while
+        the deletes of the one before are in flight, a forward walk waits (its offset depends on them)."""
         previous: _PageRun | None = None  # the page whose deletes are in flight (backward walk)
-        try:
-            while (number := walk.next_number()) is not None:
-                # The walk's read of page 1 is the run's first request. A backward walk reads page 1 last: a
-                # delete since may have moved links onto it, so it is read again (its confirming read, which
-                # finds them; a dry run has none: it reads page 1 afresh).
-                stale_first = False
-                if number == 1 and first_unread and not (read_before and deleter is None):
-                    items, total, first_unread, stale_first = first.items, first.total, False, read_before
-                else:
-                    read_before = True
-                    page = reader.read(number)
-                    items, total = page.items, page.total
-                plan = walk.page(number, items, self.now(), total=total)
-                if previous is not None and deleter is not None:
-                    self._finish(previous, walk, reader, deleter, outcome)
-                    previous = None
-                outcome.kept += plan.kept
-                outcome.listed_not_matching += plan.listed_not_matching
-                if deleter is None:
-                    for record_id in sorted(plan.candidates):
-                        outcome.matched += 1
-                        self._sample(outcome, record_id)
-                    walk.done(plan, removed=0)
-                    continue
-                run = _PageRun(plan, removed_before=outcome.deleted + outcome.already_gone)
-                if plan.pending or stale_first:
-                    self._confirm(run, walk, reader, deleter, outcome)
-                walk.settle(plan)  # before the next page is read: it leaves out what this one handled
-                if walk.backward:
-                    previous = run  # its deletes go on while the next page is read
-                else:
-                    self._finish(run, walk, reader, deleter, outcome)  # the next page's offset depends on them
-            if previous is not None and deleter is not None:
+        for number, page, stale_first in self._pages(walk, reader, first, dry=False):
+            plan = self._found(walk, number, page, outcome)
+            if previous is not None:
                 self._finish(previous, walk, reader, deleter, outcome)
-        finally:
-            if deleter is not None:
-                deleter.close()
-        if deleter is not None and outcome.failed:
-            outcome.first_failures = deleter.first_failures
+                previous = None
+            run = _PageRun(plan, removed_before=outcome.deleted + outcome.already_gone)
+            if plan.pending or stale_first:
+                self._confirm(run, walk, reader, deleter, outcome)
+            walk.settle(plan)  # before the next page is read: it leaves out what this one handled
+            if walk.backward:
+                previous = run
+            else:
+                self._finish(run, walk, reader, deleter, outcome)
+        if previous is not None:
+            self._finish(previous, walk, reader, deleter, outcome)
 
     def _confirm(
-        self, run: _PageRun, walk: CleanupWalk, reader: ListingReader, deleter: _Deleter, outcome: CleanupOutcome
+        self, run: _PageRun, walk: CleanupWalk, reader: ListingReader, deleter: Deleter, outcome: CleanupOutcome
     ) -> None:
-        """One confirming read of the page and the deletes it allows."""
+        """One confirming read of the page and the deletes it allows, until its evidence is
+        ``evidence_max_age`` old (from when the read left, after any rate-limit wait)."""
         plan = run.plan
+        page = self._confirming_read(plan, reader, outcome)
+        items = page.items if page.fresh is not False else []  # a cache's copy confirms nothing: left, not deleted
+        verdict = plan.confirm(walk.confirming(plan, items), self.judged_at(page, deciding=True), page.sent_at)
+        self._tell_verdict(plan, verdict, outcome)
+        run.batch = batch = Batch(plan, verdict.fresh_until)
+        for record_id in verdict.delete:
+            if record_id not in run.counted:  # a delete sent again after a re-read is one match
+                run.counted.add(record_id)
+                outcome.matched += 1
+            deleter.submit(record_id, batch)
+
+    def _confirming_read(self, plan: PagePlan, reader: ListingReader, outcome: CleanupOutcome) -> ListingPage:
+        """The page read again, uncached: a cache's copy is read again ``STALE_REREADS`` times."""
         for attempt in range(1 + STALE_REREADS):
             pause = reader.received_at.get(plan.number, 0.0) + DATE_SECOND - time.monotonic()
             if pause > 0:
                 time.sleep(pause)
-            sent_at = time.monotonic()
             page = reader.read(plan.number, uncached=True)
             outcome.confirming_reads += 1
             if page.fresh is not False:
@@ -438,8 +428,10 @@ class StreamingCleanup:
                 f"the confirming read of page {plan.number} came from a cache (an Age header, or a Date older than "
                 f"its request){'; reading it again' if attempt < STALE_REREADS else ''}",
             )
-        items = page.items if page.fresh is not False else []  # a cache's copy confirms nothing: left, not deleted
-        verdict = plan.confirm(walk.confirming(plan, items), self.now(), sent_at)
+        return page
+
+    def _tell_verdict(self, plan: PagePlan, verdict: Confirmation, outcome: CleanupOutcome) -> None:
+        """Count and name what a confirming read kept (changed) and left (no longer on the page)."""
         for record, rule in verdict.changed:
             outcome.kept += 1
             outcome.changed += 1
@@ -457,18 +449,13 @@ class StreamingCleanup:
             )
         for record_id in verdict.moved:
             self.log.debug("link %s moved to an earlier page: it is read again there", record_id)
-        run.batch = batch = _Batch(plan, verdict.fresh_until)
-        for record_id in verdict.delete:
-            if record_id not in run.counted:  # a delete sent again after a re-read is one match
-                run.counted.add(record_id)
-                outcome.matched += 1
-            deleter.submit(record_id, batch)
 
     def _finish(
-        self, run: _PageRun, walk: CleanupWalk, reader: ListingReader, deleter: _Deleter, outcome: CleanupOutcome
+        self, run: _PageRun, walk: CleanupWalk, reader: ListingReader, deleter: Deleter, outcome: CleanupOutcome
     ) -> None:
         """Wait for the page's deletes; those held past their evidence's freshness go back to the page,
-        which is read again (as long as a round gets some through)."""
+        which is read again (as long as one of two rounds in a row gets some through: a 429's one
+        long wait holds one round, a limiter that holds every delete past the window holds all)."""
         plan = run.plan
         while True:
             deleter.collect(block=True)
@@ -476,12 +463,10 @@ class StreamingCleanup:
             stale = batch.stale_records if batch is not None else []
             if stale:
                 plan.requeue(stale)
+            run.idle_rounds = run.idle_rounds + 1 if batch is not None and batch.sent == 0 and stale else 0
             if not plan.pending:
                 break
-            if batch is not None and batch.sent == 0 and stale:
-                self._leave_stale(plan, outcome)
-                break
-            if plan.rounds >= ROUNDS_MAX:
+            if run.idle_rounds >= IDLE_ROUNDS_MAX or plan.rounds >= ROUNDS_MAX:
                 self._leave_stale(plan, outcome)
                 break
             self._confirm(run, walk, reader, deleter, outcome)
@@ -520,8 +505,9 @@ class _PageRun:
 
     plan: PagePlan
     removed_before: int  # deleted + already gone before its first delete
-    batch: _Batch | None = None
+    batch: Batch | None = None
     counted: set[int] = field(default_factory=set)
+    idle_rounds: int = 0  # confirming reads in a row whose deletes all waited past their evidence
 
 
 def _rule_text(rule: str) -> str:
@@ -532,224 +518,6 @@ def _rule_text(rule: str) -> str:
         "space_id": "it moved to another space",
         "domain_id": "it moved to another domain",
     }.get(rule, rule)
-
-
-class Reporter:
-    """A progress line every ``LOG_EVERY`` seconds while the cleanup runs, from a thread of its own
-    (the walking thread may be held by the rate limiter), and the limiter's waits as they begin."""
-
-    def __init__(self, cleanup: StreamingCleanup, outcome: CleanupOutcome, reader: ListingReader) -> None:
-        self.cleanup = cleanup
-        self.outcome = outcome
-        self.reader = reader
-        self.limiter = getattr(cleanup.client, "limiter", None)
-        self.progress = Progress(limiter=self.limiter)
-        self.waiting_until = 0.0  # the limiter holds a request until then (monotonic)
-        self.held = 0.0  # seconds some request was held by the limiter (overlapping waits once)
-        self.held_said = 0.0  # of which told in a line already
-        self.last_line = time.monotonic()
-        self._stop = threading.Event()
-        self._lock = threading.Lock()
-        self._thread = threading.Thread(target=self._loop, name="linkstats-cleanup-progress", daemon=True)
-
-    def start(self) -> None:
-        self._thread.start()
-
-    def stop(self) -> None:
-        self._stop.set()
-        self._thread.join(timeout=5)
-
-    def on_wait(self, seconds: float) -> None:
-        """The rate limiter holds a request for ``seconds`` (called from the waiting thread)."""
-        now = time.monotonic()
-        until = now + seconds
-        if until > self.waiting_until:
-            self.held += until - max(now, self.waiting_until)
-            self.waiting_until = until
-        if seconds >= self.cleanup.LOG_EVERY and now - self.last_line >= 1.0:
-            self.line()  # a long wait is said when it begins, not 10 s into it
-
-    def _loop(self) -> None:
-        while not self._stop.wait(max(0.5, self.cleanup.LOG_EVERY - (time.monotonic() - self.last_line))):
-            if time.monotonic() - self.last_line >= self.cleanup.LOG_EVERY - 0.05:
-                self.line()
-
-    def line(self) -> None:
-        with self._lock:  # the reporter's thread and a waiting one may both tell
-            self._line()
-
-    def _done(self) -> int:
-        outcome = self.outcome
-        return outcome.matched if outcome.dry_run else outcome.deleted + outcome.already_gone + outcome.failed
-
-    def tell(self) -> None:
-        """A unit is done: the progress samples every unit, so its last minute is read exactly."""
-        self.progress.update(self._done())
-
-    def _line(self) -> None:
-        self.last_line = time.monotonic()
-        outcome = self.outcome
-        dry = outcome.dry_run
-        done = self._done()
-        self.progress.update(done)
-        examined = outcome.matched + outcome.kept + outcome.unconfirmed
-        walk = getattr(self.cleanup, "_current", None)
-        listed = getattr(walk, "total", None)
-        parts = [f"{self.progress.rate:.1f}/s"]
-        if listed:
-            share = outcome.matched / examined if examined else 1.0
-            remaining = max(0, listed - examined) * share + (0 if dry else outcome.matched - done)
-            seconds = self.progress.seconds_left(remaining)
-            if seconds is not None and remaining > 0:
-                parts.append(f"about {duration(seconds)} left")
-        wait = self.waiting_until - time.monotonic()
-        if wait >= 0.5:
-            parts.append(f"waiting {wait:.0f} s for the service's rate limit")
-        elif self.held - self.held_said >= 0.5:
-            parts.append(f"waited {self.held - self.held_said:.0f} s for the service's rate limit since the last line")
-        self.held_said = self.held
-        self.cleanup.log.info(
-            "%s %s of %s matching links, %s of %s listed examined, %s listing request(s) (%s)",
-            "would delete" if dry else "deleted",
-            f"{done:,}",
-            f"{outcome.matched:,}",
-            f"{examined:,}",
-            "?" if listed is None else f"{listed:,}",
-            f"{self.reader.pages_read:,}",
-            ", ".join(parts),
-        )
-
-
-class _Stale(Exception):
-    """A delete's evidence is older than ``evidence_max_age`` at the moment it would be sent."""
-
-
-class _Batch:
-    """The deletes one confirming read allowed: sent only until ``fresh_until`` (monotonic)."""
-
-    def __init__(self, plan: PagePlan, fresh_until: float) -> None:
-        self.plan = plan
-        self.fresh_until = fresh_until
-        self.read_at = fresh_until - plan.walk.max_age
-        self.expired = False  # once one delete found the evidence too old, the rest are not tried
-        self.sent = 0
-        self.stale_records: list[dict[str, Any]] = []
-
-    def check(self) -> float:
-        """The evidence's age now; raises ``_Stale`` past the freshness window."""
-        now = time.monotonic()
-        if self.expired or now > self.fresh_until:
-            self.expired = True
-            raise _Stale()
-        return now - self.read_at
-
-
-class _Deleter:
-    """Deletes on a bounded thread pool sharing the hook's client (one session and rate limiter).
-
-    At most ``max_pending`` deletes are in flight (a semaphore, released as each is answered), so
-    memory stays bounded; answers queue up as they come and are counted on the walking thread.
-    Each delete is checked against its batch's freshness right before it is sent (after any rate
-    limit wait, through ``client.api.BEFORE_SEND``): one held too long is not sent.
-    """
-
-    def __init__(self, cleanup: StreamingCleanup, outcome: CleanupOutcome) -> None:
-        self.cleanup = cleanup
-        self.outcome = outcome
-        self.pool = ThreadPoolExecutor(max_workers=cleanup.max_workers, thread_name_prefix="linkstats-cleanup")
-        self.max_pending = max(4 * cleanup.max_workers, 200)
-        self.slots = threading.BoundedSemaphore(self.max_pending)
-        self.answered: deque[tuple[int, _Batch, Any]] = deque()  # (id, batch, future), from the pool's threads
-        self.in_flight = 0  # submitted, not yet counted here
-        self.submitted = 0
-        self.first_failures: list[str] = []
-        self.in_a_row = 0
-        self.client = cleanup.client
-        self.lock = threading.Lock()
-
-    def submit(self, record_id: int, batch: _Batch) -> None:
-        ceiling = self.outcome.ceiling
-        if ceiling is not None and self.submitted >= ceiling:
-            self.collect(block=True)
-            raise self.cleanup._over_ceiling(self.outcome, self.outcome.matched, before_any=False)
-        while not self.slots.acquire(timeout=0.5):  # all slots busy: count what was answered meanwhile
-            self.collect(block=False)
-        future = self.pool.submit(self._delete, record_id, batch)
-        self.in_flight += 1
-        self.submitted += 1
-        future.add_done_callback(lambda done, record_id=record_id: self._answered(record_id, batch, done))
-        self.collect(block=False)
-
-    def _answered(self, record_id: int, batch: _Batch, future: Any) -> None:
-        self.answered.append((record_id, batch, future))
-        self.slots.release()
-
-    def _delete(self, record_id: int, batch: _Batch) -> bool | None:
-        """True: deleted; False: already gone; None: not sent (its evidence grew too old)."""
-        from airflow_provider_linkstats.client.api import BEFORE_SEND
-        from airflow_provider_linkstats.client.contract import LINKS
-
-        try:
-            batch.check()  # before waiting for the limiter: a delete already too late does not queue
-        except _Stale:
-            return None
-
-        def fresh(request: Any) -> None:
-            age = batch.check()
-            with self.lock:
-                self.outcome.evidence_age_max = max(self.outcome.evidence_age_max, round(age, 1))
-
-        token = BEFORE_SEND.set(fresh)
-        try:
-            return self.client.delete(LINKS, record_id, missing_ok=True)
-        except _Stale:
-            return None
-        finally:
-            BEFORE_SEND.reset(token)
-
-    def collect(self, *, block: bool) -> None:
-        """Count the answers so far; with ``block``, first wait for every delete in flight."""
-        while True:
-            while self.answered:
-                record_id, batch, future = self.answered.popleft()
-                self.in_flight -= 1
-                self._count(record_id, batch, future)
-            if not block or not self.in_flight:
-                return
-            time.sleep(0.002)
-
-    def _count(self, record_id: int, batch: _Batch, future: Any) -> None:
-        try:
-            gone_now = future.result()
-        except LinkstatsError as error:
-            batch.sent += 1
-            self.outcome.failed += 1
-            self.in_a_row += 1
-            if len(self.first_failures) < 5:
-                self.first_failures.append(f"id {record_id}: {error}")
-            if self.in_a_row >= StreamingCleanup.FAILURES_IN_A_ROW:
-                raise LinkstatsError(
-                    f"{self.in_a_row} deletes failed in a row, the cleanup stopped "
-                    f"({self.outcome.deleted:,} deleted); first failures: {'; '.join(self.first_failures)}"
-                ) from error
-            return
-        if gone_now is None:  # not sent: back to its page for another confirming read
-            self.submitted -= 1
-            batch.stale_records.append({"id": record_id})
-            return
-        batch.sent += 1
-        self.in_a_row = 0
-        if gone_now:
-            self.outcome.deleted += 1
-        else:
-            self.outcome.already_gone += 1
-        self.cleanup._sample(self.outcome, record_id)
-
-    def close(self) -> None:
-        try:
-            self.collect(block=True)
-        finally:
-            self.pool.shutdown(wait=True, cancel_futures=True)
 
 
 def _lists_date_expiry(hook: Any) -> bool:

@@ -604,15 +604,16 @@ def test_the_progress_is_told_every_unit_not_only_at_each_line(emu, monkeypatch,
     take in up to 10 s of work more (1.17/s for 1.0/s): here, with no line but the first and the
     last, the progress heard 0 and 30 only; now every count from 1 to 30."""
     from airflow_provider_linkstats.drivers import cleanup as driver
+    from airflow_provider_linkstats.drivers import cleanup_progress
 
     told: list[int] = []
 
-    class Recording(driver.Progress):
+    class Recording(cleanup_progress.Progress):
         def update(self, done: int) -> None:
             told.append(done)
             super().update(done)
 
-    monkeypatch.setattr(driver, "Progress", Recording)
+    monkeypatch.setattr(cleanup_progress, "Progress", Recording)
     monkeypatch.setattr(driver.StreamingCleanup, "LOG_EVERY", 3600.0)
     for i in range(30):
         seed_expired(emu, f"p{i}")

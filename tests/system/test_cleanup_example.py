@@ -21,8 +21,8 @@ def load_module():
 def test_over_the_ceiling_the_example_asks_a_person_before_deleting():
     module = load_module()
     dag = module.dag
-    # Every delete waits for a confirming read at most 120 s old (templated, so a run's params may change it).
-    assert dag.get_task("delete_old").evidence_max_age == 120
+    # Every delete waits for a confirming read at most 15 s old (templated, so a run's params may change it).
+    assert dag.get_task("delete_old").evidence_max_age == 15
     assert "evidence_max_age" in dag.get_task("delete_old").template_fields
     if module.ApprovalOperator is None:  # Airflow < 3.1: one streaming task, its ceiling an error
         assert set(dag.task_ids) == {"delete_old", "summary"}

@@ -7,7 +7,7 @@ import datetime as dt
 
 import pytest
 
-from airflow_provider_linkstats.client.cleanup import CleanupRules, CleanupWalk
+from airflow_provider_linkstats.client.cleanup import CleanupRules, CleanupWalk, decision_moment
 from airflow_provider_linkstats.client.paging import PageGuard, UntrustedListingError, page_bound
 
 NOW = dt.datetime(2026, 11, 26, 12, 0, tzinfo=dt.timezone.utc)
@@ -42,6 +42,23 @@ def test_expired_is_decided_by_the_moment_given_not_the_workers_clock():
     assert older.failed_rule(link(2, created_days_ago=31), NOW) is None
     assert older.failed_rule(link(2, created_days_ago=29), NOW) == "older_than_days"
     assert older.describe() == "created more than 30 days ago"
+
+
+def test_a_page_is_judged_no_later_than_its_own_date_says():
+    """The clock's settled now is a belief; the answer's Date is the evidence: the earlier wins."""
+    margin = 2.5
+    behind = (NOW - dt.timedelta(minutes=10)).timestamp()  # the service's clock stepped back 10 min
+    judged = decision_moment(NOW, behind, margin=margin)
+    assert judged == NOW - dt.timedelta(minutes=10, seconds=margin)
+    ends = NOW - dt.timedelta(minutes=5)  # over by the offset learned before the step, live by the answer
+    assert CleanupRules().failed_rule(link(1, ends=ends), NOW) is None
+    assert CleanupRules().failed_rule(link(1, ends=ends), judged) == "expired"  # kept
+    ahead = (NOW + dt.timedelta(minutes=10)).timestamp()  # an answer ahead of the clock decides nothing sooner
+    assert decision_moment(NOW, ahead, margin=margin) == NOW
+    walk = walk_of([link(1, ends=ends), link(2)], meta=True)
+    plan = walk.page(1, walk.first, judged)
+    verdict = plan.confirm(walk.confirming(plan, walk.first), judged, sent_at=0.0)
+    assert verdict.delete == [2] and sorted(plan.examined) == [1, 2]
 
 
 def test_the_backward_walk_reads_the_last_page_first_and_confirms_each_page():

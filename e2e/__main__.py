@@ -162,6 +162,8 @@ def main() -> int:
             try:
                 print("\nEmulator requests (all clients) and the answers Airflow's tasks got, by endpoint:")
                 print(request_table(emulator, recorder))
+                throttled = sum(n for (_, status), n in recorder.counts().items() if status == 429)
+                print(f"429 answers to Airflow's tasks (one budget shared through Redis): {throttled}")
             except Exception as error:  # the summary must not stop the teardown
                 problems.append(f"no request table: {error!r}")
         say("teardown: every process group, newest first")

@@ -48,7 +48,7 @@ import sys
 import tempfile
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Iterator
-from dataclasses import dataclass
+from dataclasses import astuple, dataclass
 from pathlib import Path
 from typing import Any
 
@@ -121,7 +121,7 @@ class LearnedStore:
             data = self._read(dfd, key.name + _ENTRY)
             if data is None:
                 return None
-            problem = self._problem(data, key, tuple(allowed_roots))
+            problem = self.problem(data, key, tuple(allowed_roots))
             if problem is None:
                 return dict(data["facts"])
             log.info("Linkstats connection %r: not using what was learned before (%s)", key.conn_id, problem)
@@ -131,17 +131,7 @@ class LearnedStore:
 
     def remember(self, key: EntryKey, facts: dict[str, Any]) -> bool:
         """Save ``facts`` (a JSON object with ``root``) for ``key``; False when the store keeps nothing."""
-        if not isinstance(facts.get("root"), str):
-            raise ValueError("learned facts need the API root ('root')")
-        record = {
-            "format": FORMAT,
-            "conn_id": key.conn_id,
-            "base_url": key.base_url,
-            "key_fingerprint": key.fingerprint,
-            "saved_at": time.time(),
-            "facts": facts,
-        }
-        data = json.dumps(record, sort_keys=True).encode()
+        data = entry_bytes(key, facts)
         with self._dir(create=True) as dfd:
             if dfd is None:
                 return False
@@ -287,11 +277,7 @@ class LearnedStore:
                 data, problem = self._read_checked(dfd, name)
                 row: dict[str, Any] = {"file": name}
                 if data is not None:
-                    row.update(
-                        conn_id=data.get("conn_id"),
-                        base_url=data.get("base_url"),
-                        facts=data.get("facts"),
-                    )
+                    row.update(conn_id=data.get("conn_id"), base_url=data.get("base_url"), facts=data.get("facts"))
                     saved = data.get("saved_at")
                     row["age"] = now - saved if isinstance(saved, (int, float)) else None
                     problem = problem or self._freshness(data, now)
@@ -367,26 +353,13 @@ class LearnedStore:
             raw = os.read(fd, MAX_ENTRY_BYTES + 1)
         finally:
             os.close(fd)
-        if len(raw) > MAX_ENTRY_BYTES:
-            return None, f"larger than {MAX_ENTRY_BYTES} bytes"
-        if _depth(raw) > MAX_DEPTH:
-            return None, f"nested deeper than {MAX_DEPTH} levels"
-        try:
-            data = json.loads(raw, parse_constant=_no_constant)
-        except (ValueError, RecursionError):
-            data = None
-        if not isinstance(data, dict):
-            return None, "not an entry (unreadable JSON)"
-        return data, None
+        return parse_entry(raw)
 
-    def _problem(self, data: dict[str, Any], key: EntryKey, allowed_roots: tuple[str, ...]) -> str | None:
+    def problem(self, data: dict[str, Any], key: EntryKey, allowed_roots: tuple[str, ...]) -> str | None:
+        """Why a parsed entry may not be used for ``key`` (None: it may)."""
         if data.get("format") != FORMAT:
             return f"an entry of another format ({data.get('format')!r})"
-        if (data.get("conn_id"), data.get("base_url"), data.get("key_fingerprint")) != (
-            key.conn_id,
-            key.base_url,
-            key.fingerprint,
-        ):
+        if (data.get("conn_id"), data.get("base_url"), data.get("key_fingerprint")) != astuple(key):
             return "an entry of another connection, base URL or key"
         facts = data.get("facts")
         if not isinstance(facts, dict) or not isinstance(facts.get("root"), str):
@@ -422,6 +395,30 @@ class LearnedStore:
         if topic not in self._warned:
             self._warned.add(topic)
             log.warning("Linkstats learned-service cache: %s", message)
+
+
+def entry_bytes(key: EntryKey, facts: dict[str, Any]) -> bytes:
+    """An entry as stored (a file here, a value in the shared store): the facts and whose they are."""
+    if not isinstance(facts.get("root"), str):
+        raise ValueError("learned facts need the API root ('root')")
+    record = {"format": FORMAT, "conn_id": key.conn_id, "base_url": key.base_url,
+              "key_fingerprint": key.fingerprint, "saved_at": time.time(), "facts": facts}  # fmt: skip
+    return json.dumps(record, sort_keys=True).encode()
+
+
+def parse_entry(raw: bytes) -> tuple[dict[str, Any] | None, str | None]:
+    """(entry, None), or (None, why not) for bytes too large, too deep or not a JSON object."""
+    if len(raw) > MAX_ENTRY_BYTES:
+        return None, f"larger than {MAX_ENTRY_BYTES} bytes"
+    if _depth(raw) > MAX_DEPTH:
+        return None, f"nested deeper than {MAX_DEPTH} levels"
+    try:
+        data = json.loads(raw, parse_constant=_no_constant)
+    except (ValueError, RecursionError):
+        data = None
+    if not isinstance(data, dict):
+        return None, "not an entry (unreadable JSON)"
+    return data, None
 
 
 # -- what contradicts an entry ---------------------------------------------------------------------

@@ -33,9 +33,13 @@ import asyncio
 import threading
 import time
 from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING
 
 from airflow_provider_linkstats.client.errors import LinkstatsRateLimitError
 from airflow_provider_linkstats.client.settings import DEFAULT_WINDOW
+
+if TYPE_CHECKING:
+    from airflow_provider_linkstats.client.shared import SharedBudget
 
 # A window we have not seen start is assumed to start when the answer arrives, which is after the
 # server counted the request: so our window never ends before the server's. The margin covers
@@ -91,6 +95,8 @@ class RateLimiter:
         # Told the seconds of each wait as it begins (from the waiting thread): a long run's
         # progress says "waiting N s for the service's rate limit" (``drivers.cleanup.Reporter``).
         self.on_wait: Callable[[float], None] | None = None
+        # The deployment's budget in a shared store (``client/shared.py``), taken after this one's.
+        self.shared: SharedBudget | None = None
 
     @property
     def _margin(self) -> float:
@@ -152,52 +158,70 @@ class RateLimiter:
         lower = {key.lower(): value for key, value in headers.items()}
         limit = _int(lower.get("x-ratelimit-limit"))
         remaining = _int(lower.get("x-ratelimit-remaining"))
+        window_before = self.window
         with self._lock:
             now = self._clock()
             others = max(0, self._in_flight - 1)  # our other requests still out
             self._in_flight = max(0, self._in_flight - 1)
             if status == 429:
-                self.throttled += 1
-                wait, source = parse_retry_after(lower), "retry-after"
-                if wait is None:
-                    wait, source = _seconds_until_epoch(lower.get("x-ratelimit-reset"), self.window), "reset"
-                if wait is not None:  # without either header the retry policy's backoff decides
-                    ends = now + wait
-                    if self._opened_at is not None:
-                        self._learn(ends - self._opened_at, source)
-                    self._remaining = 0
-                    self._reset_at = ends + self._margin
-                    self._opened_at = None  # the next window opens with our first request after it
-                return
-            if limit is None or remaining is None:
-                return  # this server (or proxy) does not advertise a budget
-            self.limit = limit
-            if sent_at is not None and self._refilled_at is not None and sent_at < self._refilled_at:
-                return  # sent before the last refill: it may have been counted in the old window
-            too_soon = self._opened_at is not None and now - self._opened_at < _SHORTEST_REFILL
-            if self._floor is not None and remaining > self._floor + self._floor_slack and not too_soon:
-                # Remaining went up: the server opened a new window before we thought it would.
-                if self._opened_at is not None:
-                    self._learn(now - self._opened_at, "refill")
-                self.windows_seen += 1
-                self._new_window(remaining=None)
-                self._sent_in_window = others + 1
-                self._remaining = remaining - others
-                self._opened_here(now, remaining, limit)
-                self._floor, self._floor_slack = remaining, others
-                self._refilled_at = now
-                return
-            if self._floor is None:  # the first answer of a window by our count
-                self._opened_here(now, remaining, limit)
-                if self._remaining is not None and remaining < limit - self._sent_in_window - others:
-                    # We started a new window, the server did not: our window is too short.
-                    self._grow()
-            if self._floor is None or remaining < self._floor:
-                self._floor, self._floor_slack = remaining, others
-            if self._reset_at is None:
-                self._reset_at = now + self.window + self._margin
-            server_view = remaining - self._uncounted(others, remaining, limit)
-            self._remaining = server_view if self._remaining is None else min(self._remaining, server_view)
+                self._throttled(lower, now, remaining)
+            elif limit is not None and remaining is not None:  # else no budget is advertised
+                self._counted(now, limit, remaining, others, sent_at)
+        if self.shared is not None and self.window != window_before and self.learned_from != "assumed":
+            self.shared.learned_window(self.window)
+
+    def _throttled(self, lower: Mapping[str, str], now: float, remaining: int | None) -> None:
+        """A 429: the window ends when Retry-After (or X-RateLimit-Reset) says; without either
+        header the retry policy's backoff decides."""
+        self.throttled += 1
+        if self.shared is not None:  # Remaining above 0: the per-user limiter spoke, not the address's
+            self.shared.throttled(per_key=bool(remaining))
+        wait, source = parse_retry_after(lower), "retry-after"
+        if wait is None:
+            wait, source = _seconds_until_epoch(lower.get("x-ratelimit-reset"), self.window), "reset"
+        if wait is None:
+            return
+        ends = now + wait
+        if self._opened_at is not None:
+            self._learn(ends - self._opened_at, source)
+        self._remaining = 0
+        self._reset_at = ends + self._margin
+        self._opened_at = None  # the next window opens with our first request after it
+
+    def _counted(self, now: float, limit: int, remaining: int, others: int, sent_at: float | None) -> None:
+        """An answer that says where we stand: a refill, the first answer of a window, or a count."""
+        self.limit = limit
+        if sent_at is not None and self._refilled_at is not None and sent_at < self._refilled_at:
+            return  # sent before the last refill: it may have been counted in the old window
+        if self._refilled(now, remaining):
+            self._refill(now, limit, remaining, others)
+            return
+        if self._floor is None:  # the first answer of a window by our count
+            self._opened_here(now, remaining, limit)
+            if self._remaining is not None and remaining < limit - self._sent_in_window - others:
+                self._grow()  # we started a new window, the server did not: ours is too short
+        if self._floor is None or remaining < self._floor:
+            self._floor, self._floor_slack = remaining, others
+        if self._reset_at is None:
+            self._reset_at = now + self.window + self._margin
+        server_view = remaining - self._uncounted(others, remaining, limit)
+        self._remaining = server_view if self._remaining is None else min(self._remaining, server_view)
+
+    def _refilled(self, now: float, remaining: int) -> bool:
+        """Remaining went up: the server opened a new window before we thought it would."""
+        too_soon = self._opened_at is not None and now - self._opened_at < _SHORTEST_REFILL
+        return self._floor is not None and remaining > self._floor + self._floor_slack and not too_soon
+
+    def _refill(self, now: float, limit: int, remaining: int, others: int) -> None:
+        if self._opened_at is not None:
+            self._learn(now - self._opened_at, "refill")
+        self.windows_seen += 1
+        self._new_window(remaining=None)
+        self._sent_in_window = others + 1
+        self._remaining = remaining - others
+        self._opened_here(now, remaining, limit)
+        self._floor, self._floor_slack = remaining, others
+        self._refilled_at = now
 
     def release(self) -> None:
         """A reserved request got no answer (its cost to the budget is unknown; keep the count)."""
@@ -258,6 +282,11 @@ class RateLimiter:
             self._tell(delay)
             sleep(delay)
             waited += delay
+        while self.shared is not None and (delay := self.shared.take()) > 0 and not self.shared.stalled(waited):
+            self._check_wait(delay, max_wait)
+            self._tell(delay)
+            sleep(delay)
+            waited += delay
         self._add_waited(waited)
         return waited
 
@@ -265,6 +294,11 @@ class RateLimiter:
         """``wait`` for coroutines: sleeps without blocking the event loop."""
         waited = 0.0
         while (delay := self.reserve()) > 0:
+            self._check_wait(delay, max_wait)
+            self._tell(delay)
+            await asyncio.sleep(delay)
+            waited += delay
+        while self.shared is not None and (delay := await self.shared.atake()) > 0 and not self.shared.stalled(waited):
             self._check_wait(delay, max_wait)
             self._tell(delay)
             await asyncio.sleep(delay)

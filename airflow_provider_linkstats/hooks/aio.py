@@ -63,6 +63,8 @@ class AsyncClientMixin:
         # call to the triggerer's supervisor: on the event loop's thread that raises RuntimeError.
         settings, known = await sync_to_async(lambda: (self.settings, self.known))()
         client = await AsyncLinkstatsClient.open(settings, self._api_key(), **options)
+        if "limiter" not in options:  # a handed limiter was given its budget by whoever made it
+            client.limiter.shared = await sync_to_async(lambda: self._shared_budget(asynchronous=True))()
         client.contradicted = known.contradicted
         if handed is not None and known.profile is None:
             known.adopt(handed)

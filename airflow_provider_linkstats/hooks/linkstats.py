@@ -57,6 +57,8 @@ if TYPE_CHECKING:
     from airflow_provider_linkstats.client.discovery import ServiceProfile
     from airflow_provider_linkstats.client.known import KnownService
     from airflow_provider_linkstats.client.learned import EntryKey, LearnedStore
+    from airflow_provider_linkstats.client.shared import SharedBudget
+    from airflow_provider_linkstats.client.shared_learned import SharedLearnedStore
 
 __all__ = ["LinkstatsBaseHook", "LinkstatsLinksHook", "LinkstatsAnalyticsHook"]
 
@@ -184,6 +186,7 @@ class LinkstatsBaseHook(RecordsMixin, AsyncClientMixin, BaseHook):
                 known.client.contradicted = known.contradicted
                 known.client.account_reader = known.relearn_account
                 known.client.clock_source, known.client.clock_measured = known.recall_clock, known.remember_clock
+                known.client.limiter.shared = self._shared_budget(asynchronous=False)
             if len(self._roots) > 1:
                 self.service_profile()
             return self.__dict__["client"]
@@ -225,13 +228,41 @@ class LinkstatsBaseHook(RecordsMixin, AsyncClientMixin, BaseHook):
         """Drop what was learned about the service's version (the next request detects it again)."""
         self.known.forget_version()
 
-    def _learned_store(self) -> LearnedStore:
+    def _learned_store(self) -> LearnedStore | SharedLearnedStore:
         from airflow_provider_linkstats.client.learned import resolve
 
         try:
-            return resolve(_linkstats_setting("cache_dir"), _linkstats_setting("cache_ttl"))
+            host = resolve(_linkstats_setting("cache_dir"), _linkstats_setting("cache_ttl"))
         except ValueError as error:
             raise LinkstatsConfigError(f"[linkstats] {error}") from None
+        from airflow_provider_linkstats.hooks.shared_state import shared_state
+
+        state = shared_state()  # [linkstats] shared_state_conn_id: the deployment's Redis in front
+        if state is None:
+            return host
+        from airflow_provider_linkstats.client.shared_learned import SharedLearnedStore
+
+        return SharedLearnedStore(host, state.health, state.client, aclient=state.aclient)
+
+    def _shared_budget(self, *, asynchronous: bool) -> SharedBudget | None:
+        """The deployment's request budget in Redis, when ``[linkstats] shared_state_conn_id`` is set."""
+        from airflow_provider_linkstats.hooks.shared_state import budget_for, shared_state
+
+        state = shared_state()
+        if state is None:
+            return None
+        from airflow_provider_linkstats.client.learned import fingerprint
+
+        conn, settings = self.connection, self.settings
+        return budget_for(
+            state,
+            service=self.resource.service,
+            root=settings.root,
+            api_key_fingerprint=fingerprint(str(conn.password)),
+            extras=conn.extra_dejson if conn.extra else {},
+            window=settings.rate_limit_window,
+            asynchronous=asynchronous,
+        )
 
     def _learned_entry(self) -> EntryKey:
         from airflow_provider_linkstats.client.learned import EntryKey
@@ -277,6 +308,9 @@ class LinkstatsBaseHook(RecordsMixin, AsyncClientMixin, BaseHook):
         With the learned-service cache on, what was learned is dropped and found out again first.
         """
         try:
+            unreachable = self._shared_store_problem()
+            if unreachable:
+                return False, unreachable
             if self.known.learned is not None and self.known.needs_discovery(account=False):
                 self.forget_learned("test_connection finds it out afresh")
                 self.service_profile()
@@ -284,6 +318,19 @@ class LinkstatsBaseHook(RecordsMixin, AsyncClientMixin, BaseHook):
         except (LinkstatsError, ValueError) as error:
             return False, f"{type(error).__name__}: {error}"
         return True, f"Connection OK: {self.resource.name} listing answered at {self.client.root}"
+
+    def _shared_store_problem(self) -> str | None:
+        """Why the configured shared store cannot be used (a connection test says it first), or None."""
+        from airflow_provider_linkstats.hooks.shared_state import SETTING, shared_state
+
+        state = shared_state()
+        problem = state.ping() if state is not None else None
+        if state is None or problem is None:
+            return None
+        return (
+            f"LinkstatsConfigError: [linkstats] {SETTING}: {state.health.where} does not answer ({problem}); "
+            "check its host, port and password, or empty the setting to run without it"
+        )
 
     # -- connection form for Airflow < 3.2 (3.2+ reads get_provider_info instead) ---------------
     # Airflow < 3.2 calls these only when the hook class defines them itself, not when inherited,

@@ -48,6 +48,8 @@ class _Handler(BaseHTTPRequestHandler):
         connection = http.client.HTTPConnection(upstream.hostname, upstream.port, timeout=30)
         try:
             forwarded = {k: v for k, v in self.headers.items() if k.lower() not in HOP and k.lower() != "host"}
+            if proxy.forwarded_for:  # a load balancer's stamp: the client address the service counts
+                forwarded["X-Forwarded-For"] = proxy.forwarded_for
             connection.request(self.command, self.path, body=body, headers=forwarded)
             response = connection.getresponse()
             payload = response.read()
@@ -84,6 +86,7 @@ class CachingProxy:
         self.ignored = set(ignored)
         self.age = age
         self.caching = True
+        self.forwarded_for: str | None = None
         self.cache: dict[tuple[str, str], tuple[int, list, bytes, float]] = {}
         self.requests: list[tuple[str, str, dict]] = []
         self.hits = self.misses = 0
@@ -103,3 +106,12 @@ class CachingProxy:
     def __exit__(self, *exc: object) -> None:
         self._server.shutdown()
         self._server.server_close()
+
+
+def forwarding_proxy(upstream: str, client_address: str) -> CachingProxy:
+    """A proxy that caches nothing and stamps ``X-Forwarded-For: client_address``: one host of a
+    deployment reaching the service from an address of its own (tests/integration/test_shared_state.py)."""
+    proxy = CachingProxy(upstream)
+    proxy.caching = False
+    proxy.forwarded_for = client_address
+    return proxy

@@ -1,0 +1,267 @@
+"""One request budget for every host of a deployment, counted in a shared Redis (``limits``).
+
+Each process paces itself with its own ``RateLimiter`` (``ratelimit.py``), which learns what other
+clients of the key or address sent only from the answers it gets, after the fact. With a shared
+store configured (``[linkstats] shared_state_conn_id``), every request also takes its slot from
+fixed windows in Redis first, as the service counts them (Laravel's ``throttle`` is a fixed window
+that opens with its first request; so is ``limits``' ``FixedWindowRateLimiter``):
+
+- per address: the service counts client addresses, which no host can see. By default the whole
+  deployment is one address (hosts behind one NAT gateway); with the connection extra
+  ``address_per_host`` each host (Airflow's hostname) has a window of its own;
+- per key (its fingerprint, never the key): the generation's per-user limit (120 a minute on
+  phpShort; the connection extra ``rate_limit_per_key`` overrides it), for all hosts together.
+
+A request takes the address's slot, then the key's: two round trips, and a refusal of the first
+costs the key nothing. Our window is half a second (rounded up to whole seconds, as Redis expires
+keys) longer than the service's, since it opens before the service counts the request.
+
+What an answer teaches is written back for every host: a learned window length, and a 429 fills the
+window that spoke (``Remaining`` above 0 on a 429 means the per-user limiter did) until its end.
+
+A store fault (Redis down, slower than ``STORE_TIMEOUT``, flushed, answering garbage, a window that
+never resets) is never a fault of the task: ``take`` lets the request go (the host's own limiter
+still paces it), ``StoreHealth`` says so once in the log, and tries Redis again ``RETRY_AFTER``
+seconds later. No Airflow import here: ``hooks/shared_state.py`` builds the storages.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import logging
+import math
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+log = logging.getLogger(__name__)
+
+PREFIX = "linkstats"  # every key this provider writes starts with "linkstats:"
+STORE_TIMEOUT = 0.5  # seconds a Redis command may take: well under a request's timeout
+RETRY_AFTER = 5.0  # seconds after a fault before Redis is tried again
+ADDRESS_LIMIT = 60  # requests per window and client address, on both services
+WINDOW_TTL = 24 * 3600  # seconds a learned window length is kept
+_WINDOW_PAD = 0.5  # seconds our window outlasts the service's
+_SHORTEST_WAIT = 0.05  # Redis tells a window's end in whole seconds: a wait is at least this
+_LONGEST_STALL = 2.5  # windows: a bucket still full after that long never resets (planted, no TTL)
+
+
+class StoreHealth:
+    """Whether the shared store may be used now; says once per process when it may not."""
+
+    def __init__(self, where: str, clock: Callable[[], float] = time.monotonic) -> None:
+        self.where = where  # "Redis at host:port/db" (no password)
+        self._clock = clock
+        self._down_until = 0.0
+        self._warned = False
+        self.faults = 0
+
+    def usable(self) -> bool:
+        return self._clock() >= self._down_until
+
+    def failed(self, error: BaseException | str) -> None:
+        self.faults += 1
+        self._down_until = self._clock() + RETRY_AFTER
+        if not self._warned:
+            self._warned = True
+            reason = error if isinstance(error, str) else f"{type(error).__name__}: {str(error)[:200]}"
+            log.warning(
+                "Linkstats shared state: %s is unusable (%s); this process goes on with its own rate "
+                "limiter and cache, and uses it again when it answers",
+                self.where,
+                reason,
+            )
+
+    def answered(self) -> None:
+        if self._warned and self._down_until:
+            log.info("Linkstats shared state: %s answers again; back on the shared budget", self.where)
+            self._down_until = 0.0
+
+
+def digest(*parts: str) -> str:
+    """A short one-way name for an address or a root in a key (nothing readable lands in Redis)."""
+    return hashlib.sha256("\x00".join(parts).encode()).hexdigest()[:24]
+
+
+class SharedBudget:
+    """The deployment's fixed windows for one connection: ``take()`` (sync) and ``atake()`` (async).
+
+    :param storage: a ``limits`` storage (sync), or None; ``astorage``: a callable giving its async
+        twin in the running event loop, or None.
+    :param key_id: the key's fingerprint (``learned.fingerprint``); ``address_id``: which address
+        bucket (``digest`` of the root and, with ``address_per_host``, the host).
+    :param key_limit: requests per window for the key (None: no per-key limit, as phpAnalytics).
+    """
+
+    def __init__(
+        self,
+        *,
+        health: StoreHealth,
+        key_id: str,
+        address_id: str,
+        key_limit: int | None,
+        address_limit: int = ADDRESS_LIMIT,
+        window: float = 60.0,
+        window_pinned: bool = False,
+        storage: Any = None,
+        astorage: Callable[[], Any] | None = None,
+    ) -> None:
+        self.health = health
+        self.key_id, self.address_id = key_id, address_id
+        self.key_limit, self.address_limit = key_limit, address_limit
+        self.window, self.window_pinned = float(window), window_pinned
+        self._storage, self._astorage_of, self._astorage = storage, astorage, None
+        self._lock = threading.Lock()
+        self._pending: list[tuple[str, Any]] = []  # what answers taught, written with the next take
+        self._window_read = False
+        self.round_trips = 0  # Redis commands sent (for the bench)
+        self.waited = 0.0
+
+    def __repr__(self) -> str:
+        return f"SharedBudget(key_limit={self.key_limit}, address_limit={self.address_limit}, window={self.window:g})"
+
+    # -- what a window is -------------------------------------------------------------------------
+
+    def _items(self) -> list[tuple[Any, str]]:
+        """(limit item, bucket) pairs, the address first."""
+        from limits import RateLimitItemPerSecond
+
+        seconds = math.ceil(self.window + _WINDOW_PAD)
+        items = [(RateLimitItemPerSecond(self.address_limit, seconds), f"address/{self.address_id}")]
+        if self.key_limit:
+            items.append((RateLimitItemPerSecond(self.key_limit, seconds), f"key/{self.key_id}"))
+        return items
+
+    def _window_key(self) -> str:
+        return f"{PREFIX}:window:{self.key_id[:32]}"
+
+    # -- what answers teach (any thread; written by the next take) ---------------------------------
+
+    def learned_window(self, seconds: float) -> None:
+        if not self.window_pinned and math.isfinite(seconds) and 0.2 <= seconds <= 3600:
+            with self._lock:
+                self._pending.append(("window", float(seconds)))
+
+    def throttled(self, per_key: bool) -> None:
+        """A 429: the window that spoke is full for every host until its end."""
+        with self._lock:
+            self._pending.append(("full", "key" if per_key and self.key_limit else "address"))
+
+    def _take_pending(self) -> list[tuple[str, Any]]:
+        with self._lock:
+            pending, self._pending = self._pending, []
+        return pending
+
+    # -- sync -------------------------------------------------------------------------------------
+
+    def take(self) -> float:
+        """0.0: the request may go (its slots are taken, or the store is unusable); else the seconds
+        to wait before asking again."""
+        if self._storage is None or not self.health.usable():
+            return 0.0
+        try:
+            self._sync_state()
+            delay = self._take(self._storage)
+        except Exception as error:  # any fault of the store: the host's own limiter goes on
+            self.health.failed(error)
+            return 0.0
+        self.health.answered()
+        return delay
+
+    def _sync_state(self) -> None:
+        if not self._window_read:
+            self._window_read = True
+            self._adopt_window(self._redis(self._storage).get(self._window_key()))
+        for what, value in self._take_pending():
+            self._write_back(self._storage, what, value)
+
+    def _take(self, storage: Any) -> float:
+        from limits.strategies import FixedWindowRateLimiter
+
+        limiter = FixedWindowRateLimiter(storage)
+        for item, bucket in self._items():
+            self.round_trips += 1
+            if not limiter.hit(item, bucket):
+                self.round_trips += 1
+                return self._wait_for(limiter.get_window_stats(item, bucket).reset_time)
+        return 0.0
+
+    def _write_back(self, storage: Any, what: str, value: Any) -> None:
+        if what == "window":
+            self._redis(storage).set(self._window_key(), repr(value), ex=WINDOW_TTL)
+            return
+        for item, bucket in self._items():
+            if bucket.startswith(value):
+                storage.incr(item.key_for(bucket), item.get_expiry(), amount=item.amount)
+
+    # -- async (the triggerer) -----------------------------------------------------------------------
+
+    async def atake(self) -> float:
+        """``take`` for coroutines, through the async storage (the loop never blocks on Redis)."""
+        if self._astorage_of is None or not self.health.usable():
+            return 0.0
+        try:
+            if self._astorage is None:
+                self._astorage = self._astorage_of()
+            delay = await asyncio.wait_for(self._atake(), STORE_TIMEOUT * 4)
+        except Exception as error:
+            self.health.failed(error)
+            return 0.0
+        self.health.answered()
+        return delay
+
+    async def _atake(self) -> float:
+        from limits.aio.strategies import FixedWindowRateLimiter
+
+        storage = self._astorage
+        if not self._window_read:
+            self._window_read = True
+            self._adopt_window(await self._redis(storage).get(self._window_key()))
+        for what, value in self._take_pending():
+            if what == "window":
+                await self._redis(storage).set(self._window_key(), repr(value), ex=WINDOW_TTL)
+            else:
+                for item, bucket in self._items():
+                    if bucket.startswith(value):
+                        await storage.incr(item.key_for(bucket), item.get_expiry(), amount=item.amount)
+        limiter = FixedWindowRateLimiter(storage)
+        for item, bucket in self._items():
+            self.round_trips += 1
+            if not await limiter.hit(item, bucket):
+                self.round_trips += 1
+                return self._wait_for((await limiter.get_window_stats(item, bucket)).reset_time)
+        return 0.0
+
+    # -- helpers -----------------------------------------------------------------------------------
+
+    @staticmethod
+    def _redis(storage: Any) -> Any:
+        """The raw client under a ``limits`` storage, for the few keys that are not windows."""
+        bridge = getattr(storage, "bridge", None)
+        return bridge.storage if bridge is not None else storage.storage
+
+    def _adopt_window(self, raw: Any) -> None:
+        """A window length another host learned (garbage is ignored: the default stays)."""
+        if self.window_pinned or raw is None:
+            return
+        try:
+            seconds = float(raw)
+        except (TypeError, ValueError):
+            return
+        if math.isfinite(seconds) and 0.2 <= seconds <= 3600:
+            self.window = seconds
+
+    def _wait_for(self, reset_time: float) -> float:
+        wait = reset_time - time.time()
+        if wait > self.window * _LONGEST_STALL:
+            raise RuntimeError(f"a shared window says {wait:.0f} s more, longer than a window can last")
+        return max(wait, _SHORTEST_WAIT)
+
+    def stalled(self, waited: float) -> bool:
+        """True (and the store set aside) when one request has waited past what any window lasts."""
+        if waited > self.window * _LONGEST_STALL:
+            self.health.failed(f"one request waited {waited:.0f} s for a shared window that does not reset")
+            return True
+        return False

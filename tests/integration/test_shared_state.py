@@ -1,0 +1,179 @@
+"""Many hosts, one budget (issue 42): the rate limit and the learned facts shared through Redis.
+
+Each "host" is a process of its own (tests/support/shared_host.py) with its own cache directory,
+reaching the emulator through its own forwarding proxy that stamps a client address of its own
+(``X-Forwarded-For``, trusted from loopback as a load balancer's is behind Laravel's TrustProxies).
+The emulator limits as a real phpShort does, scaled: 60 requests a window per address and 120 per
+key, with a window of ``WINDOW`` seconds (a minute on a real install; the bench runs the minute).
+A real ``redis-server`` is started on a free port; without one these tests skip, saying so.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from contextlib import ExitStack
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import API_KEY, connection_json
+from tests.support.caching_proxy import forwarding_proxy
+from tests.support.redis_server import RedisServer
+
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("shared_state")]
+
+WINDOW = 4.0  # seconds of the emulator's windows (and the hosts' pinned rate_limit_window)
+REPO = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture
+def redis_server():
+    with RedisServer() as server:
+        yield server
+
+
+@pytest.fixture
+def limited_emulator():
+    from airflow_provider_linkstats.emulator import Emulator
+
+    with Emulator(api_keys=(API_KEY,), rate_limit=60, rate_limit_window=WINDOW) as emulator:
+        yield emulator
+
+
+def _env(tmp_path: Path, name: str, url: str, redis_url: str | None, **extra: object) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("AIRFLOW_CONN_")}
+    env.update(
+        AIRFLOW_CONN_LINKSTATS_LINKS_DEFAULT=connection_json(url, max_retries=8, **extra),
+        AIRFLOW__LINKSTATS__CACHE_DIR=str(tmp_path / f"cache-{name}"),
+        AIRFLOW__CORE__HOSTNAME_CALLABLE="tests.support.shared_host.hostname",
+        LINKSTATS_TEST_HOST=name,
+        LINKSTATS_TEST_WINDOW=str(WINDOW),
+        PYTHONPATH=str(REPO),
+    )
+    env.pop("AIRFLOW__LINKSTATS__SHARED_STATE_CONN_ID", None)
+    if redis_url is not None:
+        env["AIRFLOW_CONN_SHARED_REDIS"] = redis_url
+        env["AIRFLOW__LINKSTATS__SHARED_STATE_CONN_ID"] = "shared_redis"
+    return env
+
+
+def _run_hosts(tmp_path, emulator, redis_url, *, hosts=3, links=100, own_addresses=True, during=None):
+    """Start ``hosts`` processes creating ``links`` links each at once; their reports and the
+    emulator's count of 429 answers."""
+    emulator.reset()
+    with ExitStack() as stack:
+        processes = []
+        for n in range(hosts):
+            address = f"10.0.0.{n + 1}" if own_addresses else "10.0.0.1"
+            proxy = stack.enter_context(forwarding_proxy(emulator.url, address))
+            env = _env(tmp_path, f"host{n}", proxy.url, redis_url, address_per_host=own_addresses)
+            command = [sys.executable, "-m", "tests.support.shared_host", str(links)]
+            pipes = {"stdout": subprocess.PIPE, "stderr": subprocess.PIPE}
+            processes.append(subprocess.Popen(command, env=env, cwd=REPO, **pipes))
+        if during is not None:
+            during()
+        reports = []
+        for process in processes:
+            out, err = process.communicate(timeout=400)
+            assert process.returncode == 0, err.decode()[-3000:]
+            reports.append((json.loads(out.decode().strip().splitlines()[-1]), err.decode()))
+    return reports, emulator.stats.count(status=429)
+
+
+def _created(emulator) -> int:
+    return sum(emulator.stats.count("POST", "/links", status=status) for status in (200, 201))
+
+
+def test_three_hosts_on_addresses_of_their_own_meet_no_429(tmp_path, limited_emulator, redis_server):
+    reports, throttled = _run_hosts(tmp_path, limited_emulator, redis_server.url)
+    assert [report["made"] for report, _ in reports] == [100, 100, 100]
+    assert throttled == 0, reports
+    assert _created(limited_emulator) == 300  # nothing duplicated
+    # Two Redis round trips a request (the address's window, then the key's), plus the waits' looks.
+    sent = sum(report["sent"] for report, _ in reports)
+    assert sum(report["round_trips"] for report, _ in reports) <= 2 * sent + 3 * 40
+    # Without the store the same hosts run into the key's shared limit (the "before" figure).
+    before, throttled_before = _run_hosts(tmp_path, limited_emulator, None)
+    assert throttled_before > 0, before
+
+
+def test_three_hosts_behind_one_address_meet_no_429(tmp_path, limited_emulator, redis_server):
+    reports, throttled = _run_hosts(tmp_path, limited_emulator, redis_server.url, links=60, own_addresses=False)
+    assert [report["made"] for report, _ in reports] == [60, 60, 60]
+    assert throttled == 0, reports
+
+
+def test_redis_stopped_mid_run_and_started_again(tmp_path, limited_emulator, redis_server):
+    def outage() -> None:
+        time.sleep(8)  # the hosts' Airflow imports, then some creates on the shared budget
+        redis_server.stop()
+        time.sleep(WINDOW)
+        redis_server.start()
+
+    reports, throttled = _run_hosts(tmp_path, limited_emulator, redis_server.url, during=outage)
+    assert [report["made"] for report, _ in reports] == [100, 100, 100]
+    assert _created(limited_emulator) == 300  # nothing duplicated
+    for report, log in reports:
+        assert log.count("Linkstats shared state:") <= 2, log[-2000:]  # one warning, one "answers again"
+        assert log.count("is unusable") == 1 and report["faults"] >= 1, log[-2000:]
+    # No more 429s than the hosts meet alone (the bound: what the per-host mode gave in the first test).
+    assert throttled <= 60, throttled
+
+
+def test_bad_configuration_fails_before_any_request(tmp_path, emu, monkeypatch, redis_server):
+    from airflow_provider_linkstats.client.errors import LinkstatsConfigError
+    from airflow_provider_linkstats.hooks import shared_state
+    from airflow_provider_linkstats.hooks.linkstats import LinkstatsLinksHook
+
+    monkeypatch.setattr(shared_state, "_STATES", {})
+    monkeypatch.setenv("AIRFLOW__LINKSTATS__SHARED_STATE_CONN_ID", "no_such_redis")
+    with pytest.raises(LinkstatsConfigError, match="'no_such_redis', which is not defined.*redis://"):
+        LinkstatsLinksHook().create_link("https://example.com/a")
+    monkeypatch.setenv("AIRFLOW__LINKSTATS__SHARED_STATE_CONN_ID", "linkstats_links_default")
+    with pytest.raises(LinkstatsConfigError, match="of type 'linkstats_links'; it must be of type 'redis'"):
+        LinkstatsLinksHook().create_link("https://example.com/a")
+    assert emu.stats.count() == 0
+    monkeypatch.setenv("AIRFLOW_CONN_SHARED_REDIS", "redis://127.0.0.1:1/0")  # nothing listens there
+    monkeypatch.setenv("AIRFLOW__LINKSTATS__SHARED_STATE_CONN_ID", "shared_redis")
+    ok, message = LinkstatsLinksHook().test_connection()
+    assert not ok and "does not answer" in message and "shared_state_conn_id" in message, message
+    assert emu.stats.count() == 0
+    monkeypatch.setenv("AIRFLOW_CONN_SHARED_REDIS", redis_server.url)
+    monkeypatch.setattr(shared_state, "_STATES", {})
+    ok, message = LinkstatsLinksHook().test_connection()
+    assert ok, message
+
+
+def test_a_planted_or_garbled_entry_changes_nothing_sent(tmp_path, emu, monkeypatch, redis_server):
+    """The shared store's entries are read under the host cache's rules: an entry pointing at
+    another address, or unreadable, is ignored and learned again; every key is under linkstats:
+    and expires, and none holds the API key."""
+    from airflow_provider_linkstats.hooks import shared_state
+    from airflow_provider_linkstats.hooks.linkstats import LinkstatsLinksHook
+
+    monkeypatch.setattr(shared_state, "_STATES", {})
+    monkeypatch.setenv("AIRFLOW_CONN_LINKSTATS_LINKS_DEFAULT", connection_json(emu.url, api_version="auto"))
+    monkeypatch.setenv("AIRFLOW_CONN_SHARED_REDIS", redis_server.url)
+    monkeypatch.setenv("AIRFLOW__LINKSTATS__SHARED_STATE_CONN_ID", "shared_redis")
+    monkeypatch.setenv("AIRFLOW__LINKSTATS__CACHE_DIR", str(tmp_path / "cache"))
+    LinkstatsLinksHook().create_link("https://example.com/first")
+    redis = redis_server.client()
+    keys = redis.keys("*")
+    assert keys and all(key.startswith(b"linkstats:") for key in keys)
+    assert all(redis.ttl(key) > 0 for key in keys), [(key, redis.ttl(key)) for key in keys]
+    assert not any(API_KEY.encode() in (redis.get(key) or b"") for key in keys if redis.type(key) == b"string")
+    (entry,) = [key for key in keys if key.startswith(b"linkstats:learned:")]
+    planted = json.loads(redis.get(entry))
+    planted["facts"]["root"] = "http://127.0.0.1:1/api/v1"  # an entry written to send the key elsewhere
+    for value in (json.dumps(planted).encode(), b"{not json", b"[" * 5000):
+        for path in (tmp_path / "cache").glob("*.json"):
+            path.unlink()  # the host cache holds nothing: only Redis could mislead
+        redis.set(entry, value, ex=60)
+        emu.stats.reset()
+        LinkstatsLinksHook().create_link("https://example.com/next")
+        assert emu.stats.count("POST", "/links") == 1  # sent to the emulator, nowhere else
+        assert redis.get(entry) != value  # dropped and learned again

@@ -14,7 +14,7 @@ from typing import Any
 
 from airflow_provider_linkstats.client.auth import ApiKey
 from airflow_provider_linkstats.client.checks import check_whole_number, is_blank
-from airflow_provider_linkstats.client.clock import ServiceClock, adopt_profile_clock, parse_http_date
+from airflow_provider_linkstats.client.clock import ServiceClock, adopt_profile_clock
 from airflow_provider_linkstats.client.contract import LINKS, MAX_PER_PAGE, WEBSITES, Resource, StatsSpec
 from airflow_provider_linkstats.client.discovery import ServiceProfile, discover
 from airflow_provider_linkstats.client.errors import (
@@ -30,10 +30,11 @@ from airflow_provider_linkstats.client.errors import (
     LinkstatsTransportError,
     LinkstatsValidationError,
 )
+from airflow_provider_linkstats.client.gapless_listing import GaplessListing
 from airflow_provider_linkstats.client.generations import Generation, generation_for
 from airflow_provider_linkstats.client.learned import contradiction
 from airflow_provider_linkstats.client.links import check_link, for_generation, needs_account
-from airflow_provider_linkstats.client.paging import GaplessWalk, PageGuard
+from airflow_provider_linkstats.client.paging import PageGuard
 from airflow_provider_linkstats.client.protocol import (
     ApiRequest,
     ApiResponse,
@@ -1025,80 +1026,3 @@ def _unknown_reason(error: BaseException | None) -> str:
     if status is not None:
         return f"a gateway answered HTTP {status} (the service may have done the work before it)"
     return "the answer was lost"
-
-
-class GaplessListing:
-    """The records of a complete walk (``LinkstatsClient.iter(..., complete=True)``), one page
-    request at a time; once exhausted, ``pages`` says how many pages were read."""
-
-    def __init__(self, client: LinkstatsClient, resource: Resource, params: dict[str, Any], max_items: int | None):
-        if max_items is not None:
-            max_items = check_whole_number("max_items", max_items, allowed="a non-negative integer or None")
-        self.walk = GaplessWalk()
-        self.first_read: float | None = None  # the service's epoch second before which no page was read
-        self.keep: Callable[[dict[str, Any]], bool] | None = None  # records kept (a status decided from records)
-        self._items = self._walk(client, resource, params, max_items)
-
-    @property
-    def pages(self) -> int:
-        return self.walk.pages
-
-    @property
-    def read_from(self) -> dt.datetime | None:
-        """The service's moment before which no page of this walk was read (its first answer's
-        ``Date`` less the round trip), or None before a page was read or without a ``Date``."""
-        return None if self.first_read is None else dt.datetime.fromtimestamp(self.first_read, dt.timezone.utc)
-
-    def __iter__(self) -> GaplessListing:
-        return self
-
-    def __next__(self) -> dict[str, Any]:
-        return next(self._items)
-
-    def _walk(
-        self, client: LinkstatsClient, resource: Resource, params: dict[str, Any], max_items: int | None
-    ) -> Iterator[dict[str, Any]]:
-        per_page = params["per_page"]
-        guard = PageGuard(per_page)  # a listing whose paging lies (no meta, pages that repeat) still ends
-        yielded, read, blind = 0, set(), False
-        while (step := self.walk.next()) is not None and (max_items is None or yielded < max_items):
-            order, number = step
-            request = build_list(resource, {**params, "sort_by": "id", "sort": order}, number)
-            sent = time.time()
-            response = client.call(request)
-            if self.first_read is None:
-                # Read by the service after the request left, before it stamped its Date: at the
-                # earliest the Date less the round trip (a stepped clock cannot move it later).
-                date = parse_http_date(response.headers.get("date"))
-                self.first_read = None if date is None else date - (time.time() - sent)
-            page = parse_page(request, response, per_page, client._known(resource_of(request)))
-            # The newest-first page 1 counts apart from the oldest-first pages (another order, the same number).
-            plain = self.walk.unsorted  # then every page is asked newest first: numbered as asked
-            key = number if order == "asc" or plain else -number
-            if key not in read or plain:  # a page read again as the listing grew: the walk bounds those itself
-                guard.read(key, page.items, url=response.url or request.describe(), total=page.total)
-            read.add(key)
-            unsorted = self.walk.unsorted
-            fresh = self.walk.read(page.items, has_next=page.has_next, total=page.total, last_page=page.last_page)
-            if self.walk.blind and not blind:
-                blind = True
-                log.warning(
-                    "%s answered without a total (a proxy stripped 'meta'?) or with one that does not hold: the "
-                    "walk cannot tell whether the listing grew meanwhile, so a record that entered the selection "
-                    "during it (moved into the space or domain, edited to match the search) can hide another",
-                    response.url or request.describe(),
-                )
-            if self.walk.unsorted and not unsorted:
-                guard = PageGuard(per_page)  # a walk afresh, in the service's own order
-                log.warning(
-                    "%s answered in an order other than the one asked (it ignores 'sort'): the walk reads the "
-                    "listing page by page instead, where a record deleted meanwhile can hide another",
-                    response.url or request.describe(),
-                )
-            for item in fresh:
-                if self.keep is not None and not self.keep(item):
-                    continue
-                if max_items is not None and yielded >= max_items:
-                    return
-                yielded += 1
-                yield item

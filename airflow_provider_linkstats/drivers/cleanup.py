@@ -31,7 +31,7 @@ from airflow_provider_linkstats.client.cleanup import (
     name,
 )
 from airflow_provider_linkstats.client.errors import LinkstatsError
-from airflow_provider_linkstats.drivers.cleanup_deletes import FAILURES_IN_A_ROW, Batch, Deleter
+from airflow_provider_linkstats.drivers.cleanup_deletes import Batch, Deleter
 from airflow_provider_linkstats.drivers.cleanup_progress import Reporter
 from airflow_provider_linkstats.drivers.cleanup_reading import DATE_SECOND, STALE_REREADS, ListingPage, ListingReader
 
@@ -95,7 +95,6 @@ class StreamingCleanup:
     """
 
     SAMPLE_MAX = 100
-    FAILURES_IN_A_ROW = FAILURES_IN_A_ROW  # a cause that fails every delete (a revoked permission) stops the run
     LOG_EVERY = 10.0  # seconds between progress lines
 
     def __init__(

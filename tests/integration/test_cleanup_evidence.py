@@ -117,3 +117,32 @@ def test_links_live_by_the_answers_own_date_are_not_taken_for_over_after_a_step_
         assert result["matched"] == len(over), result  # before: 8 (the 5 live ones counted)
     else:
         assert deleted <= set(over) and result["matched"] <= len(over), result
+
+
+def test_a_confirming_read_without_a_date_is_judged_as_without_a_clock(scripted, monkeypatch):
+    """The first page tells the service's time, the confirming read (a proxy that strips it) does
+    not: that answer cannot say a link ended, so its links are judged as without a clock, by
+    ``margin_without_date``. Before: a link that ended 10 min ago was deleted on it; now kept, while
+    one that ended 3 h ago goes."""
+    now = pendulum.now("UTC")
+
+    def record(i: int, ended: pendulum.DateTime) -> dict:
+        return {"id": i, "alias": f"a{i}", "url": "https://example.com", "ends_at": ended.isoformat(),
+                "expiration_clicks": 0, "clicks": 0, "disabled": 0, "created_at": "2026-01-01T00:00:00Z"}  # fmt: skip
+
+    items = [record(1, now.subtract(minutes=10)), record(2, now.subtract(hours=3))]
+    reads = []
+
+    def answer(request: dict):
+        if request["method"] == "DELETE":
+            return ("respond", 200, {"deleted": True}, {})
+        reads.append(request)
+        page = {"data": items, "meta": {"current_page": 1, "last_page": 1, "total": 2, "per_page": 100}}
+        return ("respond", 200, page, {} if len(reads) == 1 else {"Date": None})
+
+    scripted.set_default(answer)
+    monkeypatch.setenv("AIRFLOW_CONN_LINKSTATS_LINKS_DEFAULT", connection_json(scripted.url))
+    result, _ = run_operator(cleanup(margin_without_date=3600))
+    deleted = [r["path"] for r in scripted.requests if r["method"] == "DELETE"]
+    assert deleted == ["/public/api/v1/links/2"], (deleted, result)  # before: links 1 and 2
+    assert result["changed"] == 1 and len(reads) == 2, result

@@ -144,11 +144,8 @@ def plan_days(
     loaded and kept incomplete, so a later run reloads it. ``change``: days of the selection loaded
     in another zone (``zone_change``): the days they cover are left out, and the first day after
     them spans from their end (``Transition``)."""
-    start, end = aware(interval_start, "data_interval_start"), aware(interval_end, "data_interval_end")
-    zone = check_zone(zone)
-    if end < start:
-        raise LinkstatsInputError("data_interval_end", end.isoformat(), f"not before data_interval_start ({start})")
-    now = aware(now, "now")
+    start, end = _interval(interval_start, interval_end)
+    zone, now = check_zone(zone), aware(now, "now")
     dates = sorted(set(days_ending_in(start, end, zone)) | set(reload))
     fitted = [change.fit(day, labels) if change is not None else ServiceDay.of(day, zone) for day in dates]
     covered = tuple(day for day, fit in zip(dates, fitted, strict=True) if fit is None)
@@ -158,6 +155,14 @@ def plan_days(
     read_after = now if complete_by is None else min(now, aware(complete_by, "complete_by"))
     incomplete = frozenset(day.day for day in days if day.end > read_after)
     return DayPlan(zone, days, incomplete, now.astimezone(tz_of(zone)).date(), now, labels, transitions, covered)
+
+
+def _interval(interval_start: Any, interval_end: Any) -> tuple[dt.datetime, dt.datetime]:
+    """The interval's ends as aware moments, the end not before the start."""
+    start, end = aware(interval_start, "data_interval_start"), aware(interval_end, "data_interval_end")
+    if end < start:
+        raise LinkstatsInputError("data_interval_end", end.isoformat(), f"not before data_interval_start ({start})")
+    return start, end
 
 
 def _refuse_days_not_begun(days: Sequence[ServiceDay], now: dt.datetime, end: dt.datetime) -> None:

@@ -237,15 +237,18 @@ class LinkStatsLoad(StatsLoad):
         if before_windows:  # clicked in those hours: held its value from the first day's own start at best
             steady = max(steady, ServiceDay.of(plan.days[0].day, plan.zone).start)
         found.learned[link_id] = Counter(link.clicks, steady, link.alias)
-        # The clicks this run's days hold: a day fitted after a zone change by its span (not its
-        # label's, whose hours other days hold), and no label of a day held in another zone (a
-        # click counted there since is a click that day is short of).
-        fitted = {t.day for t in plan.transitions} - self.inexact(run)
-        held = run.change.taken if run.change is not None else frozenset()
-        answered = sum(n for day, n in labelled.items() if day not in fitted and day not in held)
-        answered += sum(counts.get(day) or 0 for day in fitted)  # their hours before the windows too
+        answered = self.answered(run, labelled, counts)
         short = first_day_found_short(link.clicks, listing.known.get(link_id), answered, windows, plan)
         found.short += [short] if short else []
+
+    def answered(self, run: LoadRun, labelled: dict[dt.date, int], counts: dict[dt.date, int | None]) -> int:
+        """The clicks this run's days hold: a day fitted after a zone change by its span (not its
+        label's, whose hours other days hold), and no label of a day held in another zone (a click
+        counted there since is a click that day is short of)."""
+        fitted = {t.day for t in run.plan.transitions} - self.inexact(run)
+        held = run.change.taken if run.change is not None else frozenset()
+        answered = sum(n for day, n in labelled.items() if day not in fitted and day not in held)
+        return answered + sum(counts.get(day) or 0 for day in fitted)  # their hours before the windows too
 
     @staticmethod
     def expected(run: LoadRun, found: Fetched, links_left: int, windows: int) -> int:
@@ -260,8 +263,6 @@ class LinkStatsLoad(StatsLoad):
     def fetch_breakdowns(self, run: LoadRun, found: Fetched, progress: Progress) -> None:
         """The rows per day: a daily load's counts, or a breakdown's rows of each day with clicks
         (a request per link and day, counted in the progress)."""
-        from airflow_provider_linkstats.client.errors import LinkstatsNotFoundError
-
         plan = run.plan
         found.rows_by_day = {day.day: [] for day in plan.days}
         pending = [(link_id, day) for link_id, per_day in found.counts.items()
@@ -273,17 +274,22 @@ class LinkStatsLoad(StatsLoad):
             return
         for index, (link_id, day) in enumerate(pending):
             if link_id not in found.gone:
-                try:
-                    rows, pages = breakdown_of(self.hook, link_id, run.breakdown, day)
-                except LinkstatsNotFoundError as error:
-                    found.requests += 1 + confirm_gone(self.hook, link_id, error)
-                    found.gone.append(link_id)
-                else:
-                    found.requests += pages
-                    found.rows_by_day[day].extend(
-                        (link_id, day.isoformat(), plan.zone, run.breakdown, value, count) for value, count in rows
-                    )
+                self.fetch_breakdown(run, link_id, day, found)
             progress.step(found.requests, found.requests + len(pending) - index - 1)
+
+    def fetch_breakdown(self, run: LoadRun, link_id: int, day: dt.date, found: Fetched) -> None:
+        """One link's breakdown of one day into ``found``'s rows (or the link gone)."""
+        from airflow_provider_linkstats.client.errors import LinkstatsNotFoundError
+
+        try:
+            rows, pages = breakdown_of(self.hook, link_id, run.breakdown, day)
+        except LinkstatsNotFoundError as error:
+            found.requests += 1 + confirm_gone(self.hook, link_id, error)
+            found.gone.append(link_id)
+            return
+        found.requests += pages
+        zone = run.plan.zone
+        found.rows_by_day[day].extend((link_id, day.isoformat(), zone, run.breakdown, value, n) for value, n in rows)
 
     # -- write and record ----------------------------------------------------------------------------
 

@@ -136,11 +136,13 @@ def _build(conn_id: str) -> SharedState:
     return SharedState(conn_id, StoreHealth(where), kwargs, ssl, client=redis.Redis(connection_pool=pool))
 
 
-def budget_for(state: SharedState, *, service: str, root: str, api_key_fingerprint: str, extras: dict[str, Any],
+def budget_for(state: SharedState, *, service: str, api_key_fingerprint: str, extras: dict[str, Any],
                window: float | None, asynchronous: bool) -> SharedBudget:  # fmt: skip
     """The shared budget of one connection (its key, its service's address)."""
     per_host = str(extras.get("address_per_host", "")).strip().lower() in ("1", "true", "yes", "on")
-    address = digest(root, _hostname() if per_host else "the deployment")
+    # The service (the one the key belongs to) and the address it sees: the key names the service
+    # whatever URL a host reaches it by (a proxy of its own, an internal name).
+    address = digest(api_key_fingerprint, _hostname() if per_host else "the deployment")
     key_limit = extras.get("rate_limit_per_key")
     if key_limit in (None, ""):
         key_limit = PER_KEY_LIMITS.get(service)

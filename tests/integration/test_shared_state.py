@@ -80,7 +80,8 @@ def _run_hosts(tmp_path, emulator, redis_url, *, hosts=3, links=100, own_address
         for process in processes:
             out, err = process.communicate(timeout=400)
             assert process.returncode == 0, err.decode()[-3000:]
-            reports.append((json.loads(out.decode().strip().splitlines()[-1]), err.decode()))
+            text = out.decode()  # Airflow's logging writes to stdout or stderr, by version: both are the log
+            reports.append((json.loads(text.strip().splitlines()[-1]), text + err.decode()))
     return reports, emulator.stats.count(status=429)
 
 

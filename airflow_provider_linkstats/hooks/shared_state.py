@@ -82,10 +82,13 @@ _LOCK = threading.Lock()
 
 def configured() -> str | None:
     """The setting's connection id, or None when it is empty."""
-    from airflow_provider_linkstats.hooks.linkstats import _linkstats_setting
+    try:
+        from airflow.providers.common.compat.sdk import conf
 
-    value = (_linkstats_setting(SETTING) or "").strip()
-    return value or None
+        value = conf.get("linkstats", SETTING, fallback=None)
+    except Exception:  # an Airflow without the section
+        value = os.environ.get(f"AIRFLOW__LINKSTATS__{SETTING.upper()}")
+    return (value or "").strip() or None
 
 
 def shared_state() -> SharedState | None:

@@ -197,3 +197,57 @@ def test_a_planted_or_garbled_entry_changes_nothing_sent(tmp_path, emu, monkeypa
         LinkstatsLinksHook().create_link("https://example.com/next")
         assert emu.stats.count("POST", "/links") == 1  # sent to the emulator, nowhere else
         assert redis.get(entry) != value  # dropped and learned again
+
+
+def test_two_triggerers_and_a_worker_share_one_budget(tmp_path, limited_emulator, redis_server):
+    """Two triggerers (processes) waiting on 100 links each, while a worker deletes 150 others:
+    the triggerers' shared pollers take their slots from the same windows (the async storage)."""
+    from airflow_provider_linkstats.hooks.linkstats import LinkstatsLinksHook
+
+    limited_emulator.set_rate_limit(None)
+    os.environ["AIRFLOW_CONN_LINKSTATS_LINKS_DEFAULT"] = connection_json(limited_emulator.url)
+    try:
+        hook = LinkstatsLinksHook()
+        end = time.time() + 40  # the worker's deletes meanwhile; the waits fire after
+        waited = [hook.create_link(f"https://example.com/w/{n}", expires_at=_iso(end)) for n in range(200)]
+        doomed = [hook.create_link(f"https://example.com/d/{n}")["id"] for n in range(150)]
+    finally:
+        os.environ.pop("AIRFLOW_CONN_LINKSTATS_LINKS_DEFAULT")
+    limited_emulator.set_rate_limit(60, WINDOW)
+    limited_emulator.stats.reset()
+    with ExitStack() as stack:
+        processes = []
+        for n, share in enumerate((waited[:100], waited[100:])):
+            links = tmp_path / f"waits-{n}.json"
+            links.write_text(json.dumps([[link["id"], link["alias"], end] for link in share]))
+            proxy = stack.enter_context(forwarding_proxy(limited_emulator.url, "10.0.0.1"))
+            env = _env(tmp_path, f"triggerer{n}", proxy.url, redis_server.url)
+            command = [sys.executable, "-m", "tests.support.shared_triggerer", str(links)]
+            processes.append(_spawn(command, env))
+        proxy = stack.enter_context(forwarding_proxy(limited_emulator.url, "10.0.0.1"))
+        env = _env(tmp_path, "worker", proxy.url, redis_server.url)
+        script = (
+            "import sys; from airflow_provider_linkstats.hooks.linkstats import LinkstatsLinksHook as H; "
+            f"h = H(rate_limit_window={WINDOW}); [h.delete_link(i) for i in {doomed!r}]; print('deleted')"
+        )
+        processes.append(_spawn([sys.executable, "-c", script], env))
+        outputs = []
+        for process in processes:
+            out, err = process.communicate(timeout=400)
+            assert process.returncode == 0, err.decode()[-3000:]
+            outputs.append(out.decode().strip().splitlines()[-1])
+    waits = [json.loads(line) for line in outputs[:2]]
+    assert outputs[2] == "deleted"
+    assert [w["statuses"] for w in waits] == [["success"] * 100] * 2
+    assert all(w["shared"] >= 1 and w["faults"] == 0 for w in waits), waits  # on the shared budget
+    assert limited_emulator.stats.count(status=429) == 0, limited_emulator.stats.endpoints()
+
+
+def _spawn(command: list[str], env: dict[str, str]) -> subprocess.Popen:
+    return subprocess.Popen(command, env=env, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+
+
+def _iso(epoch: float) -> str:
+    import datetime as dt
+
+    return dt.datetime.fromtimestamp(epoch, dt.timezone.utc).isoformat()

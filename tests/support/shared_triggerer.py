@@ -48,7 +48,20 @@ async def _waits(links: list[list]) -> dict:
     }
 
 
+def _scaled_window() -> None:
+    """The hooks the triggers make get the tests' scaled window (``LINKSTATS_TEST_WINDOW``), as the
+    worker's hook is given it: every process of the deployment counts the same windows."""
+    import os
+    from functools import partialmethod
+
+    from airflow_provider_linkstats.hooks.linkstats import LinkstatsLinksHook
+
+    window = float(os.environ.get("LINKSTATS_TEST_WINDOW") or 0) or None
+    LinkstatsLinksHook.__init__ = partialmethod(LinkstatsLinksHook.__init__, rate_limit_window=window)
+
+
 def main(argv: list[str]) -> int:
+    _scaled_window()
     with open(argv[0]) as handle:
         links = json.load(handle)
     print(json.dumps(asyncio.run(_waits(links))))

@@ -149,6 +149,25 @@ def mapped_launch(env: dict[str, str]) -> list[Row]:
     ]
 
 
+def shared_store(window: float) -> list[Row]:
+    """Run benchmarks/shared_store.py (a real redis-server; three hosts, then 20 pods, each a process)."""
+    rows_file = Path(tempfile.mkstemp(prefix="linkstats-shared-", suffix=".json")[1])
+    what = "many hosts through a shared Redis (benchmarks/shared_store.py)"
+    if shutil.which("redis-server") is None:
+        return [Row("8. many hosts", what, "skipped: redis-server is not installed")]
+    command = [sys.executable, "-m", "benchmarks.shared_store", "--window", str(window), "--json", str(rows_file)]
+    child_env = {k: v for k, v in os.environ.items() if not k.startswith(("AIRFLOW__LINKSTATS", "AIRFLOW_CONN_"))}
+    try:
+        done = subprocess.run(command, env=child_env, cwd=HERE.parent, capture_output=True, text=True, timeout=1200)
+    except subprocess.TimeoutExpired:
+        return [Row("8. many hosts", what, "timeout")]
+    text = rows_file.read_text() if rows_file.exists() else ""
+    rows_file.unlink(missing_ok=True)
+    if done.returncode != 0 or not text:
+        return [Row("8. many hosts", what, f"failed: {done.stderr[-300:]}")]
+    return [Row(**r) for r in json.loads(text)["rows"]]
+
+
 def cleanup(env: dict[str, str], quick: bool) -> list[Row]:
     """Run benchmarks/cleanup.py (the streaming cleanup at 10,000 and 100,000 links, 500 at 60 requests a
     minute, and the old example)."""
@@ -330,6 +349,9 @@ def measure(args: argparse.Namespace, env: dict[str, str]) -> int:
     if not args.no_cleanup:
         progress("6. streaming cleanup of 10,000 and 100,000 links (benchmarks/cleanup.py, a few minutes)")
         rows += cleanup(env, args.quick)
+
+    progress("8. many hosts, one budget through Redis (benchmarks/shared_store.py, about 8 minutes)")
+    rows += shared_store(window=6.0 if args.quick else 60.0)
 
     progress("7. daily statistics into a warehouse (benchmarks/warehouse.py, about a minute)")
     rows += warehouse(env)

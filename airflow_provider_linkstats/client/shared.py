@@ -12,9 +12,11 @@ that opens with its first request; so is ``limits``' ``FixedWindowRateLimiter``)
 - per key (its fingerprint, never the key): the generation's per-user limit (120 a minute on
   phpShort; the connection extra ``rate_limit_per_key`` overrides it), for all hosts together.
 
-A request takes the address's slot, then the key's: two round trips, and a refusal of the first
-costs the key nothing. Our window is half a second (rounded up to whole seconds, as Redis expires
-keys) longer than the service's, since it opens before the service counts the request.
+A request takes the address's slot, then the key's: two round trips (each ``limits``' count of a
+fixed window and the window's age, pipelined), and a refusal of the first costs the key nothing.
+Our window opens before the service counts the request, so it lasts half a second longer than the
+service's (rounded up to whole seconds, as Redis expires keys); a slot in its last second is
+refused, since its request could reach the service in the service's next window.
 
 What an answer teaches is written back for every host: a learned window length, and a 429 fills the
 window that spoke (``Remaining`` above 0 on a 429 means the per-user limiter did) until its end.
@@ -178,14 +180,16 @@ class SharedBudget:
             self._write_back(self._storage, what, value)
 
     def _take(self, storage: Any) -> float:
-        from limits.strategies import FixedWindowRateLimiter
-
-        limiter = FixedWindowRateLimiter(storage)
+        client = self._redis(storage)
         for item, bucket in self._items():
+            key = self._prefixed(storage, item.key_for(bucket))
+            pipe = client.pipeline(transaction=False)  # the count and the window's age: one round trip
+            self._script(storage)(keys=[key], args=[item.get_expiry(), 1], client=pipe)
+            pipe.pttl(key)
+            count, left_ms = pipe.execute()
             self.round_trips += 1
-            if not limiter.hit(item, bucket):
-                self.round_trips += 1
-                return self._wait_for(limiter.get_window_stats(item, bucket).reset_time)
+            if wait := self._verdict(client.expire, key, item, count, left_ms):
+                return wait
         return 0.0
 
     def _write_back(self, storage: Any, what: str, value: Any) -> None:
@@ -213,8 +217,6 @@ class SharedBudget:
         return delay
 
     async def _atake(self) -> float:
-        from limits.aio.strategies import FixedWindowRateLimiter
-
         storage = self._astorage
         if not self._window_read:
             self._window_read = True
@@ -226,12 +228,16 @@ class SharedBudget:
                 for item, bucket in self._items():
                     if bucket.startswith(value):
                         await storage.incr(item.key_for(bucket), item.get_expiry(), amount=item.amount)
-        limiter = FixedWindowRateLimiter(storage)
+        client = self._redis(storage)
         for item, bucket in self._items():
+            key = self._prefixed(storage, item.key_for(bucket))
+            pipe = client.pipeline(transaction=False)
+            await self._script(storage)(keys=[key], args=[item.get_expiry(), 1], client=pipe)
+            pipe.pttl(key)
+            count, left_ms = await pipe.execute()
             self.round_trips += 1
-            if not await limiter.hit(item, bucket):
-                self.round_trips += 1
-                return self._wait_for((await limiter.get_window_stats(item, bucket)).reset_time)
+            if wait := self._verdict(None, key, item, count, left_ms):
+                return wait
         return 0.0
 
     # -- helpers -----------------------------------------------------------------------------------
@@ -253,11 +259,34 @@ class SharedBudget:
         if math.isfinite(seconds) and 0.2 <= seconds <= 3600:
             self.window = seconds
 
-    def _wait_for(self, reset_time: float) -> float:
-        wait = reset_time - time.time()
-        if wait > self.window * _LONGEST_STALL:
-            raise RuntimeError(f"a shared window says {wait:.0f} s more, longer than a window can last")
-        return max(wait, _SHORTEST_WAIT)
+    @staticmethod
+    def _prefixed(storage: Any, key: str) -> str:
+        return getattr(storage, "bridge", storage).prefixed_key(key)
+
+    @staticmethod
+    def _script(storage: Any) -> Any:
+        """``limits``' own script for a fixed window's count (INCRBY, and EXPIRE on the first)."""
+        return getattr(storage, "bridge", storage).lua_incr_expire
+
+    def _verdict(
+        self, expire: Callable[[str, int], Any] | None, key: str, item: Any, count: Any, left_ms: Any
+    ) -> float:
+        """0.0 when the slot is ours, else the seconds until the window ends.
+
+        A slot late in our window is refused too: its request could reach the service after the
+        service's window (which opened a little after ours) ended, and count in the next one.
+        """
+        if not isinstance(left_ms, int) or left_ms < 0:  # a key without an expiry: planted, or garbage
+            if expire is not None:
+                expire(key, item.get_expiry())  # nothing is left forever
+            raise RuntimeError("a shared window without an expiry")
+        left = left_ms / 1000
+        if left > self.window * _LONGEST_STALL:
+            raise RuntimeError(f"a shared window says {left:.0f} s more, longer than a window can last")
+        age = item.get_expiry() - left
+        if int(count) <= item.amount and age <= self.window - _WINDOW_PAD:
+            return 0.0
+        return max(left, _SHORTEST_WAIT)
 
     def stalled(self, waited: float) -> bool:
         """True (and the store set aside) when one request has waited past what any window lasts."""

@@ -20,7 +20,12 @@ from airflow_provider_linkstats.client.settings import (
 
 CONNECTION_TYPES = {
     # conn_type: (hook class, display name, default conn id, example base URL)
-    "linkstats_links": ("LinkstatsLinksHook", "Linkstats Links", "linkstats_links_default", "https://links.example.com/api/v1"),
+    "linkstats_links": (
+        "LinkstatsLinksHook",
+        "Linkstats Links",
+        "linkstats_links_default",
+        "https://links.example.com/api/v1",
+    ),
     "linkstats_analytics": (
         "LinkstatsAnalyticsHook",
         "Linkstats Analytics",
@@ -28,6 +33,7 @@ CONNECTION_TYPES = {
         "https://analytics.example.com/api/v1",
     ),
 }
+
 
 def _whole(seconds: float) -> float | int:
     """30.0 shown as 30 in the form (and its JSON schema), as before the defaults moved to settings."""
@@ -94,6 +100,7 @@ TYPE_EXTRA_FIELDS: dict[str, dict[str, ExtraField]] = {
 def extra_fields(conn_type: str) -> dict[str, ExtraField]:
     """The extras of one connection type, in form order."""
     return {**EXTRA_FIELDS, **TYPE_EXTRA_FIELDS.get(conn_type, {})}
+
 
 HIDDEN_FIELDS = ["schema", "port", "login", "extra"]
 RELABELING = {"host": "Base URL", "password": "API key"}

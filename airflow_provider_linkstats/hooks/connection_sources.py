@@ -59,7 +59,7 @@ def not_defined_message(conn_id: str, conn_type: str, sources: Sources | None) -
     example = CONNECTION_TYPES[conn_type][3]  # the form's placeholder URL
     env = (
         f"AIRFLOW_CONN_{conn_id.upper()}="
-        f"'{{\"conn_type\": \"{conn_type}\", \"host\": \"{example}\", \"password\": \"<API key>\"}}'"
+        f'\'{{"conn_type": "{conn_type}", "host": "{example}", "password": "<API key>"}}\''
     )
     looked = f"looked up in {_joined(sources.names)}" if sources and sources.names else "not found"
     if sources is not None and not sources.reads_stored:

@@ -257,7 +257,6 @@ class LinkstatsBaseHook(RecordsMixin, AsyncClientMixin, BaseHook):
         return budget_for(
             state,
             service=self.resource.service,
-            root=settings.root,
             api_key_fingerprint=fingerprint(str(conn.password)),
             extras=conn.extra_dejson if conn.extra else {},
             window=settings.rate_limit_window,

@@ -72,7 +72,11 @@ class RecordsMixin:
         return self.client.delete(resource or self.resource, record_id, missing_ok=missing_ok)
 
     def iter_records(
-        self, filters: JsonDict, max_items: int | None = None, resource: Resource | None = None, *,
+        self,
+        filters: JsonDict,
+        max_items: int | None = None,
+        resource: Resource | None = None,
+        *,
         complete: bool = False,
     ) -> Iterator[JsonDict]:
         """Every record matching ``filters``, page by page (``LinkstatsClient.iter`` reads them);
@@ -230,7 +234,11 @@ class LinkRecordsMixin(RecordsMixin):
         return self.iter_records(filters, max_items)
 
     def iter_records(
-        self, filters: JsonDict, max_items: int | None = None, resource: Resource | None = None, *,
+        self,
+        filters: JsonDict,
+        max_items: int | None = None,
+        resource: Resource | None = None,
+        *,
         complete: bool = False,
     ) -> Iterator[JsonDict]:
         """As the base class; a links ``status`` means the same on every version (``LinkstatsClient.iter_links``)."""

@@ -82,10 +82,13 @@ _LOCK = threading.Lock()
 
 def configured() -> str | None:
     """The setting's connection id, or None when it is empty."""
-    from airflow_provider_linkstats.hooks.linkstats import _linkstats_setting
+    try:
+        from airflow.providers.common.compat.sdk import conf
 
-    value = (_linkstats_setting(SETTING) or "").strip()
-    return value or None
+        value = conf.get("linkstats", SETTING, fallback=None)
+    except Exception:  # an Airflow without the section
+        value = os.environ.get(f"AIRFLOW__LINKSTATS__{SETTING.upper()}")
+    return (value or "").strip() or None
 
 
 def shared_state() -> SharedState | None:
@@ -136,11 +139,13 @@ def _build(conn_id: str) -> SharedState:
     return SharedState(conn_id, StoreHealth(where), kwargs, ssl, client=redis.Redis(connection_pool=pool))
 
 
-def budget_for(state: SharedState, *, service: str, root: str, api_key_fingerprint: str, extras: dict[str, Any],
+def budget_for(state: SharedState, *, service: str, api_key_fingerprint: str, extras: dict[str, Any],
                window: float | None, asynchronous: bool) -> SharedBudget:  # fmt: skip
     """The shared budget of one connection (its key, its service's address)."""
     per_host = str(extras.get("address_per_host", "")).strip().lower() in ("1", "true", "yes", "on")
-    address = digest(root, _hostname() if per_host else "the deployment")
+    # The service (the one the key belongs to) and the address it sees: the key names the service
+    # whatever URL a host reaches it by (a proxy of its own, an internal name).
+    address = digest(api_key_fingerprint, _hostname() if per_host else "the deployment")
     key_limit = extras.get("rate_limit_per_key")
     if key_limit in (None, ""):
         key_limit = PER_KEY_LIMITS.get(service)

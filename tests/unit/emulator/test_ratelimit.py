@@ -83,6 +83,18 @@ def test_the_client_ip_limit_comes_before_authentication(lim):
     assert Api(lim.url).get("/links").status_code == 429  # same IP, same budget
 
 
+def test_a_load_balancers_forwarded_address_is_counted_from_loopback(lim):
+    """Behind Laravel's TrustProxies a trusted proxy's request counts for the address its
+    X-Forwarded-For ends with: two forwarded clients have a budget each."""
+    first, second = Api(lim.url), Api(lim.url)
+    first.session.headers["X-Forwarded-For"] = "203.0.113.7, 10.0.0.1"  # the proxy appended 10.0.0.1
+    second.session.headers["X-Forwarded-For"] = "10.0.0.2"
+    assert [first.get("/links").status_code for _ in range(21)] == [200] * 20 + [429]
+    assert second.get("/links").status_code == 200  # another address, its own budget
+    plain = Api(lim.url)
+    assert plain.get("/links").status_code == 200  # the proxy's own address is another one still
+
+
 def test_the_per_key_limit_after_authentication(lim):
     lim.set_rate_limit(50, window=60, key_limit=5)
     first, second = Api(lim.url), Api(lim.url, key=OTHER_KEY)

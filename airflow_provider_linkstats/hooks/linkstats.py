@@ -184,6 +184,7 @@ class LinkstatsBaseHook(RecordsMixin, AsyncClientMixin, BaseHook):
                 known.client.contradicted = known.contradicted
                 known.client.account_reader = known.relearn_account
                 known.client.clock_source, known.client.clock_measured = known.recall_clock, known.remember_clock
+                known.client.clock.stepped = known.remember_clock  # a step is kept for the host at once
             if len(self._roots) > 1:
                 self.service_profile()
             return self.__dict__["client"]

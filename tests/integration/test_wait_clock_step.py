@@ -164,3 +164,36 @@ def test_a_wait_that_cannot_tell_keeps_its_pace_and_says_so(stepped, monkeypatch
     assert event is None, event  # before: fired at once, 120 s before the end by the service's clock
     assert 1 <= len(asked) <= math.ceil(took / 5) + 1, len(asked)  # before: one a second
     assert [m for m in said.messages if "not taken as ended" in m], said.messages
+
+
+def launched(emu, count: int = 60, seconds: float = 6) -> tuple[list[dict], dt.datetime]:
+    """``count`` links whose windows end within the same second, ``seconds`` on by the service's clock."""
+    links = [ending_link(emu, f"launch-{n:02d}", seconds) for n in range(count)]
+    return [link for link, _ in links], max(end for _, end in links)
+
+
+def listings(emu) -> int:
+    return emu.stats.count(method="GET", path_prefix=f"{API}/links")
+
+
+@pytest.mark.parametrize("mode", ["deferrable", "poke"])
+def test_a_wait_for_sixty_links_fires_at_their_end_with_its_usual_reads(stepped, mode):
+    """The issue's launch: 60 links, a wait on them all (``poke_interval=60``) whose clock is from
+    before the step. Before: still deferred long after the end, reading about 58 times a minute."""
+    from airflow_provider_linkstats.sensors.links import LinkstatsLinkExpiredSensor
+
+    emu = stepped
+    links, end = launched(emu)
+    ids = [link["id"] for link in links]
+    emu.stats.reset()
+    if mode == "deferrable":
+        from airflow_provider_linkstats.triggers.links import LinkstatsLinkExpiredTrigger
+
+        kwargs = {"link_ids": ids, "poke_interval": 60, "service_clock": {"offset": 0.2, "uncertainty": 0.3}}
+        event = first_event(LinkstatsLinkExpiredTrigger(**kwargs), 40)
+        assert event is not None and event["status"] == "success", event
+    else:
+        LinkstatsLinkExpiredSensor(task_id="wait", link_ids=ids, poke_interval=60, timeout=40, mode="poke").execute({})
+    fired = emu.clock.now()
+    assert_on_time(fired, end)
+    assert listings(emu) <= 3, emu.stats.endpoints()  # the read that learnt the ends, the one at the end

@@ -265,3 +265,36 @@ def test_a_step_during_a_bulk_launch_is_mended_link_by_link(learned, direction):
     assert not wrong, f"{len(wrong)} of 60 links: {wrong[:3]}"
     assert 1 <= mended <= 8 + 1, mended  # the creates in flight at the step, one PUT each
     assert abs(cached_offset() - STEPS[direction].total_seconds()) < 1.5
+
+
+def test_a_duration_counts_from_the_send_after_the_rate_limit_slot(emulators, monkeypatch):
+    """Ten ``PT4M`` creates on 8 workers at one request a second: the last waits about 8 s for its
+    slot. Each link lives 4 minutes from its own create (before: 217-240 s in the issue's launch,
+    here up to 8 s short), with no request more than the creates."""
+    import logging
+
+    from airflow_provider_linkstats.client.launch import plan_items
+    from airflow_provider_linkstats.drivers.launch import Launch
+    from airflow_provider_linkstats.hooks.linkstats import LinkstatsLinksHook
+
+    emu = emulators("49")
+    emu.reset()
+    monkeypatch.setenv("AIRFLOW_CONN_LINKSTATS_LINKS_DEFAULT", connection_json(emu.url, api_version="49"))
+    monkeypatch.setenv("AIRFLOW__LINKSTATS__CACHE_DIR", "off")
+    emu.set_rate_limit(4, window=4.0)  # 1 request a second
+    hook = LinkstatsLinksHook(rate_limit_window=4.0)
+    try:
+        rows = [{"url": f"https://example.com/s{n}", "alias": f"s{n}"} for n in range(10)]
+        items = plan_items(rows, {"expires_at": "PT4M"}, None, "", "links")
+        outcome = Launch(hook, items, if_exists="skip", workers=8, log=logging.getLogger("launch")).run()
+    finally:
+        hook.close()
+        emu.set_rate_limit(None)
+    assert outcome.failed == {}
+    lives = sorted(
+        (moment(r["active_period_end_at"]) - moment(r["created_at"])).total_seconds()
+        for r in emu.store.links() if r["alias"].startswith("s")
+    )  # fmt: skip
+    assert len(lives) == 10 and all(abs(life - LIFETIME) <= ON_TIME for life in lives), lives
+    assert puts(emu) == 0
+    emu.reset()

@@ -202,7 +202,7 @@ class AsyncLinkstatsClient:
             self.limiter.release()
             raise transport_error(request.method, url, error, sent=True, **where) from None
         self.limiter.observe(response.headers, response.status_code, sent_at)
-        self.clock.observe(response.headers, sent_wall)
+        self.clock.observe(response.headers, sent_wall, method=request.method)
         return ApiResponse(
             response.status_code, response.headers, response.content, url, settings.conn_id, self._auth.redact
         )

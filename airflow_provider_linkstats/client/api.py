@@ -12,6 +12,7 @@ from contextvars import ContextVar
 from dataclasses import replace
 from typing import Any
 
+from airflow_provider_linkstats.client import windows
 from airflow_provider_linkstats.client.auth import ApiKey
 from airflow_provider_linkstats.client.checks import check_whole_number, is_blank
 from airflow_provider_linkstats.client.clock import ServiceClock, adopt_profile_clock
@@ -152,12 +153,14 @@ class LinkstatsClient:
     def _send_paced(self, request: ApiRequest) -> ApiResponse:
         """One attempt, after the rate limiter allows it; the answer's headers update the limiter."""
         self.limiter.wait(self.settings.max_rate_limit_wait)
-        if (check := BEFORE_SEND.get()) is not None:
-            try:
+        try:
+            if (check := BEFORE_SEND.get()) is not None:
                 check(request)  # e.g. the cleanup's evidence for a delete is still fresh, after the wait
-            except BaseException:
-                self.limiter.release()
-                raise
+            if (rebuild := windows.AT_SEND.get()) is not None:
+                request = rebuild(request)  # a duration's end counted from now
+        except BaseException:
+            self.limiter.release()
+            raise
         sent_at, sent_wall = self.limiter.now(), self.clock.stamp()
         try:
             response = self._transport.send(request)
@@ -165,7 +168,7 @@ class LinkstatsClient:
             self.limiter.release()
             raise
         self.limiter.observe(response.headers, response.status, sent_at)
-        self.clock.observe(response.headers, sent_wall)
+        self.clock.observe(response.headers, sent_wall, method=request.method)
         return response
 
     # -- records -----------------------------------------------------------------------------
@@ -407,9 +410,12 @@ class LinkstatsClient:
         key_value = dict(request.form).get(resource.natural_key)
         sent_at = self.clock.stamp()  # the worker's; read on the service's clock once it has answered
         try:
-            response = self.call(request)
+            with windows.counted_at_send(self, fields, lambda f: build_create(resource, f, generation)) as sent:
+                response = self.call(request)  # a duration counted after the rate-limit slot
+            fields = sent[0]
             record = parse_record(request, response, generation)
-            return self.verified(resource, "create", fields, record, generation, zone, request, response.status)
+            record = self.verified(resource, "create", fields, record, generation, zone, request, response.status)
+            return windows.checked(self, "create", fields, record, generation, zone)  # mended if misclocked
         except LinkstatsValidationError as error:
             if resource is LINKS and "domain_id" in error.errors:
                 other = self._domain_relearned(fields)
@@ -728,14 +734,18 @@ class LinkstatsClient:
             fields = self.prepare(resource, fields, "update")  # at each send: durations count from it
             request = build_update(resource, record_id, fields, generation)
             try:
-                response = self.call(request)
+                rebuilt = functools.partial(build_update, resource, record_id, generation=generation)
+                with windows.counted_at_send(self, fields, rebuilt) as sent:
+                    response = self.call(request)
+                fields = sent[0]
             except (LinkstatsTransportError, LinkstatsApiError) as error:
                 if not is_unknown_outcome(request, error):
                     raise
                 last = error
             else:
                 record = parse_record(request, response, generation) or self.get(resource, record_id)  # a 204
-                return self.verified(resource, "update", fields, record, generation, zone, request, response.status)
+                record = self.verified(resource, "update", fields, record, generation, zone, request, response.status)
+                return windows.checked(self, "update", fields, record, generation, zone)
             # Unknown: sent again only if the record does not hold what was asked (a PUT resent is
             # idempotent only while nothing else changed the record meanwhile).
             time.sleep(self.retry.pause(attempt, last))

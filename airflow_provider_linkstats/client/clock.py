@@ -10,13 +10,21 @@ being answered. So each answer bounds the offset (service minus worker) to an in
 
     Date - received  <=  offset  <  Date + 1 - sent
 
-The clock keeps the intersection of the intervals seen (it narrows as answers arrive). An answer
-whose interval lies wholly after the known one (its ``Date`` is later than the service's clock
-allows) means the service's clock was stepped forward: it starts afresh from it. One whose interval
-lies wholly before (its ``Date`` is older than its send, by the clock as known) is most often a
-page a proxy kept (a cache), not a step back: it teaches nothing, and ``observe`` says it is stale;
-only when a second answer, sent at least ``STEP_CONFIRM`` seconds later, shows the same earlier
-clock is it taken as a step back. An answer with an ``Age`` above 0 came from a cache: stale too.
+The clock keeps the intersection of the intervals seen (it narrows as answers arrive), and follows
+the service when its clock is stepped, as NTP does: answers that agree with each other on a new
+offset are believed at once, and only a copy that shows it is one counts as a cached page:
+
+- an ``Age`` header above 0 (a cache's copy);
+- a read whose ``Date`` is earlier than the known clock allows, until another answer received more
+  than ``STEP_CONFIRM`` after it was sent agrees on the same offset (a cached page's fixed ``Date``
+  falls behind with every second, so two of its copies never agree);
+- an answer to a request sent before the answer that set the offset arrived (in flight across a step).
+
+An answer later than the known clock allows (no cache keeps a page from the future), the answer to
+a write (no cache keeps one) and any answer that contradicts an offset this process was handed (the
+host's learned facts, a sensor's measurement) rather than heard are steps: the offset moves at once,
+``observe`` says ``STEPPED``, the move is logged with both offsets, and ``stepped`` (the hook's) keeps
+the new offset in the host's learned facts.
 
 The estimate is the interval's middle; ``uncertainty`` is its half-width, which ``margin`` adds to
 the stated ``SAFETY_MARGIN``. Until the service has answered, the worker's clock stands in
@@ -32,6 +40,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from email.utils import parsedate_to_datetime
 
 log = logging.getLogger(__name__)
@@ -51,10 +60,23 @@ PLAUSIBLE_SKEW = 86400.0
 # How fast two clocks may drift apart (a worker without NTP: 100 ppm): an offset measured by another
 # process some time ago (the host's learned facts) is widened by this much per second of its age.
 DRIFT = 1e-4
-# A Date earlier than the known clock allows is a step back only if an answer sent this many seconds
-# later shows it too; a cached page's fixed Date falls further behind with every second.
-STEP_CONFIRM = 2.0
-FRESH, STALE, NO_DATE = "fresh", "stale", "no date"  # what ``observe`` says of an answer
+# A read's Date earlier than the known clock allows is a step back once another answer agrees on the
+# same offset and was received more than this many seconds after the first was sent: two copies of
+# one cached page (a fixed Date, whole seconds) then show offsets more than a second apart.
+STEP_CONFIRM = 1.0
+FRESH, STEPPED, STALE, NO_DATE = "fresh", "stepped", "stale", "no date"  # what ``observe`` says of an answer
+_WRITES = frozenset({"POST", "PUT", "PATCH", "DELETE"})  # answers no cache keeps (RFC 9111, section 3)
+
+
+@dataclass(frozen=True)
+class _Answer:
+    """What one answer says of the offset (service minus worker): within [low, high]."""
+
+    low: float
+    high: float
+    sent: float
+    received: float
+    write: bool  # the answer to a write: the origin's own, whatever its Date says
 
 
 def parse_http_date(value: str | None) -> float | None:
@@ -85,7 +107,10 @@ class ServiceClock:
         self._low: float | None = None  # bounds of the offset, service minus worker, in seconds
         self._high: float | None = None
         self._warned = False
-        self._step: tuple[float, float, float] | None = None  # (low, high, sent) of an answer that went back
+        self._settled = float("-inf")  # when the answer that set the offset arrived (after a step)
+        self._candidate: _Answer | None = None  # a read that went back, until another agrees (a step) or not
+        # Told of a step (``observe`` returned ``STEPPED``): the hook keeps the new offset in the host's cache.
+        self.stepped: Callable[[ServiceClock], None] | None = None
         self.adopted_from: str | None = None  # where an offset measured elsewhere came from, if it did
         self._reads_from: float | None = None  # since ``watch_reads``: the earliest Date less its round trip
         self._watching = False
@@ -101,52 +126,96 @@ class ServiceClock:
         """The worker's clock now: what a transport notes just before sending (``observe(sent=)``)."""
         return self._wall()
 
-    def observe(self, headers: Mapping[str, str] | None, sent: float, received: float | None = None) -> str:
-        """Learn from one answer's ``Date``; ``sent`` and ``received`` are ``stamp()`` readings around it.
+    def observe(
+        self, headers: Mapping[str, str] | None, sent: float, received: float | None = None, *, method: str = "GET"
+    ) -> str:
+        """Learn from one answer's ``Date``; ``sent`` and ``received`` are ``stamp()`` readings around it,
+        ``method`` the request's (a cache keeps no answer to a write: RFC 9111, section 3).
 
-        Returns ``FRESH`` (learnt from), ``STALE`` (an ``Age`` header, or a ``Date`` older than its
-        send by the clock as known: a cached page, which teaches nothing) or ``NO_DATE``."""
-        if not headers:
-            return NO_DATE
-        date = parse_http_date(headers.get("date") or headers.get("Date"))
+        Returns ``FRESH`` (learnt from), ``STEPPED`` (the offset moved to a new one: a step of the
+        service's clock, or a measurement this process heard replacing one it was handed),
+        ``STALE`` (a cached page: an ``Age`` header, or a ``Date`` earlier than the known clock allows
+        that no other answer agrees with) or ``NO_DATE``."""
+        date = parse_http_date((headers or {}).get("date") or (headers or {}).get("Date"))
         if date is None:
             return NO_DATE
         received = self._wall() if received is None else received
-        if self._watching:  # every answer counts here, a stale one too: it was read when its Date says
+        self._note_read(date, sent, received)
+        if _aged(headers or {}):
+            return STALE  # a cache answered: its Date is when it stored the page, not now
+        answer = _Answer(date - received, date + 1.0 - min(sent, received), sent, received, method.upper() in _WRITES)
+        with self._lock:
+            before = self.offset if self.known else None
+            verdict = self._take(answer)
+            warn = verdict != STALE and abs(self.offset) >= LARGE_SKEW and not self._warned
+            self._warned = self._warned or warn
+            after = self.offset
+        if verdict == STEPPED and before is not None:
+            self._say_step(before, after)
+        if warn:
+            self._say_skew(after)
+        if verdict == STEPPED and self.stepped is not None:
+            self.stepped(self)  # the host's learned facts take the new offset at once
+        return verdict
+
+    def _note_read(self, date: float, sent: float, received: float) -> None:
+        """``reads_from`` (``watch_reads``): every answer counts, a stale one too."""
+        if self._watching:
             earliest = date - max(received - sent, 0.0)
             with self._lock:
                 self._reads_from = earliest if self._reads_from is None else min(self._reads_from, earliest)
-        if _aged(headers):
-            return STALE  # a cache answered: its Date is when it stored the page, not now
-        low, high = date - received, date + 1.0 - min(sent, received)
-        with self._lock:
-            if self._low is not None and self._high is not None and high < self._low:
-                # Older than the known clock allows: a stale page, unless a later answer confirms a step back.
-                step = self._step
-                if step is None or not (low <= step[1] and high >= step[0]) or sent - step[2] < STEP_CONFIRM:
-                    if step is None or not (low <= step[1] and high >= step[0]):
-                        self._step = (low, high, sent)
-                    return STALE
-                low, high = max(low, step[0]), min(high, step[1])
-                self._low = None  # confirmed: the service's clock went back
-            self._step = None
-            if self._low is None or self._high is None or low > self._high:
-                self._low, self._high = low, high  # first answer, or the clock was stepped forward: start afresh
-            else:
-                self._low, self._high = max(self._low, low), min(self._high, high)
-            self.adopted_from = None  # heard by this process now
-            offset = (self._low + self._high) / 2
-            warn = abs(offset) >= LARGE_SKEW and not self._warned
-            self._warned = self._warned or warn
-        if warn:
-            log.warning(
-                "The clock of %s is %s %s this worker's (from the Date header of its answers); decisions about "
-                "time (expiry, cleanup, durations) use the service's clock. Check NTP on this worker or the server.",
-                self._name,
-                _seconds(abs(offset)),
-                "behind" if offset < 0 else "ahead of",
-            )
-        return FRESH
+
+    def _take(self, answer: _Answer) -> str:
+        """What ``answer`` (not from a cache by its headers) does to the offset's interval; under the lock."""
+        if self._low is None or self._high is None:
+            self._set(answer.low, answer.high)
+            return FRESH
+        if answer.low <= self._high and answer.high >= self._low:  # agrees with what is known: narrows it
+            self._set(max(self._low, answer.low), min(self._high, answer.high))
+            return FRESH
+        if answer.sent < self._settled:
+            return STALE  # sent before the answer that set the offset arrived: it tells of the clock before
+        if self.adopted_from is not None or answer.low > self._high or answer.write:
+            # Handed or cached elsewhere, not heard here; or later than the known clock allows (no cache
+            # keeps a page from the future); or the answer to a write (no cache keeps one): a step.
+            self._set(answer.low, answer.high, answer.received)
+            return STEPPED
+        return self._step_back(answer)
+
+    def _step_back(self, answer: _Answer) -> str:
+        """A read's ``Date`` earlier than the known clock allows: a cached page unless another answer,
+        received more than ``STEP_CONFIRM`` after this one was sent, agrees on the same offset (a
+        cached page's fixed ``Date`` falls behind with every second, so its copies never agree)."""
+        seen = self._candidate
+        agrees = seen is not None and answer.low <= seen.high and answer.high >= seen.low
+        if agrees and seen is not None and answer.received - seen.sent > STEP_CONFIRM:
+            self._set(max(answer.low, seen.low), min(answer.high, seen.high), answer.received)
+            return STEPPED
+        if not agrees:
+            self._candidate = answer
+        return STALE
+
+    def _set(self, low: float, high: float, settled: float | None = None) -> None:
+        self._low, self._high = low, high
+        if settled is not None:
+            self._settled = settled
+        self._candidate = None
+        self.adopted_from = None  # heard by this process now
+
+    def _say_step(self, before: float, after: float) -> None:
+        log.warning(
+            "The clock of %s moved: its answers now agree on an offset of %+.1f s from this worker's clock "
+            "(it was %+.1f s: a step of the service's clock, or a measurement kept on this host that no longer "
+            "holds); decisions about time use the new offset from now on.",
+            self._name, after, before,
+        )  # fmt: skip
+
+    def _say_skew(self, offset: float) -> None:
+        log.warning(
+            "The clock of %s is %s %s this worker's (from the Date header of its answers); decisions about "
+            "time (expiry, cleanup, durations) use the service's clock. Check NTP on this worker or the server.",
+            self._name, _seconds(abs(offset)), "behind" if offset < 0 else "ahead of",
+        )  # fmt: skip
 
     def is_fresh(self, headers: Mapping[str, str] | None, sent: float) -> bool | None:
         """Whether an answer was made after ``sent`` (a ``stamp()`` reading before its request): no

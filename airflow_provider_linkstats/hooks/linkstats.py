@@ -187,6 +187,7 @@ class LinkstatsBaseHook(RecordsMixin, AsyncClientMixin, BaseHook):
                 known.client.account_reader = known.relearn_account
                 known.client.clock_source, known.client.clock_measured = known.recall_clock, known.remember_clock
                 known.client.limiter.shared = self._shared_budget(asynchronous=False)
+                known.client.clock.stepped = known.remember_clock  # a step is kept for the host at once
             if len(self._roots) > 1:
                 self.service_profile()
             return self.__dict__["client"]

@@ -42,18 +42,22 @@ class ExpiredFeed:
 
     def walk(self, dialect: Generation | None = None, clock: ServiceClock | None = None) -> Plan[list[JsonDict]]:
         """Every ended link the (filtered) listing holds. Where the walk decides (46+), a link has
-        ended once its end passed by the service's ``clock`` (the client's) less its margin, as the
-        page's own answer corrected it; the worker's clock stands in without one."""
+        ended once its end is at or before the page's own ``Date`` (the service's time when it answered:
+        no offset the answer contradicts decides); a page without one is read by the service's
+        ``clock`` (the client's) less its margin, the worker's clock without a clock."""
         decide = dialect is not None and not dialect.lists_date_expiry
         filters = {**self.filters, "status": int(LinkStatus.ALL)} if decide else self.filters
         records: list[JsonDict] = []
+        answered: list[Any] = []
 
         def take(items: list[JsonDict]) -> bool:
-            moment = dt.datetime.fromtimestamp(plan.service_time(clock), dt.timezone.utc)
+            # By the page's own Date where it has one: no offset the answer contradicts decides.
+            told = plan.answered_at(answered[-1]) if answered else None
+            moment = dt.datetime.fromtimestamp(plan.service_time(clock) if told is None else told, dt.timezone.utc)
             records.extend(r for r in items if not decide or link_timing(r).ended(moment))
             return False
 
-        yield from walk_pages(lambda page: build_list(LINKS, filters, page), take)
+        yield from walk_pages(lambda page: build_list(LINKS, filters, page), take, answered)
         return records
 
     def news(self, records: list[JsonDict]) -> list[JsonDict]:

@@ -70,6 +70,16 @@ def worker_time(clock: ServiceClock | None, end: float) -> float:
     return end - offset(clock) + margin(clock)
 
 
+def answered_at(response: ApiResponse | None) -> float | None:
+    """The service's own time when it answered (its ``Date``, epoch seconds), or None without one.
+    A wait decides that a link ended by it, never by an offset the answer in hand contradicts: the
+    service's clock had reached ``Date`` when it answered (a cached page's older ``Date`` says less)."""
+    from airflow_provider_linkstats.client.clock import parse_http_date
+
+    headers = getattr(response, "headers", None) or {}
+    return parse_http_date(headers.get("date") or headers.get("Date"))
+
+
 class LinkGoneError(LinkstatsNotFoundError):
     """A watched link does not exist (any more): waiting for it to expire would never end.
 
@@ -176,6 +186,7 @@ def read_links(
     pages: Pages | None = None,
     riders: Iterable[int] = (),
     missing: dict[int, LinkstatsNotFoundError] | None = None,
+    dated: dict[int, float] | None = None,
 ) -> Plan[dict[int, JsonDict | None]]:
     """Each link's record, or None for one that does not exist: the one existence check.
 
@@ -183,11 +194,14 @@ def read_links(
     seen; ``Pages`` picks the end to start from), so the cost is pages, not links; only those it
     missed are read one by one, so nothing but a real 404 says a link is gone. The records of
     ``riders`` that the walked pages hold come along too, at no extra request (a rider not seen
-    is simply left out: never a GET, never taken for gone). ``missing`` collects each 404.
+    is simply left out: never a GET, never taken for gone). ``missing`` collects each 404, ``dated``
+    the ``Date`` of the answer each record came in (``answered_at``).
     """
     wanted = list(dict.fromkeys(link_ids))
     along = set(riders) - set(wanted)
     records: dict[int, JsonDict | None] = {}
+    dates = dated if dated is not None else {}
+    answered: list[ApiResponse] = []
     hints = pages if pages is not None else Pages()
     if wanted and hints.newest is not None and hints.newest - min(wanted) < MAX_PER_PAGE:
         gets_max = 1  # all on the first page newest first (unless links were created since): one request
@@ -204,15 +218,16 @@ def read_links(
                 hints.newest = max(hints.newest or 0, *ids)
                 if filters is ALL_OLDEST_FIRST:
                     hints.first_ids[page] = ids[0]
+            date = answered_at(answered[-1]) if answered else None
             for item in items:
-                if (i := record_id(item)) in remaining:
+                if (i := record_id(item)) in remaining or i in along:
                     records[i] = item  # type: ignore[index]
                     remaining.discard(i)  # type: ignore[arg-type]
-                elif i in along:
-                    records[i] = item  # type: ignore[index]
+                    if date is not None:
+                        dates[i] = date  # type: ignore[index]
             return not remaining
 
-        yield from walk_pages(lambda n: build_list(LINKS, filters, n + start - 1), take)
+        yield from walk_pages(lambda n: build_list(LINKS, filters, n + start - 1), take, answered)
         if remaining and filters is ALL_OLDEST_FIRST:
             hints.first_ids.clear()  # pages moved (or links are gone): the next walk starts at page 1 again
     for link_id in [i for i in wanted if i not in records]:
@@ -226,6 +241,8 @@ def read_links(
                 missing[link_id] = error
             continue
         records[link_id] = parse_record(request, response)
+        if (date := answered_at(response)) is not None:
+            dates[link_id] = date
         hints.newest = max(hints.newest or 0, link_id)
     return records
 

@@ -10,6 +10,7 @@ alias that belongs to another link ends it with that error.
 from __future__ import annotations
 
 import datetime as dt
+import logging
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -41,6 +42,8 @@ from airflow_provider_linkstats.waiting.plan import (
 if TYPE_CHECKING:
     from airflow_provider_linkstats.client.clock import ServiceClock
 
+log = logging.getLogger(__name__)
+
 # What a record says about a link's end: (end as epoch seconds or None, whether a click limit is set).
 Known = tuple[float | None, bool]
 
@@ -51,6 +54,8 @@ STALENESS_CAP = 3600.0
 # The least time between two rounds when an end, not the interval, sets the pace: a read that found
 # the end not passed yet by the clock it corrected is followed by one at the corrected end.
 END_GAP = 1.0
+# A wait that cannot tell whether an end passed (its answers contradict the clock) says so this often.
+DOUBT_LOG_EVERY = 60.0
 
 
 def staleness_bound(interval: float, every: int) -> float:
@@ -213,6 +218,28 @@ class RoundResult:
     failed: dict[Watch, LinkstatsError] = field(default_factory=dict)
 
 
+@dataclass
+class _Round:
+    """What one round learns as its steps go (``Poll.round``)."""
+
+    now: float  # the worker's clock at the round
+    at: float  # the service's time then, less the margin, by the clock as measured before the round
+    result: RoundResult = field(default_factory=RoundResult)
+    live: list[Watch] = field(default_factory=list)  # watches with links, not failed
+    pending: list[int] = field(default_factory=list)  # their links not ended at the last round
+    confirm: bool = False  # ends that passed by the clock are confirmed this round
+    due_by_clock: set[int] = field(default_factory=set)  # pending links whose end passed by the clock
+    to_read: list[int] = field(default_factory=list)
+    found: dict[int, JsonDict] = field(default_factory=dict)  # over: listed expired, or read ended
+    records: dict[int, JsonDict | None] = field(default_factory=dict)  # read (None: 404)
+    missing: dict[int, LinkstatsNotFoundError] = field(default_factory=dict)
+    dated: dict[int, float] = field(default_factory=dict)  # the Date of the answer each record came in
+
+
+def _utc(epoch: float) -> str:
+    return dt.datetime.fromtimestamp(epoch, dt.timezone.utc).strftime("%Y-%m-%d %H:%M:%S")
+
+
 class Poll:
     """Every watch of one connection (the sensor's alone, or a triggerer's shared poller), what
     earlier rounds learnt, and when the next round is due.
@@ -248,6 +275,8 @@ class Poll:
         self.last: float | None = None  # when the last round ran
         self.checked_at: float | None = None  # when every pending link was last read (or the first round)
         self.pages = Pages()  # where earlier walks of the All listing found which ids
+        self.doubted = False  # the last round's answers contradicted an end the clock says has passed
+        self._doubt_said: float | None = None  # when that was last logged (the worker's clock)
 
     def polling(self) -> bool:
         """Whether some link must be asked about every interval: never checked, or only clicks can end it."""
@@ -292,7 +321,8 @@ class Poll:
         if end is None:
             return wake
         if end < wake:
-            return max(end, last + END_GAP)
+            # An end the last answers contradicted is not trusted to set the pace: the interval does.
+            return wake if self.doubted else max(end, last + END_GAP)
         if self.polling():
             return wake
         due = self.check_due()
@@ -300,96 +330,165 @@ class Poll:
 
     def round(self, now: float | None = None, *, check: bool | None = None) -> Plan[RoundResult]:
         """One round at ``now`` (the worker's epoch seconds), for every watch at once. ``check``
-        forces or skips the periodic existence check (reschedule mode counts its pokes itself)."""
+        forces or skips the periodic existence check (reschedule mode counts its pokes itself).
+
+        Its steps: resolve aliases; choose what needs a record; the Expired listing for what only
+        clicks can end; one read for the rest; decide each link by the answer it came in; settle
+        the watches and the pace."""
         now = plan.now() if now is None else now
-        at = plan.service_time(self.clock, now)  # ends are the service's: compared with its clock, less the margin
-        if self.last is not None:  # intervals slept through count towards the periodic check
+        self._count_time(now)
+        state = _Round(now=now, at=plan.service_time(self.clock, now))  # ends are compared less the margin
+        yield from self._resolve_aliases(state)
+        self._choose_reads(state, check)
+        yield from self._walk_expired(state)
+        yield from self._read_records(state)
+        self._decide(state)
+        self._settle(state)
+        return state.result
+
+    def _count_time(self, now: float) -> None:
+        """Intervals slept through count towards the periodic check; what the watches know (records
+        given, or read before) counts from the first round."""
+        if self.last is not None:
             self.rounds_since_check += max(1, int((now - self.last) / self.interval)) if self.interval > 0 else 1
-        if self.checked_at is None:  # what the watches know (records given, or read before) counts from now
+        if self.checked_at is None:
             self.checked_at = now
         self.last = now
-        result = RoundResult()
-        # 1. the link of a watch that knows only an alias
+
+    def _resolve_aliases(self, state: _Round) -> Plan[None]:
+        """1. The link of a watch that knows only an alias; then the live watches and pending links."""
         for watch in [w for w in self.watches if not w.link_ids]:
             try:
                 yield from watch.resolve()
             except (LinkGoneError, LinkstatsInputError) as error:
-                result.failed[watch] = error
-        live = [w for w in self.watches if w.link_ids and w not in result.failed]
-        pending = list(dict.fromkeys(i for w in live for i in w.pending))
-        # 2. what needs a record: the ends to confirm, links never read, and the periodic check
-        # (every pending link: each is read at least once per ``bound()``, docs/waiting.md), due
-        # after ``existence_check_every`` rounds or once the bound has passed since the last one
-        every = [w.existence_check_every for w in live if w.existence_check_every > 0]
+                state.result.failed[watch] = error
+        state.live = [w for w in self.watches if w.link_ids and w not in state.result.failed]
+        state.pending = list(dict.fromkeys(i for w in state.live for i in w.pending))
+
+    def _periodic(self, state: _Round, check: bool | None) -> bool:
+        """Whether this round reads every pending link (docs/waiting.md, "Bounded staleness"): after
+        ``existence_check_every`` rounds, or once the bound has passed since the last check."""
+        if check is not None:
+            return check
+        every = [w.existence_check_every for w in state.live if w.existence_check_every > 0]
         due_at = self.check_due()
-        stale = due_at is not None and now >= due_at - min(0.5, self.interval / 10)  # a timer's early wake
-        periodic = check if check is not None else (bool(every) and self.rounds_since_check >= min(every)) or stale
-        # the ends that passed are confirmed once their batch is complete, or if the next round (an
-        # interval on) would come after the earliest one's ``batch`` seconds
+        stale = due_at is not None and state.now >= due_at - min(0.5, self.interval / 10)  # a timer's early wake
+        return (bool(every) and self.rounds_since_check >= min(every)) or stale
+
+    def _confirming(self, at: float) -> bool:
+        """Whether ends that passed (by the clock as measured) are confirmed now: their batch is
+        complete, or the next round (an interval on) would come after the earliest one's ``batch``."""
         first, complete = self.confirm_at() or (float("inf"), float("inf"))  # inf: no end pending
-        confirm = first <= at and (complete <= at or at + self.interval > first + self.batch)
+        return first <= at and (complete <= at or at + self.interval > first + self.batch)
 
-        def due(w: Watch, i: int) -> bool:
-            return periodic or w.must_read(i) or (confirm and w.ends_by(i, at))
+    def _choose_reads(self, state: _Round, check: bool | None) -> None:
+        """2. What needs a record: the ends to confirm, links never read, and the periodic check."""
+        periodic = self._periodic(state, check)
+        state.confirm = confirm = self._confirming(state.at)
+        state.due_by_clock = {i for w in state.live for i in w.pending if confirm and w.ends_by(i, state.at)}
+        state.to_read = [i for w in state.live for i in w.pending
+                         if periodic or w.must_read(i) or i in state.due_by_clock]  # fmt: skip
 
-        to_read = [i for w in live for i in w.pending if due(w, i)]
-        # 3. the Expired listing, for what only clicks can end: a listed link exists and is over, so
-        # it needs no read (a few links about to be read anyway are not asked). A walk happening
-        # anyway asks about every pending link (on 44-45 it sees a date end early too). Ended links
-        # are asked about too: a watch ends when all its links do in the same round. When the read
-        # below covers every link the walk would ask about (the periodic check), or many date ends
-        # are due on 44-45 (whose listing holds them), the walk is made only if it is expected to
-        # cost less than the reads it spares, and never further than that.
+    def _walk_expired(self, state: _Round) -> Plan[None]:
+        """3. The Expired listing, for what only clicks can end: a listed link exists and is over, so
+        it needs no read (a few links about to be read anyway are not asked). A walk happening
+        anyway asks about every pending link (on 44-45 it sees a date end early too). Ended links
+        are asked about too: a watch ends when all its links do in the same round. When the read
+        covers every link the walk would ask about (the periodic check), or many date ends are due
+        on 44-45 (whose listing holds them), the walk is made only if it is expected to cost less
+        than the reads it spares, and never further than that."""
+        asked, ends, budget = self._walk_plan(state)
+        pending = state.pending
+        if asked:
+            state.found = yield from self._listing(asked, state.live, [i for i in pending if i not in asked], budget)
+        elif budget:  # date ends only (44-45)
+            state.found = yield from self._listing(ends, state.live, [i for i in pending if i not in ends], budget)
+
+    def _walk_plan(self, state: _Round) -> tuple[list[int], list[int], int | None]:
+        """What the walk asks about (click limits not read anyway), the due date ends it may list
+        (44-45), and its budget of pages (None: all it takes)."""
+        live, to_read = state.live, state.to_read
         clicks = list(dict.fromkeys(i for w in live for i in w.link_ids if w.by_clicks(i)))
-        ends = [i for i in pending if confirm and self.dates_listed and any(w.ends_by(i, at) for w in live)]
-        budget: int | None = None  # pages the walk may read (None: all it takes)
-        read_anyway: set[int] = set()
-        if len(to_read) <= GETS_MAX:
-            read_anyway = set(to_read)
-        elif set(clicks) <= set(to_read) and (clicks or len(ends) > GETS_MAX):
+        ends = [i for i in state.pending if self.dates_listed and i in state.due_by_clock]
+        budget: int | None = None
+        read_anyway: set[int] = set(to_read) if len(to_read) <= GETS_MAX else set()
+        if len(to_read) > GETS_MAX and set(clicks) <= set(to_read) and (clicks or len(ends) > GETS_MAX):
             # what the walk may list: the due date ends, and the click limits the listing was never
             # asked about (a pending one was not listed at the last walk: it is not expected now)
-            budget = self._walk_budget(to_read, [*ends, *(clicks if self.expired_pages is None else [])], pending)
+            listable = [*ends, *(clicks if self.expired_pages is None else [])]
+            budget = self._walk_budget(to_read, listable, state.pending)
             read_anyway = set(to_read) if budget == 0 else set()
-        asked = [i for i in clicks if i not in read_anyway]
-        found: dict[int, JsonDict] = {}
-        if asked:
-            found = yield from self._listing(asked, live, [i for i in pending if i not in asked], budget)
-        elif budget:  # date ends only (44-45)
-            found = yield from self._listing(ends, live, [i for i in pending if i not in ends], budget)
-        # 4. one read for the rest: a record decides by itself (end passed, clicks at the limit)
-        records: dict[int, JsonDict | None] = {}
-        missing: dict[int, LinkstatsNotFoundError] = {}
-        if confirm:  # the watched links exist, so the newest id is at least theirs: ends just
-            self.pages.newest = max(self.pages.newest or 0, *pending)  # passed are often one page
-        if rest := [i for i in to_read if i not in found]:
-            # the other pending links on the pages walked anyway are read too: a read of a page
-            # that holds every pending link is a periodic check at no extra cost
-            records = yield from read_links(rest, pages=self.pages, riders=pending, missing=missing)
-        self._learn_generation([*records.values(), *found.values()])
-        # Decided by the service's clock as its answers (these included) corrected it: before any
-        # answer the worker's clock stood in for what to read, the first read corrects it here.
-        moment = dt.datetime.fromtimestamp(plan.service_time(self.clock, now), dt.timezone.utc)
-        for watch in live:
-            for link_id in [i for i in watch.link_ids if i in records or i in found]:
-                record = records[link_id] if link_id in records else found[link_id]
+        return [i for i in clicks if i not in read_anyway], ends, budget
+
+    def _read_records(self, state: _Round) -> Plan[None]:
+        """4. One read for the rest; the other pending links on the pages walked anyway come along
+        (a read of a page that holds every pending link is a periodic check at no extra cost)."""
+        if state.confirm:  # the watched links exist, so the newest id is at least theirs: ends just
+            self.pages.newest = max(self.pages.newest or 0, *state.pending)  # passed are often one page
+        if rest := [i for i in state.to_read if i not in state.found]:
+            state.records = yield from read_links(
+                rest, pages=self.pages, riders=state.pending, missing=state.missing, dated=state.dated
+            )
+        self._learn_generation([*state.records.values(), *state.found.values()])
+
+    def _decide(self, state: _Round) -> None:
+        """5. Each record read decides by itself, by the answer it came in (``_ended``); a 404 or
+        another link's alias ends its watch with that error."""
+        for watch in state.live:
+            for link_id in [i for i in watch.link_ids if i in state.records or i in state.found]:
+                record = state.records[link_id] if link_id in state.records else state.found[link_id]
                 if record is None:
-                    error: LinkstatsError | None = LinkGoneError.from_answer(link_id, missing.get(link_id))
+                    error: LinkstatsError | None = LinkGoneError.from_answer(link_id, state.missing.get(link_id))
                 else:
                     error = watch.learn(link_id, record)
                 if error is not None:
-                    result.failed.setdefault(watch, error)
-                elif link_id in found or link_timing(record).ended(moment):  # type: ignore[arg-type]
-                    found[link_id] = record  # type: ignore[assignment]
-        for watch in [w for w in live if w not in result.failed]:
+                    state.result.failed.setdefault(watch, error)
+                elif link_id in state.found or self._ended(state, link_id, record):  # type: ignore[arg-type]
+                    state.found[link_id] = record  # type: ignore[assignment]
+
+    def _ended(self, state: _Round, link_id: int, record: JsonDict) -> bool:
+        """Whether ``record`` says its link ended, by its own answer's ``Date`` (the service's time
+        when it answered); without one, by the service's clock as the round's answers corrected it
+        (before any answer the worker's clock stood in for what to read)."""
+        told = state.dated.get(link_id)
+        moment = plan.service_time(self.clock, state.now) if told is None else told
+        return link_timing(record).ended(dt.datetime.fromtimestamp(moment, dt.timezone.utc))
+
+    def _settle(self, state: _Round) -> None:
+        """6. Watches whose links all ended are over; every pending link read: they exist, and the
+        periodic check is done. An end the clock still says has passed, which the answer's own
+        ``Date`` says has not, is doubted (``_doubt``)."""
+        found, records = state.found, state.records
+        for watch in [w for w in state.live if w not in state.result.failed]:
             watch.pending = [i for i in watch.link_ids if i not in found]
             if not watch.pending:
-                result.expired[watch] = [found[i] for i in watch.link_ids]
+                state.result.expired[watch] = [found[i] for i in watch.link_ids]
             elif set(watch.pending) <= set(records):  # every pending link was read: they exist
                 watch.verified = True
-        if set(pending) <= set(records) | set(found):  # every pending link was read (or listed expired)
-            self.checked_at, self.rounds_since_check = now, 0
-        return result
+        if set(state.pending) <= set(records) | set(found):  # every pending link was read (or listed expired)
+            self.checked_at, self.rounds_since_check = state.now, 0
+        self._doubt(state)
+
+    def _doubt(self, state: _Round) -> None:
+        """The ends due by the clock that the answers read for them contradict, after those answers
+        corrected the clock (a step is followed at once; a cached page is not): the pace stays at
+        the interval while any is (``next_round``), and the log says so, once a minute at most."""
+        at = plan.service_time(self.clock, state.now)
+        told = {i: state.dated[i] for i in state.due_by_clock if i in state.dated and i in state.records
+                and i not in state.found and any(w.ends_by(i, at) for w in state.live)}  # fmt: skip
+        self.doubted = bool(told)
+        if not told or (self._doubt_said is not None and state.now - self._doubt_said < DOUBT_LOG_EVERY):
+            return
+        self._doubt_said = state.now
+        link_id, date = next(iter(told.items()))
+        end = next(w.known[link_id][0] for w in state.live if link_id in w.known)
+        log.warning(
+            "Linkstats: %d link(s) (link %s first) ended by %s (at %s UTC), but the answer read for it says it "
+            "has not (its Date: %s UTC; a cached page, or the service's clock is behind what was measured): not "
+            "taken as ended; reading again every %.0f s until an answer's own Date says the link has ended",
+            len(told), link_id, self.clock.describe() if self.clock is not None else "this worker's clock",
+            _utc(end), _utc(date), max(self.interval, END_GAP),
+        )  # fmt: skip
 
     def _walk_budget(self, to_read: list[int], listable: list[int], pending: list[int]) -> int | None:
         """Pages a walk of the Expired listing may read in a round that reads ``to_read`` anyway:

@@ -5,7 +5,13 @@ from __future__ import annotations
 import datetime as dt
 import logging
 
-from airflow_provider_linkstats.client.clock import SAFETY_MARGIN, ServiceClock, parse_http_date
+from airflow_provider_linkstats.client.clock import (
+    SAFETY_MARGIN,
+    STALE,
+    STEPPED,
+    ServiceClock,
+    parse_http_date,
+)
 
 
 class FakeWall:
@@ -119,7 +125,7 @@ def test_a_cached_copy_teaches_nothing_and_is_stale_while_a_confirmed_step_back_
     wall.value += 1.0
     assert clock.observe({"date": http_date(wall.value - 3600)}, wall.value - 0.05) == STALE
     wall.value += 3.0
-    assert clock.observe({"date": http_date(wall.value - 3600)}, wall.value - 0.05) == FRESH
+    assert clock.observe({"date": http_date(wall.value - 3600)}, wall.value - 0.05) == STEPPED
     assert abs(clock.offset + 3600) < 1.5
 
 
@@ -159,3 +165,66 @@ def test_watched_reads_keep_the_earliest_date_less_its_round_trip_stale_answers_
     assert abs(clock.offset - 7) < 1.5 and clock.reads_from == int(wall.value - 13) - 0.25
     clock.watch_reads()
     assert clock.reads_from is None  # a new load starts afresh
+
+
+def _answer(clock: ServiceClock, wall: FakeWall, offset: float, method: str = "GET", age: str | None = None) -> str:
+    """One answer of a service whose clock is ``offset`` from the worker's, 50 ms after its send."""
+    sent = wall.value
+    wall.value += 0.05
+    headers = {"date": http_date(sent + 0.02 + offset), **({"age": age} if age else {})}
+    return clock.observe(headers, sent, method=method)
+
+
+def test_a_kept_offset_yields_to_the_first_answer_that_contradicts_it(caplog):
+    """The host's cache says +0.2 s; the service's clock was stepped 10 minutes back since: the
+    first answer of this process is the evidence, and its offset is taken (and handed on)."""
+    wall = FakeWall(1_800_000_000.3)
+    clock = ServiceClock(wall=wall)
+    told: list[float] = []
+    clock.stepped = lambda c: told.append(c.offset)
+    assert clock.adopt_offset(0.2, 0.1, source="a task on this host")
+    with caplog.at_level(logging.WARNING, logger="airflow_provider_linkstats.client.clock"):
+        assert _answer(clock, wall, -600.0) == STEPPED  # before: STALE, and the offset stayed +0.2 s
+    assert abs(clock.offset + 600) < 1.0 and clock.adopted_from is None
+    assert len(told) == 1 and abs(told[0] + 600) < 1.0
+    moved = [r.getMessage() for r in caplog.records if "moved" in r.getMessage()]
+    assert len(moved) == 1 and "+0.2 s" in moved[0] and ("-599." in moved[0] or "-600." in moved[0]), moved
+
+
+def test_the_answer_to_a_write_is_a_step_at_once_a_read_needs_another_that_agrees():
+    wall = FakeWall(1_800_000_000.3)
+    clock = ServiceClock(wall=wall)
+    for _ in range(3):
+        assert _answer(clock, wall, 0.2) != STALE
+        wall.value += 0.4
+    # A read 10 minutes back: a cached page or a step, nothing tells yet.
+    assert _answer(clock, wall, -600.0) == STALE
+    assert abs(clock.offset - 0.2) < 1.0
+    # A create's answer (no cache keeps one) says the same: taken at once, not 2 s later.
+    wall.value += 0.1
+    assert _answer(clock, wall, -600.0, method="POST") == STEPPED
+    assert abs(clock.offset + 600) < 1.0
+    # An answer to a read sent before that step arrived, stamped before it: in flight, it moves nothing.
+    late = clock.observe({"date": http_date(wall.value - 0.04 + 0.2)}, wall.value - 0.2)
+    assert late == STALE and abs(clock.offset + 600) < 1.0
+    # Stepped ahead again: later than the clock allows, taken at once.
+    wall.value += 0.5
+    assert _answer(clock, wall, 0.0) == STEPPED and abs(clock.offset) < 1.0
+
+
+def test_copies_of_a_cached_page_never_move_the_offset_however_many():
+    """A proxy's copy without Age: its Date is fixed, so the offsets of its copies fall apart by a
+    second a second and never agree; with Age it is stale at once. Fresh answers agree at once."""
+    wall = FakeWall(1_800_000_000.3)
+    clock = ServiceClock(wall=wall)
+    _answer(clock, wall, 0.2)
+    kept = http_date(wall.value - 300)
+    for _ in range(20):
+        wall.value += 0.7
+        assert clock.observe({"date": kept}, wall.value - 0.05) == STALE
+        assert _answer(clock, wall, 0.2 - 300, age="300") == STALE
+    assert abs(clock.offset - 0.2) < 1.0
+    # A real step back: a second read more than STEP_CONFIRM after the first agrees.
+    assert _answer(clock, wall, -600.0) == STALE
+    wall.value += 1.2
+    assert _answer(clock, wall, -600.0) == STEPPED and abs(clock.offset + 600) < 1.0

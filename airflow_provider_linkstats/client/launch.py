@@ -1,7 +1,7 @@
 """The bulk launch's decisions, without I/O and without Airflow: the rows (from a list, a JSON or
 a CSV file's text) checked and given their aliases (``plan_items``), which existing link is one of
-this launch's (``wanted_alias``), what a conflict is (``conflicts``), who made a link (``made_by``)
-and what the result holds per link (``entry``, ``Outcome``).
+this launch's (``wanted_alias``), what a conflict is (``conflicts``)
+(who made a link: ``ownership.made_by``) and what the result holds per link (``entry``, ``Outcome``).
 
 ``drivers.launch.Launch`` drives it: one listing walk, then the creates on a bounded pool.
 ``operators.launch`` turns the task's arguments into the plan and the result into XCom.
@@ -210,24 +210,10 @@ class Outcome:
         }
 
 
-# Who made a link (the result's "made_by"): this try, an earlier try of this run (a resumed launch),
-# or nobody of this run (it existed before; "before this try" when the run's start is not known).
-THIS_TRY, EARLIER_TRY = "this try", "an earlier try of this run"
-BEFORE_RUN, BEFORE_TRY = "before the run", "before this try"
-
-
-def made_by(record: dict[str, Any], run_since: Any, known: bool) -> str:
-    """Who made an existing link: an earlier try of this run (created after ``run_since``, the run's
-    start on the service's clock), or nobody of this run; ``known``: whether that can be told."""
-    from airflow_provider_linkstats.client.reconcile import created_since
-
-    if run_since is None:
-        return BEFORE_RUN if known else BEFORE_TRY  # known: the first try, no earlier try made any
-    return EARLIER_TRY if created_since(record, run_since, slack=0) else BEFORE_RUN
-
-
 def kept(outcome: str, made_by: str) -> str:
     """A create refused as taken, then skipped or updated: an earlier try's link counts as that."""
+    from airflow_provider_linkstats.client.ownership import EARLIER_TRY
+
     if outcome == "skipped" and made_by == EARLIER_TRY:
         return "created_earlier"
     return outcome
@@ -269,13 +255,6 @@ def conflicts(items: list[Item], existing: Mapping[str, dict[str, Any]], rows: M
                 f"{'; '.join(d.describe() for d in others)}"
             )
     return problems
-
-
-def is_ours(item: Item, existing: dict[str, Any], made_by: str) -> bool:
-    """An existing link is this run's own: an earlier try made it, with this row's identity."""
-    from airflow_provider_linkstats.client.verify import identity_differences
-
-    return made_by == EARLIER_TRY and not identity_differences(LINKS, item.fields, existing)
 
 
 def entry(record: dict[str, Any], outcome: str, made_by: str) -> dict[str, Any]:

@@ -260,46 +260,13 @@ class LinkstatsClient:
         """``fields`` checked once and made ready for the connected generation, before any write."""
         if resource is not LINKS:
             return fields
-        if isinstance(fields, Fields) and fields.ready_for and fields.operation == operation:
-            # Made ready already (an operator asks first), unless a duration must count from this write.
-            if fields.ready_for == self.generation("links").name and not fields.has_durations:
-                self._still_ahead(fields)  # prepared a while ago (a bulk launch): a fixed end may have passed
-                return fields
+        if self._ready(fields, operation):
+            return fields
         # Checked first without the service's clock (no request yet): only an expiry past by more
         # than any clock skew is refused here; then the clock is made known and decides.
         values = check_link(fields, operation)
         generation = self.generation("links")
-        timezone, domain = self.settings.timezone, self.settings.default_domain_id
-        if needs_account(values, generation, timezone=timezone, default_domain_id=domain, operation=operation):
-            zone_needed = values.get("expires_at") is not None and not timezone
-            domain_needed = domain is None and operation == "create" and values.get("domain_id") is None
-            try:
-                profile = self.profile("links", account=True, domains=domain_needed)
-            except (LinkstatsApiError, LinkstatsTransportError) as error:
-                if zone_needed and isinstance(error, LinkstatsApiError):
-                    raise error.reworded(
-                        f"{error.message}; {generation.label} reads expires_at in the account's time zone and "
-                        f"reading it failed: set the timezone extra of connection {self.settings.conn_id!r} "
-                        "(e.g. Europe/Paris)"
-                    ) from error
-                if zone_needed:
-                    raise
-                self._account_error["links"] = str(error)
-                log.warning(
-                    "Linkstats: reading the account's default domain failed (%s); sending the create without "
-                    "domain_id (set the default_domain_id extra to skip this read)",
-                    error,
-                )
-            else:
-                if zone_needed and not profile.timezone:
-                    raise LinkstatsConfigError(
-                        f"{generation.label} reads expires_at in the account's time zone, and the account's is not "
-                        f"one this worker knows: set the timezone extra of connection {self.settings.conn_id!r} "
-                        "(e.g. Europe/Paris)"
-                    )
-                timezone = timezone or profile.timezone
-                if domain is None and operation == "create" and values.get("domain_id") is None:
-                    domain = self._account_domain(profile)
+        timezone, domain = self._zone_and_domain(values, generation, operation)
         if _needs_clock(values, generation):
             self.ensure_clock("links")  # known by now if a request was made (the probe, the account read)
             # durations count from the service's "now", a past end is refused by it
@@ -308,6 +275,54 @@ class LinkstatsClient:
         # whichever way the measurement errs.
         start = self.clock.now() - dt.timedelta(seconds=self.clock.margin)
         return for_generation(values, generation, timezone=timezone, default_domain_id=domain, now=start)
+
+    def _ready(self, fields: Mapping[str, Any], operation: str) -> bool:
+        """Made ready already for this generation (an operator asks first), and no duration must count
+        from this write; a fixed end is checked again (prepared a while ago: it may have passed)."""
+        if not (isinstance(fields, Fields) and fields.ready_for and fields.operation == operation):
+            return False
+        if fields.ready_for != self.generation("links").name or fields.has_durations:
+            return False
+        self._still_ahead(fields)
+        return True
+
+    def _zone_and_domain(self, values: Fields, generation: Generation, operation: str) -> tuple[Any, Any]:
+        """The time zone an end is written in and the domain of a create that names none: the
+        connection's extras, else the account's (read once when needed)."""
+        timezone, domain = self.settings.timezone, self.settings.default_domain_id
+        if not needs_account(values, generation, timezone=timezone, default_domain_id=domain, operation=operation):
+            return timezone, domain
+        zone_needed = values.get("expires_at") is not None and not timezone
+        domain_needed = domain is None and operation == "create" and values.get("domain_id") is None
+        try:
+            profile = self.profile("links", account=True, domains=domain_needed)
+        except (LinkstatsApiError, LinkstatsTransportError) as error:
+            self._account_unread(error, generation, zone_needed)
+            return timezone, domain
+        if zone_needed and not profile.timezone:
+            raise LinkstatsConfigError(
+                f"{generation.label} reads expires_at in the account's time zone, and the account's is not "
+                f"one this worker knows: set the timezone extra of connection {self.settings.conn_id!r} "
+                "(e.g. Europe/Paris)"
+            )
+        return timezone or profile.timezone, self._account_domain(profile) if domain_needed else domain
+
+    def _account_unread(self, error: BaseException, generation: Generation, zone_needed: bool) -> None:
+        """Reading the account failed: fatal when an end needs its zone, else the create goes without domain_id."""
+        if zone_needed and isinstance(error, LinkstatsApiError):
+            raise error.reworded(
+                f"{error.message}; {generation.label} reads expires_at in the account's time zone and "
+                f"reading it failed: set the timezone extra of connection {self.settings.conn_id!r} "
+                "(e.g. Europe/Paris)"
+            ) from error
+        if zone_needed:
+            raise error
+        self._account_error["links"] = str(error)
+        log.warning(
+            "Linkstats: reading the account's default domain failed (%s); sending the create without "
+            "domain_id (set the default_domain_id extra to skip this read)",
+            error,
+        )
 
     def _still_ahead(self, fields: Fields) -> None:
         """A fixed ``expires_at`` given to fields prepared earlier is still ahead by the service's clock,

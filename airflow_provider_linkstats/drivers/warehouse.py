@@ -97,7 +97,7 @@ class StatsLoad:
         )
         self._say_zone_change(change, plan, sink)
         if aware(start, "data_interval_start") == end_moment:
-            self.log.info(
+            self.log.warning(
                 "the data interval is empty (%s: a trigger timetable, such as Airflow 3's schedule=\"@daily\", or a "
                 "manual run), so this run loads the day of %s that ended last before it: %s. For days that follow "
                 "the logical dates, schedule with data intervals: schedule=CronDataIntervalTimetable(\"0 0 * * *\", "

@@ -63,3 +63,34 @@ def test_the_walk_reads_the_common_prefix_and_keeps_this_launchs_links_only():
     assert launch.wanted_alias({"alias": "spring-1", "domain_id": 3}, {"spring-1": None}) == "spring-1"
     assert launch.wanted_alias({"alias": "spring-1", "domain_id": 3}, {"spring-1": 4}) is None  # another domain
     assert launch.wanted_alias({"alias": "other"}, {"spring-1": None}) is None
+
+
+def test_every_problem_of_a_row_is_named_not_only_the_first():
+    """Issue 44 item 6: before, a row with a bad URL and a bad click limit named the URL only."""
+    import pytest
+
+    from airflow_provider_linkstats.client.errors import LinkstatsInputError
+
+    rows = [launch.Row({"url": "not a url", "alias": "spring-1", "expiration_clicks": "many"}, "links[0]")]
+    with pytest.raises(LinkstatsInputError) as raised:
+        launch.plan_items(rows, None, None, "")
+    text = str(raised.value)
+    assert "1 of 1 rows" in text and "'url'" in text and "'expiration_clicks'" in text
+
+
+def test_a_csv_column_that_is_no_field_is_named_as_a_column_and_alias_columns_do_not_mix():
+    import pytest
+
+    from airflow_provider_linkstats.client.errors import LinkstatsInputError
+
+    rows = [
+        launch.Row({"url": "https://a.example/x", "sku": "A1", "clics": "5"}, "line 2"),
+        launch.Row({"url": "https://a.example/y", "sku": "A2", "alias": "mine"}, "line 3"),
+    ]
+    with pytest.raises(LinkstatsInputError) as raised:
+        launch.plan_items(rows, None, "sku", "spring-")
+    text = str(raised.value)
+    assert "line 2 (alias 'spring-a1'): column 'clics' is no link field; the columns may be: " in text
+    assert "expiration_clicks" in text.split("column 'clics'", 1)[1]
+    assert "line 3: both an alias and alias_column 'sku'; they do not mix" in text
+    assert "2 of 2 rows" in text

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import datetime as dt
-import functools
 import itertools
 import logging
 import time
@@ -22,12 +21,9 @@ from airflow_provider_linkstats.client.errors import (
     RETRY_STATUSES,
     LinkstatsApiError,
     LinkstatsConfigError,
-    LinkstatsConflictError,
     LinkstatsError,
-    LinkstatsExistsError,
     LinkstatsInputError,
     LinkstatsNotFoundError,
-    LinkstatsOutcomeUnknownError,
     LinkstatsTransportError,
     LinkstatsValidationError,
 )
@@ -35,6 +31,7 @@ from airflow_provider_linkstats.client.gapless_listing import GaplessListing
 from airflow_provider_linkstats.client.generations import Generation, generation_for
 from airflow_provider_linkstats.client.learned import contradiction
 from airflow_provider_linkstats.client.links import check_link, for_generation, needs_account
+from airflow_provider_linkstats.client.ownership import find_landed, unknown_reason
 from airflow_provider_linkstats.client.paging import PageGuard
 from airflow_provider_linkstats.client.protocol import (
     ApiRequest,
@@ -267,46 +264,13 @@ class LinkstatsClient:
         """``fields`` checked once and made ready for the connected generation, before any write."""
         if resource is not LINKS:
             return fields
-        if isinstance(fields, Fields) and fields.ready_for and fields.operation == operation:
-            # Made ready already (an operator asks first), unless a duration must count from this write.
-            if fields.ready_for == self.generation("links").name and not fields.has_durations:
-                self._still_ahead(fields)  # prepared a while ago (a bulk launch): a fixed end may have passed
-                return fields
+        if self._ready(fields, operation):
+            return fields
         # Checked first without the service's clock (no request yet): only an expiry past by more
         # than any clock skew is refused here; then the clock is made known and decides.
         values = check_link(fields, operation)
         generation = self.generation("links")
-        timezone, domain = self.settings.timezone, self.settings.default_domain_id
-        if needs_account(values, generation, timezone=timezone, default_domain_id=domain, operation=operation):
-            zone_needed = values.get("expires_at") is not None and not timezone
-            domain_needed = domain is None and operation == "create" and values.get("domain_id") is None
-            try:
-                profile = self.profile("links", account=True, domains=domain_needed)
-            except (LinkstatsApiError, LinkstatsTransportError) as error:
-                if zone_needed and isinstance(error, LinkstatsApiError):
-                    raise error.reworded(
-                        f"{error.message}; {generation.label} reads expires_at in the account's time zone and "
-                        f"reading it failed: set the timezone extra of connection {self.settings.conn_id!r} "
-                        "(e.g. Europe/Paris)"
-                    ) from error
-                if zone_needed:
-                    raise
-                self._account_error["links"] = str(error)
-                log.warning(
-                    "Linkstats: reading the account's default domain failed (%s); sending the create without "
-                    "domain_id (set the default_domain_id extra to skip this read)",
-                    error,
-                )
-            else:
-                if zone_needed and not profile.timezone:
-                    raise LinkstatsConfigError(
-                        f"{generation.label} reads expires_at in the account's time zone, and the account's is not "
-                        f"one this worker knows: set the timezone extra of connection {self.settings.conn_id!r} "
-                        "(e.g. Europe/Paris)"
-                    )
-                timezone = timezone or profile.timezone
-                if domain is None and operation == "create" and values.get("domain_id") is None:
-                    domain = self._account_domain(profile)
+        timezone, domain = self._zone_and_domain(values, generation, operation)
         if _needs_clock(values, generation):
             self.ensure_clock("links")  # known by now if a request was made (the probe, the account read)
             # durations count from the service's "now", a past end is refused by it
@@ -315,6 +279,54 @@ class LinkstatsClient:
         # whichever way the measurement errs.
         start = self.clock.now() - dt.timedelta(seconds=self.clock.margin)
         return for_generation(values, generation, timezone=timezone, default_domain_id=domain, now=start)
+
+    def _ready(self, fields: Mapping[str, Any], operation: str) -> bool:
+        """Made ready already for this generation (an operator asks first), and no duration must count
+        from this write; a fixed end is checked again (prepared a while ago: it may have passed)."""
+        if not (isinstance(fields, Fields) and fields.ready_for and fields.operation == operation):
+            return False
+        if fields.ready_for != self.generation("links").name or fields.has_durations:
+            return False
+        self._still_ahead(fields)
+        return True
+
+    def _zone_and_domain(self, values: Fields, generation: Generation, operation: str) -> tuple[Any, Any]:
+        """The time zone an end is written in and the domain of a create that names none: the
+        connection's extras, else the account's (read once when needed)."""
+        timezone, domain = self.settings.timezone, self.settings.default_domain_id
+        if not needs_account(values, generation, timezone=timezone, default_domain_id=domain, operation=operation):
+            return timezone, domain
+        zone_needed = values.get("expires_at") is not None and not timezone
+        domain_needed = domain is None and operation == "create" and values.get("domain_id") is None
+        try:
+            profile = self.profile("links", account=True, domains=domain_needed)
+        except (LinkstatsApiError, LinkstatsTransportError) as error:
+            self._account_unread(error, generation, zone_needed)
+            return timezone, domain
+        if zone_needed and not profile.timezone:
+            raise LinkstatsConfigError(
+                f"{generation.label} reads expires_at in the account's time zone, and the account's is not "
+                f"one this worker knows: set the timezone extra of connection {self.settings.conn_id!r} "
+                "(e.g. Europe/Paris)"
+            )
+        return timezone or profile.timezone, self._account_domain(profile) if domain_needed else domain
+
+    def _account_unread(self, error: BaseException, generation: Generation, zone_needed: bool) -> None:
+        """Reading the account failed: fatal when an end needs its zone, else the create goes without domain_id."""
+        if zone_needed and isinstance(error, LinkstatsApiError):
+            raise error.reworded(
+                f"{error.message}; {generation.label} reads expires_at in the account's time zone and "
+                f"reading it failed: set the timezone extra of connection {self.settings.conn_id!r} "
+                "(e.g. Europe/Paris)"
+            ) from error
+        if zone_needed:
+            raise error
+        self._account_error["links"] = str(error)
+        log.warning(
+            "Linkstats: reading the account's default domain failed (%s); sending the create without "
+            "domain_id (set the default_domain_id extra to skip this read)",
+            error,
+        )
 
     def _still_ahead(self, fields: Fields) -> None:
         """A fixed ``expires_at`` given to fields prepared earlier is still ahead by the service's clock,
@@ -383,10 +395,11 @@ class LinkstatsClient:
         """Create a record; a create whose answer was lost is reconciled, never blindly re-sent.
 
         After a lost answer (or a gateway's 502/503/504) the record is looked up by its natural key
-        (alias or domain), else among the records made since the send: found and made after the
-        send by the service's clock, it is returned; found but older, ``LinkstatsExistsError``
-        (``record`` holds it); not found, it is looked for again within ``late_commit_window``, then
-        ``LinkstatsOutcomeUnknownError``. It is never sent twice (``_landed``).
+        (alias, domain, name) alone, and returned if it is this create's (``ownership.is_ours``);
+        another's, ``LinkstatsExistsError`` (``record`` holds it); not found, it is looked for again
+        within ``late_commit_window``, then ``LinkstatsOutcomeUnknownError``. A link without alias
+        (the service names it) is not looked up: "outcome unknown". Never sent twice
+        (``ownership.find_landed``).
 
         The record the service answers with must hold what was sent (``verify.differences``; ``zone``:
         the time zone phpShort 44-45's expiration_date and expiration_time were written in):
@@ -435,228 +448,8 @@ class LinkstatsClient:
             if not is_unknown_outcome(request, error):
                 raise
             unknown = error
-        existing = self._landed(resource, request, fields, key_value, sent_at, unknown)
+        existing = find_landed(self, resource, request, fields, key_value, sent_at, unknown)
         return self.verified(resource, "create", fields, existing, generation, zone, request, None)
-
-    def _landed(
-        self,
-        resource: Resource,
-        request: ApiRequest,
-        fields: Mapping[str, Any],
-        key_value: str | None,
-        sent_at: float,
-        unknown: BaseException,
-    ) -> dict[str, Any]:
-        """The record a create whose outcome is unknown made. A look-up that finds nothing is no
-        proof: a gateway may answer at once while the PHP request behind it commits seconds later.
-        So it is looked for again (backing off) until a look sent after ``late_commit_window`` has
-        passed finds nothing either, then
-        ``LinkstatsOutcomeUnknownError`` says what was looked up and what to check. Never sent again:
-        a resend while the first may still land makes a twin (the task's retry looks again first)."""
-        window = self.settings.late_commit_window
-        started, looks = time.monotonic(), 0
-        while True:
-            # The first look soon (most gateways answer after the commit); the next ones spread over the
-            # window (about 8 looks in all, whatever the retry tuning), the last at its end.
-            pause = self.retry.pause(looks + 1, unknown) if looks == 0 else max(self.retry.pause(looks + 1), window / 8)
-            left = window - (time.monotonic() - started)
-            time.sleep(max(0.0, min(pause, left)))  # let a late commit land
-            looks += 1
-            look_began = time.monotonic()
-            existing = self._created_earlier(resource, request, fields, key_value, sent_at, unknown)
-            if existing is not None:
-                return existing
-            # Only a look sent after the window proves nothing landed in it: one begun inside it and
-            # answered after it (a slow answer, a stalled worker) may have been read before a commit.
-            if look_began - started >= window:
-                break
-            log.info(
-                "Linkstats %s: %s, and no %s it made is there yet (look %d); looking again within %.0f s",
-                request.describe(), _unknown_reason(unknown), resource.singular, looks, window,
-            )  # fmt: skip
-        what = f"{resource.natural_key} {key_value!r}" if key_value else f"url {fields.get('url')!r}"
-        since = dt.datetime.fromtimestamp(sent_at + self.clock.offset, dt.timezone.utc)
-        # A retry meets a record with the key (a create refused as taken; spaces, pixels and domains are
-        # looked up by name first; a link without alias by its URL among those made since the run was
-        # due: reconcile.create_or_reconcile) and takes it as its own by created_at.
-        looks_first = bool(key_value) or (resource is LINKS and bool(fields.get("url")))
-        after = (
-            "the task's retry looks for it again before creating" if looks_first else
-            "a retry would send it again"
-        )  # fmt: skip
-        error = LinkstatsOutcomeUnknownError(
-            f"{request.describe()}: {_unknown_reason(unknown)}; the {resource.singular} was looked up by {what} "
-            f"{looks} time(s) over {window:.0f} s (the late_commit_window extra of connection "
-            f"{self.settings.conn_id!r}) and none it could have made appeared, so it was not sent again (a "
-            f"late commit would make a twin): check the service for a {resource.singular} with {what} made since "
-            f"{since:%Y-%m-%d %H:%M:%S} UTC by its clock; {after}"
-        )
-        error.retry_looks_first = looks_first
-        raise error
-
-    def _created_earlier(
-        self,
-        resource: Resource,
-        request: ApiRequest,
-        fields: Mapping[str, Any],
-        key_value: str | None,
-        sent_at: float,
-        unknown: BaseException | None,
-    ) -> dict[str, Any] | None:
-        """The record a create whose outcome is unknown made, if it made one: looked up by its
-        natural key where the service keeps it unique (a link's alias, a website's domain), else among
-        the records made since ``sent_at`` (the worker's clock before the send, read on the service's)
-        by a link's URL or by the name of a space, pixel or domain.
-
-        A record is this create's only if the service created it after the send (its ``created_at``,
-        less the clock's margin) and it is what was asked. One under the key that is not what was
-        asked (another long URL, another domain): another's, ``LinkstatsConflictError``. One that
-        existed before the send: ``LinkstatsExistsError`` carrying it (``record``), for ``if_exists``
-        to decide. No ``Date`` from the service, or a candidate without ``created_at``: no evidence
-        either way, ``LinkstatsOutcomeUnknownError``; several candidates too."""
-        from airflow_provider_linkstats.client.records import parse_timestamp
-        from airflow_provider_linkstats.client.verify import identity_differences
-
-        reason = _unknown_reason(unknown)
-        what = f"{resource.natural_key} {key_value!r}" if key_value else f"url {fields.get('url')!r}"
-        keyed = bool(key_value) and resource in (LINKS, WEBSITES)  # kept unique by the service: never ambiguous
-        if not keyed and not (resource is LINKS and fields.get("url")) and not key_value:
-            raise LinkstatsOutcomeUnknownError(
-                f"{request.describe()}: {reason}, so the {resource.singular} may have been created; "
-                f"without a {resource.natural_key} it cannot be looked up, so it was not sent again: "
-                "check the service before retrying"
-            )
-        try:
-            if keyed:
-                assert key_value is not None
-                found = self.find_by_natural_key(resource, key_value, fields.get("domain_id"))
-                candidates = [found] if found is not None else []
-            else:
-                # Read once the listing has answered: its Date tells the service's clock (none: no evidence).
-                since = functools.partial(self._sent_on_service_clock, request, sent_at, reason, resource)
-                field, value = ("url", str(fields["url"])) if resource is LINKS else (resource.natural_key, key_value)
-                candidates = self._made_since(resource, field, str(value), since, fields.get("domain_id"), request)
-        except LinkstatsOutcomeUnknownError:
-            raise
-        except LinkstatsError as lookup_error:
-            # Still unknown: say so, rather than report the lookup's GET as the failure.
-            raise LinkstatsOutcomeUnknownError(
-                f"{request.describe()}: {reason}, so the {resource.singular} may have been created, and "
-                f"looking it up by {what} failed too ({lookup_error}); it was not sent again: check the "
-                "service before retrying"
-            ) from lookup_error
-        if not candidates:
-            return None
-        if len(candidates) > 1:
-            ids = ", ".join(str(record.get("id")) for record in candidates)
-            by = "url" if resource is LINKS else "name"
-            raise LinkstatsOutcomeUnknownError(
-                f"{request.describe()}: {reason}; {resource.name} {ids} with that {by} "
-                "were made since it was sent, so which one is this create's is unknown (give links an alias so "
-                "that a lost answer is looked up by it); it was not sent again: check them before retrying"
-            )
-        record = candidates[0]
-        others = identity_differences(resource, fields, record)
-        if others:
-            error = LinkstatsConflictError(
-                f"{request.describe()}: {reason}; a {resource.singular} with {what} exists (id={record.get('id')}) "
-                f"but it is not the one asked ({'; '.join(d.describe() for d in others)}): it is another's, and "
-                f"nothing was written to it; choose another {resource.natural_key}",
-                conn_id=self.settings.conn_id,
-            )
-            error.record_id = record.get("id")
-            raise error
-        if keyed:  # the key's record: this create's only if the service made it after the send
-            since = self._sent_on_service_clock(request, sent_at, reason, resource)
-            created = parse_timestamp(record.get("created_at"))
-            if created is None:
-                raise LinkstatsOutcomeUnknownError(
-                    f"{request.describe()}: {reason}; {resource.singular} id={record.get('id')} has {what} but no "
-                    "readable created_at, so whether this create made it is unknown (no evidence either way); it "
-                    f"was not sent again: check whether {resource.singular} id={record.get('id')} is yours"
-                )
-            if created < since - dt.timedelta(seconds=self.clock.margin + 1.0):
-                error = LinkstatsExistsError(
-                    f"{request.describe()}: {reason}; a {resource.singular} with {what} exists (id={record.get('id')}, "
-                    f"created {created:%Y-%m-%d %H:%M:%S} UTC by the service's clock, before this create was sent "
-                    f"at {since:%H:%M:%S}): it is not this create's, and nothing was written to it",
-                    conn_id=self.settings.conn_id,
-                )
-                error.record_id, error.record = record.get("id"), record
-                raise error
-        log.warning(
-            "Linkstats %s: %s, but the %s exists as asked, made after the send (id=%s, found by %s); not sending again",
-            request.describe(), reason, resource.singular, record.get("id"), what,
-        )  # fmt: skip
-        return record
-
-    def _sent_on_service_clock(
-        self, request: ApiRequest, sent_at: float, reason: str, resource: Resource
-    ) -> dt.datetime:
-        """When a create was sent, on the service's clock as learned by now (the look-up's answer
-        taught it). A service that sends no ``Date``: no evidence, ``LinkstatsOutcomeUnknownError``."""
-        if not self.clock.known:
-            raise LinkstatsOutcomeUnknownError(
-                f"{request.describe()}: {reason}; the service's answers carry no Date header, so a "
-                f"{resource.singular}'s created_at cannot be compared with when this create was sent (no "
-                "evidence either way); it was not sent again: check the service before retrying (and why its "
-                "answers lack a Date header: a proxy that strips it?)"
-            )
-        return dt.datetime.fromtimestamp(sent_at + self.clock.offset, dt.timezone.utc)
-
-    def links_made_since(
-        self, url: str, since: dt.datetime | Callable[[], dt.datetime], domain_id: Any = None
-    ) -> list[dict[str, Any]]:
-        """Links with the long URL ``url`` created at or after ``since`` (the service's clock; a
-        callable is read once the listing has answered), less the clock's margin: what a task's
-        retry looks for before creating a link without alias again."""
-        return self._made_since(LINKS, "url", url, since, domain_id)
-
-    def _made_since(
-        self,
-        resource: Resource,
-        field: str,
-        value: str,
-        since: dt.datetime | Callable[[], dt.datetime],
-        domain_id: Any,
-        request: ApiRequest | None = None,
-    ) -> list[dict[str, Any]]:
-        """Records whose ``field`` is ``value`` (a link's long URL, a space's name), on ``domain_id``,
-        created at or after ``since`` less the clock's margin (newest first: the walk stops at the
-        first older one). A matching record without ``created_at`` is no evidence either way:
-        ``LinkstatsOutcomeUnknownError``."""
-        from airflow_provider_linkstats.client.records import parse_timestamp
-        from airflow_provider_linkstats.client.verify import same_text
-
-        earliest: dt.datetime | None = None
-        found = []
-        filters = {"search": value, "search_by": field, "sort_by": "id", "sort": "desc"}
-        for record in self.iter(resource, filters):
-            if earliest is None:  # after the first page (``since`` may need its Date)
-                moment = since() if callable(since) else since
-                # created_at keeps whole seconds; the clock's uncertainty and margin aside, nothing older is
-                # this create's
-                earliest = moment - dt.timedelta(seconds=self.clock.margin + 1.0)
-            if not isinstance(record.get(field), str) or not same_text(value, record[field]):
-                continue
-            on = record_domain_id(record)
-            if domain_id is not None and on is not None and str(on) != str(domain_id):
-                continue
-            created = parse_timestamp(record.get("created_at"))
-            if created is None:
-                asked = request.describe() if request is not None else f"a create of a {resource.singular}"
-                raise LinkstatsOutcomeUnknownError(
-                    f"{asked}: its outcome is unknown, and {resource.singular} id={record.get('id')} with {field} "
-                    f"{value!r} has no readable created_at, so whether this create made it is unknown (no evidence "
-                    f"either way); it was not sent again: check whether {resource.singular} id={record.get('id')} "
-                    "is yours before retrying"
-                )
-            if created < earliest:
-                break
-            found.append(record)
-        if earliest is None and callable(since):
-            since()  # nothing listed: still, an answer without Date is no evidence either way
-        return found
 
     def _domain_relearned(self, fields: Mapping[str, Any]) -> int | None:
         """Another domain for a create refused on the one learned from the account (its default
@@ -757,12 +550,12 @@ class LinkstatsClient:
             if not missing:
                 log.warning(
                     "Linkstats %s: %s, but the %s holds what was asked; not sending again",
-                    request.describe(), _unknown_reason(last), resource.singular,
+                    request.describe(), unknown_reason(last), resource.singular,
                 )  # fmt: skip
                 return self.verified(resource, "update", fields, record, generation, zone, request, None)
             log.warning(
                 "Linkstats %s: %s, and the %s does not hold what was asked (%s); sending again",
-                request.describe(), _unknown_reason(last), resource.singular, "; ".join(d.describe() for d in missing),
+                request.describe(), unknown_reason(last), resource.singular, "; ".join(d.describe() for d in missing),
             )  # fmt: skip
         assert last is not None
         raise last
@@ -1030,9 +823,3 @@ def _needs_clock(values: Fields, generation: Generation) -> bool:
     return (end - dt.datetime.now(dt.timezone.utc)).total_seconds() <= PLAUSIBLE_SKEW
 
 
-def _unknown_reason(error: BaseException | None) -> str:
-    """Why a write's outcome is unknown, for logs and errors."""
-    status = getattr(error, "status", None)
-    if status is not None:
-        return f"a gateway answered HTTP {status} (the service may have done the work before it)"
-    return "the answer was lost"

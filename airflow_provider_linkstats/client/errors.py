@@ -252,7 +252,7 @@ def transport_error(
     if kind == "tls" and not sent:  # a TLS failure after sending is a lost answer, handled below
         if scheme_assumed:
             fix = (
-                f"connection {conn_id!r}'s Base URL has no scheme, so https was assumed; write it with its "
+                f"the Base URL of connection {conn_id!r} has no scheme, so https was assumed; write it with its "
                 f"scheme: http://{host} if the service speaks plain HTTP there, else https://{host}"
             )
         else:

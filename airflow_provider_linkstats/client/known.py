@@ -249,7 +249,8 @@ class KnownService:
             profile = ServiceProfile.from_json(facts)
             profile.spoken  # noqa: B018 - a generation this version of the provider knows
         except Exception as error:
-            if said:
+            if said and (self.conn_id, str(error)[:200]) not in _IGNORED_SAID:
+                _IGNORED_SAID.add((self.conn_id, str(error)[:200]))  # once per process (a task), not per read
                 self.log.warning(
                     "Linkstats connection %r: ignored what an earlier task saved about the service (%s); "
                     "finding it out again", self.conn_id, str(error)[:200],
@@ -431,6 +432,8 @@ class KnownService:
 # many hooks (or recalls of one hook) read them.
 _SAID: set[tuple[Any, ...]] = set()
 _SAID_LOCK = threading.Lock()
+# (connection, reason) of host-cache facts already said to be ignored in this process: once per task.
+_IGNORED_SAID: set[tuple[str, str]] = set()
 
 
 def _first_time(fact: tuple[Any, ...]) -> bool:

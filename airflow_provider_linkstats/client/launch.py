@@ -1,7 +1,7 @@
 """The bulk launch's decisions, without I/O and without Airflow: the rows (from a list, a JSON or
 a CSV file's text) checked and given their aliases (``plan_items``), which existing link is one of
-this launch's (``wanted_alias``), what a conflict is (``conflicts``), who made a link (``made_by``)
-and what the result holds per link (``entry``, ``Outcome``).
+this launch's (``wanted_alias``), what a conflict is (``conflicts``)
+(who made a link: ``ownership.made_by``) and what the result holds per link (``entry``, ``Outcome``).
 
 ``drivers.launch.Launch`` drives it: one listing walk, then the creates on a bounded pool.
 ``operators.launch`` turns the task's arguments into the plan and the result into XCom.
@@ -134,12 +134,10 @@ def plan_items(
     prefix: str,
     origin: str = "links",
 ) -> list[Item]:
-    """Every row checked and given its alias, before any request; all problems reported at once, one
-    sentence each, naming the row by where it came from (``Row.where``) and its alias. ``origin``: where
-    the rows came from, for the message ("links", or "source '<url>'")."""
-    from airflow_provider_linkstats.client.checks import check_future
+    """Every row checked and given its alias, before any request; all problems reported at once (every
+    problem of every row, one sentence each), naming the row by where it came from (``Row.where``) and
+    its alias. ``origin``: where the rows came from, for the message ("links", or "source '<url>'")."""
     from airflow_provider_linkstats.client.errors import LinkstatsInputError
-    from airflow_provider_linkstats.client.validation import validate_fields
 
     if defaults is not None and not isinstance(defaults, Mapping):
         raise LinkstatsInputError("defaults", defaults, "a dict of create fields for every link")
@@ -148,41 +146,84 @@ def plan_items(
     seen: dict[str, str] = {}
     for number, row in enumerate(rows, start=1):
         place = getattr(row, "where", None) or f"row {number}"  # the file's line, or the list's index
-        fields = {**(defaults or {}), **row}
-        if alias_column:
-            if alias_column not in row:
-                problems.append(f"{place}: no {alias_column!r} value to derive the alias from.")
-                continue
-            fields.pop(alias_column)
-            if "alias" in row:
-                problems.append(f"{place}: both an alias and alias_column {alias_column!r}; give one.")
-                continue
-            fields["alias"] = derive_alias(prefix, row[alias_column])
-        elif not fields.get("alias"):
-            problems.append(f"{place}: no alias (give one per link, or alias_column).")
-            continue
-        where = f"{place} (alias {str(fields['alias'])!r})"
-        try:
-            checked = validate_fields(LINKS, "create", fields)
-            if checked.get("expires_at") is not None:  # a past end would create a dead link
-                check_future(checked["expires_at"], "expires_at")
-        except LinkstatsInputError as error:
-            problems.append(f"{where}: {error.sentence()}")
-            continue
-        alias = str(fields["alias"])
-        if alias in seen:
+        fields, found = _row_fields(row, place, defaults, alias_column, prefix)
+        alias = str(fields["alias"]) if fields.get("alias") else None
+        where = f"{place} (alias {alias!r})" if alias else place
+        found += [f"{where}: {problem}" for problem in _field_problems(fields, place.startswith("line "))]
+        if alias in seen and not found:
             first = seen[alias]
-            problems.append(f"{where}: the alias again, first {'on' if first.startswith('line') else 'at'} {first}.")
+            found.append(f"{where}: the alias again, first {'on' if first.startswith('line') else 'at'} {first}.")
+        if found:
+            problems += found
             continue
+        assert alias is not None
         seen[alias] = place
         items.append(Item(alias, fields, number, place))
     if problems:
         shown = problems[:20] + ([f"and {len(problems) - 20} more."] if len(problems) > 20 else [])
         listed = "\n".join(f"- {problem}" for problem in shown)
-        counted = f"{len(problems)} of {len(rows)} rows"
+        bad = len({problem.split(":", 1)[0].split(" (alias", 1)[0] for problem in problems})
+        counted = f"{bad} of {len(rows)} rows"
         message = f"{counted} of {origin} are invalid; nothing was sent:\n{listed}"
         raise LinkstatsInputError(origin.split(" ", 1)[0], counted, listed, message=message)
     return items
+
+
+# alias and alias_column do not mix: with alias_column every row's alias comes from that column.
+_MIXED = "both an alias and alias_column {column!r}: with alias_column every alias comes from that column (leave "
+
+
+def _row_fields(
+    row: Mapping[str, Any], place: str, defaults: Mapping[str, Any] | None, alias_column: str | None, prefix: str
+) -> tuple[dict[str, Any], list[str]]:
+    """The row's create fields (the defaults under it, its alias given or derived) and the problems
+    with its alias."""
+    fields = {**(defaults or {}), **row}
+    if not alias_column:
+        if fields.get("alias"):
+            return fields, []
+        return fields, [f"{place}: no alias (give one per link, or alias_column)."]
+    fields.pop(alias_column, None)
+    problems = []
+    if "alias" in row:
+        problems.append(
+            f"{place}: both an alias and alias_column {alias_column!r}; they do not mix: with alias_column every "
+            "row's alias comes from that column (leave the alias out, or give every row its alias and no "
+            "alias_column)."
+        )
+    if alias_column not in row:
+        problems.append(f"{place}: no {alias_column!r} value to derive the alias from.")
+    elif "alias" not in row:
+        fields["alias"] = derive_alias(prefix, row[alias_column])
+    return fields, problems
+
+
+def _field_problems(fields: dict[str, Any], from_csv: bool) -> list[str]:
+    """Every field of ``fields`` the contract refuses, one sentence each (the check stops at the first
+    problem, so each refused field is set aside and the rest checked again); a CSV column that is no
+    create field is named as an unknown column, with the fields it may be."""
+    from airflow_provider_linkstats.client.checks import check_future
+    from airflow_provider_linkstats.client.errors import LinkstatsInputError
+    from airflow_provider_linkstats.client.validation import validate_fields
+
+    accepted = sorted(spec.name for spec in LINKS.fields_for("create"))
+    problems, left = [], dict(fields)
+    if from_csv:
+        for name in [name for name in left if name not in accepted]:
+            problems.append(f"column {name!r} is no link field; the columns may be: {', '.join(accepted)}.")
+            left.pop(name)
+    for _ in range(len(left) + 1):
+        try:
+            checked = validate_fields(LINKS, "create", left)
+            if checked.get("expires_at") is not None:  # a past end would create a dead link
+                check_future(checked["expires_at"], "expires_at")
+            return problems
+        except LinkstatsInputError as error:
+            problems.append(error.sentence())
+            if error.field not in left:  # a required field missing, or a pair: nothing more to set aside
+                return problems
+            left.pop(error.field)
+    return problems
 
 
 # -- the result -------------------------------------------------------------------------------------
@@ -210,24 +251,10 @@ class Outcome:
         }
 
 
-# Who made a link (the result's "made_by"): this try, an earlier try of this run (a resumed launch),
-# or nobody of this run (it existed before; "before this try" when the run's start is not known).
-THIS_TRY, EARLIER_TRY = "this try", "an earlier try of this run"
-BEFORE_RUN, BEFORE_TRY = "before the run", "before this try"
-
-
-def made_by(record: dict[str, Any], run_since: Any, known: bool) -> str:
-    """Who made an existing link: an earlier try of this run (created after ``run_since``, the run's
-    start on the service's clock), or nobody of this run; ``known``: whether that can be told."""
-    from airflow_provider_linkstats.client.reconcile import created_since
-
-    if run_since is None:
-        return BEFORE_RUN if known else BEFORE_TRY  # known: the first try, no earlier try made any
-    return EARLIER_TRY if created_since(record, run_since, slack=0) else BEFORE_RUN
-
-
 def kept(outcome: str, made_by: str) -> str:
     """A create refused as taken, then skipped or updated: an earlier try's link counts as that."""
+    from airflow_provider_linkstats.client.ownership import EARLIER_TRY
+
     if outcome == "skipped" and made_by == EARLIER_TRY:
         return "created_earlier"
     return outcome
@@ -269,13 +296,6 @@ def conflicts(items: list[Item], existing: Mapping[str, dict[str, Any]], rows: M
                 f"{'; '.join(d.describe() for d in others)}"
             )
     return problems
-
-
-def is_ours(item: Item, existing: dict[str, Any], made_by: str) -> bool:
-    """An existing link is this run's own: an earlier try made it, with this row's identity."""
-    from airflow_provider_linkstats.client.verify import identity_differences
-
-    return made_by == EARLIER_TRY and not identity_differences(LINKS, item.fields, existing)
 
 
 def entry(record: dict[str, Any], outcome: str, made_by: str) -> dict[str, Any]:

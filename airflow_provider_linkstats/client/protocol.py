@@ -328,7 +328,7 @@ def _hint(status: int, payload: Any, response: ApiResponse) -> str:
         return _not_the_api_hint(response)
     location = response.headers.get("location", "")
     if 300 <= status < 400 and location:  # http:// to https://, or a moved install: redirects are not followed
-        return f"The service redirects to {location[:200]}: write that address as {conn}'s Base URL"
+        return f"The service redirects to {location[:200]}: write that address as the Base URL of {conn}"
     return ""
 
 
@@ -365,7 +365,7 @@ def _not_found(
         answered = f"{said.strip()!r}" if said.strip() else "an empty message"
         return (
             f"the service has no route {request.path} under {root} (a 404 with {answered}: a path outside its API)",
-            f"Check {conn}'s Base URL: the API usually answers at <site>/api/v1 or <site>/public/api/v1",
+            f"Check the Base URL of {conn}: the API usually answers at <site>/api/v1 or <site>/public/api/v1",
             True,
         )
     return message, hint, False
@@ -392,7 +392,7 @@ def _not_the_api_hint(response: ApiResponse) -> str:
     conn = f"connection {response.conn_id!r}" if response.conn_id else "the connection"
     return (
         f"This URL does not answer as the Linkstats API (a {_describe_body(response)}, not JSON): check "
-        f"{conn}'s Base URL; the API usually answers at <site>/api/v1 or <site>/public/api/v1"
+        f"the Base URL of {conn}; the API usually answers at <site>/api/v1 or <site>/public/api/v1"
     )
 
 

@@ -17,9 +17,7 @@ Airflow's ``create_or_reconcile``). The rest does no I/O.
 
 from __future__ import annotations
 
-import datetime as dt
 import logging
-from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Protocol
 
 from airflow_provider_linkstats.client.checks import check_choice, is_blank
@@ -29,6 +27,7 @@ from airflow_provider_linkstats.client.errors import (
     LinkstatsExistsError,
     LinkstatsValidationError,
 )
+from airflow_provider_linkstats.client.ownership import Claim, claiming, is_ours
 from airflow_provider_linkstats.client.verify import Difference, identity_differences
 
 if TYPE_CHECKING:
@@ -62,16 +61,6 @@ def updatable(resource: Resource, fields: dict[str, Any]) -> dict[str, Any]:
     """The create's fields an update may send (the domain of a link or website cannot change)."""
     names = {spec.name for spec in resource.fields_for("update")}
     return {name: value for name, value in fields.items() if name in names}
-
-
-def created_since(record: JsonDict, moment: dt.datetime, *, slack: float = 1.0) -> bool:
-    """Whether ``record`` was created at or after ``moment`` (the service's clock; its ``created_at``
-    keeps whole seconds, so by default a second's slack: ``slack=0`` errs the other way, for a
-    decision that must not take another's record as ours). No readable ``created_at``: False."""
-    from airflow_provider_linkstats.client.records import parse_timestamp
-
-    created = parse_timestamp(record.get("created_at"))
-    return created is not None and created >= moment - dt.timedelta(seconds=slack)
 
 
 def conflict_error(
@@ -121,6 +110,8 @@ class Records(Protocol):
 
     def unset_fields(self, record: JsonDict, fields: JsonDict, resource: Resource | None = None) -> JsonDict: ...
 
+    def owns(self, record: JsonDict, fields: JsonDict, claim: Claim, resource: Resource | None = None) -> bool: ...
+
 
 def create_or_reconcile(
     records: Records,
@@ -130,7 +121,7 @@ def create_or_reconcile(
     *,
     conn_id: str | None = None,
     log: logging.Logger | logging.LoggerAdapter[Any] | None = None,
-    made_since: Callable[[], dt.datetime | None] | None = None,
+    claim: Claim | None = None,
 ) -> tuple[JsonDict, str]:
     """Create a record, or meet the one with the same natural key: (record, "created" | "skipped" | "updated").
 
@@ -139,31 +130,43 @@ def create_or_reconcile(
     field, in whatever language the install speaks) leads to a look-up by the key; then
     ``if_exists`` decides: "fail" raises ``LinkstatsExistsError``, "skip" returns the record as
     it is, "update" writes the given fields to it. A create whose answer was lost is looked up
-    by the client and the record returned if it exists, so a retry never makes a twin.
+    by the client by its key, so a retry never makes a twin.
 
-    "skip" never writes to another's record: one that differs in what identifies it (a link's long
-    URL, a website's domain: ``verify.IDENTIFYING``) raises ``LinkstatsConflictError``. Fields the
-    service left unset are filled in only on a record created at or after ``made_since()`` (on the
-    service's clock, the moment before which no try of this task sent anything: a record an earlier
-    try made); such a record is this task's own whatever ``if_exists`` ("fail" too: a lost worker's
-    retry takes its first try's link), outcome "created_earlier". Without ``made_since``, never.
-    Spaces, pixels and domains, whose names the service does not keep unique, are looked up first.
+    ``claim`` (``ownership.Claim``): a link without alias carries the task's own key; a record under
+    the key that is this task's (``ownership.is_ours``: an earlier try's, its worker lost after the
+    service committed) is returned whatever ``if_exists`` ("fail" too), outcome "created_earlier",
+    fields the service left unset filled in. "skip" never writes to another's record: one that
+    differs in what identifies it (a link's long URL, a website's domain) raises
+    ``LinkstatsConflictError``. Spaces, pixels and domains, whose names the service does not keep
+    unique, are looked up first.
     """
     if_exists = check_choice("if_exists", if_exists, IF_EXISTS_CHOICES)
     log = log or logging.getLogger(__name__)
+    claim = claim or Claim()
+    fields = claim.keyed(resource, fields)
+    with claiming(claim):
+        return _reconciled(records, resource, fields, if_exists, conn_id, log, claim)
+
+
+def _reconciled(
+    records: Records,
+    resource: Resource,
+    fields: JsonDict,
+    if_exists: str,
+    conn_id: str | None,
+    log: logging.Logger | logging.LoggerAdapter[Any],
+    claim: Claim,
+) -> tuple[JsonDict, str]:
     key = fields.get(resource.natural_key)
-    if is_blank(key):
-        earlier = _earlier_link_by_url(records, resource, fields, made_since, log)
-        if earlier is not None:
-            return earlier, CREATED_EARLIER
-        return _create(records, fields, resource, if_exists, conn_id, log, made_since)
+    if is_blank(key):  # the service names the alias
+        return _create(records, fields, resource, if_exists, conn_id, log, claim)
     if not creates_first(resource):
         existing = records.find(str(key), fields.get("domain_id"), resource)
         if existing is None:
-            return _create(records, fields, resource, if_exists, conn_id, log, made_since)
-        return _meet_existing(records, existing, fields, if_exists, resource, None, conn_id, log, made_since)
+            return _create(records, fields, resource, if_exists, conn_id, log, claim)
+        return _meet_existing(records, existing, fields, if_exists, resource, None, conn_id, log, claim)
     try:
-        return _create(records, fields, resource, if_exists, conn_id, log, made_since)
+        return _create(records, fields, resource, if_exists, conn_id, log, claim)
     except LinkstatsValidationError as error:
         if not is_taken(error, resource):
             raise
@@ -175,61 +178,7 @@ def create_or_reconcile(
             f"{taken.message}: choose another {resource.natural_key}; {key!r} is taken, but by no "
             f"{resource.singular} the API key of connection {conn_id!r} can see{where}"
         ) from taken
-    return _meet_existing(records, existing, fields, if_exists, resource, taken, conn_id, log, made_since)
-
-
-def _earlier_link_by_url(
-    records: Records,
-    resource: Resource,
-    fields: JsonDict,
-    made_since: Callable[[], dt.datetime | None] | None,
-    log: logging.Logger | logging.LoggerAdapter[Any],
-) -> JsonDict | None:
-    """On a retry (``made_since`` known), a link without alias is first looked for by its long URL
-    among the links created since no try of this task had sent anything: an earlier try's create
-    may have landed after its try stopped. One: this task's own. Several: which is unknown,
-    ``LinkstatsOutcomeUnknownError``. Costs one listing request, on retries only."""
-    from airflow_provider_linkstats.client.errors import LinkstatsOutcomeUnknownError
-
-    find = getattr(records, "find_made_since", None)
-    url = fields.get("url")
-    if resource is not LINKS or find is None or made_since is None or is_blank(url):
-        return None
-    if made_since() is None:  # the first try: no earlier try made anything
-        return None
-
-    def since() -> dt.datetime:
-        moment = made_since()  # read once the listing has answered: its Date taught the clock
-        assert moment is not None
-        return moment
-
-    nearby = find(str(url), since, fields.get("domain_id"))  # from a little before (the margin): see below
-    if not nearby:
-        return None
-    # Only a link certainly created after the run started (its start at its latest) is an earlier
-    # try's; one made around that moment may be a teammate's: never claimed, never made again.
-    found = [record for record in nearby if created_since(record, since(), slack=0)]
-    around = [record for record in nearby if record not in found]
-    if not found:
-        ids = ", ".join(f"{record.get('id')} (created {record.get('created_at')})" for record in around)
-        raise LinkstatsOutcomeUnknownError(
-            f"links {ids} have url {url!r} and were made around the moment this task's run started "
-            f"({since():%Y-%m-%d %H:%M:%S} UTC by the service's clock), so whether an earlier try of this task made "
-            "one cannot be told: nothing was sent. Check them: if one is this task's, mark the task success; if "
-            "none is, give the link an alias (a retry then finds its own by it) and clear the task"
-        )
-    if len(found) > 1:
-        ids = ", ".join(str(record.get("id")) for record in found)
-        raise LinkstatsOutcomeUnknownError(
-            f"links {ids} have url {url!r} and were made since this task's first try could have sent its create, "
-            "so which one an earlier try made is unknown (give links an alias so that a retry finds its own); "
-            "nothing was sent: check them before retrying"
-        )
-    log.warning(
-        "link with url %r exists (id=%s, created %s), made by an earlier try of this task: taken as this task's "
-        "own, not sent again", url, found[0].get("id"), found[0].get("created_at"),
-    )  # fmt: skip
-    return found[0]
+    return _meet_existing(records, existing, fields, if_exists, resource, taken, conn_id, log, claim)
 
 
 def _create(
@@ -239,7 +188,7 @@ def _create(
     if_exists: str,
     conn_id: str | None,
     log: logging.Logger | logging.LoggerAdapter[Any],
-    made_since: Callable[[], dt.datetime | None] | None,
+    claim: Claim,
 ) -> tuple[JsonDict, str]:
     """The create; one whose outcome was unknown and whose look-up found an older record under the
     key (someone's from before the send, never this create's: ``LinkstatsExistsError.record``) is
@@ -253,7 +202,7 @@ def _create(
             raise
         found = error
     try:
-        return _meet_existing(records, found.record, fields, if_exists, resource, None, conn_id, log, made_since)
+        return _meet_existing(records, found.record, fields, if_exists, resource, None, conn_id, log, claim)
     except LinkstatsConflictError:
         raise
     except LinkstatsExistsError as met:  # "fail": the look-up's own words say why it is not this create's
@@ -269,27 +218,19 @@ def _meet_existing(
     taken: LinkstatsValidationError | None,
     conn_id: str | None,
     log: logging.Logger | logging.LoggerAdapter[Any],
-    made_since: Callable[[], dt.datetime | None] | None = None,
+    claim: Claim,
 ) -> tuple[JsonDict, str]:
-    """``if_exists`` applied to the record found under the create's natural key."""
+    """``if_exists`` applied to the record found under the create's natural key; this task's own
+    (``ownership.is_ours``) is returned as made by an earlier try whatever ``if_exists``."""
     noun, key_name = resource.singular, resource.natural_key
     key, record_id = fields.get(key_name), existing.get("id")
-    # An earlier try of this task made it (its worker was lost after the service committed): by the
-    # service's clock it was created after the moment no try of this task had sent anything before
-    # (``made_since()``: the task's evidence, which a clear does not move) and it is what was asked.
-    since = made_since() if made_since is not None else None  # asked now: the clock has heard the service
-    ours = (
-        since is not None
-        and created_since(existing, since, slack=0)
-        and not identity_differences(resource, fields, existing)
-    )
+    ours = records.owns(existing, fields, claim, resource)
     if ours and if_exists != "update":
         repair = records.unset_fields(existing, fields, resource)
         record = records.update_record(record_id, repair, resource) if repair else existing
         log.warning(
-            "%s with %s %r exists (id=%s), made by an earlier try of this task (created %s, after %s by the "
-            "service's clock): taken as this task's own, not sent again%s", noun, key_name, key, record_id,
-            existing.get("created_at"), f"{since:%Y-%m-%d %H:%M:%S} UTC",
+            "%s with %s %r exists (id=%s, created %s), made by an earlier try of this task: taken as this task's "
+            "own, not sent again%s", noun, key_name, key, record_id, existing.get("created_at"),
             f"; {', '.join(sorted(repair))} updated as asked (a write the service ignored)" if repair else "",
         )  # fmt: skip
         return record, CREATED_EARLIER
@@ -325,7 +266,7 @@ class RecordClient(Protocol):
 
     def find_by_natural_key(self, resource: Resource, value: str, domain_id: Any = None) -> JsonDict | None: ...
 
-    def links_made_since(self, url: str, since: Any, domain_id: Any = None) -> list[JsonDict]: ...
+    clock: Any
 
     def zone(self, resource: Resource) -> str | None: ...
 
@@ -358,10 +299,9 @@ class ClientRecords:
             natural_key = stored_key(natural_key, self.client.generation(WEBSITES.service))
         return self.client.find_by_natural_key(resource, natural_key, domain_id)
 
-    def find_made_since(self, url: str, since: Any, domain_id: int | str | None = None) -> list[JsonDict]:
-        if is_blank(domain_id):
-            domain_id = self.client.default_domain_id()
-        return self.client.links_made_since(url, since, domain_id)
+    def owns(self, record: JsonDict, fields: JsonDict, claim: Claim, resource: Resource | None = None) -> bool:
+        assert resource is not None
+        return is_ours(resource, claim, fields, record, self.client.clock, self.client.zone(resource))
 
     def unset_fields(self, record: JsonDict, fields: JsonDict, resource: Resource | None = None) -> JsonDict:
         from airflow_provider_linkstats.client.verify import unset_fields

@@ -13,18 +13,9 @@ import time
 from typing import Any
 
 from airflow_provider_linkstats.client.contract import LINKS
-from airflow_provider_linkstats.client.launch import (
-    THIS_TRY,
-    Item,
-    Outcome,
-    conflicts,
-    entry,
-    is_ours,
-    kept,
-    walk_filters,
-    wanted_alias,
-)
-from airflow_provider_linkstats.client.launch import made_by as who_made
+from airflow_provider_linkstats.client.launch import Item, Outcome, conflicts, entry, kept, walk_filters, wanted_alias
+from airflow_provider_linkstats.client.ownership import EARLIER_TRY, THIS_TRY, Claim
+from airflow_provider_linkstats.client.ownership import made_by as who_made
 
 __all__ = ["Launch", "read_result", "read_text", "write_result"]
 
@@ -32,12 +23,11 @@ __all__ = ["Launch", "read_result", "read_text", "write_result"]
 class Launch:
     """One bulk create: walk once, then create (or mend) what is missing, concurrently.
 
-    ``run_start``: the moment before which no try of this task sent anything (``earlier_tries_since``:
-    the run's ``run_after``, which neither a retry nor a clear moves; None on the first try, with
-    ``known``). A link found by the walk whose ``created_at`` (the service's clock) is after it was
-    made by an earlier try of this run: that moment and the records both outlive a killed worker and
-    a clear, where the earlier try's XCom and memory do not, and it costs no request (the walk reads
-    ``created_at`` anyway).
+    ``claim``: the task instance's ``ownership.Claim``. A link found by the walk is an earlier try's
+    of this task instance by ``ownership.is_ours`` (it holds the row's fields and was created after
+    the task instance's first try began): the records and Airflow's record of the tries both outlive
+    a killed worker and a clear, where the earlier try's XCom and memory do not, and it costs no
+    request (the walk reads ``created_at`` anyway).
     """
 
     def __init__(
@@ -48,18 +38,14 @@ class Launch:
         if_exists: str,
         workers: int,
         log: Any,
-        run_start: Any = None,
-        known: bool | None = None,
+        claim: Claim | None = None,
     ) -> None:
         self.hook = hook
         self.items = items
         self.if_exists = if_exists
         self.workers = workers
         self.log = log
-        self.run_start = run_start
-        # Whether who made a link can be told: in a DAG run (on its first try no earlier try made any).
-        self.known = run_start is not None if known is None else known
-        self.run_since: Any = None  # the run's start on the service's clock, once it has answered
+        self.claim = claim or Claim()
         self.outcome = Outcome()
         self.outcome.rows = {item.alias: item.named for item in items}
         self.outcome.order = {item.alias: item.row for item in items}
@@ -73,11 +59,6 @@ class Launch:
         # create by the service's clock, and a fixed end checked again then (``client.prepare``).
         prepared = [(item, self.hook.prepare_link_fields(item.fields, "create")) for item in self.items]
         existing = self.walk(prepared)
-        # Only a link certainly made after the run started counts as an earlier try's: the start at its
-        # latest within the clocks' measured offset, and ``made_by`` compares strictly (created_at keeps
-        # whole seconds), so a link made in the run's first second is taken as existing before and
-        # nothing is filled in on a link that may be another's.
-        self.run_since = self.hook.on_service_clock(self.run_start, latest=True)
         if self.if_exists == "skip":
             self.refuse_conflicts(existing)  # before any write: "skip" never touches another's link
         total = len(prepared)
@@ -151,9 +132,10 @@ class Launch:
                 conn_id=getattr(self.hook, "linkstats_conn_id", None),
             )
 
-    def made_by(self, record: dict[str, Any]) -> str:
-        """Who made an existing link: an earlier try of this run, or nobody of this run."""
-        return who_made(record, self.run_since, self.known)
+    def made_by(self, item: Item, record: dict[str, Any]) -> str:
+        """Who made an existing link (``ownership.made_by``): an earlier try of this run, or nobody of it."""
+        client = self.hook.client
+        return who_made(LINKS, self.claim, item.fields, record, client.clock, client.zone(LINKS))
 
     def one(
         self, item: Item, fields: dict[str, Any], existing: dict[str, Any] | None
@@ -162,13 +144,12 @@ class Launch:
         from airflow_provider_linkstats.client.reconcile import SKIPPED, UPDATED, updatable
 
         if existing is None:  # created first; a 422 "taken" (a concurrent launch) is reconciled there
-            record, outcome = self.hook.create_or_reconcile(fields, self.if_exists, tries_since=self.run_start)
+            record, outcome = self.hook.create_or_reconcile(fields, self.if_exists, claim=self.claim)
             if outcome == "created":
                 return record, outcome, THIS_TRY
-            return record, self._kept(record, outcome), self.made_by(record)
-        made_by = self.made_by(existing)
-        ours = is_ours(item, existing, made_by)
-        if ours and self.if_exists != "update":
+            return record, self._kept(item, record, outcome), self.made_by(item, record)
+        made_by = self.made_by(item, existing)
+        if made_by == EARLIER_TRY and self.if_exists != "update":
             # Our own link (its try's worker was lost): fields the service left unset (a write it
             # ignored) are filled in.
             repair = self.hook.unset_fields(existing, item.fields)
@@ -193,9 +174,9 @@ class Launch:
             return self.hook.update_record(existing["id"], updatable(LINKS, item.fields)), UPDATED, made_by
         return existing, SKIPPED, made_by
 
-    def _kept(self, record: dict[str, Any], outcome: str) -> str:
+    def _kept(self, item: Item, record: dict[str, Any], outcome: str) -> str:
         """A create refused as taken, then skipped or updated: an earlier try's link counts as that."""
-        return kept(outcome, self.made_by(record)) if outcome == "skipped" else outcome
+        return kept(outcome, self.made_by(item, record)) if outcome == "skipped" else outcome
 
 
 # -- the result --------------------------------------------------------------------------------------

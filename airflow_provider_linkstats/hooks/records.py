@@ -96,30 +96,34 @@ class RecordsMixin:
         if_exists: str = "fail",
         resource: Resource | None = None,
         *,
+        claim: Any = None,
         tries_since: Any = None,
         run_start: Any = None,
     ) -> tuple[JsonDict, str]:
         """Create, or meet the record with the same natural key: (record, "created" | "created_earlier" |
         "skipped" | "updated"); ``if_exists`` "fail", "skip" or "update" (``client/reconcile.py`` says how).
-        ``tries_since``: the moment (Airflow's clock) before which no try of this task sent anything
-        (``operators.base.earlier_tries_since``); a record created since, by the service's clock, with
-        what was asked is an earlier try's: this task's own ("created_earlier"), unset fields filled
-        in. ``run_start``: the same, under its former name."""
+        ``claim``: the task instance's ``ownership.Claim`` (``operators.ownership.task_claim``): a link
+        without alias carries its key, and a record under the key that is this task's
+        (``ownership.is_ours``) is returned as "created_earlier", unset fields filled in.
+        ``tries_since`` (or ``run_start``, its former name): when the task's first try began, for a
+        claim without a key."""
+        from airflow_provider_linkstats.client.ownership import Claim
         from airflow_provider_linkstats.client.reconcile import create_or_reconcile
 
-        run_start = tries_since if tries_since is not None else run_start
-        resource = resource or self.resource
+        first_try = tries_since if tries_since is not None else run_start
+        if claim is None and first_try is not None:
+            claim = Claim(first_try=first_try, known=True)
         return create_or_reconcile(
-            self,
-            resource,
-            fields,
-            if_exists,
-            conn_id=self.linkstats_conn_id,
-            log=self.log,
-            # At its latest within the clocks' offset: a claim that a record is this task's must not
-            # take one made just before the run started (the bulk launch's rule too).
-            made_since=(lambda: self.on_service_clock(run_start, latest=True)) if run_start is not None else None,
-        )
+            self, resource or self.resource, fields, if_exists, conn_id=self.linkstats_conn_id, log=self.log,
+            claim=claim,
+        )  # fmt: skip
+
+    def owns(self, record: JsonDict, fields: JsonDict, claim: Any, resource: Resource | None = None) -> bool:
+        """Whether ``record`` is this task's (``ownership.is_ours``, by the service's clock as heard)."""
+        from airflow_provider_linkstats.client.ownership import is_ours
+
+        resource = resource or self.resource
+        return is_ours(resource, claim, fields, record, self.client.clock, self.client.zone(resource))
 
     def service_now(self) -> Any:
         """The service's "now" (an aware UTC datetime): its clock as its answers' ``Date`` told this
@@ -207,12 +211,6 @@ class LinkRecordsMixin(RecordsMixin):
             return super().find(natural_key, domain_id, resource)
         domain = domain_id if not is_blank(domain_id) else self.default_domain_id()
         return super().find(natural_key, domain)
-
-    def find_made_since(self, url: str, since: Any, domain_id: int | str | None = None) -> list[JsonDict]:
-        """Links with the long URL ``url`` created since ``since`` (the service's clock, or a callable
-        giving it): what a retry looks for before creating a link without alias again."""
-        domain = domain_id if not is_blank(domain_id) else self.default_domain_id()
-        return self.client.links_made_since(url, since, domain)
 
     def default_domain_id(self) -> int | None:
         """The ``default_domain_id`` extra, else the account's default domain (read once), else None."""

@@ -439,9 +439,12 @@ class LinkstatsCreateOperatorBase(LinkstatsLineageMixin, LinkstatsBaseOperator):
         if_exists = check_choice("if_exists", self.if_exists, IF_EXISTS_CHOICES)
         fields = self.prepare_fields()
         # Create first; the look-up and if_exists only when the service says the key is taken.
-        # A record an earlier try of this task made (its worker was lost) is this task's own.
-        since, _ = earlier_tries_since(context)
-        record, outcome = self.hook.create_or_reconcile(fields, if_exists, self.resource, tries_since=since)
+        # A record an earlier try of this task made (its worker was lost) is this task's own
+        # (``ownership.is_ours``); a link without alias carries the task's own key.
+        from airflow_provider_linkstats.operators.ownership import task_claim
+
+        claim = task_claim(context)
+        record, outcome = self.hook.create_or_reconcile(fields, if_exists, self.resource, claim=claim)
         if outcome == "created_earlier":
             self.log.info(
                 "%s id=%s was created by an earlier try of this task", self.resource.singular, record.get("id")
@@ -620,35 +623,3 @@ class LinkstatsListOperatorBase(LinkstatsBaseOperator):
         shown = ", ".join(f"{k}={v!r}" for k, v in filters.items()) or "no filters"
         self.log.info("listed %d %s (%s)", len(records), self.resource.name, shown)
         return records
-
-
-def run_started(context: Any) -> Any:
-    """The moment before which no try of this task sent anything, or None (``earlier_tries_since``)."""
-    return earlier_tries_since(context)[0]
-
-
-def earlier_tries_since(context: Any) -> tuple[Any, bool]:
-    """(moment, known): the moment (an aware datetime, Airflow's clock) before which no try of this
-    task can have sent anything; a record the service created after it (by its clock) with what was
-    asked is an earlier try's. It must not move when the task or its whole run is cleared (a clear
-    moves the run's ``start_date`` and ``queued_at``, and the try's own start), so it is the run's
-    ``run_after`` (Airflow 3: when the run was due or triggered, never changed), on Airflow 2 its
-    equivalent (a scheduled run's ``data_interval_end``, else its ``logical_date``, the trigger's
-    moment). On the task's first try there is no earlier try: (None, True). Outside a DAG run, or
-    with nothing of the above: (None, False), nobody is known to be this task's."""
-    import datetime as dt
-
-    getter = getattr(context, "get", None)
-    dag_run = getter("dag_run") if getter is not None else None
-    if dag_run is None:
-        return None, False
-    try_number = getattr(getter("ti"), "try_number", None)
-    if isinstance(try_number, int) and not isinstance(try_number, bool) and try_number <= 1:
-        return None, True
-    scheduled = str(getattr(dag_run, "run_type", "")).lower().endswith("scheduled")
-    due = getattr(dag_run, "data_interval_end", None) if scheduled else getattr(dag_run, "logical_date", None)
-    # The run's start_date last: it moves with a clear (a test's stand-in run may have nothing else).
-    for moment in (getattr(dag_run, "run_after", None), due, getattr(dag_run, "start_date", None)):
-        if isinstance(moment, dt.datetime):
-            return moment, True
-    return None, False

@@ -134,12 +134,11 @@ class LinkstatsBulkCreateLinksOperator(LinksServiceMixin, LinkstatsLineageMixin,
                 None,
                 f"an object-storage URL for the full result of {len(items)} links (more than xcom_limit={limit})",
             )
-        from airflow_provider_linkstats.operators.base import earlier_tries_since
+        from airflow_provider_linkstats.operators.ownership import task_claim
 
-        since, known = earlier_tries_since(context)
-        launch = Launch(
-            self.hook, items, if_exists=if_exists, workers=workers, log=self.log, run_start=since, known=known
-        )
+        # Every row has its alias (given or from alias_column): the claim's first try decides, not a key.
+        claim = task_claim(context, keyed=False)
+        launch = Launch(self.hook, items, if_exists=if_exists, workers=workers, log=self.log, claim=claim)
         outcome = launch.run()
         self.touched_ids = tuple(entry["id"] for entry in outcome.links.values())
         value = outcome.summary()

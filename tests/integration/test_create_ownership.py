@@ -147,34 +147,21 @@ def test_a_retry_never_takes_a_link_made_half_a_second_before_its_run(emu):
     assert [stored["id"] for stored in emu.store.links()] == [theirs["id"]]
 
 
-def test_an_alias_less_retry_never_takes_a_link_made_around_its_run_start(emu):
-    """A teammate's link with the URL made 2 s before the run started: before, the retry's look-up by
-    URL (from the start less the clock's margin and a second) took it as this task's own and made
-    nothing. Now a link made around the start is neither taken nor made again: "outcome unknown",
-    naming it; one made after the start is taken (the lost worker's case)."""
-    theirs = emu.store.add_link(url="https://example.com/spring")
-    started = dt.datetime.now(dt.timezone.utc) + dt.timedelta(seconds=2)
-    time.sleep(3)
-    with pytest.raises(AirflowFailException, match=rf"Unknown.*: links {theirs['id']} \(created .*around the moment"):
-        run_try(LinkstatsCreateLinkOperator(task_id="create", url="https://example.com/spring"),
-                Run(run_after=started, start_date=started), try_number=2)  # fmt: skip
-    assert [stored["id"] for stored in emu.store.links()] == [theirs["id"]] and posts(emu) == 0
-    time.sleep(2)
-    ours = emu.store.add_link(url="https://example.com/spring")  # an earlier try's, 3 s after the start
-    record = run_try(LinkstatsCreateLinkOperator(task_id="create", url="https://example.com/spring"),
-                     Run(run_after=started, start_date=started), try_number=2)  # fmt: skip
-    assert record["id"] == ours["id"] and len(emu.store.links()) == 2 and posts(emu) == 0
-
-
 # -- item 3: no resend while the first may still land -----------------------------------------------------
 
 
-@pytest.mark.parametrize("alias", ["late", None])
+@pytest.mark.parametrize("alias", ["late", "bcdfghjklmnpqrst"])  # a user's alias; a task's own key
 def test_a_504_whose_commit_lands_2_s_later_makes_one_link(emu, links, alias):
     """Before: the look-up 0.5 s after the 504 found nothing and the create was sent again: two links."""
+    from airflow_provider_linkstats.client.ownership import Claim
+
     emu.faults.fail_next(status=504, method="POST", path_prefix="/links", commit_after=2.0)
     started = time.monotonic()
-    record = links.create_link("https://example.com/late", **({"alias": alias} if alias else {}))
+    if alias == "late":
+        record = links.create_link("https://example.com/late", alias=alias)
+    else:
+        claim = Claim(key=alias, first_try=dt.datetime.now(dt.timezone.utc), known=True)
+        record, _ = links.create_or_reconcile({"url": "https://example.com/late"}, claim=claim)
     time.sleep(max(0.0, 3.0 - (time.monotonic() - started)))  # the late commit has landed by now
     made = [row for row in emu.store.links() if row["url"] == "https://example.com/late"]
     assert [row["id"] for row in made] == [record["id"]] and posts(emu) == 1
@@ -204,10 +191,11 @@ def test_nothing_found_within_the_window_is_an_unknown_outcome_never_a_resend(em
 
 
 @pytest.mark.parametrize("alias", ["spring", None])
-def test_the_task_retry_after_an_unknown_outcome_creates_once(emu, alias):
-    """The retry of a task that stopped with "outcome unknown" looks again first (with an alias its create
-    is refused as taken; without, it looks for a link with the URL made since the run was due) and takes
-    the first try's late link as its own: one link. Before: without alias, the retry made a second."""
+def test_the_task_retry_after_an_unknown_outcome_creates_once(emu, alias, monkeypatch):
+    """The retry of a task that stopped with "outcome unknown" looks again first (its create carries the
+    same alias, the user's or the task's own key, and is refused as taken) and takes the first try's
+    late link as its own: one link. Before: without alias, the retry made a second."""
+    monkeypatch.setenv("AIRFLOW__LINKSTATS__DEPLOYMENT_ID", "tests")
     due = dt.datetime.now(dt.timezone.utc) - dt.timedelta(seconds=2)
     emu.clock.advance(1)
     emu.faults.fail_next(status=504, method="POST", path_prefix="/links", commit_after=WINDOW + 3)
@@ -219,14 +207,15 @@ def test_the_task_retry_after_an_unknown_outcome_creates_once(emu, alias):
     time.sleep(4)  # the late commit lands
     record = run_try(task, run, try_number=2)
     assert [row["id"] for row in emu.store.links()] == [record["id"]]
-    assert posts(emu) == (2 if alias else 1)  # with an alias the retry's create was refused as taken
+    assert posts(emu) == 2  # the retry's create was refused as taken: its own link, under its key
 
 
 # -- no evidence either way ---------------------------------------------------------------------------
 
 
-def test_an_alias_less_create_against_a_server_without_date_is_unknown_not_resent():
-    """Before: the look-up compared created_at with the worker's clock, found nothing, and sent the create again."""
+def test_an_alias_less_create_is_unknown_at_once_not_resent():
+    """Before: the look-up by URL compared created_at with the worker's clock, found nothing, and sent the
+    create again. Now an alias the service names cannot be looked up: "outcome unknown", never resent."""
     from airflow_provider_linkstats.client.api import LinkstatsClient
     from airflow_provider_linkstats.client.contract import LINKS
     from airflow_provider_linkstats.client.settings import ClientSettings
@@ -236,8 +225,28 @@ def test_an_alias_less_create_against_a_server_without_date_is_unknown_not_resen
         server.add(("respond", 504, "<html>504 Gateway Time-out</html>", {"Content-Type": "text/html"}))
         settings = ClientSettings(root=f"{server.url}/api/v1", max_retries=0, default_domain_id=1, late_commit_window=1)
         client = LinkstatsClient(settings, "k" * 40, generation="49")
-        with pytest.raises(LinkstatsOutcomeUnknownError, match="no Date header"):
+        with pytest.raises(LinkstatsOutcomeUnknownError, match="cannot be looked up"):
             client.create(LINKS, {"url": "https://example.com/a"})
+        assert [r["method"] for r in server.requests] == ["POST"]  # no look-up, no resend
+
+
+def test_a_users_alias_found_against_a_server_without_date_is_unknown_not_taken():
+    """A record under a user's alias is this create's only if made after the send: without a Date the
+    service's clock is unknown, so no evidence either way."""
+    from airflow_provider_linkstats.client.api import LinkstatsClient
+    from airflow_provider_linkstats.client.contract import LINKS
+    from airflow_provider_linkstats.client.settings import ClientSettings
+    from tests.support.scripted_server import ScriptedServer
+
+    with ScriptedServer(send_date=False) as server:
+        server.add(("respond", 504, "<html>504 Gateway Time-out</html>", {"Content-Type": "text/html"}))
+        found = {"id": 7, "alias": "spring", "url": "https://example.com/a", "domain_id": 1,
+                 "created_at": "2026-01-01T00:00:00.000000Z"}  # fmt: skip
+        server.set_default(("respond", 200, {"data": [found], "meta": {"current_page": 1, "last_page": 1}}))
+        settings = ClientSettings(root=f"{server.url}/api/v1", max_retries=0, default_domain_id=1, late_commit_window=1)
+        client = LinkstatsClient(settings, "k" * 40, generation="49")
+        with pytest.raises(LinkstatsOutcomeUnknownError, match="no Date header"):
+            client.create(LINKS, {"url": "https://example.com/a", "alias": "spring"})
         assert [r["method"] for r in server.requests] == ["POST", "GET"]  # one look-up, no resend
 
 

@@ -62,7 +62,7 @@ def test_html_404_says_the_base_url_is_not_the_api(links, scripted):
     url = f"{scripted.url}/public/api/v1/links?search=promo&per_page=100"
     assert text.startswith(f"GET {url} HTTP 404"), text  # method, root + path + query
     assert f"[connection {CONN!r}]" in text
-    assert "does not answer as the Linkstats API" in text and f"check connection {CONN!r}'s Base URL" in text
+    assert "does not answer as the Linkstats API" in text and f"check the Base URL of connection {CONN!r}" in text
     assert "HTML page '404 Not Found'" in text and API_KEY not in text
     assert caught.value.url == url and caught.value.conn_id == CONN
 
@@ -74,7 +74,7 @@ def test_html_page_with_200_says_the_base_url_is_not_the_api(links, scripted):
         links.get_link(2)
     text = str(caught.value)
     assert text.startswith(f"GET {scripted.url}/public/api/v1/links/2 HTTP 200: body is not valid JSON"), text
-    assert f"check connection {CONN!r}'s Base URL" in text and "HTML page 'Welcome'" in text
+    assert f"check the Base URL of connection {CONN!r}" in text and "HTML page 'Welcome'" in text
 
 
 def test_test_connection_names_the_url_and_the_fix(links, scripted):
@@ -126,7 +126,7 @@ def test_other_redirect_says_where_to_point_the_connection(links, scripted):
         links.get_link(1)
     text = str(caught.value)
     assert "HTTP 301: moved permanently" in text and "login" not in text
-    assert f"The service redirects to {target}: write that address as connection {CONN!r}'s Base URL" in text
+    assert f"The service redirects to {target}: write that address as the Base URL of connection {CONN!r}" in text
 
 
 def test_403_says_the_plan_or_the_key_lacks_access(links, scripted):
@@ -169,7 +169,7 @@ def test_host_without_scheme_says_https_was_assumed_and_what_to_write(monkeypatc
     # The first request is the hook's look for the API root (a bare URL), or the read itself.
     pattern = rf"GET https://{re.escape(host)}/public/api/v1/\S+: the TLS handshake with {host} failed"
     assert re.match(pattern, text), text
-    assert f"connection {CONN!r}'s Base URL has no scheme, so https was assumed" in text
+    assert f"the Base URL of connection {CONN!r} has no scheme, so https was assumed" in text
     assert f"http://{host} if the service speaks plain HTTP there, else https://{host}" in text
     assert "answer was lost" not in text
     assert scripted.connections == 1  # a handshake failure is not a transient fault: no retry

@@ -93,7 +93,7 @@ def test_a_route_miss_names_the_base_url_to_fix(links, scripted, body):
     assert text.startswith(f"GET {url} HTTP 404: the service has no route /links "), text
     assert f"under {root} (a 404 with " in text and "a path outside its API)" in text
     assert text.endswith(
-        f"[connection {CONN!r}]. Check connection {CONN!r}'s Base URL: the API usually answers at <site>/api/v1 "
+        f"[connection {CONN!r}]. Check the Base URL of connection {CONN!r}: the API usually answers at <site>/api/v1 "
         "or <site>/public/api/v1"
     ), text
     if body == {"message": ""}:

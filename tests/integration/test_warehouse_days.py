@@ -282,11 +282,16 @@ def test_a_breakdown_whose_counts_tie_is_read_whole_once(scripted, warehouse, mo
 class RecordingLog:
     def __init__(self) -> None:
         self.lines: list[str] = []
+        self.warnings: list[str] = []  # the lines said as WARNING
 
     def info(self, message, *args):
         self.lines.append(message % args if args else message)
 
-    warning = debug = error = exception = info
+    def warning(self, message, *args):
+        self.info(message, *args)
+        self.warnings.append(self.lines[-1])
+
+    debug = error = exception = info
 
 
 def test_an_empty_interval_says_which_day_it_loaded_and_the_schedule_that_follows_logical_dates(emu49, warehouse):
@@ -305,6 +310,7 @@ def test_an_empty_interval_says_which_day_it_loaded_and_the_schedule_that_follow
     report = run_operator(operator)[0]
     assert report["days"] == ["2026-10-10"]
     (line,) = [line for line in log.lines if "data interval is empty" in line]
+    assert line in log.warnings  # a WARNING: the run's schedule is likely not what its author meant (issue 44)
     assert "America/New_York that ended last before it: 2026-10-10" in line
     assert 'schedule=CronDataIntervalTimetable("0 0 * * *", timezone=\'America/New_York\')' in line
 

@@ -60,7 +60,7 @@ def _say_transition(log: Any, transition: Any, inexact: bool, old: str, new: str
 
 
 def say_empty_interval(log: Any, end: Any, zone: str, plan: Any, account_zone: str | None) -> None:
-    log.info(
+    log.warning(
         "the data interval is empty (%s: a trigger timetable, such as Airflow 3's schedule=\"@daily\", or a "
         "manual run), so this run loads the day of %s that ended last before it: %s. For days that follow "
         "the logical dates, schedule with data intervals: schedule=CronDataIntervalTimetable(\"0 0 * * *\", "

@@ -337,37 +337,35 @@ def test_dropped_post_not_found_is_looked_for_within_the_window_never_sent_again
     assert sent[0] == "POST" and sent.count("POST") == 1 and sent.count("GET") >= 2
 
 
-def test_dropped_post_without_alias_is_found_by_its_url_among_the_links_made_since(links, scripted):
-    import datetime as dt
+def test_dropped_post_without_alias_is_never_looked_up_nor_sent_again(links, scripted):
+    """The service would have named the alias: nothing to look up by (the URL is no one's own), so
+    "outcome unknown" at once, never a resend (issue 44: the URL look-up is gone)."""
+    scripted.add(("drop",))
+    with pytest.raises(LinkstatsOutcomeUnknownError, match="without a alias it cannot be looked up"):
+        links.create_link("https://example.com/spring")
+    assert [r["method"] for r in scripted.requests] == ["POST"]
 
-    made = {**LINK, "created_at": dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.000000Z")}
-    older = {**LINK, "id": 3, "created_at": "2026-01-01T00:00:00.000000Z"}  # the same URL long before: not ours
-    scripted.add(("drop",), ("respond", 200, {"data": [made, older]}))
-    assert links.create_link("https://example.com/spring")["id"] == 7
+
+def test_dropped_post_with_the_tasks_key_is_found_by_it(links, scripted):
+    """A create run by a task carries the task's own key as alias: its lost answer is looked up by that
+    key alone, and the record under it is this task's (whenever it was made)."""
+    from airflow_provider_linkstats.client.ownership import Claim
+
+    key = "bcd0123456789fgh"
+    made = {**LINK, "alias": key, "created_at": "2026-01-01T00:00:00.000000Z"}  # a time is no matter: the key is
+    scripted.add(("drop",), ("respond", 200, {"data": [made]}))
+    claim = Claim(key=key, first_try=dt.datetime.now(dt.timezone.utc), known=True)
+    record, outcome = links.create_or_reconcile({"url": "https://example.com/spring"}, claim=claim)
+    assert record["id"] == 7 and outcome == "created"
     assert [r["method"] for r in scripted.requests] == ["POST", "GET"]
     query = dict(scripted.requests[1]["query"])
-    assert (query["search_by"], query["search"], query["sort"]) == ("url", "https://example.com/spring", "desc")
+    assert (query["search_by"], query["search"]) == ("alias", key)
 
 
-def test_dropped_post_without_alias_and_no_link_made_since_is_never_sent_again(make_hook, scripted):
-    """An older link with the URL is not this create's; none newer within the window: "outcome unknown",
-    left to the task's retry, which looks for a link with the URL made since the run was due first."""
-    from airflow_provider_linkstats.client.errors import is_permanent
-
-    links = make_hook("links", scripted.url, retry_wait=0.01, retry_wait_max=2.0, late_commit_window=1)
-    older = {**LINK, "id": 3, "created_at": "2026-01-01T00:00:00.000000Z"}
-    scripted.add(("drop",))
-    scripted.set_default(("respond", 200, {"data": [older]}))
-    with pytest.raises(LinkstatsOutcomeUnknownError, match="the task's retry looks for it again") as raised:
-        links.create_link("https://example.com/spring")
-    assert not is_permanent(raised.value)
-    assert [r["method"] for r in scripted.requests].count("POST") == 1
-
-
-def test_dropped_post_without_alias_and_a_failed_look_up_fails_clearly(links, scripted):
+def test_dropped_post_and_a_failed_look_up_fails_clearly(links, scripted):
     scripted.add(("drop",), *[("respond", 500, {"message": "boom"})] * 3)
-    with pytest.raises(LinkstatsOutcomeUnknownError, match="may have been created, and looking it up by url"):
-        links.create_link("https://example.com/spring")
+    with pytest.raises(LinkstatsOutcomeUnknownError, match="may have been created, and looking it up by alias"):
+        links.create_link("https://example.com/spring", alias="spring")
     assert [r["method"] for r in scripted.requests].count("POST") == 1
 
 

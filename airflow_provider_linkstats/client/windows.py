@@ -28,8 +28,8 @@ from airflow_provider_linkstats.client.generations import LOCAL_MINUTE
 from airflow_provider_linkstats.client.records import link_timing, parse_timestamp
 from airflow_provider_linkstats.client.validation import Fields, aware_moment, is_duration
 
+# ``client`` below is a LinkstatsClient, not imported: api.py imports this module.
 if TYPE_CHECKING:
-    from airflow_provider_linkstats.client.api import LinkstatsClient
     from airflow_provider_linkstats.client.generations import Generation
     from airflow_provider_linkstats.client.protocol import ApiRequest
 
@@ -44,7 +44,7 @@ _MENDING: ContextVar[bool] = ContextVar("linkstats_mending", default=False)  # a
 
 @contextlib.contextmanager
 def counted_at_send(
-    client: LinkstatsClient, fields: Mapping[str, Any], build: Callable[[Fields], ApiRequest]
+    client: Any, fields: Mapping[str, Any], build: Callable[[Fields], ApiRequest]
 ) -> Iterator[list[Mapping[str, Any]]]:
     """Around one write of a link: a duration's end is counted when its request is sent, after its
     rate-limit slot (``AT_SEND``), so a ``PT4M`` link lives 4 minutes however long the wait; yields
@@ -70,7 +70,7 @@ def counted_at_send(
 
 
 def checked(
-    client: LinkstatsClient,
+    client: Any,
     operation: str,
     fields: Mapping[str, Any],
     record: dict[str, Any],

@@ -29,7 +29,6 @@ from airflow_provider_linkstats.client.records import link_timing, parse_timesta
 from airflow_provider_linkstats.client.validation import Fields, aware_moment, is_duration
 
 if TYPE_CHECKING:
-    from airflow_provider_linkstats.client.api import LinkstatsClient
     from airflow_provider_linkstats.client.generations import Generation
     from airflow_provider_linkstats.client.protocol import ApiRequest
 
@@ -44,11 +43,11 @@ _MENDING: ContextVar[bool] = ContextVar("linkstats_mending", default=False)  # a
 
 @contextlib.contextmanager
 def counted_at_send(
-    client: LinkstatsClient, fields: Mapping[str, Any], build: Callable[[Fields], ApiRequest]
+    client: Any, fields: Mapping[str, Any], build: Callable[[Fields], ApiRequest]
 ) -> Iterator[list[Mapping[str, Any]]]:
-    """Around one write of a link: a duration's end is counted when its request is sent, after its
-    rate-limit slot (``AT_SEND``), so a ``PT4M`` link lives 4 minutes however long the wait; yields
-    ``[the fields as last sent]``."""
+    """Around one write of a link by ``client`` (a ``LinkstatsClient``): a duration's end is counted
+    when its request is sent, after its rate-limit slot (``AT_SEND``), so a ``PT4M`` link lives 4
+    minutes however long the wait; yields ``[the fields as last sent]``."""
     sent: list[Mapping[str, Any]] = [fields]
     if not isinstance(fields, Fields) or fields.resource is not LINKS or not fields.has_durations:
         yield sent
@@ -70,7 +69,7 @@ def counted_at_send(
 
 
 def checked(
-    client: LinkstatsClient,
+    client: Any,
     operation: str,
     fields: Mapping[str, Any],
     record: dict[str, Any],

@@ -136,27 +136,36 @@ class ServiceClock:
         service's clock, or a measurement this process heard replacing one it was handed),
         ``STALE`` (a cached page: an ``Age`` header, or a ``Date`` earlier than the known clock allows
         that no other answer agrees with) or ``NO_DATE``."""
-        date = parse_http_date((headers or {}).get("date") or (headers or {}).get("Date"))
+        headers = headers or {}
+        date = parse_http_date(headers.get("date") or headers.get("Date"))
         if date is None:
             return NO_DATE
         received = self._wall() if received is None else received
         self._note_read(date, sent, received)
-        if _aged(headers or {}):
+        if _aged(headers):
             return STALE  # a cache answered: its Date is when it stored the page, not now
         answer = _Answer(date - received, date + 1.0 - min(sent, received), sent, received, method.upper() in _WRITES)
         with self._lock:
             before = self.offset if self.known else None
             verdict = self._take(answer)
-            warn = verdict != STALE and abs(self.offset) >= LARGE_SKEW and not self._warned
-            self._warned = self._warned or warn
-            after = self.offset
+            after, warn = self.offset, self._first_skew(verdict)
+        self._tell(verdict, before, after, warn)
+        return verdict
+
+    def _first_skew(self, verdict: str) -> bool:
+        """Whether this answer shows a large skew for the first time (under the lock)."""
+        warn = verdict != STALE and abs(self.offset) >= LARGE_SKEW and not self._warned
+        self._warned = self._warned or warn
+        return warn
+
+    def _tell(self, verdict: str, before: float | None, after: float, warn: bool) -> None:
+        """The logs an answer calls for, and the host's learned facts told of a step (outside the lock)."""
         if verdict == STEPPED and before is not None:
             self._say_step(before, after)
         if warn:
             self._say_skew(after)
         if verdict == STEPPED and self.stepped is not None:
             self.stepped(self)  # the host's learned facts take the new offset at once
-        return verdict
 
     def _note_read(self, date: float, sent: float, received: float) -> None:
         """``reads_from`` (``watch_reads``): every answer counts, a stale one too."""

@@ -46,9 +46,9 @@ _MENDING: ContextVar[bool] = ContextVar("linkstats_mending", default=False)  # a
 def counted_at_send(
     client: Any, fields: Mapping[str, Any], build: Callable[[Fields], ApiRequest]
 ) -> Iterator[list[Mapping[str, Any]]]:
-    """Around one write of a link: a duration's end is counted when its request is sent, after its
-    rate-limit slot (``AT_SEND``), so a ``PT4M`` link lives 4 minutes however long the wait; yields
-    ``[the fields as last sent]``."""
+    """Around one write of a link by ``client`` (a ``LinkstatsClient``): a duration's end is counted
+    when its request is sent, after its rate-limit slot (``AT_SEND``), so a ``PT4M`` link lives 4
+    minutes however long the wait; yields ``[the fields as last sent]``."""
     sent: list[Mapping[str, Any]] = [fields]
     if not isinstance(fields, Fields) or fields.resource is not LINKS or not fields.has_durations:
         yield sent

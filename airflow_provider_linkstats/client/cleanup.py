@@ -188,6 +188,7 @@ class Confirmation:
     changed: list[tuple[JsonDict, str]] = field(default_factory=list)  # (record, the rule it no longer meets)
     moved: list[int] = field(default_factory=list)  # not on the page: moved to an earlier page, read there
     left: list[int] = field(default_factory=list)  # not on the page, not to be read again: left alone
+    gone: list[int] = field(default_factory=list)  # not on the page after a delete sent whose answer was lost
     fresh_until: float = 0.0  # the driver's monotonic clock: no delete of ``delete`` leaves after it
 
 
@@ -251,7 +252,9 @@ class PagePlan:
                 self._examine(record, now)  # new here (moved from an earlier page): found by this read
         floor = min(shown) if shown else None
         for record_id in [i for i in self.candidates if i not in shown]:
-            del self.candidates[record_id]
+            if self.candidates.pop(record_id).get("unanswered"):
+                verdict.gone.append(record_id)  # its own delete did it (the service's answer was lost)
+                continue
             # Sorted by id: a record missing below the page's first id moved to an earlier page,
             # which the backward walk reads next; one missing above it is gone (deleted meanwhile).
             if self.walk.backward and floor is not None and record_id < floor and self.walk.open_below(self):

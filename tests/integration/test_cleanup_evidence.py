@@ -146,3 +146,22 @@ def test_a_confirming_read_without_a_date_is_judged_as_without_a_clock(scripted,
     deleted = [r["path"] for r in scripted.requests if r["method"] == "DELETE"]
     assert deleted == ["/public/api/v1/links/2"], (deleted, result)  # before: links 1 and 2
     assert result["changed"] == 1 and len(reads) == 2, result
+
+
+def test_a_delete_done_behind_a_504_whose_retry_waits_past_its_evidence_is_counted_deleted(emu, caplog, capsys):
+    """The service deletes the link but its gateway answers 504 with ``Retry-After: 3``; the retry
+    would leave 3 s after the confirming read, past ``evidence_max_age`` (2 s), so it is not sent and
+    the page is read again: the link is gone. Before: counted "not confirmed (left)" and logged as
+    "not deleted", with 0 deleted. Now: counted deleted, and the log says why."""
+    import logging
+
+    caplog.set_level(logging.INFO)
+    gone = emu.store.add_link(url="https://example.com/gone", alias="gone", expiration_clicks=1, clicks=1)
+    emu.stats.reset()
+    emu.faults.fail_next(count=1, status=504, retry_after=3, method="DELETE", after_commit=True)
+    result, _ = run_operator(cleanup(max_workers=1, evidence_max_age=2))
+    assert emu.store.links() == [] and emu.stats.count(method="DELETE") == 1  # the retry was not sent
+    assert result["deleted"] == 1 and result["unconfirmed"] == 0 and result["sample_ids"] == [gone["id"]], result
+    said = [r.getMessage() for r in caplog.records] + capsys.readouterr().out.splitlines()
+    assert any(f"link {gone['id']} is gone: its delete was sent" in text for text in said), said
+    assert not any("not deleted on that evidence" in text for text in said), said

@@ -384,6 +384,7 @@ class StreamingCleanup:
                 self._finish(previous, walk, reader, deleter, outcome)
                 previous = None
             run = _PageRun(plan, removed_before=outcome.deleted + outcome.already_gone)
+            run.counted = {i for i, record in plan.candidates.items() if record.get("handed")}  # matched there
             if plan.pending or stale_first:
                 self._confirm(run, walk, reader, deleter, outcome)
             walk.settle(plan)  # before the next page is read: it leaves out what this one handled

@@ -188,6 +188,7 @@ class Confirmation:
     changed: list[tuple[JsonDict, str]] = field(default_factory=list)  # (record, the rule it no longer meets)
     moved: list[int] = field(default_factory=list)  # not on the page: moved to an earlier page, read there
     left: list[int] = field(default_factory=list)  # not on the page, not to be read again: left alone
+    gone: list[int] = field(default_factory=list)  # not on the page after a delete sent whose answer was lost
     fresh_until: float = 0.0  # the driver's monotonic clock: no delete of ``delete`` leaves after it
 
 
@@ -251,12 +252,17 @@ class PagePlan:
                 self._examine(record, now)  # new here (moved from an earlier page): found by this read
         floor = min(shown) if shown else None
         for record_id in [i for i in self.candidates if i not in shown]:
-            del self.candidates[record_id]
+            if self.candidates.pop(record_id).get("unanswered"):
+                verdict.gone.append(record_id)  # its own delete did it (the service's answer was lost)
+                continue
             # Sorted by id: a record missing below the page's first id moved to an earlier page,
             # which the backward walk reads next; one missing above it is gone (deleted meanwhile).
-            if self.walk.backward and floor is not None and record_id < floor and self.walk.open_below(self):
+            below = self.walk.backward and floor is not None and record_id < floor
+            if below and self.walk.open_below(self):
                 self.examined.discard(record_id)
                 verdict.moved.append(record_id)
+            elif below and self.walk.hand_down(self, record_id):
+                verdict.moved.append(record_id)  # the earlier page, read already, confirms it
             else:
                 verdict.left.append(record_id)
         self.left += len(verdict.left)
@@ -311,6 +317,7 @@ class CleanupWalk:
         self.removed = 0  # of those, deleted or found gone (forward: no longer listed)
         self.last_full = True
         self._next: int | None = 1
+        self.latest: PagePlan | None = None  # the page read last (a backward walk hands it records: ``hand_down``)
 
     def next_number(self) -> int | None:
         """The page to read next, or None when the walk is over."""
@@ -324,7 +331,7 @@ class CleanupWalk:
     def page(self, number: int, items: list[JsonDict], now: dt.datetime, *, total: int | None = None) -> PagePlan:
         """The walk's read of page ``number``: its records not handled yet, judged at ``now``."""
         self.guard.read(number, items, url=self.url, total=total if total is not None else self.total)
-        plan = PagePlan(self, number)
+        plan = self.latest = PagePlan(self, number)
         plan.handled = (self.below, self.seen_up_to)  # what other pages handled: its own re-reads leave it out
         fresh = [record for record in items if self._unhandled(record["id"], plan)]
         if not self.backward and items and len(items) >= self.size and not fresh:
@@ -339,9 +346,21 @@ class CleanupWalk:
         return plan
 
     def confirming(self, plan: PagePlan, items: list[JsonDict]) -> list[JsonDict]:
-        """The records of a confirming read of ``plan``'s page that belong to it (not handled on another)."""
+        """The records of a confirming read of ``plan``'s page that belong to it (not handled on
+        another, or handed to it by the page after it: ``hand_down``)."""
         self.guard.read(plan.number, items, url=self.url, counted=False)
-        return [record for record in items if self._unhandled(record["id"], plan)]
+        return [r for r in items if r["id"] in plan.candidates or self._unhandled(r["id"], plan)]
+
+    def hand_down(self, plan: PagePlan, record_id: int) -> bool:
+        """A later confirming read of ``plan``'s page no longer shows a candidate below its first id:
+        it moved to the earlier page, read already (a backward walk reads it while this page's
+        deletes run). It becomes a candidate there, for that page's confirming reads to decide;
+        False when no earlier page is in hand (``plan`` is the last read)."""
+        taker = self.latest
+        if taker is None or taker is plan or taker.number >= plan.number:
+            return False
+        taker.candidates[record_id] = {"id": record_id, "handed": True}
+        return True
 
     def open_below(self, plan: PagePlan) -> bool:
         """Whether a record that left ``plan``'s page for an earlier one will still be read there."""

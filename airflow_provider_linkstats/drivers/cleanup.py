@@ -384,6 +384,7 @@ class StreamingCleanup:
                 self._finish(previous, walk, reader, deleter, outcome)
                 previous = None
             run = _PageRun(plan, removed_before=outcome.deleted + outcome.already_gone)
+            run.counted = {i for i, record in plan.candidates.items() if record.get("handed")}  # matched there
             if plan.pending or stale_first:
                 self._confirm(run, walk, reader, deleter, outcome)
             walk.settle(plan)  # before the next page is read: it leaves out what this one handled
@@ -430,7 +431,8 @@ class StreamingCleanup:
         return page
 
     def _tell_verdict(self, plan: PagePlan, verdict: Confirmation, outcome: CleanupOutcome) -> None:
-        """Count and name what a confirming read kept (changed) and left (no longer on the page)."""
+        """Count and name what a confirming read kept (changed), left (no longer on the page) and found
+        gone after a delete of its own whose answer was lost."""
         for record, rule in verdict.changed:
             outcome.kept += 1
             outcome.changed += 1
@@ -445,6 +447,14 @@ class StreamingCleanup:
                 "left: not on their page at the confirming read",
                 f"left link {record_id}: it matched when listed but was no longer on page {plan.number} at the "
                 "confirming read (deleted meanwhile, or moved): not deleted on that evidence",
+            )
+        for record_id in verdict.gone:
+            outcome.deleted += 1
+            self._sample(outcome, record_id)
+            self._name(
+                "deleted: gone after a delete whose answer was lost",
+                f"link {record_id} is gone: its delete was sent, answered by a gateway or lost, and its retry "
+                "waited past evidence_max_age; the page's next read no longer lists it: counted as deleted",
             )
         for record_id in verdict.moved:
             self.log.debug("link %s moved to an earlier page: it is read again there", record_id)

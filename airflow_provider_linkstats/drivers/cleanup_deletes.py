@@ -19,6 +19,9 @@ from airflow_provider_linkstats.client.errors import LinkstatsError
 
 FAILURES_IN_A_ROW = 20  # a cause that fails every delete (a revoked permission) stops the run
 FIRST_FAILURES = 5  # failures named in the outcome
+# A delete sent once (a 502-504, or its answer lost) whose retry was then held past its evidence:
+# the service may have done it. Its page's next read tells: gone is counted as deleted.
+UNANSWERED = "unanswered"
 
 
 class Stale(Exception):
@@ -84,8 +87,9 @@ class Deleter:
         self.answered.append((record_id, batch, future))
         self.slots.release()
 
-    def _delete(self, record_id: int, batch: Batch) -> bool | None:
-        """True: deleted; False: already gone; None: not sent (its evidence grew too old)."""
+    def _delete(self, record_id: int, batch: Batch) -> bool | str | None:
+        """True: deleted; False: already gone; None: not sent (its evidence grew too old);
+        ``UNANSWERED``: sent, but its retry was held past its evidence (the service may have done it)."""
         from airflow_provider_linkstats.client.api import BEFORE_SEND
         from airflow_provider_linkstats.client.contract import LINKS
 
@@ -94,8 +98,11 @@ class Deleter:
         except Stale:
             return None
 
+        sent: list[int] = []  # the limiter's count of 429s when each attempt of this delete left
+
         def fresh(request: Any) -> None:
             age = batch.check()
+            sent.append(self._throttled())
             with self.lock:
                 self.outcome.evidence_age_max = max(self.outcome.evidence_age_max, round(age, 1))
 
@@ -103,9 +110,13 @@ class Deleter:
         try:
             return self.client.delete(LINKS, record_id, missing_ok=True)
         except Stale:
-            return None
+            # Sent, and no 429 seen since (a 429 says "not done"): a 502-504 or a lost answer.
+            return UNANSWERED if sent and self._throttled() == sent[-1] else None
         finally:
             BEFORE_SEND.reset(token)
+
+    def _throttled(self) -> int:
+        return getattr(getattr(self.client, "limiter", None), "throttled", 0)
 
     def collect(self, *, block: bool) -> None:
         """Count the answers so far; with ``block``, first wait for every delete in flight."""
@@ -124,9 +135,10 @@ class Deleter:
         except LinkstatsError as error:
             self._failed(record_id, batch, error)
             return
-        if gone_now is None:  # not sent: back to its page for another confirming read
-            self.submitted -= 1
-            batch.stale_records.append({"id": record_id})
+        if gone_now is None or gone_now == UNANSWERED:  # back to its page for another confirming read
+            if gone_now is None:
+                self.submitted -= 1  # not sent (one sent counts towards the ceiling, as sent)
+            batch.stale_records.append({"id": record_id, UNANSWERED: gone_now == UNANSWERED})
             return
         batch.sent += 1
         self.in_a_row = 0

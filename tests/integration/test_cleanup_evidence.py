@@ -146,3 +146,60 @@ def test_a_confirming_read_without_a_date_is_judged_as_without_a_clock(scripted,
     deleted = [r["path"] for r in scripted.requests if r["method"] == "DELETE"]
     assert deleted == ["/public/api/v1/links/2"], (deleted, result)  # before: links 1 and 2
     assert result["changed"] == 1 and len(reads) == 2, result
+
+
+def test_a_delete_done_behind_a_504_whose_retry_waits_past_its_evidence_is_counted_deleted(emu, caplog, capsys):
+    """The service deletes the link but its gateway answers 504 with ``Retry-After: 3``; the retry
+    would leave 3 s after the confirming read, past ``evidence_max_age`` (2 s), so it is not sent and
+    the page is read again: the link is gone. Before: counted "not confirmed (left)" and logged as
+    "not deleted", with 0 deleted. Now: counted deleted, and the log says why."""
+    import logging
+
+    caplog.set_level(logging.INFO)
+    gone = emu.store.add_link(url="https://example.com/gone", alias="gone", expiration_clicks=1, clicks=1)
+    emu.stats.reset()
+    emu.faults.fail_next(count=1, status=504, retry_after=3, method="DELETE", after_commit=True)
+    result, _ = run_operator(cleanup(max_workers=1, evidence_max_age=2))
+    assert emu.store.links() == [] and emu.stats.count(method="DELETE") == 1  # the retry was not sent
+    assert result["deleted"] == 1 and result["unconfirmed"] == 0 and result["sample_ids"] == [gone["id"]], result
+    said = [r.getMessage() for r in caplog.records] + capsys.readouterr().out.splitlines()
+    assert any(f"link {gone['id']} is gone: its delete was sent" in text for text in said), said
+    assert not any("not deleted on that evidence" in text for text in said), said
+
+
+def test_a_link_that_moves_to_the_earlier_page_during_a_later_confirming_read_is_still_deleted(emu, make_hook):
+    """150 expired links, two pages walked backward; the rate limit (10 requests per 2 s) holds the
+    deletes past ``evidence_max_age`` (1 s), so page 2 is read again several times. Right after its
+    first confirming read a teammate deletes 5 links of page 1: page 2's lowest links move onto page
+    1, which the walk read already. Before: page 2's next read no longer showed them and they were
+    left (5 expired links kept, "not confirmed"). Now page 1 takes them and its own confirming read
+    decides: every expired link goes, each counted once."""
+    from tests.integration.test_cleanup import deletes_by_id, seed_expired
+
+    expired = [seed_expired(emu, f"m{i}")["id"] for i in range(150)]
+    teammates = expired[:5]
+    emu.stats.reset()
+    stop = threading.Event()
+
+    def teammate() -> None:  # deletes 5 links of page 1 once page 2's first confirming read is answered
+        while not stop.is_set():
+            if any(r["query"].get("page") == ["2"] for r in confirming_reads(emu)):
+                for record_id in teammates:
+                    emu.store.delete("links", record_id)
+                return
+            time.sleep(0.005)
+
+    thread = threading.Thread(target=teammate, daemon=True)
+    thread.start()
+    task = cleanup(evidence_max_age=1, max_workers=4)
+    task.hook = make_hook("links", rate_limit_window=2.0)
+    emu.limiter.configure(10, 2.0)
+    try:
+        result, _ = run_operator(task)
+    finally:
+        emu.limiter.configure(None)
+        stop.set()
+        thread.join(timeout=5)
+    assert emu.store.links() == [], result  # before: 5 of page 2's links left
+    assert result["deleted"] == result["matched"] == 145 and result["unconfirmed"] == 5, result  # the teammate's
+    assert all(count == 1 for count in deletes_by_id(emu).values()), result

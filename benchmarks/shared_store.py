@@ -86,14 +86,16 @@ def hosts_rows(window: float) -> list[Row]:
         for label, url in (("with the store", redis.url), ("without it", None)):
             tmp = Path(tempfile.mkdtemp(prefix="linkstats-bench-hosts-"))
             started = time.monotonic()
-            reports, throttled = shared._run_hosts(tmp, emu, url)
-            wall = max(report["seconds"] for report, _ in reports)
+            barrier = tmp / "barrier"
+            barrier.mkdir()
+            reports, throttled = shared._run_hosts(tmp, emu, url, barrier=barrier)
+            wall = max(report["ended"] for report, _ in reports) - emu.go  # from the common start to the last create
             total = time.monotonic() - started
             rows.append(Row(
                 "8. many hosts",
                 f"3 hosts x 100 creates on addresses of their own, {label} (window {window:g} s):"
                 f" {throttled} answered 429;"
-                f" slowest host {wall:.1f} s of creates ({total:.0f} s with the processes' start)",
+                f" {wall:.1f} s from their common start to the last create ({total:.0f} s with the processes' start)",
                 f"{wall:.1f} s", f"{wall / ideal:.3f}x ideal ({ideal:.0f} s = 300 / 120 a window)",
                 "0 x 429, <= 1.05x" if url else "", verdict(throttled == 0 and wall <= 1.05 * ideal) if url else "",
             ))  # fmt: skip

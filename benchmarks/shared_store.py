@@ -6,7 +6,7 @@ Against a real ``redis-server`` on a free port and the emulator limiting as a re
 (60 requests a window per address, 120 per key):
 
 - the cost: Redis round trips per API request and the latency the shared budget adds to each
-  (p50, p99), over 300 reads of one process;
+  (p50, p99), over 55 reads of one process (one window's budget for the address);
 - three hosts (processes, each with its own cache directory and its own forwarding proxy stamping
   an address of its own) creating 100 links each at once, with and without the store: answers
   429 and the wall time against the ideal (300 creates at the key's 120 a window: 2.5 windows,
@@ -29,6 +29,7 @@ from pathlib import Path
 from benchmarks.common import Row, verdict
 
 REPO = Path(__file__).resolve().parents[1]
+READS = 55
 
 
 def cost_rows(window: float) -> list[Row]:
@@ -59,13 +60,13 @@ def cost_rows(window: float) -> list[Row]:
 
         shared.take = timed
         before_trips, before_sent = shared.round_trips, hook.client.limiter.sent
-        for _ in range(300):
+        for _ in range(READS):  # within one window's 60 for the address: no wait measured
             hook.get_link(link["id"])
         trips = (shared.round_trips - before_trips) / (hook.client.limiter.sent - before_sent)
         os.environ.pop("AIRFLOW__LINKSTATS__SHARED_STATE_CONN_ID")
     quantiles = statistics.quantiles([t * 1000 for t in taken], n=100)
     return [
-        Row("8. many hosts", "Redis round trips per API request (300 reads, one process)", f"{trips:.2f}", "",
+        Row("8. many hosts", f"Redis round trips per API request ({READS} reads, one process)", f"{trips:.2f}", "",
             "<= 2", verdict(trips <= 2)),
         Row("8. many hosts", "latency the shared budget adds per request: p50, p99",
             f"{quantiles[49]:.2f} ms, {quantiles[98]:.2f} ms"),
@@ -85,14 +86,16 @@ def hosts_rows(window: float) -> list[Row]:
         for label, url in (("with the store", redis.url), ("without it", None)):
             tmp = Path(tempfile.mkdtemp(prefix="linkstats-bench-hosts-"))
             started = time.monotonic()
-            reports, throttled = shared._run_hosts(tmp, emu, url)
-            wall = max(report["seconds"] for report, _ in reports)
+            barrier = tmp / "barrier"
+            barrier.mkdir()
+            reports, throttled = shared._run_hosts(tmp, emu, url, barrier=barrier)
+            wall = max(report["ended"] for report, _ in reports) - emu.go  # from the common start to the last create
             total = time.monotonic() - started
             rows.append(Row(
                 "8. many hosts",
                 f"3 hosts x 100 creates on addresses of their own, {label} (window {window:g} s):"
                 f" {throttled} answered 429;"
-                f" slowest host {wall:.1f} s of creates ({total:.0f} s with the processes' start)",
+                f" {wall:.1f} s from their common start to the last create ({total:.0f} s with the processes' start)",
                 f"{wall:.1f} s", f"{wall / ideal:.3f}x ideal ({ideal:.0f} s = 300 / 120 a window)",
                 "0 x 429, <= 1.05x" if url else "", verdict(throttled == 0 and wall <= 1.05 * ideal) if url else "",
             ))  # fmt: skip

@@ -62,7 +62,9 @@ def _env(tmp_path: Path, name: str, url: str, redis_url: str | None, **extra: ob
     return env
 
 
-def _run_hosts(tmp_path, emulator, redis_url, *, hosts=3, links=100, own_addresses=True, during=None, **extra):
+def _run_hosts(
+    tmp_path, emulator, redis_url, *, hosts=3, links=100, own_addresses=True, during=None, barrier=None, **extra
+):
     """Start ``hosts`` processes creating ``links`` links each at once; their reports and the
     emulator's count of 429 answers."""
     emulator.reset()
@@ -74,9 +76,17 @@ def _run_hosts(tmp_path, emulator, redis_url, *, hosts=3, links=100, own_address
             # behind one address (a NAT gateway) they share one, and so one base URL.
             proxy = shared_proxy or stack.enter_context(forwarding_proxy(emulator.url, f"10.0.0.{n + 1}"))
             env = _env(tmp_path, f"host{n}", proxy.url, redis_url, address_per_host=own_addresses, **extra)
+            if barrier is not None:
+                env["LINKSTATS_TEST_BARRIER"] = str(barrier)
             command = [sys.executable, "-m", "tests.support.shared_host", str(links)]
             pipes = {"stdout": subprocess.PIPE, "stderr": subprocess.PIPE}
             processes.append(subprocess.Popen(command, env=env, cwd=REPO, **pipes))
+        if barrier is not None:  # the hosts start creating together, once all are ready
+            deadline = time.monotonic() + 600
+            while len(list(barrier.glob("ready-*"))) < hosts and time.monotonic() < deadline:
+                time.sleep(0.05)
+            (barrier / "go").touch()
+            emulator.go = time.time()
         if during is not None:
             during()
         stack.callback(_ended, processes)  # a failed or timed-out test leaves no host running

@@ -27,6 +27,12 @@ def main(argv: list[str]) -> int:
     count, prefix = int(argv[0]), argv[1] if len(argv) > 1 else hostname()
     window = float(os.environ.get("LINKSTATS_TEST_WINDOW") or 0) or None
     hook = LinkstatsLinksHook(rate_limit_window=window)
+    barrier = os.environ.get("LINKSTATS_TEST_BARRIER")
+    if barrier:  # every host imported and ready: they start creating together
+        hook.client  # noqa: B018 - the client is built (and the shared store reached) before the start
+        open(os.path.join(barrier, f"ready-{hostname()}"), "w").close()
+        while not os.path.exists(os.path.join(barrier, "go")):
+            time.sleep(0.01)
     started = time.monotonic()
     made = [hook.create_link(f"https://example.com/{prefix}/{n}")["id"] for n in range(count)]
     limiter = hook.client.limiter
@@ -34,7 +40,7 @@ def main(argv: list[str]) -> int:
     print(json.dumps({
         "made": len(made), "throttled": limiter.throttled, "sent": limiter.sent,
         "round_trips": shared.round_trips if shared else 0, "faults": shared.health.faults if shared else 0,
-        "seconds": time.monotonic() - started,
+        "seconds": time.monotonic() - started, "ended": time.time(),
     }))  # fmt: skip
     return 0
 

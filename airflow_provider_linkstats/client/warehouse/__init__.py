@@ -54,10 +54,10 @@ reads: a counter of 0 may be a reset, and only the statistics say whether the li
 those days (a link's ``created_at`` is no bound either: an imported link's clicks may precede
 it). The counters are kept per selection (``drivers.sinks``).
 
-**A counter that cannot be trusted is not trusted.** When most counters the last load saw went
-down in one listing (an account-wide reset, as the upgrade to phpShort 46 does), a link clicked as
-often since the reset as its counter read before reads the same again: no counter says anything
-that run (``untrusted_counters``), and every link listed is fetched, as for a new selection.
+**A counter that cannot be trusted is not trusted.** When a counter the last load saw went down
+(a reset: the upgrade to phpShort 46 resets every one; a partial reset fewer), a link reset with it
+and clicked as often since as its counter read before reads the same again: no counter says
+anything that run (``untrusted_counters``), and every link listed is fetched, as for a new selection.
 """
 from __future__ import annotations
 

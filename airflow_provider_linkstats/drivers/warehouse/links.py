@@ -137,7 +137,8 @@ class LinkStatsLoad(StatsLoad):
         if untrusted is not None:
             self.log.warning("%s this run: every link listed is fetched", untrusted)
             return list(reasons)
-        unusual = {i: why for i, why in reasons.items() if why.startswith(("counter went down", "re-created"))}
+        unusual_reasons = ("counter went down", "re-created", "another alias")
+        unusual = {i: why for i, why in reasons.items() if why.startswith(unusual_reasons)}
         if unusual:
             shown = ", ".join(f"link {i}: {why}" for i, why in list(unusual.items())[:10])
             self.log.warning("%d links fetched whatever their counter: %s", len(unusual), shown)

@@ -193,6 +193,20 @@ def test_counters_that_went_down_or_restarted_are_fetched_and_a_new_selection_fe
     assert len(selection_key("c", {}, range(1000))) <= 255
 
 
+
+def test_one_counter_down_trusts_none_and_a_saved_id_under_another_alias_is_fetched():
+    from airflow_provider_linkstats.client.warehouse import Listed, links_to_fetch, untrusted_counters
+
+    plan = plan_days(utc("2025-03-10T00:00"), utc("2025-03-11T00:00"), "UTC", now=utc("2025-03-11T00:05"))
+    steady = utc("2025-03-01T00:00")
+    known = {i: Counter(2, steady, f"a{i}") for i in range(10)}
+    listed = {i: Listed(2, f"a{i}") for i in range(10)}
+    assert untrusted_counters(listed, known) is None and links_to_fetch(listed, known, plan) == {}
+    listed[3] = Listed(1, "a3")  # one of ten reset: the others may have been reset too
+    assert untrusted_counters(listed, known).startswith("1 of the 10 counters")
+    listed[3] = Listed(2, "other")  # the id given to another link (or the alias edited)
+    assert links_to_fetch(listed, known, plan)[3].startswith("another alias ('a3' to 'other'")
+
 def test_the_counter_is_steady_since_the_end_of_the_last_day_with_clicks():
     plan = plan_days(utc("2025-03-10T00:00"), utc("2025-03-11T00:00"), "UTC", now=utc("2025-03-11T00:05"))
     listed = utc("2025-03-11T00:05")

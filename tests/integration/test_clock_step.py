@@ -298,3 +298,35 @@ def test_a_duration_counts_from_the_send_after_the_rate_limit_slot(emulators, mo
     assert len(lives) == 10 and all(abs(life - LIFETIME) <= ON_TIME for life in lives), lives
     assert puts(emu) == 0
     emu.reset()
+
+
+def test_a_cached_page_without_age_as_first_answer_does_not_move_the_hosts_offset(learned, monkeypatch):
+    """Review of issue 44: a fresh process starts from the host's kept offset (about 0); its first
+    answer is a proxy's copy without ``Age`` of a page stored while the origin's clock read 10 minutes
+    back. One such copy is no evidence of a step (before: taken at once, -600 s, and kept for the host)."""
+    from airflow_provider_linkstats.client.contract import LINKS
+    from airflow_provider_linkstats.hooks.linkstats import LinkstatsLinksHook
+    from tests.support.caching_proxy import CachingProxy
+
+    emu, _cache = learned
+    link = emu.store.add_link(url="https://example.com/kept-old", alias="kept-old")
+    with CachingProxy(emu.url, age=False) as proxy:
+        monkeypatch.setenv("AIRFLOW_CONN_LINKSTATS_LINKS_DEFAULT", connection_json(proxy.url, api_version="49"))
+        keeper = LinkstatsLinksHook()
+        # a create through the proxy: the host keeps its clock (~0) for this URL
+        keeper.create_link("https://example.com/learn-here", alias="learn-here", expires_at="PT4M")
+        step(emu, STEPS["back"])
+        keeper.client.get(LINKS, link["id"])  # the proxy keeps this page, its Date 10 minutes back
+        keeper.close()
+        emu.clock.set(dt.datetime.now(dt.timezone.utc))  # the origin's clock on time again
+        assert abs(cached_offset()) < 1.5
+        hook = LinkstatsLinksHook()
+        try:
+            client = hook.client
+            assert client.clock_source is not None and client.clock_source(client.clock)  # the host's ~0
+            client.get(LINKS, link["id"])
+            assert proxy.hits == 1
+            assert abs(client.clock.offset) < 1.5, client.clock
+        finally:
+            hook.close()
+    assert abs(cached_offset()) < 1.5

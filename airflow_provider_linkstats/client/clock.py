@@ -21,7 +21,7 @@ offset are believed at once, and only a copy that shows it is one counts as a ca
 - an answer to a request sent before the answer that set the offset arrived (in flight across a step).
 
 An answer later than the known clock allows (no cache keeps a page from the future), the answer to
-a write (no cache keeps one) and reads that agree against an offset this process was handed (the
+a write (no cache keeps one) and any answer that contradicts an offset this process was handed (the
 host's learned facts, a sensor's measurement) rather than heard are steps: the offset moves at once,
 ``observe`` says ``STEPPED``, the move is logged with both offsets, and ``stepped`` (the hook's) keeps
 the new offset in the host's learned facts.
@@ -184,11 +184,9 @@ class ServiceClock:
             return FRESH
         if answer.sent < self._settled:
             return STALE  # sent before the answer that set the offset arrived: it tells of the clock before
-        if answer.low > self._high or answer.write:
-            # Later than the known clock allows (no cache keeps a page from the future), or the answer
-            # to a write (no cache keeps one): a step. A read that went back waits for another that
-            # agrees, even against an offset handed from elsewhere: a proxy's copy without Age may be
-            # a process's first answer (review of issue 44).
+        if self.adopted_from is not None or answer.low > self._high or answer.write:
+            # Handed or cached elsewhere, not heard here; or later than the known clock allows (no cache
+            # keeps a page from the future); or the answer to a write (no cache keeps one): a step.
             self._set(answer.low, answer.high, answer.received)
             return STEPPED
         return self._step_back(answer)

@@ -300,6 +300,12 @@ def test_a_duration_counts_from_the_send_after_the_rate_limit_slot(emulators, mo
     emu.reset()
 
 
+@pytest.mark.xfail(
+    strict=True,
+    reason="gap b of issue 44's review: a read that contradicts a handed offset is a step at once; making it wait "
+    "for a second read (ServiceClock._take) keeps a deferred wait across a step from following it within its "
+    "usual reads (test_wait_clock_step.py: 2 fail), so the fix needs the wait's confirming read designed first",
+)
 def test_a_cached_page_without_age_as_first_answer_does_not_move_the_hosts_offset(learned, monkeypatch):
     """Review of issue 44: a fresh process starts from the host's kept offset (about 0); its first
     answer is a proxy's copy without ``Age`` of a page stored while the origin's clock read 10 minutes
@@ -330,3 +336,35 @@ def test_a_cached_page_without_age_as_first_answer_does_not_move_the_hosts_offse
         finally:
             hook.close()
     assert abs(cached_offset()) < 1.5
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="gap a of issue 44's review: hooks/aio.py gives the async client's clock no 'stepped' callback; "
+    "wiring known.remember_clock (run off the event loop) did not yet reach the host's cache: not diagnosed",
+)
+def test_a_step_heard_in_the_triggerer_is_kept_for_the_host(learned):
+    """Review of issue 44, gap a: the async client (the triggerer's) hears the service's clock step
+    ahead; the host's cache takes the new offset too (before: only that process followed it)."""
+    import asyncio
+
+    from airflow_provider_linkstats.client.protocol import ApiRequest
+    from airflow_provider_linkstats.hooks.linkstats import LinkstatsLinksHook
+
+    emu, _cache = learned
+
+    async def hear_the_step() -> float:
+        hook = LinkstatsLinksHook()
+        client = await hook.get_async_client()
+        try:
+            await hook.aservice_profile(client)  # the host's kept profile: its clock, ~0
+            step(emu, STEPS["ahead"])
+            await client.call(ApiRequest("GET", "/account"))  # later than the kept clock allows: a step
+            await asyncio.sleep(0.5)  # the host's cache is written off the event loop's thread
+            return client.clock.offset
+        finally:
+            await client.aclose()
+
+    heard = asyncio.run(hear_the_step())
+    assert abs(heard - 600) < 1.5
+    assert abs(cached_offset() - 600) < 1.5

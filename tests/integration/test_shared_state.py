@@ -118,9 +118,9 @@ def test_three_hosts_on_addresses_of_their_own_meet_no_429(tmp_path, limited_emu
     # Two Redis round trips a request (the address's window, then the key's), plus the waits' looks.
     sent = sum(report["sent"] for report, _ in reports)
     assert sum(report["round_trips"] for report, _ in reports) <= 2 * sent + 3 * 40
-    # Without the store the same hosts run into the key's shared limit (the "before" figure).
-    before, throttled_before = _run_hosts(tmp_path, limited_emulator, None)
-    assert throttled_before > 0, before
+    # Without the store the same hosts may run into the key's shared limit: that "before" figure is
+    # the bench's (benchmarks/shared_store.py), since how many 429s it meets depends on how fast the
+    # hosts start (a loaded CI machine's hosts met none, and a count that can be 0 proves nothing).
 
 
 def test_three_hosts_behind_one_address_meet_no_429(tmp_path, limited_emulator, redis_server):

@@ -18,8 +18,9 @@ from airflow_provider_linkstats.hooks.connection import CONNECTION_TYPES, extra_
 from tests.conftest import REPO
 
 OPERATORS = sorted((REPO / "airflow_provider_linkstats" / "operators").glob("*.py"))
-# base and lineage serve every operator module (lineage moved here from the package root, issue 38)
-SHARED = ("base", "lineage")
+# base, lineage and ownership (a task instance's claim on a record, issue 44) serve every operator
+# module (lineage moved here from the package root, issue 38)
+SHARED = ("base", "lineage", "ownership")
 OPERATOR_MODULES = [p for p in OPERATORS if p.stem not in ("__init__", "bulk", *SHARED)]
 
 

@@ -10,6 +10,7 @@ import asyncio
 import json
 import logging
 import math
+import time
 
 import httpx
 import pytest
@@ -97,7 +98,9 @@ def test_300_triggers_share_one_poll_and_each_fires_once(links_conn):
         await until(lambda: poller.task.done())
         return events, poller
 
+    started = time.monotonic()
     events, poller = asyncio.run(scenario())
+    elapsed = time.monotonic() - started
     # Each trigger yielded exactly one event: success, with its own link.
     assert all(len(e) == 1 for e in events)
     assert [e[0]["status"] for e in events] == ["success"] * 300
@@ -112,8 +115,10 @@ def test_300_triggers_share_one_poll_and_each_fires_once(links_conn):
     # (on a loaded machine a straggler or three may be asked for by alias: cheaper than a walk)
     assert sum("search" in r["query"] for r in requests) <= 6
     # Two rounds per wave at least; clicking 100 links takes a few 0.3 s rounds more (11-16 seen on
-    # 2 cores): bounded far below one round per trigger, which the request counts below rule out too.
-    assert poller.rounds <= 24
+    # an idle 2-core machine, 28-74 beside other suites, where the clicks take longer): the rounds keep
+    # the 0.3 s pace, however long the test takes, and stay far below one round per trigger.
+    assert poller.rounds <= elapsed / 0.3 + 2, (poller.rounds, elapsed)
+    assert poller.rounds < 150
     assert len(requests) <= poller.rounds * math.ceil(300 / 100) + 6
     assert emu.stats.connections() <= 2  # one pool for the whole fleet
     # The poller ended with its last trigger, and left the registry.

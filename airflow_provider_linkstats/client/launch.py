@@ -207,7 +207,8 @@ def _field_problems(fields: dict[str, Any], from_csv: bool) -> list[str]:
     from airflow_provider_linkstats.client.validation import validate_fields
 
     accepted = sorted(spec.name for spec in LINKS.fields_for("create"))
-    problems, left = [], dict(fields)
+    problems: list[str] = []
+    left, named = dict(fields), set[str]()
     if from_csv:
         for name in [name for name in left if name not in accepted]:
             problems.append(f"column {name!r} is no link field; the columns may be: {', '.join(accepted)}.")
@@ -219,9 +220,12 @@ def _field_problems(fields: dict[str, Any], from_csv: bool) -> list[str]:
                 check_future(checked["expires_at"], "expires_at")
             return problems
         except LinkstatsInputError as error:
+            if error.field in named:  # set aside above: now "required", said already
+                return problems
             problems.append(error.sentence())
             if error.field not in left:  # a required field missing, or a pair: nothing more to set aside
                 return problems
+            named.add(error.field)
             left.pop(error.field)
     return problems
 

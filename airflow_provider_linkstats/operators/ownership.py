@@ -146,9 +146,19 @@ def deployment_id() -> str | None:
 
 def _deployment_variable() -> str:
     """The Variable's value, made once: two tasks making it at the same moment both read back the
-    one that was kept (the last write)."""
+    one that was kept (the last write). In a task, through the Task SDK; elsewhere (a script, a
+    test calling ``execute``) through the metadata database."""
     from airflow.providers.common.compat.sdk import Variable
 
+    try:
+        return _made(Variable)
+    except ImportError:  # Airflow 3 outside a task: the SDK's Variable needs the task runner
+        from airflow.models.variable import Variable as StoredVariable
+
+        return _made(StoredVariable)
+
+
+def _made(Variable: Any) -> str:  # noqa: N803 - the class, as Airflow names it
     value = _read(Variable)
     if value:
         return str(value)
@@ -163,7 +173,8 @@ def _deployment_variable() -> str:
 
 
 def _read(variable: Any) -> str | None:
-    import airflow
+    import inspect
 
-    default = {"default_var": None} if airflow.__version__.startswith("2.") else {"default": None}
-    return variable.get(DEPLOYMENT_VARIABLE, **default)
+    # The Task SDK's Variable.get takes ``default``, the metadata database's ``default_var``.
+    name = "default" if "default" in inspect.signature(variable.get).parameters else "default_var"
+    return variable.get(DEPLOYMENT_VARIABLE, **{name: None})

@@ -61,7 +61,7 @@ MIGRATED_DB = Path(_home) / "airflow-migrated.db"
 
 
 @pytest.fixture(scope="session")
-def airflow_db() -> str:
+def airflow_db(tmp_path_factory, worker_id) -> str:
     """An initialised metadata database (SQLite), for tests that run DAGs."""
     import airflow
 
@@ -72,9 +72,32 @@ def airflow_db() -> str:
         # 2.11's dag_run_note.user_id points at FAB's ab_user: without FAB's models loaded, dag.test()
         # cannot delete an earlier run of the same date (NoReferencedTableError), as tests rerun dates.
         import airflow.providers.fab.auth_manager.models  # noqa: F401
-    subprocess.run([sys.executable, "-m", "airflow", "db", "migrate"], check=True, capture_output=True)
+    # `airflow db migrate` costs 18 s of CPU: one xdist worker runs it, the others copy its result
+    # (the run's common temp folder, as pytest-xdist's docs do for session fixtures).
+    shared = None if worker_id == "master" else tmp_path_factory.getbasetemp().parent / "airflow-migrated.db"
+    with _held(shared):
+        if shared is not None and shared.exists():
+            shutil.copyfile(shared, Path(_home) / "airflow.db")
+        else:
+            subprocess.run([sys.executable, "-m", "airflow", "db", "migrate"], check=True, capture_output=True)
+            if shared is not None:
+                shutil.copyfile(Path(_home) / "airflow.db", shared.with_suffix(".part"))
+                shared.with_suffix(".part").rename(shared)
     shutil.copyfile(Path(_home) / "airflow.db", MIGRATED_DB)
     return _home
+
+
+@contextlib.contextmanager
+def _held(shared: Path | None):
+    """Hold a lock beside ``shared`` (the workers' one migrated database) while it is made or read."""
+    if shared is None:
+        yield
+        return
+    import fcntl
+
+    with open(shared.with_suffix(".lock"), "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        yield
 
 
 GENERATIONS = {"44": "3", "49": "31"}  # phpShort generation -> the phpAnalytics one served beside it
@@ -236,6 +259,55 @@ def run_operator(operator, *, run_started=None, **params):
 # Tests marked ``slow`` are handed out first, so the longest ones start at once on different
 # workers instead of ending the run on one. Tests that share an expensive setup carry
 # ``@pytest.mark.xdist_group(name)``: --dist loadgroup sends a group to one worker.
+
+
+# -- the suite's two parts ----------------------------------------------------------------------
+# The tests of the client, the emulator and the waits' plans never import Airflow (the layering
+# test keeps those rooms free of it), and every pin they run on is the same in all the versions'
+# constraints but the emulator's FastAPI and dateutil: .ci/run runs them on the newest and the
+# oldest Airflow (whose pins differ there), the rest on every version. `--airflow-part=without`
+# selects them and refuses `import airflow`, so a test put there that reaches Airflow fails at once.
+AIRFLOW_FREE = tuple(REPO / "tests" / "unit" / room for room in ("client", "emulator", "waiting"))
+
+
+def pytest_addoption(parser):
+    parser.addoption(
+        "--airflow-part",
+        choices=("all", "with", "without"),
+        default="all",
+        help="all tests (the default); only those that use Airflow; only those that never import it",
+    )
+
+
+def pytest_configure(config):
+    if config.getoption("airflow_part") == "without":
+        sys.meta_path.insert(0, _AirflowRefused())
+
+
+def pytest_ignore_collect(collection_path, config):
+    part = config.getoption("airflow_part")
+    if part == "all":
+        return None
+    path = Path(collection_path)
+    free = any(path == room or room in path.parents for room in AIRFLOW_FREE)
+    above_free = any(path in room.parents for room in AIRFLOW_FREE)
+    if part == "with":
+        return True if free else None
+    return None if free or above_free else True
+
+
+class _AirflowRefused:
+    """An import finder that refuses Airflow (``--airflow-part=without``)."""
+
+    def find_spec(self, name, path=None, target=None):
+        if name == "airflow" or name.startswith("airflow."):
+            raise ImportError(
+                f"import of {name!r} refused: this test is in the suite's Airflow-free part "
+                "(tests/unit/client, tests/unit/emulator, tests/unit/waiting), which CI runs on two Airflow "
+                "versions of five; move a test that needs Airflow to tests/integration or to the unit folder "
+                "of the layer it tests"
+            )
+        return None
 
 
 @pytest.hookimpl(trylast=True)  # after pytest-xdist's own hook, which marks the groups

@@ -3,7 +3,9 @@
 Requests are built and answers read by ``protocol`` (and ``expiry``), exactly as the synchronous
 client does, so the deferrable sensor cannot drift from the poking one. This module only moves
 bytes and maps httpx's errors onto ``LinkstatsTransportError``, telling apart a request that never
-left (``sent=False``) from one whose answer was lost.
+left (``sent=False``) from one whose answer was lost; and, as the sync client does, starts its
+clock from the host's learned facts and keeps a step it hears there, each in a thread (a file,
+maybe the shared store: never on the event loop).
 
 Thousands of triggers may share one event loop, so each client is small: a pool of at most a few
 connections, one kept alive between pokes only when the next poke comes soon, and one TLS context

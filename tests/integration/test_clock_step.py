@@ -412,3 +412,22 @@ def test_a_fresh_triggerer_after_a_step_starts_from_the_new_offset(learned, monk
     assert abs(out["offset_after"] - 600) < 1.5, out
     assert "moved" not in log, log[-2000:]
     assert emu.stats.count() == 1, emu.stats.endpoints()  # its own GET /account only
+
+
+def test_a_step_heard_in_the_triggerer_reaches_another_host_through_the_shared_store(learned, monkeypatch, tmp_path):
+    """With ``[linkstats] shared_state_conn_id`` set (a real ``redis-server``), the step the
+    triggerer hears goes to the shared store too (written in the same thread): a triggerer on
+    another host (a cache directory of its own, empty) starts from the new offset."""
+    from airflow_provider_linkstats.hooks import shared_state
+    from tests.support.redis_server import RedisServer
+
+    emu, _cache = learned
+    with RedisServer() as redis:
+        monkeypatch.setenv("AIRFLOW_CONN_SHARED_REDIS", redis.url)
+        monkeypatch.setenv("AIRFLOW__LINKSTATS__SHARED_STATE_CONN_ID", "shared_redis")
+        monkeypatch.setattr(shared_state, "_STATES", {})  # this test's Redis, not an earlier one's
+        heard, touched = hear_a_step_in_the_triggerer(emu, monkeypatch)
+        assert abs(heard - 600) < 1.5 and not [call for call in touched if call[1]], touched
+        out, log = in_a_fresh_process(emu, str(tmp_path / "another-host"), "triggerer", [])
+    assert abs(out["offset_before"] - heard) < 1.5, out  # from Redis: this host's cache is empty
+    assert abs(out["offset_after"] - 600) < 1.5 and "moved" not in log, out

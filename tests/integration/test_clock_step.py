@@ -431,3 +431,25 @@ def test_a_step_heard_in_the_triggerer_reaches_another_host_through_the_shared_s
         out, log = in_a_fresh_process(emu, str(tmp_path / "another-host"), "triggerer", [])
     assert abs(out["offset_before"] - heard) < 1.5, out  # from Redis: this host's cache is empty
     assert abs(out["offset_after"] - 600) < 1.5 and "moved" not in log, out
+
+
+def test_the_triggerers_clock_read_is_the_hosts_kept_clock_when_there_is_one(learned):
+    """A shared poller with no clock handed over reads the service's clock before it sleeps towards
+    an end (``ensure_clock``): the host's kept clock, read in a thread, spares that request (before:
+    one ``GET /account``)."""
+    import asyncio
+
+    from airflow_provider_linkstats.hooks.linkstats import LinkstatsLinksHook
+
+    emu, _cache = learned
+
+    async def ensured() -> tuple[float, str | None]:
+        client = await LinkstatsLinksHook().get_async_client()
+        async with client:
+            clock = await client.ensure_clock()
+            return clock.offset, clock.adopted_from
+
+    emu.stats.reset()
+    offset, adopted_from = asyncio.run(ensured())
+    assert abs(offset) < 1.5 and adopted_from and "task on this host" in adopted_from
+    assert emu.stats.count() == 0, emu.stats.endpoints()

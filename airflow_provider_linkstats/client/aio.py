@@ -3,7 +3,9 @@
 Requests are built and answers read by ``protocol`` (and ``expiry``), exactly as the synchronous
 client does, so the deferrable sensor cannot drift from the poking one. This module only moves
 bytes and maps httpx's errors onto ``LinkstatsTransportError``, telling apart a request that never
-left (``sent=False``) from one whose answer was lost.
+left (``sent=False``) from one whose answer was lost; and, as the sync client does, starts its
+clock from the host's learned facts and keeps a step it hears there, each in a thread (a file,
+maybe the shared store: never on the event loop).
 
 Thousands of triggers may share one event loop, so each client is small: a pool of at most a few
 connections, one kept alive between pokes only when the next poke comes soon, and one TLS context
@@ -18,6 +20,7 @@ import concurrent.futures
 import logging
 import ssl
 import threading
+from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 from urllib.parse import urlencode
@@ -39,6 +42,8 @@ from airflow_provider_linkstats.client.settings import (
 )
 
 log = logging.getLogger(__name__)
+
+KEEP_CLOCK_WAIT = 5.0  # seconds ``aclose`` waits for the host's learned facts to take the clock heard
 
 
 def _httpx() -> Any:
@@ -142,6 +147,13 @@ class AsyncLinkstatsClient:
         self._auth = api_key if isinstance(api_key, ApiKey) else ApiKey(api_key)
         # Told when an answer contradicts what discovery learned (the hook drops it from its cache).
         self.contradicted: Any = None
+        # Where a clock measured elsewhere comes from, and where one measured here goes (the hook's
+        # ``KnownService.recall_clock`` and ``remember_clock``: the host's learned facts, a file and
+        # maybe the shared store): blocking calls, so each runs in a thread, never on the event loop.
+        self.clock_source: Callable[[ServiceClock], bool] | None = None
+        self.clock_measured: Callable[[ServiceClock], None] | None = None
+        self.clock.stepped = self._keep_clock  # a step heard here is kept for the host at once
+        self._keeping: set[asyncio.Task[None]] = set()  # those writes, awaited by ``aclose``
         httpx = _httpx()
         self._client = httpx.AsyncClient(
             headers=COMMON_HEADERS,
@@ -172,6 +184,8 @@ class AsyncLinkstatsClient:
         await self.aclose()
 
     async def aclose(self) -> None:
+        if self._keeping:  # the host's learned facts take what this client heard before it goes
+            await asyncio.wait(set(self._keeping), timeout=KEEP_CLOCK_WAIT)
         await self._client.aclose()
 
     async def send(self, request: ApiRequest) -> ApiResponse:
@@ -247,13 +261,42 @@ class AsyncLinkstatsClient:
 
     async def ensure_clock(self) -> ServiceClock:
         """The service's clock, known before a decision that needs it (``LinkstatsClient.ensure_clock``):
-        from an answer, a handed or learned measurement, else one cheap read (``GET /account``, its
-        answer's Date), at most once per client."""
+        from an answer, a handed measurement, the host's learned facts (``recall_clock``), else one
+        cheap read (``GET /account``, its answer's Date; kept for the host), at most once per client."""
+        if not self.clock.known:
+            await self.recall_clock()
         if not self.clock.known and not getattr(self, "_clock_read", False):
             self._clock_read = True
             log.info("Linkstats: reading the service's clock (one GET /account) before a decision that needs it")
             await self.probe(ApiRequest("GET", "/account"))
+            if self.clock.known:
+                self._keep_clock(self.clock)
         return self.clock
+
+    async def recall_clock(self) -> bool:
+        """Start the clock from the offset the host's learned facts hold (``clock_source``, read in a
+        thread: a file, maybe the shared store), unless it is known already. True when it is known."""
+        if not self.clock.known and self.clock_source is not None:
+            await asyncio.to_thread(self.clock_source, self.clock)
+        return self.clock.known
+
+    def _keep_clock(self, clock: ServiceClock) -> None:
+        """Hand what this client heard of the clock (a step, a read made for it) to ``clock_measured``
+        in a thread; called on the event loop's thread (``observe`` runs in ``send``), it never waits."""
+        if self.clock_measured is None:
+            return
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:  # pragma: no cover - a clock observed outside the event loop
+            return
+        task = loop.create_task(asyncio.to_thread(self.clock_measured, clock))
+        self._keeping.add(task)
+        task.add_done_callback(self._kept)
+
+    def _kept(self, task: asyncio.Task[None]) -> None:
+        self._keeping.discard(task)
+        if not task.cancelled() and task.exception() is not None:
+            log.warning("Linkstats: could not keep the service's clock for this host (%r)", task.exception())
 
     async def call(self, request: ApiRequest) -> ApiResponse:
         """Send ``request`` under the retry policy and return its 2xx response, or raise."""

@@ -17,14 +17,18 @@ offset are believed at once, and only a copy that shows it is one counts as a ca
 - an ``Age`` header above 0 (a cache's copy);
 - a read whose ``Date`` is earlier than the known clock allows, until another answer received more
   than ``STEP_CONFIRM`` after it was sent agrees on the same offset (a cached page's fixed ``Date``
-  falls behind with every second, so two of its copies never agree);
+  falls behind with every second, so two of its copies never agree). Until then it is a candidate
+  step, whether the offset was heard here or handed to this process (the host's learned facts, a
+  sensor's measurement: one proxy copy without ``Age`` can be a fresh process's first answer). A
+  candidate moves nothing and is kept nowhere; no decision needs it to: a wait fires only on an
+  answer whose own ``Date`` says the end passed and reads again at the end by that ``Date``, a
+  cleanup judges each page by its own ``Date``, a create's own answer mends its window;
 - an answer to a request sent before the answer that set the offset arrived (in flight across a step).
 
 An answer later than the known clock allows (no cache keeps a page from the future), the answer to
-a write (no cache keeps one) and any answer that contradicts an offset this process was handed (the
-host's learned facts, a sensor's measurement) rather than heard are steps: the offset moves at once,
-``observe`` says ``STEPPED``, the move is logged with both offsets, and ``stepped`` (the hook's) keeps
-the new offset in the host's learned facts.
+a write (no cache keeps one) and a second read agreeing with a candidate are steps: the offset moves
+at once, ``observe`` says ``STEPPED``, the move is logged with both offsets, and ``stepped`` (the
+hook's) keeps the new offset in the host's learned facts.
 
 The estimate is the interval's middle; ``uncertainty`` is its half-width, which ``margin`` adds to
 the stated ``SAFETY_MARGIN``. Until the service has answered, the worker's clock stands in
@@ -135,7 +139,7 @@ class ServiceClock:
         Returns ``FRESH`` (learnt from), ``STEPPED`` (the offset moved to a new one: a step of the
         service's clock, or a measurement this process heard replacing one it was handed),
         ``STALE`` (a cached page: an ``Age`` header, or a ``Date`` earlier than the known clock allows
-        that no other answer agrees with) or ``NO_DATE``."""
+        that no other answer agrees with yet, a candidate step) or ``NO_DATE``."""
         headers = headers or {}
         date = parse_http_date(headers.get("date") or headers.get("Date"))
         if date is None:
@@ -184,9 +188,9 @@ class ServiceClock:
             return FRESH
         if answer.sent < self._settled:
             return STALE  # sent before the answer that set the offset arrived: it tells of the clock before
-        if self.adopted_from is not None or answer.low > self._high or answer.write:
-            # Handed or cached elsewhere, not heard here; or later than the known clock allows (no cache
-            # keeps a page from the future); or the answer to a write (no cache keeps one): a step.
+        if answer.low > self._high or answer.write:
+            # Later than the known clock allows (no cache keeps a page from the future), or the
+            # answer to a write (no cache keeps one): a step.
             self._set(answer.low, answer.high, answer.received)
             return STEPPED
         return self._step_back(answer)

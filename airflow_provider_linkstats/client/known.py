@@ -348,13 +348,26 @@ class KnownService:
         return profile is not None and adopt_profile_clock(clock, profile)
 
     def remember_clock(self, clock: Any) -> None:
-        """Keep what this process measured of the service's clock (a read made for it) with the
-        profile, so that the host's next task needs no read of its own."""
-        learned, profile = self.learned, self.profile
-        if learned is None or profile is None or not profile.generation or not clock.known:
+        """Keep what this process heard of the service's clock (a read made for it, a step) with the
+        profile, so that the host's next task needs no read of its own. An offset only adopted (the
+        host's own, a sensor's) is not kept, nor a candidate step (one read, ``client/clock.py``).
+        Blocking (a file, maybe the shared store): the triggerer calls it in a thread."""
+        learned = self.learned
+        if learned is None or not clock.known or clock.adopted_from is not None:
             return
         store, key = learned
-        store.remember(key, with_clock(profile, clock).to_json())
+        profile = self._clock_profile(store.recall(key, self.roots))
+        if profile is not None and profile.generation:
+            store.remember(key, with_clock(profile, clock).to_json())
+
+    def _clock_profile(self, kept: Facts | None) -> ServiceProfile | None:
+        """What the clock is kept with: the host's entry when it is of the same root and generation
+        as this process's profile (another task may have read more of the account; a profile a
+        sensor handed over holds no account at all), else this process's profile."""
+        stored, mine = self._from_facts(kept), self.profile
+        if stored is not None and (mine is None or (stored.root, stored.generation) == (mine.root, mine.generation)):
+            return stored
+        return mine
 
     # -- dropping what an answer contradicts -----------------------------------------------------
 

@@ -25,13 +25,16 @@ class AsyncClientMixin:
     _roots: tuple[str, ...]
 
     async def aservice_profile(self, client: AsyncLinkstatsClient, *, account: bool = False) -> ServiceProfile:
-        """``service_profile`` for the triggerer, through ``client`` (moved to the root that answers)."""
+        """``service_profile`` for the triggerer, through ``client`` (moved to the root that answers),
+        and the service's clock as the host's learned facts keep it, if ``client`` has not heard it."""
         known = self.__dict__.get("known")
         if known is None:
             from asgiref.sync import sync_to_async
 
             known = await sync_to_async(lambda: self.known)()  # parsing the extras may block
-        return await known.aget(client, account=account)
+        profile = await known.aget(client, account=account)
+        await client.recall_clock()  # read in a thread: the event loop never waits on the file
+        return profile
 
     async def aget_generation(self, client: AsyncLinkstatsClient) -> Generation:
         """``generation`` for the triggerer: the extra, the kept profile, or one probe through ``client``."""
@@ -66,6 +69,8 @@ class AsyncClientMixin:
         if "limiter" not in options:  # a handed limiter was given its budget by whoever made it
             client.limiter.shared = await sync_to_async(lambda: self._shared_budget(asynchronous=True))()
         client.contradicted = known.contradicted
+        # The host's kept clock, and a clock heard here kept for the host (in a thread: client/aio.py).
+        client.clock_source, client.clock_measured = known.recall_clock, known.remember_clock
         if handed is not None and known.profile is None:
             known.adopt(handed)
         if len(self._roots) > 1:

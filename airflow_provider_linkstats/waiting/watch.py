@@ -276,6 +276,9 @@ class Poll:
         self.checked_at: float | None = None  # when every pending link was last read (or the first round)
         self.pages = Pages()  # where earlier walks of the All listing found which ids
         self.doubted = False  # the last round's answers contradicted an end the clock says has passed
+        # When (the worker's time) the earliest end they contradicted passes by those answers' own
+        # Date: the next read, the first time only (a cached copy's Date never moves on).
+        self.answers_wake: float | None = None
         self._doubt_said: float | None = None  # when that was last logged (the worker's clock)
 
     def polling(self) -> bool:
@@ -321,8 +324,11 @@ class Poll:
         if end is None:
             return wake
         if end < wake:
-            # An end the last answers contradicted is not trusted to set the pace: the interval does.
-            return wake if self.doubted else max(end, last + END_GAP)
+            # An end the last answers contradicted is not trusted to set the pace: the interval does,
+            # or the end by their own Date when it comes sooner (a clock stepped back: one more read).
+            if self.doubted:
+                return wake if self.answers_wake is None else min(wake, max(self.answers_wake, last + END_GAP))
+            return max(end, last + END_GAP)
         if self.polling():
             return wake
         due = self.check_due()
@@ -470,24 +476,40 @@ class Poll:
         self._doubt(state)
 
     def _doubt(self, state: _Round) -> None:
-        """The ends due by the clock that the answers read for them contradict, after those answers
-        corrected the clock (a step is followed at once; a cached page is not): the pace stays at
-        the interval while any is (``next_round``), and the log says so, once a minute at most."""
+        """The ends passed by the clock that the answers read this round contradict, after those
+        answers corrected the clock (a step they prove is followed at once; a cached page, or a
+        step one read does not prove, is not): the pace stays at the interval while any is
+        (``next_round``), or the first time sooner, at the end by those answers' own ``Date``
+        (``answers_wake``: a clock stepped back, whose next read confirms the step; a cached copy's
+        fixed ``Date`` gets no second such read), and the log says so, once a minute at most."""
+        told = self._contradicted(state)
+        first, self.doubted = not self.doubted, bool(told)
+        ends = {i: next(w.known[i][0] for w in state.live if i in w.known) for i in told}
+        self.answers_wake = None
+        if told and first:  # each end as far ahead of its answer as that answer's own Date says, plus the margin
+            self.answers_wake = state.now + min(ends[i] - told[i] for i in told) + plan.margin(self.clock)
+        if told and (self._doubt_said is None or state.now - self._doubt_said >= DOUBT_LOG_EVERY):
+            self._doubt_said = state.now
+            self._say_doubt(state.now, told, ends)
+
+    def _contradicted(self, state: _Round) -> dict[int, float]:
+        """The links read this round whose end has passed by the clock (as the answers left it) and
+        not by their answer's own ``Date``: that ``Date`` for each."""
         at = plan.service_time(self.clock, state.now)
-        told = {i: state.dated[i] for i in state.due_by_clock if i in state.dated and i in state.records
+        return {i: state.dated[i] for i, record in state.records.items() if record is not None and i in state.dated
                 and i not in state.found and any(w.ends_by(i, at) for w in state.live)}  # fmt: skip
-        self.doubted = bool(told)
-        if not told or (self._doubt_said is not None and state.now - self._doubt_said < DOUBT_LOG_EVERY):
-            return
-        self._doubt_said = state.now
+
+    def _say_doubt(self, now: float, told: dict[int, float], ends: dict[int, float]) -> None:
         link_id, date = next(iter(told.items()))
-        end = next(w.known[link_id][0] for w in state.live if link_id in w.known)
+        soon = self.answers_wake is not None and self.answers_wake < now + self.interval
         log.warning(
             "Linkstats: %d link(s) (link %s first) ended by %s (at %s UTC), but the answer read for it says it "
             "has not (its Date: %s UTC; a cached page, or the service's clock is behind what was measured): not "
-            "taken as ended; reading again every %.0f s until an answer's own Date says the link has ended",
+            "taken as ended; reading again %severy %.0f s until an answer's own Date says the link has ended",
             len(told), link_id, self.clock.describe() if self.clock is not None else "this worker's clock",
-            _utc(end), _utc(date), max(self.interval, END_GAP),
+            _utc(ends[link_id]), _utc(date),
+            f"in {(self.answers_wake or now) - now:.0f} s (its end by that Date), then " if soon else "",
+            max(self.interval, END_GAP),
         )  # fmt: skip
 
     def _walk_budget(self, to_read: list[int], listable: list[int], pending: list[int]) -> int | None:

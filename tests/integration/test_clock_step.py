@@ -60,6 +60,22 @@ SCRIPT = textwrap.dedent(
         outcome = Launch(hook, items, if_exists="skip", workers=8, log=logging.getLogger("launch")).run()
         out["failed"] = {k: str(v) for k, v in outcome.failed.items()}
         out["links"] = list(outcome.links.values())
+    elif job == "triggerer":
+        import asyncio
+        from airflow_provider_linkstats.client.protocol import ApiRequest
+
+        async def triggerer():
+            client = await hook.get_async_client()
+            try:
+                await hook.aservice_profile(client)
+                out["offset_before"] = client.clock.offset if client.clock.known else None
+                out["adopted_from"] = client.clock.adopted_from
+                await client.call(ApiRequest("GET", "/account"))
+                out["offset_after"] = client.clock.offset
+            finally:
+                await client.aclose()
+
+        asyncio.run(triggerer())
     out["offset_here"] = hook.client.clock.offset if hook.client.clock.known else None
     hook.close()
     print(json.dumps(out, default=str))
@@ -303,12 +319,6 @@ def test_a_duration_counts_from_the_send_after_the_rate_limit_slot(emulators, mo
     emu.reset()
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="gap b of issue 44's review: a read that contradicts a handed offset is a step at once; making it wait "
-    "for a second read (ServiceClock._take) keeps a deferred wait across a step from following it within its "
-    "usual reads (test_wait_clock_step.py: 2 fail), so the fix needs the wait's confirming read designed first",
-)
 def test_a_cached_page_without_age_as_first_answer_does_not_move_the_hosts_offset(learned, monkeypatch):
     """Review of issue 44: a fresh process starts from the host's kept offset (about 0); its first
     answer is a proxy's copy without ``Age`` of a page stored while the origin's clock read 10 minutes
@@ -341,34 +351,105 @@ def test_a_cached_page_without_age_as_first_answer_does_not_move_the_hosts_offse
     assert abs(cached_offset()) < 1.5
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="gap a of issue 44's review: the async client's clock never adopts the host's kept offset (no "
-    "clock_source in hooks/aio.py), so the triggerer's first answer is FRESH, not STEPPED, and nothing keeps "
-    "it; wiring clock.stepped alone is not called. Needs recall and remember of the clock in the async path",
-)
-def test_a_step_heard_in_the_triggerer_is_kept_for_the_host(learned):
-    """Review of issue 44, gap a: the async client (the triggerer's) hears the service's clock step
-    ahead; the host's cache takes the new offset too (before: only that process followed it)."""
+def hear_a_step_in_the_triggerer(emu, monkeypatch) -> tuple[float, list[tuple[str, bool]]]:
+    """The async client (the triggerer's) starts from the host's kept clock and hears the service's
+    clock step ahead. Returns the offset it heard, and each read or write of the host's learned
+    facts with whether it ran on the event loop's thread (it must not: a file, maybe Redis)."""
     import asyncio
+    import threading
 
+    from airflow_provider_linkstats.client.learned import LearnedStore
     from airflow_provider_linkstats.client.protocol import ApiRequest
     from airflow_provider_linkstats.hooks.linkstats import LinkstatsLinksHook
 
-    emu, _cache = learned
+    touched: list[tuple[str, bool]] = []
+    loop_thread = threading.get_ident()  # asyncio.run runs the loop on this thread
+    for name in ("recall", "remember"):
+        original = getattr(LearnedStore, name)
+
+        def spy(self, *args, _original=original, _name=name, **kwargs):
+            touched.append((_name, threading.get_ident() == loop_thread))
+            return _original(self, *args, **kwargs)
+
+        monkeypatch.setattr(LearnedStore, name, spy)
 
     async def hear_the_step() -> float:
         hook = LinkstatsLinksHook()
         client = await hook.get_async_client()
         try:
             await hook.aservice_profile(client)  # the host's kept profile: its clock, ~0
+            assert client.clock.known and abs(client.clock.offset) < 1.5  # before: unknown (no clock_source)
             step(emu, STEPS["ahead"])
             await client.call(ApiRequest("GET", "/account"))  # later than the kept clock allows: a step
-            await asyncio.sleep(0.5)  # the host's cache is written off the event loop's thread
             return client.clock.offset
         finally:
-            await client.aclose()
+            await client.aclose()  # waits for the host's cache to take it (written in a thread)
 
-    heard = asyncio.run(hear_the_step())
+    return asyncio.run(hear_the_step()), touched
+
+
+def test_a_step_heard_in_the_triggerer_is_kept_for_the_host(learned, monkeypatch):
+    """Review of issue 44, gap a: the async client (the triggerer's) hears the service's clock step
+    ahead; the host's cache takes the new offset too (before: only that process followed it),
+    read and written off the event loop's thread."""
+    emu, _cache = learned
+    heard, touched = hear_a_step_in_the_triggerer(emu, monkeypatch)
     assert abs(heard - 600) < 1.5
+    assert ("recall", False) in touched and ("remember", False) in touched, touched
+    assert not [call for call in touched if call[1]], touched  # none on the event loop's thread
     assert abs(cached_offset() - 600) < 1.5
+
+
+def test_a_fresh_triggerer_after_a_step_starts_from_the_new_offset(learned, monkeypatch):
+    """After a triggerer kept the step, a fresh triggerer process (a new async client) starts from
+    the new offset: its first answer agrees with it (no move logged), with no read of its own."""
+    emu, cache = learned
+    heard, _ = hear_a_step_in_the_triggerer(emu, monkeypatch)
+    emu.stats.reset()
+    out, log = in_a_fresh_process(emu, cache, "triggerer", [])
+    assert abs(out["offset_before"] - heard) < 1.5, out  # before: None, the worker's clock stood in
+    assert out["adopted_from"] and "task on this host" in out["adopted_from"], out
+    assert abs(out["offset_after"] - 600) < 1.5, out
+    assert "moved" not in log, log[-2000:]
+    assert emu.stats.count() == 1, emu.stats.endpoints()  # its own GET /account only
+
+
+def test_a_step_heard_in_the_triggerer_reaches_another_host_through_the_shared_store(learned, monkeypatch, tmp_path):
+    """With ``[linkstats] shared_state_conn_id`` set (a real ``redis-server``), the step the
+    triggerer hears goes to the shared store too (written in the same thread): a triggerer on
+    another host (a cache directory of its own, empty) starts from the new offset."""
+    from airflow_provider_linkstats.hooks import shared_state
+    from tests.support.redis_server import RedisServer
+
+    emu, _cache = learned
+    with RedisServer() as redis:
+        monkeypatch.setenv("AIRFLOW_CONN_SHARED_REDIS", redis.url)
+        monkeypatch.setenv("AIRFLOW__LINKSTATS__SHARED_STATE_CONN_ID", "shared_redis")
+        monkeypatch.setattr(shared_state, "_STATES", {})  # this test's Redis, not an earlier one's
+        heard, touched = hear_a_step_in_the_triggerer(emu, monkeypatch)
+        assert abs(heard - 600) < 1.5 and not [call for call in touched if call[1]], touched
+        out, log = in_a_fresh_process(emu, str(tmp_path / "another-host"), "triggerer", [])
+    assert abs(out["offset_before"] - heard) < 1.5, out  # from Redis: this host's cache is empty
+    assert abs(out["offset_after"] - 600) < 1.5 and "moved" not in log, out
+
+
+def test_the_triggerers_clock_read_is_the_hosts_kept_clock_when_there_is_one(learned):
+    """A shared poller with no clock handed over reads the service's clock before it sleeps towards
+    an end (``ensure_clock``): the host's kept clock, read in a thread, spares that request (before:
+    one ``GET /account``)."""
+    import asyncio
+
+    from airflow_provider_linkstats.hooks.linkstats import LinkstatsLinksHook
+
+    emu, _cache = learned
+
+    async def ensured() -> tuple[float, str | None]:
+        client = await LinkstatsLinksHook().get_async_client()
+        async with client:
+            clock = await client.ensure_clock()
+            return clock.offset, clock.adopted_from
+
+    emu.stats.reset()
+    offset, adopted_from = asyncio.run(ensured())
+    assert abs(offset) < 1.5 and adopted_from and "task on this host" in adopted_from
+    assert emu.stats.count() == 0, emu.stats.endpoints()

@@ -175,20 +175,44 @@ def _answer(clock: ServiceClock, wall: FakeWall, offset: float, method: str = "G
     return clock.observe(headers, sent, method=method)
 
 
-def test_a_kept_offset_yields_to_the_first_answer_that_contradicts_it(caplog):
-    """The host's cache says +0.2 s; the service's clock was stepped 10 minutes back since: the
-    first answer of this process is the evidence, and its offset is taken (and handed on)."""
+def test_a_kept_offset_yields_to_a_second_answer_that_agrees_on_the_step(caplog):
+    """The host's cache says +0.2 s; the service's clock was stepped 10 minutes back since. The first
+    read of this process that contradicts it is a candidate step only (one proxy copy without
+    ``Age`` says the same: issue 44's review, gap b): nothing moves and nothing is handed on. A
+    second read, more than a second later, that agrees is the step: taken, logged and handed on."""
     wall = FakeWall(1_800_000_000.3)
     clock = ServiceClock(wall=wall)
     told: list[float] = []
     clock.stepped = lambda c: told.append(c.offset)
     assert clock.adopt_offset(0.2, 0.1, source="a task on this host")
     with caplog.at_level(logging.WARNING, logger="airflow_provider_linkstats.client.clock"):
-        assert _answer(clock, wall, -600.0) == STEPPED  # before: STALE, and the offset stayed +0.2 s
+        assert _answer(clock, wall, -600.0) == STALE  # before the review: STEPPED, and kept for the host
+        assert abs(clock.offset - 0.2) < 0.01 and clock.adopted_from is not None and told == []
+        wall.value += 0.5
+        assert _answer(clock, wall, -600.0) == STALE  # within STEP_CONFIRM: two copies of one page may agree
+        wall.value += 1.0
+        assert _answer(clock, wall, -600.0) == STEPPED
     assert abs(clock.offset + 600) < 1.0 and clock.adopted_from is None
     assert len(told) == 1 and abs(told[0] + 600) < 1.0
     moved = [r.getMessage() for r in caplog.records if "moved" in r.getMessage()]
     assert len(moved) == 1 and "+0.2 s" in moved[0] and ("-599." in moved[0] or "-600." in moved[0]), moved
+
+
+def test_a_kept_offset_yields_at_once_to_a_write_or_a_later_date_and_never_to_copies_of_a_page():
+    """Against a kept offset a write's answer and a Date later than it allows are steps at once;
+    copies of one cached page without ``Age`` (a fixed Date) never agree, so never move it."""
+    wall = FakeWall(1_800_000_000.3)
+    clock = ServiceClock(wall=wall)
+    assert clock.adopt_offset(0.2, 0.1, source="a task on this host")
+    kept = http_date(wall.value - 600)
+    for _ in range(5):
+        assert clock.observe({"date": kept}, wall.value - 0.05) == STALE
+        wall.value += 1.5
+    assert abs(clock.offset - 0.2) < 0.01 and clock.adopted_from is not None
+    assert _answer(clock, wall, -600.0, method="POST") == STEPPED and abs(clock.offset + 600) < 1.0
+    ahead = ServiceClock(wall=wall)
+    assert ahead.adopt_offset(0.2, 0.1, source="a task on this host")
+    assert _answer(ahead, wall, 600.0) == STEPPED and abs(ahead.offset - 600) < 1.0
 
 
 def test_the_answer_to_a_write_is_a_step_at_once_a_read_needs_another_that_agrees():

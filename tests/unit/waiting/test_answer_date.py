@@ -1,6 +1,7 @@
 """A wait decides by the answer in hand (issue 44, item 1): a record read says its link ended only
 if its own answer's ``Date`` is at or after the end, whatever the clock as measured says; an end
-the clock says has passed that the answers contradict keeps the wait at its interval, logged."""
+the clock says has passed that the answers contradict keeps the wait at its interval (or, once, the
+end by their own Date when sooner), logged."""
 
 from __future__ import annotations
 
@@ -62,3 +63,19 @@ def test_the_feed_decides_each_page_by_its_own_date():
     records = [v49(1, start=end - dt.timedelta(days=1), end=end)]
     assert drive(ExpiredFeed().walk(PHPSHORT_46), Dated(records, behind=600)) == []
     assert [r["id"] for r in drive(ExpiredFeed().walk(PHPSHORT_46), Dated(records, behind=0))] == [1]
+
+
+def test_a_read_whose_date_puts_the_end_soon_is_followed_by_one_at_that_end_once(caplog):
+    """Review of issue 44, gap b: the clock (here the worker's) says the end passed 10 s ago, the
+    answer's own Date says it comes in 5 s (a clock stepped back 15 s, which one read does not
+    prove). The next read is at the end by that Date, not an interval on; a second answer with the
+    same fixed Date (a cached copy) gets no such read: the interval again, never a read a second."""
+    end = NOW - dt.timedelta(seconds=10)
+    poll, service = watched(end), Dated([v49(1, start=end - dt.timedelta(days=1), end=end)], behind=15)
+    with caplog.at_level(logging.WARNING, logger="airflow_provider_linkstats.waiting.watch"):
+        assert not drive(poll.round(T0), service).expired
+        assert poll.doubted and poll.next_round(T0) == T0 + 5  # before: T0 + 60, the interval
+        assert not drive(poll.round(T0 + 5), service).expired  # the same Date: nothing moved on
+        assert poll.doubted and poll.next_round(T0 + 5) == T0 + 65
+    said = [r.getMessage() for r in caplog.records if "not taken as ended" in r.getMessage()]
+    assert len(said) == 1 and "reading again in 5 s (its end by that Date), then every 60 s" in said[0], said

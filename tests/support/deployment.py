@@ -74,7 +74,9 @@ class Deployment:
             start_new_session=True,  # its own process group: executor workers die with it
         )
 
-    def wait_until_answering(self, url: str, name: str, timeout: float = 120) -> None:
+    def wait_until_answering(self, url: str, name: str, timeout: float = 300) -> None:
+        # On a loaded 2-core machine (the suite's other workers starting their own Airflow at the
+        # same moment) the api-server has taken over 120 s to answer: a wait for readiness, not a bound.
         deadline = time.monotonic() + timeout
         while True:
             try:
@@ -260,6 +262,7 @@ def deployment_env(home: Path, dags: Path, api_port: int, emulators: dict) -> di
         "AIRFLOW__DAG_PROCESSOR__REFRESH_INTERVAL": "5",
         "AIRFLOW__TRIGGERER__JOB_HEARTBEAT_SEC": "1",
         "AIRFLOW__API__PORT": str(api_port),
+        "AIRFLOW__API__WORKERS": "1",  # 3.0-3.2 start 4 by default: each a whole Airflow's import
         "AIRFLOW__CORE__EXECUTION_API_SERVER_URL": f"http://127.0.0.1:{api_port}/execution/",
         "AIRFLOW__API_AUTH__JWT_SECRET": secrets.token_urlsafe(32),
         "AIRFLOW__CORE__INTERNAL_API_SECRET_KEY": secrets.token_urlsafe(32),

@@ -180,5 +180,8 @@ def test_bulk_delete_of_2000_links_under_the_emulators_limit_has_no_failure(emu,
     throttled = emu.stats.count(status=429)
     assert throttled <= 2, f"{throttled} answers of 429"
     assert emu.stats.count(method="DELETE", status=200) == 2000
-    assert 9.0 <= elapsed <= 10 * 1.5, elapsed  # 10 windows of 200; nothing can be faster than 9 s
+    # 10 windows of 200: nothing can be faster than 9 s. The upper bound only catches a window
+    # taken for a minute (10 minutes); on a loaded 2-core machine 2,000 requests and their answers
+    # alone have taken over 15 s of CPU. make bench measures the ratio to the ideal.
+    assert 9.0 <= elapsed <= 60, elapsed
     assert "deleted 2000/2000 links (" in caplog.text + capsys.readouterr().out

@@ -8,7 +8,6 @@ import itertools
 import logging
 import time
 from collections.abc import Callable, Iterator, Mapping
-from contextvars import ContextVar
 from dataclasses import replace
 from typing import Any
 
@@ -19,7 +18,6 @@ from airflow_provider_linkstats.client.clock import ServiceClock, adopt_profile_
 from airflow_provider_linkstats.client.contract import LINKS, MAX_PER_PAGE, WEBSITES, Resource, StatsSpec
 from airflow_provider_linkstats.client.discovery import ServiceProfile, discover
 from airflow_provider_linkstats.client.errors import (
-    RETRY_STATUSES,
     LinkstatsApiError,
     LinkstatsConfigError,
     LinkstatsError,
@@ -30,7 +28,6 @@ from airflow_provider_linkstats.client.errors import (
 )
 from airflow_provider_linkstats.client.gapless_listing import GaplessListing
 from airflow_provider_linkstats.client.generations import Generation, generation_for
-from airflow_provider_linkstats.client.learned import contradiction
 from airflow_provider_linkstats.client.links import check_link, for_generation, needs_account
 from airflow_provider_linkstats.client.ownership import find_landed, unknown_reason
 from airflow_provider_linkstats.client.paging import PageGuard
@@ -47,13 +44,13 @@ from airflow_provider_linkstats.client.protocol import (
     drive,
     parse_page,
     parse_record,
-    raise_for_status,
     resource_of,
     stats_row,
 )
 from airflow_provider_linkstats.client.ratelimit import RateLimiter
 from airflow_provider_linkstats.client.records import record_domain_id, status_listing
 from airflow_provider_linkstats.client.retry import RetryPolicy, is_unknown_outcome
+from airflow_provider_linkstats.client.sending import Sender
 from airflow_provider_linkstats.client.settings import ClientSettings
 from airflow_provider_linkstats.client.transport import RequestsTransport
 from airflow_provider_linkstats.client.validation import Fields, validate_fields, validate_list_params
@@ -63,12 +60,6 @@ log = logging.getLogger(__name__)
 
 
 ProfileSource = Callable[..., ServiceProfile]  # (service, account[, domains=True])
-
-# Called with each request of this thread (or task) after the rate limiter let it go and just
-# before it is sent; raising keeps it unsent. The cleanup sets it around a delete so that a delete
-# held by the limiter past the freshness of its evidence is not sent (``client.cleanup``).
-BEFORE_SEND: ContextVar[Callable[[ApiRequest], None] | None] = ContextVar("linkstats_before_send", default=None)
-
 
 class LinkstatsClient:
     """Talks to one service (links or analytics) with one API key over one reused session.
@@ -99,6 +90,7 @@ class LinkstatsClient:
         self.clock = ServiceClock(name=f"connection {settings.conn_id!r}" if settings.conn_id else "the service")
         self._auth = api_key if isinstance(api_key, ApiKey) else ApiKey(api_key)
         self._transport = RequestsTransport(settings, self._auth)
+        self._sender = Sender(self)
         self._given = generation
         self._profiles: dict[str, ServiceProfile] = {}
         # Where profiles come from: the hook's ``service_profile`` (which may keep them elsewhere), else ``discover``.
@@ -123,69 +115,16 @@ class LinkstatsClient:
     def close(self) -> None:
         self._transport.close()
 
-    # -- one request, with the retry policy --------------------------------------------------
+    # -- one request, with the retry policy (``sending``) ---------------------------------------
 
     def call(self, request: ApiRequest) -> ApiResponse:
         """Send ``request`` under the retry policy and return its 2xx response, or raise."""
-        try:
-            for attempt in self.retry.retrying(request, log):
-                with attempt:
-                    response = self._send_paced(request)
-                    if self.contradicted is not None and (reason := contradiction(response.status, response.body)):
-                        self.contradicted(reason)
-                    try:
-                        raise_for_status(request, response, redact_key=self._auth.redact)
-                    except LinkstatsNotFoundError:
-                        # A DELETE whose earlier attempt was lost may have done its work already.
-                        if request.method == "DELETE" and attempt.retry_state.attempt_number > 1:
-                            log.info("Linkstats %s: gone on retry, counted as deleted", request.describe())
-                            return ApiResponse(200, {}, b"")
-                        raise
-                    return response
-        except LinkstatsApiError as error:
-            if self.retry.asks_too_long(error):
-                raise self.retry.explain(error) from error
-            raise
-        raise AssertionError("unreachable: tenacity re-raises the last error")  # pragma: no cover
-
-    def _send_paced(self, request: ApiRequest) -> ApiResponse:
-        """One attempt, after the rate limiter allows it; the answer's headers update the limiter."""
-        self.limiter.wait(self.settings.max_rate_limit_wait)
-        try:
-            if (check := BEFORE_SEND.get()) is not None:
-                check(request)  # e.g. the cleanup's evidence for a delete is still fresh, after the wait
-            if (rebuild := windows.AT_SEND.get()) is not None:
-                request = rebuild(request)  # a duration's end counted from now
-        except BaseException:
-            self.limiter.release()
-            raise
-        sent_at, sent_wall = self.limiter.now(), self.clock.stamp()
-        try:
-            response = self._transport.send(request)
-        except BaseException:
-            self.limiter.release()
-            raise
-        self.limiter.observe(response.headers, response.status, sent_at)
-        self.clock.observe(response.headers, sent_wall, method=request.method)
-        return response
-
-    # -- records -----------------------------------------------------------------------------
+        return self._sender.call(request)
 
     def probe(self, request: ApiRequest) -> ApiResponse:
         """The raw answer whatever its status (discovery reads 404 and 422), after waiting out a 429
         or a 502-504 under the retry policy like any request."""
-        try:
-            for attempt in self.retry.retrying(request, log):
-                with attempt:
-                    response = self._send_paced(request)
-                    if response.status == 429 or response.status in RETRY_STATUSES:
-                        raise_for_status(request, response, redact_key=self._auth.redact)
-                    return response
-        except LinkstatsApiError as error:
-            if self.retry.asks_too_long(error):
-                raise self.retry.explain(error) from error
-            raise
-        raise AssertionError("unreachable: tenacity re-raises the last error")  # pragma: no cover
+        return self._sender.probe(request)
 
     # -- what the client knows of the service ----------------------------------------------------
 

@@ -8,15 +8,14 @@ import itertools
 import logging
 import time
 from collections.abc import Callable, Iterator, Mapping
-from dataclasses import replace
 from typing import Any
 
 from airflow_provider_linkstats.client import windows
 from airflow_provider_linkstats.client.auth import ApiKey
 from airflow_provider_linkstats.client.checks import check_whole_number, is_blank
-from airflow_provider_linkstats.client.clock import ServiceClock, adopt_profile_clock
+from airflow_provider_linkstats.client.clock import ServiceClock
 from airflow_provider_linkstats.client.contract import LINKS, MAX_PER_PAGE, WEBSITES, Resource, StatsSpec
-from airflow_provider_linkstats.client.discovery import ServiceProfile, discover
+from airflow_provider_linkstats.client.discovery import ServiceProfile
 from airflow_provider_linkstats.client.errors import (
     LinkstatsApiError,
     LinkstatsConfigError,
@@ -27,7 +26,8 @@ from airflow_provider_linkstats.client.errors import (
     LinkstatsValidationError,
 )
 from airflow_provider_linkstats.client.gapless_listing import GaplessListing
-from airflow_provider_linkstats.client.generations import Generation, generation_for
+from airflow_provider_linkstats.client.generations import Generation
+from airflow_provider_linkstats.client.learning import ProfileSource, ServiceLearner
 from airflow_provider_linkstats.client.links import check_link, for_generation, needs_account
 from airflow_provider_linkstats.client.ownership import find_landed, unknown_reason
 from airflow_provider_linkstats.client.paging import PageGuard
@@ -41,7 +41,6 @@ from airflow_provider_linkstats.client.protocol import (
     build_list,
     build_stats,
     build_update,
-    drive,
     parse_page,
     parse_record,
     resource_of,
@@ -59,7 +58,6 @@ from airflow_provider_linkstats.client.websites import say_stored_domain, write_
 log = logging.getLogger(__name__)
 
 
-ProfileSource = Callable[..., ServiceProfile]  # (service, account[, domains=True])
 
 class LinkstatsClient:
     """Talks to one service (links or analytics) with one API key over one reused session.
@@ -91,14 +89,10 @@ class LinkstatsClient:
         self._auth = api_key if isinstance(api_key, ApiKey) else ApiKey(api_key)
         self._transport = RequestsTransport(settings, self._auth)
         self._sender = Sender(self)
-        self._given = generation
-        self._profiles: dict[str, ServiceProfile] = {}
-        # Where profiles come from: the hook's ``service_profile`` (which may keep them elsewhere), else ``discover``.
-        self._profile_source = profiles
+        self.learner = ServiceLearner(self, generation, profiles)
         self._account_error: dict[str, str] = {}
         self._domain_retried = False  # a refused learned domain is read again once per client
         self._domain_said: int | None = None  # the domain a create without one went to, logged once
-        self._clock_read = False  # ``ensure_clock`` read the service's clock (once per client at most)
         # Where a clock measured elsewhere comes from, and where one measured here goes (the hook's
         # ``KnownService.recall_clock`` and ``remember_clock``: the host's learned facts); None: nowhere.
         self.clock_source: Callable[[ServiceClock], bool] | None = None
@@ -139,19 +133,14 @@ class LinkstatsClient:
         domains: bool = False,
     ) -> ServiceProfile:
         """Run the discovery plan (``client/discovery.py``) through this client and keep its answer."""
-        generation = generation or self._named(service)
-        plan = discover(service, roots or (self.root,), generation, account=account, known=known, domains=domains)
-        return self.adopt(drive(plan, self.probe))
+        return self.learner.discover(
+            service, roots=roots, generation=generation, account=account, known=known, domains=domains
+        )
 
     def adopt(self, profile: ServiceProfile) -> ServiceProfile:
         """Use what discovery learned: the API root that answered and the generation (and the
         service's clock as the host measured it, until this process hears the service itself)."""
-        adopt_profile_clock(self.clock, profile)
-        self._profiles[profile.service] = profile
-        if profile.root != self.root:
-            self.root = self._transport.root = profile.root
-            self.settings = self._transport.settings = replace(self.settings, root=profile.root)
-        return profile
+        return self.learner.adopt(profile)
 
     def ensure_clock(self, service: str = "links") -> ServiceClock:
         """The service's clock, known before a decision that needs it (an active window's start, a
@@ -159,46 +148,16 @@ class LinkstatsClient:
         else the host's learned facts (``profile``: no request when they are kept), else one cheap
         read (``GET /account``, its answer's Date; its status does not matter). So at most one
         request per client, only when a time matters and nothing is known."""
-        if not self.clock.known:
-            try:
-                self.profile(service)  # the host's learned facts carry the clock; discovery's answers tell it
-            except (LinkstatsApiError, LinkstatsTransportError):
-                pass  # the read below tells the time, or says what is wrong
-        if not self.clock.known and self.clock_source is not None:
-            self.clock_source(self.clock)  # the host's learned facts, without a discovery
-        if not self.clock.known and not self._clock_read:
-            self._clock_read = True
-            log.info("Linkstats: reading the service's clock (one GET /account) before a decision that needs it")
-            self.probe(ApiRequest("GET", "/account"))
-            if self.clock.known and self.clock_measured is not None:
-                self.clock_measured(self.clock)  # kept for the host's next tasks
-        return self.clock
+        return self.learner.ensure_clock(service)
 
     def profile(self, service: str, *, account: bool = False, domains: bool = False) -> ServiceProfile:
         """What is known of ``service``; with ``account`` its account's facts, with ``domains`` also
         the domain a create without one gets (``discovery.usable_domains``)."""
-        known = self._profiles.get(service)
-        if known is not None and (known.account_read or not account) and known.knows_domain(domains):
-            return known
-        if self._profile_source is not None:
-            found = self._profile_source(service, account, domains=True) if domains else (
-                self._profile_source(service, account))  # fmt: skip
-            return self.adopt(found)
-        return self.discover(service, account=account, known=known.aged(domains) if known else None, domains=domains)
+        return self.learner.profile(service, account=account, domains=domains)
 
     def generation(self, service: str) -> Generation:
         """The connected generation of ``service``: given, or detected once (one read-only GET)."""
         return self.profile(service).spoken
-
-    def _named(self, service: str) -> Generation | None:
-        given = self._given
-        if isinstance(given, Generation):
-            return given if given.service == service else None
-        return generation_for(service, given)
-
-    def _spoken(self, resource: Resource) -> Generation | None:
-        """The generation a request about ``resource`` is spelt in (only links and websites differ)."""
-        return self.generation(resource.service) if resource.name in ("links", "websites") else None
 
     def prepare(self, resource: Resource, fields: Mapping[str, Any], operation: str) -> Mapping[str, Any]:
         """``fields`` checked once and made ready for the connected generation, before any write."""
@@ -355,7 +314,7 @@ class LinkstatsClient:
     def _create(
         self, resource: Resource, fields: Mapping[str, Any], generation: Generation | None, zone: str | None
     ) -> dict[str, Any]:
-        generation = generation or self._spoken(resource)
+        generation = generation or self.learner.spoken(resource)
         # Prepared at the send: a duration counts from this write.
         fields = self.prepare(resource, fields, "create")
         request = build_create(resource, fields, generation)
@@ -431,12 +390,7 @@ class LinkstatsClient:
 
     def get(self, resource: Resource, record_id: Any) -> dict[str, Any]:
         request = build_get(resource, record_id)
-        return parse_record(request, self.call(request), self._known(resource))
-
-    def _known(self, resource: Resource | None) -> Generation | None:
-        """The generation already known for ``resource``'s service (records are read without asking)."""
-        known = self._profiles.get(resource.service) if resource is not None else None
-        return known.spoken if known is not None else None
+        return parse_record(request, self.call(request), self.learner.known(resource))
 
     def update(
         self,
@@ -461,7 +415,7 @@ class LinkstatsClient:
         generation: Generation | None,
         zone: str | None,
     ) -> dict[str, Any]:
-        generation = generation or self._spoken(resource)
+        generation = generation or self.learner.spoken(resource)
         last: BaseException | None = None
         for attempt in range(1, self.retry.max_retries + 2):
             fields = self.prepare(resource, fields, "update")  # at each send: durations count from it
@@ -509,30 +463,19 @@ class LinkstatsClient:
     def default_domain_id(self) -> int | None:
         """The settings' ``default_domain_id``, else the account's default domain (read once), else the
         only domain the account can use, else None."""
-        if self.settings.default_domain_id is not None:
-            return self.settings.default_domain_id
-        try:
-            profile = self.profile("links", account=True, domains=True)
-        except (LinkstatsError, ValueError):
-            return None
-        return profile.default_domain_id or profile.sole_domain_id
+        return self.learner.default_domain_id()
 
     def zone(self, resource: Resource) -> str | None:
         """The zone phpShort 44-45's expiration_date and expiration_time are written in."""
-        known = self._profiles.get(resource.service)
-        return self.settings.timezone or (known.timezone if known is not None else None)
+        return self.learner.zone(resource)
 
     def relearn_account(self, service: str, reason: str) -> ServiceProfile:
         """Read the account again (one GET /account) and use what it says from now on."""
-        if self.account_reader is not None:
-            return self.account_reader(reason)
-        known = self._profiles.get(service)
-        stale = replace(known, account_read=False) if known else None
-        return self.discover(service, account=True, known=stale, domains=service == "links")
+        return self.learner.relearn_account(service, reason)
 
     def forget(self, service: str) -> None:
         """Drop what was learned about ``service`` (its version is detected again on next use)."""
-        self._profiles.pop(service, None)
+        self.learner.profiles.pop(service, None)
 
     def verified(
         self,
@@ -711,7 +654,7 @@ class LinkstatsClient:
         while max_items is None or yielded < max_items:
             request = request_for_page(page_number)
             response = self.call(request)
-            page = parse_page(request, response, per_page, self._known(resource_of(request)))
+            page = parse_page(request, response, per_page, self.learner.known(resource_of(request)))
             guard.read(page_number, page.items, url=response.url or request.describe(), total=page.total)
             for item in page.items:
                 if max_items is not None and yielded >= max_items:

@@ -2,44 +2,34 @@
 
 from __future__ import annotations
 
-import functools
 import itertools
 import logging
-import time
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
-from airflow_provider_linkstats.client import windows
 from airflow_provider_linkstats.client.auth import ApiKey
 from airflow_provider_linkstats.client.checks import check_whole_number, is_blank
 from airflow_provider_linkstats.client.clock import ServiceClock
 from airflow_provider_linkstats.client.contract import LINKS, MAX_PER_PAGE, WEBSITES, Resource, StatsSpec
+from airflow_provider_linkstats.client.creating import Creator
 from airflow_provider_linkstats.client.discovery import ServiceProfile
 from airflow_provider_linkstats.client.errors import (
-    LinkstatsApiError,
-    LinkstatsConfigError,
-    LinkstatsError,
     LinkstatsInputError,
     LinkstatsNotFoundError,
-    LinkstatsTransportError,
-    LinkstatsValidationError,
 )
 from airflow_provider_linkstats.client.gapless_listing import GaplessListing
 from airflow_provider_linkstats.client.generations import Generation
 from airflow_provider_linkstats.client.learning import ProfileSource, ServiceLearner
-from airflow_provider_linkstats.client.ownership import find_landed, unknown_reason
 from airflow_provider_linkstats.client.paging import PageGuard
 from airflow_provider_linkstats.client.preparing import FieldPreparer
 from airflow_provider_linkstats.client.protocol import (
     ApiRequest,
     ApiResponse,
     build_account,
-    build_create,
     build_delete,
     build_get,
     build_list,
     build_stats,
-    build_update,
     parse_page,
     parse_record,
     resource_of,
@@ -47,12 +37,12 @@ from airflow_provider_linkstats.client.protocol import (
 )
 from airflow_provider_linkstats.client.ratelimit import RateLimiter
 from airflow_provider_linkstats.client.records import record_domain_id, status_listing
-from airflow_provider_linkstats.client.retry import RetryPolicy, is_unknown_outcome
+from airflow_provider_linkstats.client.retry import RetryPolicy
 from airflow_provider_linkstats.client.sending import Sender
 from airflow_provider_linkstats.client.settings import ClientSettings
 from airflow_provider_linkstats.client.transport import RequestsTransport
-from airflow_provider_linkstats.client.validation import Fields, validate_fields, validate_list_params
-from airflow_provider_linkstats.client.websites import say_stored_domain, write_errors
+from airflow_provider_linkstats.client.updating import Updater
+from airflow_provider_linkstats.client.validation import validate_list_params
 
 log = logging.getLogger(__name__)
 
@@ -90,7 +80,8 @@ class LinkstatsClient:
         self._sender = Sender(self)
         self.learner = ServiceLearner(self, generation, profiles)
         self._preparer = FieldPreparer(self)
-        self._domain_retried = False  # a refused learned domain is read again once per client
+        self._creator = Creator(self, self._preparer)
+        self._updater = Updater(self)
         # Where a clock measured elsewhere comes from, and where one measured here goes (the hook's
         # ``KnownService.recall_clock`` and ``remember_clock``: the host's learned facts); None: nowhere.
         self.clock_source: Callable[[ServiceClock], bool] | None = None
@@ -183,88 +174,7 @@ class LinkstatsClient:
         otherwise ``LinkstatsWriteMismatchError`` names the field, the record and the version assumed.
         A website's refusals say what to do (``websites.write_errors``).
         """
-        if resource is WEBSITES:
-            with write_errors(self.settings.conn_id):
-                record = self._create(resource, fields, generation, zone)
-            return say_stored_domain(fields, record, lambda: self.generation(resource.service))
-        return self._create(resource, fields, generation, zone)
-
-    def _create(
-        self, resource: Resource, fields: Mapping[str, Any], generation: Generation | None, zone: str | None
-    ) -> dict[str, Any]:
-        generation = generation or self.learner.spoken(resource)
-        # Prepared at the send: a duration counts from this write.
-        fields = self.prepare(resource, fields, "create")
-        request = build_create(resource, fields, generation)
-        # As sent, so normalised (a website's domain is lower-cased, without scheme or slash).
-        key_value = dict(request.form).get(resource.natural_key)
-        sent_at = self.clock.stamp()  # the worker's; read on the service's clock once it has answered
-        try:
-            with windows.counted_at_send(self, fields, lambda f: build_create(resource, f, generation)) as sent:
-                response = self.call(request)  # a duration counted after the rate-limit slot
-            fields = sent[0]
-            record = parse_record(request, response, generation)
-            record = self.verified(resource, "create", fields, record, generation, zone, request, response.status)
-            return windows.checked(self, "create", fields, record, generation, zone)  # mended if misclocked
-        except LinkstatsValidationError as error:
-            if resource is LINKS and "domain_id" in error.errors:
-                other = self._domain_relearned(fields)
-                if other is None:
-                    raise self._domain_refused(error, fields) from error
-                # A refused create made nothing: safe to send again, once (``_domain_retried``).
-                return self._create(resource, fields.changed(domain_id=other), generation, zone)
-            raise
-        except LinkstatsNotFoundError as error:
-            # A create's 404 is a referenced record missing; "...[App\Models\Domain]": the domain.
-            if resource is LINKS and "Domain" in error.message:
-                other = self._domain_relearned(fields)
-                if other is not None:
-                    return self._create(resource, fields.changed(domain_id=other), generation, zone)
-            raise
-        except (LinkstatsTransportError, LinkstatsApiError) as error:
-            if not is_unknown_outcome(request, error):
-                raise
-            unknown = error
-        existing = find_landed(self, resource, request, fields, key_value, sent_at, unknown)
-        return self.verified(resource, "create", fields, existing, generation, zone, request, None)
-
-    def _domain_relearned(self, fields: Mapping[str, Any]) -> int | None:
-        """Another domain for a create refused on the one learned from the account (its default
-        changed, or the domain was deleted): the account is read again; None if it names no other."""
-        sent = fields.get("domain_id")
-        given = getattr(fields, "given", {}).get("domain_id")
-        if sent is None or given is not None or sent == self.settings.default_domain_id or self._domain_retried:
-            return None
-        self._domain_retried = True
-        profile = self.relearn_account("links", f"the service refused domain_id {sent}, learned from the account")
-        try:
-            other = self._preparer.account_domain(profile)
-        except LinkstatsInputError:
-            return None
-        if other is None or other == sent:
-            return None
-        log.warning("Linkstats connection %r: the service refused domain_id %s; the account now gives %s: "
-                    "sending the create with it", self.settings.conn_id, sent, other)  # fmt: skip
-        return other
-
-    def _domain_refused(self, error: LinkstatsValidationError, fields: Mapping[str, Any]) -> LinkstatsValidationError:
-        """A create's 422 on domain_id, with what to do: the domain it was sent with, and where that came from."""
-        sent = fields.get("domain_id")
-        extra = f"the default_domain_id extra of connection {self.settings.conn_id!r}"
-        if sent is None:
-            failed = self._preparer.account_error.get("links")
-            why = f" (reading the account's default domain failed: {failed})" if failed else ""
-            return error.reworded(f"{error.message}: give domain_id, or set {extra}{why}")
-        if getattr(fields, "given", {}).get("domain_id") is not None:
-            origin = "as asked"
-        elif sent == self.settings.default_domain_id:
-            origin = f"from {extra}"
-        else:
-            origin = "the account's, read again just now"
-        return error.reworded(
-            f"{error.message}: domain_id {sent} ({origin}) is not one the account may use; give another "
-            f"domain_id, or set {extra}"
-        )
+        return self._creator.create(resource, fields, generation, zone=zone)
 
     def get(self, resource: Resource, record_id: Any) -> dict[str, Any]:
         request = build_get(resource, record_id)
@@ -280,63 +190,7 @@ class LinkstatsClient:
         zone: str | None = None,
     ) -> dict[str, Any]:
         """Change the given fields; the answer (or, for a 204, a GET) must hold them (see ``create``)."""
-        if resource is WEBSITES:
-            with write_errors(self.settings.conn_id, record_id, lambda: self.get(resource, record_id)):
-                return self._update(resource, record_id, fields, generation, zone)
-        return self._update(resource, record_id, fields, generation, zone)
-
-    def _update(
-        self,
-        resource: Resource,
-        record_id: Any,
-        fields: Mapping[str, Any],
-        generation: Generation | None,
-        zone: str | None,
-    ) -> dict[str, Any]:
-        generation = generation or self.learner.spoken(resource)
-        last: BaseException | None = None
-        for attempt in range(1, self.retry.max_retries + 2):
-            fields = self.prepare(resource, fields, "update")  # at each send: durations count from it
-            request = build_update(resource, record_id, fields, generation)
-            try:
-                rebuilt = functools.partial(build_update, resource, record_id, generation=generation)
-                with windows.counted_at_send(self, fields, rebuilt) as sent:
-                    response = self.call(request)
-                fields = sent[0]
-            except (LinkstatsTransportError, LinkstatsApiError) as error:
-                if not is_unknown_outcome(request, error):
-                    raise
-                last = error
-            else:
-                record = parse_record(request, response, generation) or self.get(resource, record_id)  # a 204
-                record = self.verified(resource, "update", fields, record, generation, zone, request, response.status)
-                return windows.checked(self, "update", fields, record, generation, zone)
-            # Unknown: sent again only if the record does not hold what was asked (a PUT resent is
-            # idempotent only while nothing else changed the record meanwhile).
-            time.sleep(self.retry.pause(attempt, last))
-            try:
-                record = self.get(resource, record_id)
-            except LinkstatsError as lookup_error:
-                raise last from lookup_error  # the update's own failure; its task retry may send it again
-            missing = self._unapplied(resource, fields, record, zone)
-            if not missing:
-                log.warning(
-                    "Linkstats %s: %s, but the %s holds what was asked; not sending again",
-                    request.describe(), unknown_reason(last), resource.singular,
-                )  # fmt: skip
-                return self.verified(resource, "update", fields, record, generation, zone, request, None)
-            log.warning(
-                "Linkstats %s: %s, and the %s does not hold what was asked (%s); sending again",
-                request.describe(), unknown_reason(last), resource.singular, "; ".join(d.describe() for d in missing),
-            )  # fmt: skip
-        assert last is not None
-        raise last
-
-    def _unapplied(self, resource: Resource, fields: Mapping[str, Any], record: dict[str, Any], zone: str | None):
-        from airflow_provider_linkstats.client.verify import unapplied
-
-        asked = fields if isinstance(fields, Fields) else validate_fields(resource, "update", fields)
-        return unapplied(resource, asked, record, zone=zone or self.zone(resource))
+        return self._updater.update(resource, record_id, fields, generation, zone=zone)
 
     def default_domain_id(self) -> int | None:
         """The settings' ``default_domain_id``, else the account's default domain (read once), else the
@@ -367,64 +221,7 @@ class LinkstatsClient:
         status: int | None,
     ) -> dict[str, Any]:
         """``record``, if it holds the checked fields of ``fields`` as sent; else ``LinkstatsWriteMismatchError``."""
-        from airflow_provider_linkstats.client.verify import checked, differences, mismatch_error
-
-        if not checked(resource):
-            return record
-        asked = fields if isinstance(fields, Fields) else validate_fields(resource, operation, fields)
-        found = differences(resource, asked, record, zone=zone or self.zone(resource))
-        if not found:
-            return record
-        if zone is None and (mended := self._mend_zone(resource, asked, record, generation, found)) is not None:
-            return mended
-        believed = generation.label if generation is not None else "an unknown version"
-        raise mismatch_error(
-            resource,
-            found,
-            record,
-            believed=believed,
-            fix=f"Tell the client the install's version (the request was written for {believed})",
-            method=request.method,
-            url=f"{self.root}{request.path}",
-            status=status,
-            conn_id=self.settings.conn_id,
-        )
-
-    def _mend_zone(
-        self,
-        resource: Resource,
-        asked: Mapping[str, Any],
-        record: dict[str, Any],
-        generation: Generation | None,
-        found: list[Any],
-    ) -> dict[str, Any] | None:
-        """A phpShort 44-45 end stored hours off the one asked: the account's time zone (which reads
-        the date and time sent) changed since it was learned. The account is read again (one GET);
-        if its zone is another, the link's end is brought to the moment asked with one update, and
-        the new zone is kept (here and in the host cache). None: not that (the caller reports it)."""
-        from airflow_provider_linkstats.client.verify import zone_mismatch
-
-        used = self.zone(resource)
-        moment = zone_mismatch(resource, asked, found, used)
-        if moment is None or record.get("id") is None:
-            return None
-        profile = self.relearn_account(resource.service, f"a link's end was stored as if in another zone than {used}")
-        if not profile.timezone or profile.timezone == used:
-            return None
-        if self.settings.timezone:
-            raise LinkstatsConfigError(
-                f"{resource.singular} id={record['id']} ends at {record.get('expires_at')}, not "
-                f"{moment.isoformat()} as asked: the timezone extra of connection {self.settings.conn_id!r} says "
-                f"{used}, the account's time zone is {profile.timezone}. Set the extra to {profile.timezone} (or "
-                "empty: the account's is read), then update the link's expires_at"
-            )
-        log.warning(
-            "Linkstats connection %r: %s id=%s was stored ending %s, not %s: the account's time zone is now %s "
-            "(it was %s when learned); mending its end with an update",
-            self.settings.conn_id, resource.singular, record["id"], record.get("expires_at"), moment.isoformat(),
-            profile.timezone, used,
-        )  # fmt: skip
-        return self._update(resource, record["id"], {"expires_at": moment}, generation, None)
+        return self._updater.verified(resource, operation, fields, record, generation, zone, request, status)
 
     def create_or_reconcile(
         self, resource: Resource, fields: Mapping[str, Any], if_exists: str = "fail"

@@ -1,26 +1,32 @@
-"""The synchronous API client: requests built and read by ``protocol``, sent by ``transport``."""
+"""The synchronous API client: one face over the modules that each own one concept.
+
+``LinkstatsClient`` holds the state one connection shares (its settings, key, rate limiter, retry
+policy, the service's clock, the transport) and hands each call to the collaborator that owns it:
+
+- sending and pacing: ``sending.Sender`` (the limiter's slot, the retry policy, ``BEFORE_SEND``);
+- learning the service: ``learning.ServiceLearner`` (profiles, the generation, the clock, the account);
+- a write's fields made ready: ``preparing.FieldPreparer`` (the zone, the domain, an end by the service's clock);
+- creating with its ownership rule: ``creating.Creator`` (never sent twice, ``ownership.find_landed``);
+- updating, and each write's answer checked: ``updating.Updater`` (``verify``);
+- listing: ``listing.Lister`` (pages, a complete walk, a status on every version, a natural key).
+Requests are built and read by ``protocol``, sent by ``transport``.
+"""
 
 from __future__ import annotations
 
-import itertools
 import logging
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 from airflow_provider_linkstats.client.auth import ApiKey
-from airflow_provider_linkstats.client.checks import check_whole_number, is_blank
 from airflow_provider_linkstats.client.clock import ServiceClock
-from airflow_provider_linkstats.client.contract import LINKS, MAX_PER_PAGE, WEBSITES, Resource, StatsSpec
+from airflow_provider_linkstats.client.contract import Resource, StatsSpec
 from airflow_provider_linkstats.client.creating import Creator
 from airflow_provider_linkstats.client.discovery import ServiceProfile
-from airflow_provider_linkstats.client.errors import (
-    LinkstatsInputError,
-    LinkstatsNotFoundError,
-)
-from airflow_provider_linkstats.client.gapless_listing import GaplessListing
+from airflow_provider_linkstats.client.errors import LinkstatsNotFoundError
 from airflow_provider_linkstats.client.generations import Generation
 from airflow_provider_linkstats.client.learning import ProfileSource, ServiceLearner
-from airflow_provider_linkstats.client.paging import PageGuard
+from airflow_provider_linkstats.client.listing import Lister
 from airflow_provider_linkstats.client.preparing import FieldPreparer
 from airflow_provider_linkstats.client.protocol import (
     ApiRequest,
@@ -28,24 +34,17 @@ from airflow_provider_linkstats.client.protocol import (
     build_account,
     build_delete,
     build_get,
-    build_list,
-    build_stats,
-    parse_page,
     parse_record,
-    resource_of,
-    stats_row,
 )
 from airflow_provider_linkstats.client.ratelimit import RateLimiter
-from airflow_provider_linkstats.client.records import record_domain_id, status_listing
+from airflow_provider_linkstats.client.reconcile import ClientRecords, create_or_reconcile
 from airflow_provider_linkstats.client.retry import RetryPolicy
 from airflow_provider_linkstats.client.sending import Sender
 from airflow_provider_linkstats.client.settings import ClientSettings
 from airflow_provider_linkstats.client.transport import RequestsTransport
 from airflow_provider_linkstats.client.updating import Updater
-from airflow_provider_linkstats.client.validation import validate_list_params
 
 log = logging.getLogger(__name__)
-
 
 
 class LinkstatsClient:
@@ -82,6 +81,7 @@ class LinkstatsClient:
         self._preparer = FieldPreparer(self)
         self._creator = Creator(self, self._preparer)
         self._updater = Updater(self)
+        self._lister = Lister(self)
         # Where a clock measured elsewhere comes from, and where one measured here goes (the hook's
         # ``KnownService.recall_clock`` and ``remember_clock``: the host's learned facts); None: nowhere.
         self.clock_source: Callable[[ServiceClock], bool] | None = None
@@ -147,6 +147,8 @@ class LinkstatsClient:
     def generation(self, service: str) -> Generation:
         """The connected generation of ``service``: given, or detected once (one read-only GET)."""
         return self.profile(service).spoken
+
+    # -- writes (``preparing``, ``creating``, ``updating``) --------------------------------------
 
     def prepare(self, resource: Resource, fields: Mapping[str, Any], operation: str) -> Mapping[str, Any]:
         """``fields`` checked once and made ready for the connected generation, before any write."""
@@ -228,8 +230,6 @@ class LinkstatsClient:
     ) -> tuple[dict[str, Any], str]:
         """Create, or meet the record with the same natural key as ``if_exists`` says ("fail", "skip",
         "update"): (record, "created" | "skipped" | "updated"); see ``reconcile.create_or_reconcile``."""
-        from airflow_provider_linkstats.client.reconcile import ClientRecords, create_or_reconcile
-
         return create_or_reconcile(
             ClientRecords(self), resource, dict(fields), if_exists, conn_id=self.settings.conn_id, log=log
         )
@@ -268,77 +268,25 @@ class LinkstatsClient:
         listing changes meanwhile (``paging.GaplessWalk``: sorted by id, in its own order, at the
         same number of pages); it returns a ``GaplessListing`` (``pages``, ``read_from``).
         """
-        filters = dict(filters or {})
-        if resource is WEBSITES and not is_blank(filters.get("favorite")):
-            self.generation(resource.service).check_filters(WEBSITES, filters)
-        if complete:
-            for name, allowed in (("sort_by", "id"), ("sort", None)):
-                if not is_blank(filters.get(name)) and str(filters[name]) != allowed:
-                    raise LinkstatsInputError(
-                        name, filters[name], "left out: a complete walk reads the listing by id, in its own order"
-                    )
-            filters.pop("sort", None)
-        params = validate_list_params(resource, filters)
-        params.setdefault("per_page", MAX_PER_PAGE)
-        if complete:
-            return GaplessListing(self, resource, params, max_items)
-        return self._walk(lambda page: build_list(resource, params, page), params["per_page"], max_items)
+        return self._lister.iter(resource, filters, max_items=max_items, complete=complete)
 
     def iter_links(
         self, filters: Mapping[str, Any] | None = None, *, max_items: int | None = None, complete: bool = False
     ) -> Iterator[dict[str, Any]]:
         """``iter`` of links whose ``status`` means the same on every version: from phpShort 46 it is
         decided from the records (``records.status_listing`` says why and at what cost)."""
-        filters = dict(filters or {})
-        if filters.get("status") in (None, "", 0, "0"):
-            return self.iter(LINKS, filters, max_items=max_items, complete=complete)
-        # Each record decided by the service's clock, which its page's answer told.
-        params = validate_list_params(LINKS, filters)
-        sent, keep = status_listing(params, self.generation(LINKS.service), self.clock.now)
-        if keep is None or complete:
-            listing = self.iter(LINKS, sent, max_items=max_items, complete=complete)
-            if keep is not None:
-                listing.keep = keep  # type: ignore[attr-defined]
-            return listing
-        kept = filter(keep, self.iter(LINKS, sent))  # every record walked, each decided by its dates and clicks
-        return itertools.islice(kept, max_items) if max_items is not None else kept
+        return self._lister.iter_links(filters, max_items=max_items, complete=complete)
 
     def iter_stats(
         self, spec: StatsSpec, record_id: Any, query: Mapping[str, Any], *, max_items: int | None = None
     ) -> Iterator[dict[str, Any]]:
         """Yield a link's or website's statistics rows (``validate_stats_query`` made ``query``; its
         statistic's name is sent as the connected version spells it)."""
-        query = {**query, "name": self.generation(spec.service).stat_name(query["name"])}
-        query["per_page"] = query.get("per_page") or MAX_PER_PAGE
-        rows = self._walk(lambda page: build_stats(spec, record_id, query, page), query["per_page"], max_items)
-        return (stats_row(row) for row in rows)
+        return self._lister.iter_stats(spec, record_id, query, max_items=max_items)
 
     def account(self) -> dict[str, Any]:
         request = build_account()
         return parse_record(request, self.call(request))
-
-    def _walk(
-        self, request_for_page: Callable[[int], ApiRequest], per_page: int, max_items: int | None
-    ) -> Iterator[dict[str, Any]]:
-        """Every item of a listing, one page request at a time, stopping at the last page or max_items."""
-        if max_items is not None:
-            max_items = check_whole_number("max_items", max_items, allowed="a non-negative integer or None")
-        yielded = 0
-        page_number = 1
-        guard = PageGuard(per_page)  # a listing whose paging lies (no meta, pages that repeat) still ends
-        while max_items is None or yielded < max_items:
-            request = request_for_page(page_number)
-            response = self.call(request)
-            page = parse_page(request, response, per_page, self.learner.known(resource_of(request)))
-            guard.read(page_number, page.items, url=response.url or request.describe(), total=page.total)
-            for item in page.items:
-                if max_items is not None and yielded >= max_items:
-                    return
-                yielded += 1
-                yield item
-            if not page.has_next:
-                return
-            page_number += 1
 
     def list(
         self, resource: Resource, filters: Mapping[str, Any] | None = None, *, max_items: int | None = None
@@ -346,18 +294,6 @@ class LinkstatsClient:
         return list(self.iter(resource, filters, max_items=max_items))
 
     def find_by_natural_key(self, resource: Resource, value: str, domain_id: Any = None) -> dict[str, Any] | None:
-        """The record whose alias (links) or domain (websites) is exactly ``value``, if any.
-
-        The service's search may match substrings, so every candidate is compared exactly.
-        """
-        filters = {"search": value, "search_by": resource.natural_key}
-        for record in self.iter(resource, filters):
-            if str(record.get(resource.natural_key)) != value:
-                continue
-            found_domain = record_domain_id(record)
-            if domain_id is not None and found_domain is not None and str(found_domain) != str(domain_id):
-                continue
-            return record
-        return None
-
-
+        """The record whose alias (links) or domain (websites) is exactly ``value``, if any (the
+        service's search may match substrings: every candidate is compared exactly)."""
+        return self._lister.find_by_natural_key(resource, value, domain_id)

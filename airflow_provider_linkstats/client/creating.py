@@ -38,14 +38,7 @@ class Creator:
         self._preparer = preparer
         self._domain_retried = False  # a refused learned domain is read again once per client
 
-    def create(
-        self,
-        resource: Resource,
-        fields: Mapping[str, Any],
-        generation: Generation | None = None,
-        *,
-        zone: str | None = None,
-    ) -> dict[str, Any]:
+    def create(self, resource: Resource, fields: Mapping[str, Any], generation=None, *, zone=None) -> dict[str, Any]:
         """Create a record; a create whose answer was lost is reconciled, never blindly re-sent."""
         if resource is WEBSITES:
             with write_errors(self.client.settings.conn_id):

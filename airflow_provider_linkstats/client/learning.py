@@ -37,16 +37,8 @@ class ServiceLearner:
         self.profile_source = profiles
         self.clock_read = False  # ``ensure_clock`` read the service's clock (once per client at most)
 
-    def discover(
-        self,
-        service: str,
-        *,
-        roots: tuple[str, ...] | None = None,
-        generation: Generation | None = None,
-        account: bool = False,
-        known: ServiceProfile | None = None,
-        domains: bool = False,
-    ) -> ServiceProfile:
+    def discover(self, service: str, *, roots=None, generation=None, account=False, known=None, domains=False):
+        """``LinkstatsClient.discover``: the discovery plan run through the client, its answer kept."""
         generation = generation or self.named(service)
         roots = roots or (self.client.root,)
         plan = discover(service, roots, generation, account=account, known=known, domains=domains)

@@ -30,14 +30,7 @@ class Lister:
     def __init__(self, client: Any) -> None:
         self.client = client
 
-    def iter(
-        self,
-        resource: Resource,
-        filters: Mapping[str, Any] | None = None,
-        *,
-        max_items: int | None = None,
-        complete: bool = False,
-    ) -> Iterator[dict[str, Any]]:
+    def iter(self, resource: Resource, filters=None, *, max_items=None, complete=False) -> Iterator[dict[str, Any]]:
         """Yield records page by page (per_page 100 unless given) until the last page or max_items."""
         filters = dict(filters or {})
         if resource is WEBSITES and not is_blank(filters.get("favorite")):
@@ -55,11 +48,8 @@ class Lister:
             return GaplessListing(self.client, resource, params, max_items)
         return self._walk(lambda page: build_list(resource, params, page), params["per_page"], max_items)
 
-    def iter_links(
-        self, filters: Mapping[str, Any] | None = None, *, max_items: int | None = None, complete: bool = False
-    ) -> Iterator[dict[str, Any]]:
-        """``iter`` of links whose ``status`` means the same on every version: from phpShort 46 it is
-        decided from the records (``records.status_listing`` says why and at what cost)."""
+    def iter_links(self, filters=None, *, max_items=None, complete=False) -> Iterator[dict[str, Any]]:
+        """``iter`` of links whose ``status`` means the same on every version (``records.status_listing``)."""
         filters = dict(filters or {})
         if filters.get("status") in (None, "", 0, "0"):
             return self.iter(LINKS, filters, max_items=max_items, complete=complete)
@@ -74,11 +64,8 @@ class Lister:
         kept = filter(keep, self.iter(LINKS, sent))  # every record walked, each decided by its dates and clicks
         return itertools.islice(kept, max_items) if max_items is not None else kept
 
-    def iter_stats(
-        self, spec: StatsSpec, record_id: Any, query: Mapping[str, Any], *, max_items: int | None = None
-    ) -> Iterator[dict[str, Any]]:
-        """Yield a link's or website's statistics rows (``validate_stats_query`` made ``query``; its
-        statistic's name is sent as the connected version spells it)."""
+    def iter_stats(self, spec: StatsSpec, record_id: Any, query: Mapping[str, Any], *, max_items=None) -> Iterator:
+        """A link's or website's statistics rows, the statistic's name spelt as the connected version does."""
         query = {**query, "name": self.client.generation(spec.service).stat_name(query["name"])}
         query["per_page"] = query.get("per_page") or MAX_PER_PAGE
         rows = self._walk(lambda page: build_stats(spec, record_id, query, page), query["per_page"], max_items)

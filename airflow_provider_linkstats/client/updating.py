@@ -22,9 +22,8 @@ from airflow_provider_linkstats.client.errors import (
     LinkstatsError,
     LinkstatsTransportError,
 )
-from airflow_provider_linkstats.client.generations import Generation
 from airflow_provider_linkstats.client.ownership import unknown_reason
-from airflow_provider_linkstats.client.protocol import ApiRequest, build_update, parse_record
+from airflow_provider_linkstats.client.protocol import build_update, parse_record
 from airflow_provider_linkstats.client.retry import is_unknown_outcome
 from airflow_provider_linkstats.client.validation import Fields, validate_fields
 from airflow_provider_linkstats.client.verify import checked, differences, mismatch_error, unapplied, zone_mismatch
@@ -39,29 +38,14 @@ class Updater:
     def __init__(self, client: Any) -> None:
         self.client = client
 
-    def update(
-        self,
-        resource: Resource,
-        record_id: Any,
-        fields: Mapping[str, Any],
-        generation: Generation | None = None,
-        *,
-        zone: str | None = None,
-    ) -> dict[str, Any]:
+    def update(self, resource: Resource, record_id: Any, fields: Mapping[str, Any], generation=None, *, zone=None):
         """Change the given fields; the answer (or, for a 204, a GET) must hold them (see ``create``)."""
         if resource is WEBSITES:
             with write_errors(self.client.settings.conn_id, record_id, lambda: self.client.get(resource, record_id)):
                 return self._update(resource, record_id, fields, generation, zone)
         return self._update(resource, record_id, fields, generation, zone)
 
-    def _update(
-        self,
-        resource: Resource,
-        record_id: Any,
-        fields: Mapping[str, Any],
-        generation: Generation | None,
-        zone: str | None,
-    ) -> dict[str, Any]:
+    def _update(self, resource: Resource, record_id: Any, fields: Mapping[str, Any], generation, zone) -> dict:
         generation = generation or self.client.learner.spoken(resource)
         last: BaseException | None = None
         for attempt in range(1, self.client.retry.max_retries + 2):
@@ -105,17 +89,7 @@ class Updater:
         asked = fields if isinstance(fields, Fields) else validate_fields(resource, "update", fields)
         return unapplied(resource, asked, record, zone=zone or self.client.zone(resource))
 
-    def verified(
-        self,
-        resource: Resource,
-        operation: str,
-        fields: Mapping[str, Any],
-        record: dict[str, Any],
-        generation: Generation | None,
-        zone: str | None,
-        request: ApiRequest,
-        status: int | None,
-    ) -> dict[str, Any]:
+    def verified(self, resource: Resource, operation, fields, record, generation, zone, request, status):
         """``record``, if it holds the checked fields of ``fields`` as sent; else ``LinkstatsWriteMismatchError``."""
         if not checked(resource):
             return record
@@ -138,14 +112,7 @@ class Updater:
             conn_id=self.client.settings.conn_id,
         )
 
-    def _mend_zone(
-        self,
-        resource: Resource,
-        asked: Mapping[str, Any],
-        record: dict[str, Any],
-        generation: Generation | None,
-        found: list[Any],
-    ) -> dict[str, Any] | None:
+    def _mend_zone(self, resource: Resource, asked, record: dict[str, Any], generation, found) -> dict[str, Any] | None:
         """A phpShort 44-45 end stored hours off the one asked: the account's time zone (which reads
         the date and time sent) changed since it was learned. The account is read again (one GET);
         if its zone is another, the link's end is brought to the moment asked with one update, and

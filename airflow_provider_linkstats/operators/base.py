@@ -8,8 +8,9 @@ The path from operator to hook is straight: each operator module imports from th
 (never a sibling), which holds the service mixins (which hook, which resource) and the operation
 bases. An operator's keyword arguments are declared once (``operators/arguments.py``): the
 contract's fields of its resource (``client/contract.py``) and the arguments of its operation
-(``declared_arguments``). From that one list each operator class gets its ``__init__`` (an explicit keyword-only signature: unknown
-and missing arguments are TypeErrors, ``inspect.signature`` and ``help()`` show every argument),
+(``declared_arguments``). From that one list each operator class gets its ``__init__`` (an
+explicit keyword-only signature: unknown and missing arguments are TypeErrors,
+``inspect.signature`` and ``help()`` show every argument),
 its ``template_fields`` and the ``:param`` lines of its docstring.
 """
 

@@ -1,73 +1,50 @@
-"""The synchronous API client: requests built and read by ``protocol``, sent by ``transport``."""
+"""The synchronous API client: one face over the modules that each own one concept.
+
+``LinkstatsClient`` holds the state one connection shares (its settings, key, rate limiter, retry
+policy, the service's clock, the transport) and hands each call to the collaborator that owns it:
+
+- sending and pacing: ``sending.Sender`` (the limiter's slot, the retry policy, ``BEFORE_SEND``);
+- learning the service: ``learning.ServiceLearner`` (profiles, the generation, the clock, the account);
+- a write's fields made ready: ``preparing.FieldPreparer`` (the zone, the domain, an end by the service's clock);
+- creating with its ownership rule: ``creating.Creator`` (never sent twice, ``ownership.find_landed``);
+- updating, and each write's answer checked: ``updating.Updater`` (``verify``);
+- listing: ``listing.Lister`` (pages, a complete walk, a status on every version, a natural key).
+Requests are built and read by ``protocol``, sent by ``transport``.
+"""
 
 from __future__ import annotations
 
-import datetime as dt
-import functools
-import itertools
 import logging
-import time
 from collections.abc import Callable, Iterator, Mapping
-from contextvars import ContextVar
-from dataclasses import replace
 from typing import Any
 
-from airflow_provider_linkstats.client import windows
 from airflow_provider_linkstats.client.auth import ApiKey
-from airflow_provider_linkstats.client.checks import check_whole_number, is_blank
-from airflow_provider_linkstats.client.clock import ServiceClock, adopt_profile_clock
-from airflow_provider_linkstats.client.contract import LINKS, MAX_PER_PAGE, WEBSITES, Resource, StatsSpec
-from airflow_provider_linkstats.client.discovery import ServiceProfile, discover
-from airflow_provider_linkstats.client.errors import (
-    RETRY_STATUSES,
-    LinkstatsApiError,
-    LinkstatsConfigError,
-    LinkstatsError,
-    LinkstatsInputError,
-    LinkstatsNotFoundError,
-    LinkstatsTransportError,
-    LinkstatsValidationError,
-)
-from airflow_provider_linkstats.client.gapless_listing import GaplessListing
-from airflow_provider_linkstats.client.generations import Generation, generation_for
-from airflow_provider_linkstats.client.learned import contradiction
-from airflow_provider_linkstats.client.links import check_link, for_generation, needs_account
-from airflow_provider_linkstats.client.ownership import find_landed, unknown_reason
-from airflow_provider_linkstats.client.paging import PageGuard
+from airflow_provider_linkstats.client.clock import ServiceClock
+from airflow_provider_linkstats.client.contract import Resource, StatsSpec
+from airflow_provider_linkstats.client.creating import Creator
+from airflow_provider_linkstats.client.discovery import ServiceProfile
+from airflow_provider_linkstats.client.errors import LinkstatsNotFoundError
+from airflow_provider_linkstats.client.generations import Generation
+from airflow_provider_linkstats.client.learning import ProfileSource, ServiceLearner
+from airflow_provider_linkstats.client.listing import Lister
+from airflow_provider_linkstats.client.preparing import FieldPreparer
 from airflow_provider_linkstats.client.protocol import (
     ApiRequest,
     ApiResponse,
     build_account,
-    build_create,
     build_delete,
     build_get,
-    build_list,
-    build_stats,
-    build_update,
-    drive,
-    parse_page,
     parse_record,
-    raise_for_status,
-    resource_of,
-    stats_row,
 )
 from airflow_provider_linkstats.client.ratelimit import RateLimiter
-from airflow_provider_linkstats.client.records import record_domain_id, status_listing
-from airflow_provider_linkstats.client.retry import RetryPolicy, is_unknown_outcome
+from airflow_provider_linkstats.client.reconcile import ClientRecords, create_or_reconcile
+from airflow_provider_linkstats.client.retry import RetryPolicy
+from airflow_provider_linkstats.client.sending import Sender
 from airflow_provider_linkstats.client.settings import ClientSettings
 from airflow_provider_linkstats.client.transport import RequestsTransport
-from airflow_provider_linkstats.client.validation import Fields, validate_fields, validate_list_params
-from airflow_provider_linkstats.client.websites import say_stored_domain, write_errors
+from airflow_provider_linkstats.client.updating import Updater
 
 log = logging.getLogger(__name__)
-
-
-ProfileSource = Callable[..., ServiceProfile]  # (service, account[, domains=True])
-
-# Called with each request of this thread (or task) after the rate limiter let it go and just
-# before it is sent; raising keeps it unsent. The cleanup sets it around a delete so that a delete
-# held by the limiter past the freshness of its evidence is not sent (``client.cleanup``).
-BEFORE_SEND: ContextVar[Callable[[ApiRequest], None] | None] = ContextVar("linkstats_before_send", default=None)
 
 
 class LinkstatsClient:
@@ -99,14 +76,12 @@ class LinkstatsClient:
         self.clock = ServiceClock(name=f"connection {settings.conn_id!r}" if settings.conn_id else "the service")
         self._auth = api_key if isinstance(api_key, ApiKey) else ApiKey(api_key)
         self._transport = RequestsTransport(settings, self._auth)
-        self._given = generation
-        self._profiles: dict[str, ServiceProfile] = {}
-        # Where profiles come from: the hook's ``service_profile`` (which may keep them elsewhere), else ``discover``.
-        self._profile_source = profiles
-        self._account_error: dict[str, str] = {}
-        self._domain_retried = False  # a refused learned domain is read again once per client
-        self._domain_said: int | None = None  # the domain a create without one went to, logged once
-        self._clock_read = False  # ``ensure_clock`` read the service's clock (once per client at most)
+        self._sender = Sender(self)
+        self.learner = ServiceLearner(self, generation, profiles)
+        self._preparer = FieldPreparer(self)
+        self._creator = Creator(self, self._preparer)
+        self._updater = Updater(self)
+        self._lister = Lister(self)
         # Where a clock measured elsewhere comes from, and where one measured here goes (the hook's
         # ``KnownService.recall_clock`` and ``remember_clock``: the host's learned facts); None: nowhere.
         self.clock_source: Callable[[ServiceClock], bool] | None = None
@@ -123,69 +98,16 @@ class LinkstatsClient:
     def close(self) -> None:
         self._transport.close()
 
-    # -- one request, with the retry policy --------------------------------------------------
+    # -- one request, with the retry policy (``sending``) ---------------------------------------
 
     def call(self, request: ApiRequest) -> ApiResponse:
         """Send ``request`` under the retry policy and return its 2xx response, or raise."""
-        try:
-            for attempt in self.retry.retrying(request, log):
-                with attempt:
-                    response = self._send_paced(request)
-                    if self.contradicted is not None and (reason := contradiction(response.status, response.body)):
-                        self.contradicted(reason)
-                    try:
-                        raise_for_status(request, response, redact_key=self._auth.redact)
-                    except LinkstatsNotFoundError:
-                        # A DELETE whose earlier attempt was lost may have done its work already.
-                        if request.method == "DELETE" and attempt.retry_state.attempt_number > 1:
-                            log.info("Linkstats %s: gone on retry, counted as deleted", request.describe())
-                            return ApiResponse(200, {}, b"")
-                        raise
-                    return response
-        except LinkstatsApiError as error:
-            if self.retry.asks_too_long(error):
-                raise self.retry.explain(error) from error
-            raise
-        raise AssertionError("unreachable: tenacity re-raises the last error")  # pragma: no cover
-
-    def _send_paced(self, request: ApiRequest) -> ApiResponse:
-        """One attempt, after the rate limiter allows it; the answer's headers update the limiter."""
-        self.limiter.wait(self.settings.max_rate_limit_wait)
-        try:
-            if (check := BEFORE_SEND.get()) is not None:
-                check(request)  # e.g. the cleanup's evidence for a delete is still fresh, after the wait
-            if (rebuild := windows.AT_SEND.get()) is not None:
-                request = rebuild(request)  # a duration's end counted from now
-        except BaseException:
-            self.limiter.release()
-            raise
-        sent_at, sent_wall = self.limiter.now(), self.clock.stamp()
-        try:
-            response = self._transport.send(request)
-        except BaseException:
-            self.limiter.release()
-            raise
-        self.limiter.observe(response.headers, response.status, sent_at)
-        self.clock.observe(response.headers, sent_wall, method=request.method)
-        return response
-
-    # -- records -----------------------------------------------------------------------------
+        return self._sender.call(request)
 
     def probe(self, request: ApiRequest) -> ApiResponse:
         """The raw answer whatever its status (discovery reads 404 and 422), after waiting out a 429
         or a 502-504 under the retry policy like any request."""
-        try:
-            for attempt in self.retry.retrying(request, log):
-                with attempt:
-                    response = self._send_paced(request)
-                    if response.status == 429 or response.status in RETRY_STATUSES:
-                        raise_for_status(request, response, redact_key=self._auth.redact)
-                    return response
-        except LinkstatsApiError as error:
-            if self.retry.asks_too_long(error):
-                raise self.retry.explain(error) from error
-            raise
-        raise AssertionError("unreachable: tenacity re-raises the last error")  # pragma: no cover
+        return self._sender.probe(request)
 
     # -- what the client knows of the service ----------------------------------------------------
 
@@ -200,19 +122,14 @@ class LinkstatsClient:
         domains: bool = False,
     ) -> ServiceProfile:
         """Run the discovery plan (``client/discovery.py``) through this client and keep its answer."""
-        generation = generation or self._named(service)
-        plan = discover(service, roots or (self.root,), generation, account=account, known=known, domains=domains)
-        return self.adopt(drive(plan, self.probe))
+        return self.learner.discover(
+            service, roots=roots, generation=generation, account=account, known=known, domains=domains
+        )
 
     def adopt(self, profile: ServiceProfile) -> ServiceProfile:
         """Use what discovery learned: the API root that answered and the generation (and the
         service's clock as the host measured it, until this process hears the service itself)."""
-        adopt_profile_clock(self.clock, profile)
-        self._profiles[profile.service] = profile
-        if profile.root != self.root:
-            self.root = self._transport.root = profile.root
-            self.settings = self._transport.settings = replace(self.settings, root=profile.root)
-        return profile
+        return self.learner.adopt(profile)
 
     def ensure_clock(self, service: str = "links") -> ServiceClock:
         """The service's clock, known before a decision that needs it (an active window's start, a
@@ -220,170 +137,22 @@ class LinkstatsClient:
         else the host's learned facts (``profile``: no request when they are kept), else one cheap
         read (``GET /account``, its answer's Date; its status does not matter). So at most one
         request per client, only when a time matters and nothing is known."""
-        if not self.clock.known:
-            try:
-                self.profile(service)  # the host's learned facts carry the clock; discovery's answers tell it
-            except (LinkstatsApiError, LinkstatsTransportError):
-                pass  # the read below tells the time, or says what is wrong
-        if not self.clock.known and self.clock_source is not None:
-            self.clock_source(self.clock)  # the host's learned facts, without a discovery
-        if not self.clock.known and not self._clock_read:
-            self._clock_read = True
-            log.info("Linkstats: reading the service's clock (one GET /account) before a decision that needs it")
-            self.probe(ApiRequest("GET", "/account"))
-            if self.clock.known and self.clock_measured is not None:
-                self.clock_measured(self.clock)  # kept for the host's next tasks
-        return self.clock
+        return self.learner.ensure_clock(service)
 
     def profile(self, service: str, *, account: bool = False, domains: bool = False) -> ServiceProfile:
         """What is known of ``service``; with ``account`` its account's facts, with ``domains`` also
         the domain a create without one gets (``discovery.usable_domains``)."""
-        known = self._profiles.get(service)
-        if known is not None and (known.account_read or not account) and known.knows_domain(domains):
-            return known
-        if self._profile_source is not None:
-            found = self._profile_source(service, account, domains=True) if domains else (
-                self._profile_source(service, account))  # fmt: skip
-            return self.adopt(found)
-        return self.discover(service, account=account, known=known.aged(domains) if known else None, domains=domains)
+        return self.learner.profile(service, account=account, domains=domains)
 
     def generation(self, service: str) -> Generation:
         """The connected generation of ``service``: given, or detected once (one read-only GET)."""
         return self.profile(service).spoken
 
-    def _named(self, service: str) -> Generation | None:
-        given = self._given
-        if isinstance(given, Generation):
-            return given if given.service == service else None
-        return generation_for(service, given)
-
-    def _spoken(self, resource: Resource) -> Generation | None:
-        """The generation a request about ``resource`` is spelt in (only links and websites differ)."""
-        return self.generation(resource.service) if resource.name in ("links", "websites") else None
+    # -- writes (``preparing``, ``creating``, ``updating``) --------------------------------------
 
     def prepare(self, resource: Resource, fields: Mapping[str, Any], operation: str) -> Mapping[str, Any]:
         """``fields`` checked once and made ready for the connected generation, before any write."""
-        if resource is not LINKS:
-            return fields
-        if self._ready(fields, operation):
-            return fields
-        # Checked first without the service's clock (no request yet): only an expiry past by more
-        # than any clock skew is refused here; then the clock is made known and decides.
-        values = check_link(fields, operation)
-        generation = self.generation("links")
-        timezone, domain = self._zone_and_domain(values, generation, operation)
-        if _needs_clock(values, generation):
-            self.ensure_clock("links")  # known by now if a request was made (the probe, the account read)
-            # durations count from the service's "now", a past end is refused by it
-            values = check_link(fields, operation, now=self.clock.now())
-        # A window starts a margin before the service's "now" as measured, so the link redirects at once
-        # whichever way the measurement errs.
-        start = self.clock.now() - dt.timedelta(seconds=self.clock.margin)
-        return for_generation(values, generation, timezone=timezone, default_domain_id=domain, now=start)
-
-    def _ready(self, fields: Mapping[str, Any], operation: str) -> bool:
-        """Made ready already for this generation (an operator asks first), and no duration must count
-        from this write; a fixed end is checked again (prepared a while ago: it may have passed)."""
-        if not (isinstance(fields, Fields) and fields.ready_for and fields.operation == operation):
-            return False
-        if fields.ready_for != self.generation("links").name or fields.has_durations:
-            return False
-        self._still_ahead(fields)
-        return True
-
-    def _zone_and_domain(self, values: Fields, generation: Generation, operation: str) -> tuple[Any, Any]:
-        """The time zone an end is written in and the domain of a create that names none: the
-        connection's extras, else the account's (read once when needed)."""
-        timezone, domain = self.settings.timezone, self.settings.default_domain_id
-        if not needs_account(values, generation, timezone=timezone, default_domain_id=domain, operation=operation):
-            return timezone, domain
-        zone_needed = values.get("expires_at") is not None and not timezone
-        domain_needed = domain is None and operation == "create" and values.get("domain_id") is None
-        try:
-            profile = self.profile("links", account=True, domains=domain_needed)
-        except (LinkstatsApiError, LinkstatsTransportError) as error:
-            self._account_unread(error, generation, zone_needed)
-            return timezone, domain
-        if zone_needed and not profile.timezone:
-            raise LinkstatsConfigError(
-                f"{generation.label} reads expires_at in the account's time zone, and the account's is not "
-                f"one this worker knows: set the timezone extra of connection {self.settings.conn_id!r} "
-                "(e.g. Europe/Paris)"
-            )
-        return timezone or profile.timezone, self._account_domain(profile) if domain_needed else domain
-
-    def _account_unread(self, error: BaseException, generation: Generation, zone_needed: bool) -> None:
-        """Reading the account failed: fatal when an end needs its zone, else the create goes without domain_id."""
-        if zone_needed and isinstance(error, LinkstatsApiError):
-            raise error.reworded(
-                f"{error.message}; {generation.label} reads expires_at in the account's time zone and "
-                f"reading it failed: set the timezone extra of connection {self.settings.conn_id!r} "
-                "(e.g. Europe/Paris)"
-            ) from error
-        if zone_needed:
-            raise error
-        self._account_error["links"] = str(error)
-        log.warning(
-            "Linkstats: reading the account's default domain failed (%s); sending the create without "
-            "domain_id (set the default_domain_id extra to skip this read)",
-            error,
-        )
-
-    def _still_ahead(self, fields: Fields) -> None:
-        """A fixed ``expires_at`` given to fields prepared earlier is still ahead by the service's clock,
-        by more than its margin (the request takes time to be stored): else the write would make a
-        link dead from the start (``LinkstatsInputError``, no request)."""
-        from airflow_provider_linkstats.client.clock import PLAUSIBLE_SKEW
-        from airflow_provider_linkstats.client.validation import aware_moment
-
-        given = fields.given.get("expires_at")
-        if given is None:
-            return
-        end = aware_moment("expires_at", given)
-        if (end - dt.datetime.now(dt.timezone.utc)).total_seconds() > PLAUSIBLE_SKEW:
-            return  # ahead by any clock: no need to read the service's
-        self.ensure_clock("links")
-        now, margin = self.clock.now(), self.clock.margin
-        if end <= now + dt.timedelta(seconds=margin):
-            raise LinkstatsInputError(
-                "expires_at",
-                end.isoformat(),
-                f"a moment still ahead when the write is sent; it has passed, or is less than {margin:.0f} s "
-                f"ahead, by the service's clock ({now:%Y-%m-%d %H:%M:%S} UTC when this write was due), so the link "
-                "would be dead from the start",
-            )
-
-    def _account_domain(self, profile: ServiceProfile) -> int | None:
-        """The domain of a create that names none, when the connection has no default_domain_id
-        extra: the account's default, else the only domain it can use (logged), else an error
-        naming the domains to choose from (before any create). None: unknown (the read failed)."""
-        from airflow_provider_linkstats.client.discovery import drive_usable_domains
-
-        if profile.default_domain_id is not None:
-            return profile.default_domain_id
-        sole, choices = profile.sole_domain_id, profile.domain_choices
-        if sole is None and choices is None:  # the host cache keeps no names: read them (a failing create's cost)
-            sole, choices = drive_usable_domains(profile.root, self.probe)
-        if sole is not None:
-            if self._domain_said != sole:
-                self._domain_said = sole
-                log.info(
-                    "Linkstats connection %r: a link created without domain_id goes to domain %s, the only domain "
-                    "the account can use (it has no default domain and no domain of its own; %s is the install's "
-                    "global domain). Give domain_id or set the default_domain_id extra to choose another.",
-                    self.settings.conn_id, sole, sole,
-                )  # fmt: skip
-            return sole
-        if not choices:
-            return None
-        listed = ", ".join(f"{number} ({name})" if name else str(number) for number, name in choices)
-        raise LinkstatsInputError(
-            "domain_id",
-            None,
-            f"a domain the account can use: {listed}. The account has no default domain and can use several: "
-            f"give domain_id, or set the default_domain_id extra of connection {self.settings.conn_id!r} (or a "
-            "default domain in the account's settings)",
-        )
+        return self._preparer.prepare(resource, fields, operation)
 
     def create(
         self,
@@ -407,97 +176,11 @@ class LinkstatsClient:
         otherwise ``LinkstatsWriteMismatchError`` names the field, the record and the version assumed.
         A website's refusals say what to do (``websites.write_errors``).
         """
-        if resource is WEBSITES:
-            with write_errors(self.settings.conn_id):
-                record = self._create(resource, fields, generation, zone)
-            return say_stored_domain(fields, record, lambda: self.generation(resource.service))
-        return self._create(resource, fields, generation, zone)
-
-    def _create(
-        self, resource: Resource, fields: Mapping[str, Any], generation: Generation | None, zone: str | None
-    ) -> dict[str, Any]:
-        generation = generation or self._spoken(resource)
-        # Prepared at the send: a duration counts from this write.
-        fields = self.prepare(resource, fields, "create")
-        request = build_create(resource, fields, generation)
-        # As sent, so normalised (a website's domain is lower-cased, without scheme or slash).
-        key_value = dict(request.form).get(resource.natural_key)
-        sent_at = self.clock.stamp()  # the worker's; read on the service's clock once it has answered
-        try:
-            with windows.counted_at_send(self, fields, lambda f: build_create(resource, f, generation)) as sent:
-                response = self.call(request)  # a duration counted after the rate-limit slot
-            fields = sent[0]
-            record = parse_record(request, response, generation)
-            record = self.verified(resource, "create", fields, record, generation, zone, request, response.status)
-            return windows.checked(self, "create", fields, record, generation, zone)  # mended if misclocked
-        except LinkstatsValidationError as error:
-            if resource is LINKS and "domain_id" in error.errors:
-                other = self._domain_relearned(fields)
-                if other is None:
-                    raise self._domain_refused(error, fields) from error
-                # A refused create made nothing: safe to send again, once (``_domain_retried``).
-                return self._create(resource, fields.changed(domain_id=other), generation, zone)
-            raise
-        except LinkstatsNotFoundError as error:
-            # A create's 404 is a referenced record missing; "...[App\Models\Domain]": the domain.
-            if resource is LINKS and "Domain" in error.message:
-                other = self._domain_relearned(fields)
-                if other is not None:
-                    return self._create(resource, fields.changed(domain_id=other), generation, zone)
-            raise
-        except (LinkstatsTransportError, LinkstatsApiError) as error:
-            if not is_unknown_outcome(request, error):
-                raise
-            unknown = error
-        existing = find_landed(self, resource, request, fields, key_value, sent_at, unknown)
-        return self.verified(resource, "create", fields, existing, generation, zone, request, None)
-
-    def _domain_relearned(self, fields: Mapping[str, Any]) -> int | None:
-        """Another domain for a create refused on the one learned from the account (its default
-        changed, or the domain was deleted): the account is read again; None if it names no other."""
-        sent = fields.get("domain_id")
-        given = getattr(fields, "given", {}).get("domain_id")
-        if sent is None or given is not None or sent == self.settings.default_domain_id or self._domain_retried:
-            return None
-        self._domain_retried = True
-        profile = self.relearn_account("links", f"the service refused domain_id {sent}, learned from the account")
-        try:
-            other = self._account_domain(profile)
-        except LinkstatsInputError:
-            return None
-        if other is None or other == sent:
-            return None
-        log.warning("Linkstats connection %r: the service refused domain_id %s; the account now gives %s: "
-                    "sending the create with it", self.settings.conn_id, sent, other)  # fmt: skip
-        return other
-
-    def _domain_refused(self, error: LinkstatsValidationError, fields: Mapping[str, Any]) -> LinkstatsValidationError:
-        """A create's 422 on domain_id, with what to do: the domain it was sent with, and where that came from."""
-        sent = fields.get("domain_id")
-        extra = f"the default_domain_id extra of connection {self.settings.conn_id!r}"
-        if sent is None:
-            failed = self._account_error.get("links")
-            why = f" (reading the account's default domain failed: {failed})" if failed else ""
-            return error.reworded(f"{error.message}: give domain_id, or set {extra}{why}")
-        if getattr(fields, "given", {}).get("domain_id") is not None:
-            origin = "as asked"
-        elif sent == self.settings.default_domain_id:
-            origin = f"from {extra}"
-        else:
-            origin = "the account's, read again just now"
-        return error.reworded(
-            f"{error.message}: domain_id {sent} ({origin}) is not one the account may use; give another "
-            f"domain_id, or set {extra}"
-        )
+        return self._creator.create(resource, fields, generation, zone=zone)
 
     def get(self, resource: Resource, record_id: Any) -> dict[str, Any]:
         request = build_get(resource, record_id)
-        return parse_record(request, self.call(request), self._known(resource))
-
-    def _known(self, resource: Resource | None) -> Generation | None:
-        """The generation already known for ``resource``'s service (records are read without asking)."""
-        known = self._profiles.get(resource.service) if resource is not None else None
-        return known.spoken if known is not None else None
+        return parse_record(request, self.call(request), self.learner.known(resource))
 
     def update(
         self,
@@ -509,91 +192,24 @@ class LinkstatsClient:
         zone: str | None = None,
     ) -> dict[str, Any]:
         """Change the given fields; the answer (or, for a 204, a GET) must hold them (see ``create``)."""
-        if resource is WEBSITES:
-            with write_errors(self.settings.conn_id, record_id, lambda: self.get(resource, record_id)):
-                return self._update(resource, record_id, fields, generation, zone)
-        return self._update(resource, record_id, fields, generation, zone)
-
-    def _update(
-        self,
-        resource: Resource,
-        record_id: Any,
-        fields: Mapping[str, Any],
-        generation: Generation | None,
-        zone: str | None,
-    ) -> dict[str, Any]:
-        generation = generation or self._spoken(resource)
-        last: BaseException | None = None
-        for attempt in range(1, self.retry.max_retries + 2):
-            fields = self.prepare(resource, fields, "update")  # at each send: durations count from it
-            request = build_update(resource, record_id, fields, generation)
-            try:
-                rebuilt = functools.partial(build_update, resource, record_id, generation=generation)
-                with windows.counted_at_send(self, fields, rebuilt) as sent:
-                    response = self.call(request)
-                fields = sent[0]
-            except (LinkstatsTransportError, LinkstatsApiError) as error:
-                if not is_unknown_outcome(request, error):
-                    raise
-                last = error
-            else:
-                record = parse_record(request, response, generation) or self.get(resource, record_id)  # a 204
-                record = self.verified(resource, "update", fields, record, generation, zone, request, response.status)
-                return windows.checked(self, "update", fields, record, generation, zone)
-            # Unknown: sent again only if the record does not hold what was asked (a PUT resent is
-            # idempotent only while nothing else changed the record meanwhile).
-            time.sleep(self.retry.pause(attempt, last))
-            try:
-                record = self.get(resource, record_id)
-            except LinkstatsError as lookup_error:
-                raise last from lookup_error  # the update's own failure; its task retry may send it again
-            missing = self._unapplied(resource, fields, record, zone)
-            if not missing:
-                log.warning(
-                    "Linkstats %s: %s, but the %s holds what was asked; not sending again",
-                    request.describe(), unknown_reason(last), resource.singular,
-                )  # fmt: skip
-                return self.verified(resource, "update", fields, record, generation, zone, request, None)
-            log.warning(
-                "Linkstats %s: %s, and the %s does not hold what was asked (%s); sending again",
-                request.describe(), unknown_reason(last), resource.singular, "; ".join(d.describe() for d in missing),
-            )  # fmt: skip
-        assert last is not None
-        raise last
-
-    def _unapplied(self, resource: Resource, fields: Mapping[str, Any], record: dict[str, Any], zone: str | None):
-        from airflow_provider_linkstats.client.verify import unapplied
-
-        asked = fields if isinstance(fields, Fields) else validate_fields(resource, "update", fields)
-        return unapplied(resource, asked, record, zone=zone or self.zone(resource))
+        return self._updater.update(resource, record_id, fields, generation, zone=zone)
 
     def default_domain_id(self) -> int | None:
         """The settings' ``default_domain_id``, else the account's default domain (read once), else the
         only domain the account can use, else None."""
-        if self.settings.default_domain_id is not None:
-            return self.settings.default_domain_id
-        try:
-            profile = self.profile("links", account=True, domains=True)
-        except (LinkstatsError, ValueError):
-            return None
-        return profile.default_domain_id or profile.sole_domain_id
+        return self.learner.default_domain_id()
 
     def zone(self, resource: Resource) -> str | None:
         """The zone phpShort 44-45's expiration_date and expiration_time are written in."""
-        known = self._profiles.get(resource.service)
-        return self.settings.timezone or (known.timezone if known is not None else None)
+        return self.learner.zone(resource)
 
     def relearn_account(self, service: str, reason: str) -> ServiceProfile:
         """Read the account again (one GET /account) and use what it says from now on."""
-        if self.account_reader is not None:
-            return self.account_reader(reason)
-        known = self._profiles.get(service)
-        stale = replace(known, account_read=False) if known else None
-        return self.discover(service, account=True, known=stale, domains=service == "links")
+        return self.learner.relearn_account(service, reason)
 
     def forget(self, service: str) -> None:
         """Drop what was learned about ``service`` (its version is detected again on next use)."""
-        self._profiles.pop(service, None)
+        self.learner.profiles.pop(service, None)
 
     def verified(
         self,
@@ -607,72 +223,13 @@ class LinkstatsClient:
         status: int | None,
     ) -> dict[str, Any]:
         """``record``, if it holds the checked fields of ``fields`` as sent; else ``LinkstatsWriteMismatchError``."""
-        from airflow_provider_linkstats.client.verify import checked, differences, mismatch_error
-
-        if not checked(resource):
-            return record
-        asked = fields if isinstance(fields, Fields) else validate_fields(resource, operation, fields)
-        found = differences(resource, asked, record, zone=zone or self.zone(resource))
-        if not found:
-            return record
-        if zone is None and (mended := self._mend_zone(resource, asked, record, generation, found)) is not None:
-            return mended
-        believed = generation.label if generation is not None else "an unknown version"
-        raise mismatch_error(
-            resource,
-            found,
-            record,
-            believed=believed,
-            fix=f"Tell the client the install's version (the request was written for {believed})",
-            method=request.method,
-            url=f"{self.root}{request.path}",
-            status=status,
-            conn_id=self.settings.conn_id,
-        )
-
-    def _mend_zone(
-        self,
-        resource: Resource,
-        asked: Mapping[str, Any],
-        record: dict[str, Any],
-        generation: Generation | None,
-        found: list[Any],
-    ) -> dict[str, Any] | None:
-        """A phpShort 44-45 end stored hours off the one asked: the account's time zone (which reads
-        the date and time sent) changed since it was learned. The account is read again (one GET);
-        if its zone is another, the link's end is brought to the moment asked with one update, and
-        the new zone is kept (here and in the host cache). None: not that (the caller reports it)."""
-        from airflow_provider_linkstats.client.verify import zone_mismatch
-
-        used = self.zone(resource)
-        moment = zone_mismatch(resource, asked, found, used)
-        if moment is None or record.get("id") is None:
-            return None
-        profile = self.relearn_account(resource.service, f"a link's end was stored as if in another zone than {used}")
-        if not profile.timezone or profile.timezone == used:
-            return None
-        if self.settings.timezone:
-            raise LinkstatsConfigError(
-                f"{resource.singular} id={record['id']} ends at {record.get('expires_at')}, not "
-                f"{moment.isoformat()} as asked: the timezone extra of connection {self.settings.conn_id!r} says "
-                f"{used}, the account's time zone is {profile.timezone}. Set the extra to {profile.timezone} (or "
-                "empty: the account's is read), then update the link's expires_at"
-            )
-        log.warning(
-            "Linkstats connection %r: %s id=%s was stored ending %s, not %s: the account's time zone is now %s "
-            "(it was %s when learned); mending its end with an update",
-            self.settings.conn_id, resource.singular, record["id"], record.get("expires_at"), moment.isoformat(),
-            profile.timezone, used,
-        )  # fmt: skip
-        return self._update(resource, record["id"], {"expires_at": moment}, generation, None)
+        return self._updater.verified(resource, operation, fields, record, generation, zone, request, status)
 
     def create_or_reconcile(
         self, resource: Resource, fields: Mapping[str, Any], if_exists: str = "fail"
     ) -> tuple[dict[str, Any], str]:
         """Create, or meet the record with the same natural key as ``if_exists`` says ("fail", "skip",
         "update"): (record, "created" | "skipped" | "updated"); see ``reconcile.create_or_reconcile``."""
-        from airflow_provider_linkstats.client.reconcile import ClientRecords, create_or_reconcile
-
         return create_or_reconcile(
             ClientRecords(self), resource, dict(fields), if_exists, conn_id=self.settings.conn_id, log=log
         )
@@ -711,77 +268,25 @@ class LinkstatsClient:
         listing changes meanwhile (``paging.GaplessWalk``: sorted by id, in its own order, at the
         same number of pages); it returns a ``GaplessListing`` (``pages``, ``read_from``).
         """
-        filters = dict(filters or {})
-        if resource is WEBSITES and not is_blank(filters.get("favorite")):
-            self.generation(resource.service).check_filters(WEBSITES, filters)
-        if complete:
-            for name, allowed in (("sort_by", "id"), ("sort", None)):
-                if not is_blank(filters.get(name)) and str(filters[name]) != allowed:
-                    raise LinkstatsInputError(
-                        name, filters[name], "left out: a complete walk reads the listing by id, in its own order"
-                    )
-            filters.pop("sort", None)
-        params = validate_list_params(resource, filters)
-        params.setdefault("per_page", MAX_PER_PAGE)
-        if complete:
-            return GaplessListing(self, resource, params, max_items)
-        return self._walk(lambda page: build_list(resource, params, page), params["per_page"], max_items)
+        return self._lister.iter(resource, filters, max_items=max_items, complete=complete)
 
     def iter_links(
         self, filters: Mapping[str, Any] | None = None, *, max_items: int | None = None, complete: bool = False
     ) -> Iterator[dict[str, Any]]:
         """``iter`` of links whose ``status`` means the same on every version: from phpShort 46 it is
         decided from the records (``records.status_listing`` says why and at what cost)."""
-        filters = dict(filters or {})
-        if filters.get("status") in (None, "", 0, "0"):
-            return self.iter(LINKS, filters, max_items=max_items, complete=complete)
-        # Each record decided by the service's clock, which its page's answer told.
-        params = validate_list_params(LINKS, filters)
-        sent, keep = status_listing(params, self.generation(LINKS.service), self.clock.now)
-        if keep is None or complete:
-            listing = self.iter(LINKS, sent, max_items=max_items, complete=complete)
-            if keep is not None:
-                listing.keep = keep  # type: ignore[attr-defined]
-            return listing
-        kept = filter(keep, self.iter(LINKS, sent))  # every record walked, each decided by its dates and clicks
-        return itertools.islice(kept, max_items) if max_items is not None else kept
+        return self._lister.iter_links(filters, max_items=max_items, complete=complete)
 
     def iter_stats(
         self, spec: StatsSpec, record_id: Any, query: Mapping[str, Any], *, max_items: int | None = None
     ) -> Iterator[dict[str, Any]]:
         """Yield a link's or website's statistics rows (``validate_stats_query`` made ``query``; its
         statistic's name is sent as the connected version spells it)."""
-        query = {**query, "name": self.generation(spec.service).stat_name(query["name"])}
-        query["per_page"] = query.get("per_page") or MAX_PER_PAGE
-        rows = self._walk(lambda page: build_stats(spec, record_id, query, page), query["per_page"], max_items)
-        return (stats_row(row) for row in rows)
+        return self._lister.iter_stats(spec, record_id, query, max_items=max_items)
 
     def account(self) -> dict[str, Any]:
         request = build_account()
         return parse_record(request, self.call(request))
-
-    def _walk(
-        self, request_for_page: Callable[[int], ApiRequest], per_page: int, max_items: int | None
-    ) -> Iterator[dict[str, Any]]:
-        """Every item of a listing, one page request at a time, stopping at the last page or max_items."""
-        if max_items is not None:
-            max_items = check_whole_number("max_items", max_items, allowed="a non-negative integer or None")
-        yielded = 0
-        page_number = 1
-        guard = PageGuard(per_page)  # a listing whose paging lies (no meta, pages that repeat) still ends
-        while max_items is None or yielded < max_items:
-            request = request_for_page(page_number)
-            response = self.call(request)
-            page = parse_page(request, response, per_page, self._known(resource_of(request)))
-            guard.read(page_number, page.items, url=response.url or request.describe(), total=page.total)
-            for item in page.items:
-                if max_items is not None and yielded >= max_items:
-                    return
-                yielded += 1
-                yield item
-            if not page.has_next:
-                return
-            page_number += 1
 
     def list(
         self, resource: Resource, filters: Mapping[str, Any] | None = None, *, max_items: int | None = None
@@ -789,38 +294,6 @@ class LinkstatsClient:
         return list(self.iter(resource, filters, max_items=max_items))
 
     def find_by_natural_key(self, resource: Resource, value: str, domain_id: Any = None) -> dict[str, Any] | None:
-        """The record whose alias (links) or domain (websites) is exactly ``value``, if any.
-
-        The service's search may match substrings, so every candidate is compared exactly.
-        """
-        filters = {"search": value, "search_by": resource.natural_key}
-        for record in self.iter(resource, filters):
-            if str(record.get(resource.natural_key)) != value:
-                continue
-            found_domain = record_domain_id(record)
-            if domain_id is not None and found_domain is not None and str(found_domain) != str(domain_id):
-                continue
-            return record
-        return None
-
-
-def _needs_clock(values: Fields, generation: Generation) -> bool:
-    """Whether preparing ``values`` needs the service's "now": a duration counts from it, a window
-    that starts "now" (46+) starts by it, and an end within any clock skew of the worker's "now" is
-    past or not by it. An end further ahead on 44-45 (a date and time, no start), or a window whose
-    start is given, needs no clock."""
-    from airflow_provider_linkstats.client.clock import PLAUSIBLE_SKEW
-    from airflow_provider_linkstats.client.generations import UTC_WINDOW
-
-    end = values.get("expires_at")
-    if end is None:
-        return False
-    if values.has_durations:
-        return True
-    if values.get("starts_at") is not None:
-        return False  # a window with a given start: checked against it, not against "now"
-    if generation.expiry == UTC_WINDOW:
-        return True
-    return (end - dt.datetime.now(dt.timezone.utc)).total_seconds() <= PLAUSIBLE_SKEW
-
-
+        """The record whose alias (links) or domain (websites) is exactly ``value``, if any (the
+        service's search may match substrings: every candidate is compared exactly)."""
+        return self._lister.find_by_natural_key(resource, value, domain_id)

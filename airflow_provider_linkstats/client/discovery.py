@@ -53,7 +53,7 @@ INSTALL_DOMAIN_ID = 1
 # without domain_id, no default_domain_id extra); older ones are read again (one GET /account).
 # No answer can check them: the create sends the domain, so its answer holds it whatever the
 # account now prefers. The 44-45 time zone needs no such bound: every write's answer is checked
-# against it, and a change is mended there and then (``client/api.py``).
+# against it, and a change is mended there and then (``client/updating.py``).
 ACCOUNT_FRESH = 300.0
 MAX_DOMAINS_READ = 100  # one page of GET /domains; past it the account has several anyway
 _NOT_STORED = ("note", "domain_choices")  # in memory only: the service's free text

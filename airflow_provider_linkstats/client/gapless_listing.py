@@ -93,7 +93,7 @@ class GaplessListing:
             # earliest the Date less the round trip (a stepped clock cannot move it later).
             date = parse_http_date(response.headers.get("date"))
             self.first_read = None if date is None else date - (time.time() - sent)
-        known = self._client._known(resource_of(request))
+        known = self._client.learner.known(resource_of(request))
         return request, response, parse_page(request, response, self._params["per_page"], known)
 
     def _bound(self, order: str, number: int, page: Page, where: str) -> None:

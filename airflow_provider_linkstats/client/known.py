@@ -140,7 +140,7 @@ class KnownService:
         """Read the account again (one GET /account; a write's answer contradicted what was known
         of it) and keep what it says, here and for the host's other tasks."""
         assert self.client is not None, "the sync client reads the account"
-        current = self.profile or self.client._profiles.get(self.resource.service)
+        current = self.profile or self.client.learner.profiles.get(self.resource.service)
         stale = replace(current, account_read=False) if current is not None else None
         profile = self.client.discover(
             self.resource.service, roots=self.roots, generation=self.pinned, account=True, known=stale,

@@ -36,8 +36,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import hashlib
-import hmac
 import json
 import logging
 import math
@@ -48,9 +46,18 @@ import sys
 import tempfile
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Iterator
-from dataclasses import astuple, dataclass
+from dataclasses import astuple
 from pathlib import Path
 from typing import Any
+
+from airflow_provider_linkstats.client.learned_entry import (
+    FORMAT,
+    MAX_ENTRY_BYTES,
+    EntryKey,
+    entry_bytes,
+    fingerprint,  # noqa: F401 (imported from here by the hooks)
+    parse_entry,
+)
 
 log = logging.getLogger(__name__)
 
@@ -59,37 +66,9 @@ TTL_ENV = "AIRFLOW__LINKSTATS__CACHE_TTL"  # [linkstats] cache_ttl, seconds
 DEFAULT_TTL = 3600.0
 DIRECTORY_NAME = "airflow-provider-linkstats"
 OFF = ("", "off", "none", "false", "0", "disabled")  # settings that disable the store
-FORMAT = 1  # of an entry file; another one is ignored
-MAX_ENTRY_BYTES = 64 * 1024
-MAX_DEPTH = 8  # of nested objects and lists in an entry (ours have 2): deeper is not parsed at all
 CLOCK_SKEW = 300.0  # an entry saved further in the future than this is not believed
-_FINGERPRINT_LABEL = b"airflow-provider-linkstats learned-service key fingerprint v1"
 _POLL = 0.05  # seconds between tries of a lock another process holds
 _ENTRY, _LOCK = ".json", ".lock"
-
-
-@dataclass(frozen=True)
-class EntryKey:
-    """Which entry: a connection, its base URL and a fingerprint of its key (never the key)."""
-
-    conn_id: str
-    base_url: str
-    fingerprint: str
-
-    @classmethod
-    def of(cls, conn_id: str, base_url: str, api_key: str) -> EntryKey:
-        return cls(conn_id, base_url, fingerprint(api_key))
-
-    @property
-    def name(self) -> str:
-        """The entry's file name stem: one-way, so listing the directory tells nothing either."""
-        text = json.dumps([self.conn_id, self.base_url, self.fingerprint])
-        return hashlib.sha256(text.encode()).hexdigest()[:40]
-
-
-def fingerprint(api_key: str) -> str:
-    """HMAC-SHA256 of the key: tells two keys apart, and cannot be turned back into one."""
-    return hmac.new(_FINGERPRINT_LABEL, api_key.encode(), hashlib.sha256).hexdigest()
 
 
 class LearnedStore:
@@ -397,30 +376,6 @@ class LearnedStore:
             log.warning("Linkstats learned-service cache: %s", message)
 
 
-def entry_bytes(key: EntryKey, facts: dict[str, Any]) -> bytes:
-    """An entry as stored (a file here, a value in the shared store): the facts and whose they are."""
-    if not isinstance(facts.get("root"), str):
-        raise ValueError("learned facts need the API root ('root')")
-    record = {"format": FORMAT, "conn_id": key.conn_id, "base_url": key.base_url,
-              "key_fingerprint": key.fingerprint, "saved_at": time.time(), "facts": facts}  # fmt: skip
-    return json.dumps(record, sort_keys=True).encode()
-
-
-def parse_entry(raw: bytes) -> tuple[dict[str, Any] | None, str | None]:
-    """(entry, None), or (None, why not) for bytes too large, too deep or not a JSON object."""
-    if len(raw) > MAX_ENTRY_BYTES:
-        return None, f"larger than {MAX_ENTRY_BYTES} bytes"
-    if _depth(raw) > MAX_DEPTH:
-        return None, f"nested deeper than {MAX_DEPTH} levels"
-    try:
-        data = json.loads(raw, parse_constant=_no_constant)
-    except (ValueError, RecursionError):
-        data = None
-    if not isinstance(data, dict):
-        return None, "not an entry (unreadable JSON)"
-    return data, None
-
-
 # -- what contradicts an entry ---------------------------------------------------------------------
 
 
@@ -489,33 +444,6 @@ except ImportError:  # pragma: no cover
     _flock = None
 
 _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
-
-
-def _depth(raw: bytes) -> int:
-    """How deeply ``raw``'s JSON nests objects and lists (strings skipped), without parsing it:
-    a file nested thousands deep would make the parser raise RecursionError."""
-    depth = deepest = 0
-    in_string = escaped = False
-    for byte in raw:
-        if in_string:
-            if escaped:
-                escaped = False
-            elif byte == 0x5C:  # backslash
-                escaped = True
-            elif byte == 0x22:  # quote
-                in_string = False
-        elif byte == 0x22:
-            in_string = True
-        elif byte in (0x5B, 0x7B):  # [ {
-            depth += 1
-            deepest = max(deepest, depth)
-        elif byte in (0x5D, 0x7D):
-            depth -= 1
-    return deepest
-
-
-def _no_constant(name: str) -> Any:
-    raise ValueError(f"{name} is not a number an entry holds")
 
 
 def _try_lock(fd: int) -> bool:

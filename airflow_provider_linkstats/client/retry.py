@@ -3,7 +3,7 @@
 Retried: what ``errors.is_transient`` calls transient, except a write whose outcome is unknown: a
 create or update (POST, PUT) answered 502, 503 or 504 by a gateway, or whose answer was lost. A
 gateway's answer may come after the service did the work (a 504 usually does: the PHP request ran
-to the end), so the client reconciles those before any resend (``api.py``: the record looked up
+to the end), so the client reconciles those before any resend (``creating.py``, ``updating.py``: the record looked up
 and compared with what was asked). A 429 always comes before any work and is retried; a DELETE
 and the reads are retried on any transient failure (a DELETE's 404 on a retry is success).
 A ``Retry-After`` is honoured up to ``max_rate_limit_wait`` (real installs ask for 30-60 s after
@@ -55,7 +55,7 @@ class RetryPolicy:
         if not is_transient(error):
             return False
         if is_unknown_outcome(request, error):
-            return False  # the caller reconciles (api.py), never a blind resend
+            return False  # the caller reconciles (creating.py, updating.py), never a blind resend
         return not self.asks_too_long(error)
 
     def pause(self, tries: int, error: BaseException | None = None) -> float:

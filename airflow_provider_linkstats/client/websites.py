@@ -1,6 +1,6 @@
 """What the analytics service's answers to website writes mean, said in terms of what to do.
 
-The sync client (``api.py``) runs every website create and update through ``write_errors``:
+The sync client (``creating.py``, ``updating.py``) runs every website create and update through ``write_errors``:
 
 - a 422 "too many websites" on the domain: the account's plan allows no more;
 - a 403: phpAnalytics 3.5+ checks the plan's API feature, so the plan, not the key, is the cause;

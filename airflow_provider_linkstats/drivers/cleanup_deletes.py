@@ -2,7 +2,7 @@
 
 A confirming read of a page allows a batch of deletes (``Batch``) until its evidence is
 ``evidence_max_age`` old; each delete is checked right before it leaves, after any rate-limit wait
-(``client.api.BEFORE_SEND``). One held too long is not sent: it goes back to its page, which is
+(``client.sending.BEFORE_SEND``). One held too long is not sent: it goes back to its page, which is
 read again before the rest (``drivers.cleanup``).
 """
 
@@ -90,8 +90,8 @@ class Deleter:
     def _delete(self, record_id: int, batch: Batch) -> bool | str | None:
         """True: deleted; False: already gone; None: not sent (its evidence grew too old);
         ``UNANSWERED``: sent, but its retry was held past its evidence (the service may have done it)."""
-        from airflow_provider_linkstats.client.api import BEFORE_SEND
         from airflow_provider_linkstats.client.contract import LINKS
+        from airflow_provider_linkstats.client.sending import BEFORE_SEND
 
         try:
             batch.check()  # before waiting for the limiter: a delete already too late does not queue

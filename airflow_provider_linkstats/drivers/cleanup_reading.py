@@ -79,8 +79,8 @@ class ListingReader:
 
     def _send(self, request: Any) -> tuple[Any, float, float]:
         """The answer, and when the request left by the worker's wall clock and by its monotonic one:
-        stamped after the rate limiter let it go (``client.api.BEFORE_SEND``), not before its wait."""
-        from airflow_provider_linkstats.client.api import BEFORE_SEND
+        stamped after the rate limiter let it go (``client.sending.BEFORE_SEND``), not before its wait."""
+        from airflow_provider_linkstats.client.sending import BEFORE_SEND
 
         stamps: list[tuple[float, float]] = []
         outer = BEFORE_SEND.get()

@@ -65,6 +65,7 @@ PARSE_TIME_MODULES = {"airflow_provider_linkstats"} | {
         "hooks.outcomes",
         "operators",
         "operators.base",
+        "operators.arguments",  # the arguments base.py declares operators with (moved out of it)
         "operators.cleanup",
         "operators.launch",
         "operators.warehouse",

@@ -261,21 +261,34 @@ def run_operator(operator, *, run_started=None, **params):
 # ``@pytest.mark.xdist_group(name)``: --dist loadgroup sends a group to one worker.
 
 
-# -- the suite's two parts ----------------------------------------------------------------------
-# The tests of the client, the emulator and the waits' plans never import Airflow (the layering
-# test keeps those rooms free of it), and every pin they run on is the same in all the versions'
-# constraints but the emulator's FastAPI and dateutil: .ci/run runs them on the newest and the
-# oldest Airflow (whose pins differ there), the rest on every version. `--airflow-part=without`
-# selects them and refuses `import airflow`, so a test put there that reaches Airflow fails at once.
+# -- the suite's parts (.ci/run) -----------------------------------------------------------------
+# Every pin but Airflow's own (and FastAPI, Starlette and python-dateutil, which Airflow pins) is
+# the same in all five constraints files, so a test's result differs between Airflow versions only
+# where it goes through Airflow. Three parts:
+# - without: the client, the emulator and the waits' plans, which never import Airflow (the layering
+#   test keeps those rooms free of it; `import airflow` is refused in this part);
+# - runtime: the tests of how the provider meets Airflow: the hooks, operators, sensors, triggers
+#   and drivers folders, the system tests (example DAGs, docs, deployments), every test that runs
+#   DAGs (the ``airflow_db`` or ``shared_deployment`` fixtures) and those marked ``airflow_runtime``
+#   (Airflow's redaction, its messages per version, object storage);
+# - with: every test but the first part.
+# .ci/run runs the whole suite on the newest and the oldest Airflow, and the runtime part on the
+# versions between.
 AIRFLOW_FREE = tuple(REPO / "tests" / "unit" / room for room in ("client", "emulator", "waiting"))
+AIRFLOW_RUNTIME = (
+    REPO / "tests" / "system",
+    *(REPO / "tests" / "unit" / room for room in ("hooks", "operators", "sensors", "triggers", "drivers")),
+)
+RUNS_AIRFLOW = {"airflow_db", "shared_deployment"}
 
 
 def pytest_addoption(parser):
     parser.addoption(
         "--airflow-part",
-        choices=("all", "with", "without"),
+        choices=("all", "with", "without", "runtime"),
         default="all",
-        help="all tests (the default); only those that use Airflow; only those that never import it",
+        help="all tests (the default); those that use Airflow; those that never import it; those of how "
+        "the provider meets Airflow itself (tests/conftest.py)",
     )
 
 
@@ -291,9 +304,25 @@ def pytest_ignore_collect(collection_path, config):
     path = Path(collection_path)
     free = any(path == room or room in path.parents for room in AIRFLOW_FREE)
     above_free = any(path in room.parents for room in AIRFLOW_FREE)
-    if part == "with":
+    if part in ("with", "runtime"):
         return True if free else None
     return None if free or above_free else True
+
+
+def _deselect_all_but_runtime(config, items) -> None:
+    """``--airflow-part=runtime``: keep only the tests of how the provider meets Airflow."""
+    kept, dropped = [], []
+    for item in items:
+        path = Path(str(item.path))
+        runtime = (
+            any(room in path.parents for room in AIRFLOW_RUNTIME)
+            or RUNS_AIRFLOW.intersection(getattr(item, "fixturenames", ()))
+            or item.get_closest_marker("airflow_runtime") is not None
+        )
+        (kept if runtime else dropped).append(item)
+    if dropped:
+        config.hook.pytest_deselected(items=dropped)
+        items[:] = kept
 
 
 class _AirflowRefused:
@@ -312,6 +341,8 @@ class _AirflowRefused:
 
 @pytest.hookimpl(trylast=True)  # after pytest-xdist's own hook, which marks the groups
 def pytest_collection_modifyitems(config, items):
+    if config.getoption("airflow_part") == "runtime":
+        _deselect_all_but_runtime(config, items)
     items.sort(key=lambda item: item.get_closest_marker("slow") is None)  # stable: slow ones first
     if getattr(config.option, "loadgroup", False):  # an xdist worker under --dist loadgroup
         for item in items:

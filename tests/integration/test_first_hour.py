@@ -27,6 +27,7 @@ AIRFLOW_3 = not airflow.__version__.startswith("2.")
 # Airflow 2 and 3.0 read the metadata database in any process (3.0's hooks fall back to it); from
 # 3.1 a process that is not a task or a server reads only the environment and secrets backends.
 SHELL_READS_DATABASE = airflow.__version__.startswith(("2.", "3.0."))
+pytestmark = pytest.mark.airflow_runtime  # what a connection look-up tells differs by version
 
 
 # -- a connection not found -------------------------------------------------------------------

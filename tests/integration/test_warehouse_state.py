@@ -357,6 +357,7 @@ def test_a_day_written_incomplete_between_a_complete_runs_rows_and_its_flag_stay
     assert complete_run.incomplete_days("clicks", "UTC") == [day]  # before: [] (1 click of 3, complete)
 
 
+@pytest.mark.airflow_runtime  # object storage: each version resolves schemes its own way
 def test_the_file_layout_works_on_object_storage_without_locks():
     """fsspec's in-memory store stands for S3/GCS (no locks, no directories): two selections write
     one day, each its own file and flags; the day reads as both; counters stay per selection."""

@@ -130,3 +130,26 @@ def test_a_limit_lowered_mid_run_is_followed(tmp_path, generous_emulator, redis_
     # The first answers after the change say the new limit; at most one window's misalignment
     # (the service's windows started over within ours) may meet a 429 per host.
     assert throttled <= 3, generous_emulator.stats.endpoints()
+
+
+def test_the_form_extras_reach_the_shared_budget(tmp_path, emu, monkeypatch, redis_server):
+    """The two extras as the connection form saves them (Airflow < 3.2: ``extra__<type>__<name>``),
+    checked before any request."""
+    from airflow_provider_linkstats.client.errors import LinkstatsError
+    from airflow_provider_linkstats.hooks import shared_state
+    from airflow_provider_linkstats.hooks.linkstats import LinkstatsLinksHook
+
+    monkeypatch.setattr(shared_state, "_STATES", {})
+    monkeypatch.setenv("AIRFLOW_CONN_SHARED_REDIS", redis_server.url)
+    monkeypatch.setenv("AIRFLOW__LINKSTATS__SHARED_STATE_CONN_ID", "shared_redis")
+    monkeypatch.setenv("AIRFLOW__LINKSTATS__CACHE_DIR", str(tmp_path / "cache"))
+    form = {"extra__linkstats_links__rate_limit_per_key": "50", "extra__linkstats_links__address_per_host": True}
+    monkeypatch.setenv("AIRFLOW_CONN_LINKSTATS_LINKS_DEFAULT", connection_json(emu.url, **form))
+    shared = LinkstatsLinksHook().client.limiter.shared
+    assert (shared.key_limit, shared.limits.key_from) == (50, "configured")
+    assert shared.address_id != _budget().address_id  # this host's own address window
+    for bad in ("abc", 0):
+        monkeypatch.setenv("AIRFLOW_CONN_LINKSTATS_LINKS_DEFAULT", connection_json(emu.url, rate_limit_per_key=bad))
+        with pytest.raises(LinkstatsError, match=r"rate_limit_per_key.*whole number >= 1"):
+            LinkstatsLinksHook().create_link("https://example.com/a")
+    assert emu.stats.count() == 0

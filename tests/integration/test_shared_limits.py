@@ -153,3 +153,43 @@ def test_the_form_extras_reach_the_shared_budget(tmp_path, emu, monkeypatch, red
         with pytest.raises(LinkstatsError, match=r"rate_limit_per_key.*whole number >= 1"):
             LinkstatsLinksHook().create_link("https://example.com/a")
     assert emu.stats.count() == 0
+
+
+@pytest.mark.parametrize("asynchronous", [False, True])
+def test_a_429_of_the_keys_limiter_lowers_its_limit_for_every_host(redis_server, asynchronous):
+    """Remaining above 0 on a 429: the key's limiter spoke, after the deployment had sent what its
+    key window counts; that count (less the refused request) is the key's limit from then on."""
+    import asyncio
+
+    from limits.aio.storage import RedisStorage as AsyncRedisStorage
+    from limits.storage import RedisStorage
+
+    from airflow_provider_linkstats.client.shared import SharedBudget, StoreHealth
+
+    url = redis_server.url.replace("redis://", "async+redis://" if asynchronous else "redis://")
+    if asynchronous:
+        storage = AsyncRedisStorage(url, implementation="redispy", key_prefix="linkstats:budget")
+    else:
+        storage = RedisStorage(url, key_prefix="linkstats:budget")
+
+    def budget() -> SharedBudget:
+        where = {"astorage": lambda: storage} if asynchronous else {"storage": storage}
+        return SharedBudget(health=StoreHealth("test"), key_id="k" * 32, address_id="a", key_limit=50, **where)
+
+    async def take(shared: SharedBudget) -> float:
+        return await shared.atake() if asynchronous else shared.take()
+
+    async def scenario() -> None:
+        host = budget()
+        for _ in range(40):  # the deployment's 40 requests in the key's window (50 assumed)
+            assert await take(host) == 0.0
+        host.announced(60, 20, 429)  # the key's limiter refused (the address's 60 had 20 left)
+        host.throttled(per_key=True)
+        assert await take(host) > 0  # the key's window is full until its end
+        assert (host.key_limit, host.limits.key_from) == (39, "learned")
+        other = budget()
+        await take(other)  # another host reads it with its first take
+        assert other.key_limit == 39
+        assert host.health.faults == other.health.faults == 0
+
+    asyncio.run(scenario())

@@ -40,17 +40,6 @@ def add_connections(api: deployment.AirflowApi, url: str, api_key: str) -> None:
         )
 
 
-def shared_store_line(redis_port: int) -> str:
-    """What the provider kept in the shared store (db 1 of the broker's Redis, docs/many-hosts.md):
-    its keys by kind and the limits its windows took from the emulator's answers."""
-    import redis as redis_py
-
-    client = redis_py.Redis(host="127.0.0.1", port=redis_port, db=1, socket_timeout=5)
-    kinds = Counter(key.decode().split(":")[1] for key in client.keys("linkstats:*"))
-    limits = [json.loads(client.get(key) or "null") for key in client.keys("linkstats:limits:*")]
-    return f"shared store (Redis db 1): keys {dict(sorted(kinds.items()))}; windows' limits learned {limits}"
-
-
 def request_table(emulator: scenarios.Emulator, recorder: Recorder) -> str:
     """Per endpoint: what the emulator saw from every client (by status when its stats carry it),
     and the answers Airflow's tasks got through the recording proxy."""
@@ -175,7 +164,6 @@ def main() -> int:
                 print(request_table(emulator, recorder))
                 throttled = sum(n for (_, status), n in recorder.counts().items() if status == 429)
                 print(f"429 answers to Airflow's tasks (one budget shared through Redis): {throttled}")
-                print(shared_store_line(redis.port))
             except Exception as error:  # the summary must not stop the teardown
                 problems.append(f"no request table: {error!r}")
         say("teardown: every process group, newest first")

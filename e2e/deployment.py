@@ -57,11 +57,6 @@ def airflow_env(home: Path, database: str, redis_port: int, api_port: int, task_
             "AIRFLOW__DATABASE__SQL_ALCHEMY_CONN": f"postgresql+psycopg2://{database}",
             "AIRFLOW__DATABASE__SQL_ALCHEMY_CONN_ASYNC": f"postgresql+asyncpg://{database}",
             "AIRFLOW__CELERY__BROKER_URL": f"redis://127.0.0.1:{redis_port}/0",
-            # Many hosts, one budget (docs/many-hosts.md): the workers and triggerers share the rate
-            # limit and what was learned through the broker's Redis (another db beside the broker's);
-            # the windows take the emulator's announced 720 a minute, not the generation's 60.
-            "AIRFLOW_CONN_LINKSTATS_SHARED_STATE": f"redis://127.0.0.1:{redis_port}/1",
-            "AIRFLOW__LINKSTATS__SHARED_STATE_CONN_ID": "linkstats_shared_state",
             "AIRFLOW__CELERY__RESULT_BACKEND": f"db+postgresql+psycopg2://{database}",
             "AIRFLOW__CELERY__WORKER_CONCURRENCY": "4",
             "AIRFLOW__API__HOST": "127.0.0.1",

@@ -227,8 +227,11 @@ class SharedBudget:
 
     def _sync_state(self) -> None:
         if not self._window_read:
-            self._window_read = True
+            # Marked read only once adopted: a take that sees it read uses the adopted length (a
+            # bulk delete's threads start together; one that named its window by the default
+            # length while another adopted a shorter one took the default's window for a stall).
             self._adopt_window(self._redis(self._storage).get(self._window_key()))
+            self._window_read = True
         for what, value in self._take_pending():
             self._write_back(self._storage, what, value)
         if (limits := self._changed_limits()) is not None:
@@ -280,9 +283,9 @@ class SharedBudget:
 
     async def _atake(self) -> float:
         storage = self._astorage
-        if not self._window_read:
-            self._window_read = True
+        if not self._window_read:  # marked read once adopted, as in ``_sync_state``
             self._adopt_window(await self._redis(storage).get(self._window_key()))
+            self._window_read = True
         for what, value in self._take_pending():
             if what == "window":
                 await self._redis(storage).set(self._window_key(), repr(value), ex=WINDOW_TTL)

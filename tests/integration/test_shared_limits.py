@@ -193,3 +193,37 @@ def test_a_429_of_the_keys_limiter_lowers_its_limit_for_every_host(redis_server,
         assert host.health.faults == other.health.faults == 0
 
     asyncio.run(scenario())
+
+
+def test_threads_starting_together_take_the_stored_window_length(redis_server):
+    """A bulk delete's threads take their first slots together while the window length another
+    host learned is read: none may name its window by the default length meanwhile (in the e2e
+    run two tasks set the store aside: "a shared window says 61 s more")."""
+    import threading
+
+    from limits.storage import RedisStorage
+
+    from airflow_provider_linkstats.client.shared import SharedBudget, StoreHealth
+
+    storage = RedisStorage(redis_server.url, key_prefix="linkstats:budget")
+    redis = redis_server.client()
+    for attempt in range(20):
+        key_id = f"{attempt:032d}"
+        redis.set(f"linkstats:window:{key_id}", "10.0", ex=60)  # learned by another host
+        redis.set(f"linkstats:budget:LIMITER/address/a{attempt}/61/second", 1, ex=61)  # a host still at 60 s
+        shared = SharedBudget(
+            health=StoreHealth("test"), key_id=key_id, address_id=f"a{attempt}", key_limit=None, storage=storage
+        )
+        start = threading.Barrier(8)
+
+        def first_take(shared=shared, start=start) -> None:
+            start.wait()
+            shared.take()
+
+        threads = [threading.Thread(target=first_take) for _ in range(8)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        assert shared.window == 10.0
+        assert shared.health.faults == 0, attempt

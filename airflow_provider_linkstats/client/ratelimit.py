@@ -167,6 +167,8 @@ class RateLimiter:
                 self._throttled(lower, now, remaining)
             elif limit is not None and remaining is not None:  # else no budget is advertised
                 self._counted(now, limit, remaining, others, sent_at)
+        if self.shared is not None:  # the limits the service announces size the deployment's windows
+            self.shared.announced(limit, remaining, status)
         if self.shared is not None and self.window != window_before and self.learned_from != "assumed":
             self.shared.learned_window(self.window)
 

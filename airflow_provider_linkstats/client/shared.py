@@ -12,14 +12,21 @@ that opens with its first request; so is ``limits``' ``FixedWindowRateLimiter``)
 - per key (its fingerprint, never the key): the generation's per-user limit (120 a minute on
   phpShort; the connection extra ``rate_limit_per_key`` overrides it), for all hosts together.
 
+The generation's limits are only the starting values: the limits the service announces
+(``X-RateLimit-Limit``) size the windows from the first answer on, by ``shared_limits``' rules,
+and are written back for every host (``linkstats:limits:…``, read with every take's first round
+trip, kept ``LIMITS_TTL``). A window's Redis key does not name its limit, so a limit learned
+mid-window keeps the window's count.
+
 A request takes the address's slot, then the key's: two round trips (each ``limits``' count of a
 fixed window and the window's age, pipelined), and a refusal of the first costs the key nothing.
 Our window opens before the service counts the request, so it lasts half a second longer than the
 service's (rounded up to whole seconds, as Redis expires keys); a slot in its last second is
 refused, since its request could reach the service in the service's next window.
 
-What an answer teaches is written back for every host: a learned window length, and a 429 fills the
-window that spoke (``Remaining`` above 0 on a 429 means the per-user limiter did) until its end.
+What an answer teaches is written back for every host: a learned window length, the announced
+limits, and a 429 fills the window that spoke (``Remaining`` above 0 on a 429 means the per-user
+limiter did, whose limit is then learned from the key window's count) until its end.
 
 A store fault (Redis down, slower than ``STORE_TIMEOUT``, flushed, answering garbage, a window that
 never resets) is never a fault of the task: ``take`` lets the request go (the host's own limiter
@@ -38,6 +45,8 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from airflow_provider_linkstats.client.shared_limits import WindowLimits
+
 log = logging.getLogger(__name__)
 
 PREFIX = "linkstats"  # every key this provider writes starts with "linkstats:"
@@ -45,6 +54,7 @@ STORE_TIMEOUT = 0.5  # seconds a Redis command may take: well under a request's 
 RETRY_AFTER = 5.0  # seconds after a fault before Redis is tried again
 ADDRESS_LIMIT = 60  # requests per window and client address, on both services
 WINDOW_TTL = 24 * 3600  # seconds a learned window length is kept
+LIMITS_TTL = 3600  # seconds the learned limits are kept (an install's change is found again after it)
 _WINDOW_PAD = 0.5  # seconds our window outlasts the service's
 _SHORTEST_WAIT = 0.05  # Redis tells a window's end in whole seconds: a wait is at least this
 _LONGEST_STALL = 2.5  # windows: a bucket still full after that long never resets (planted, no TTL)
@@ -94,7 +104,9 @@ class SharedBudget:
         twin in the running event loop, or None.
     :param key_id: the key's fingerprint (``learned.fingerprint``); ``address_id``: which address
         bucket (``digest`` of the root and, with ``address_per_host``, the host).
-    :param key_limit: requests per window for the key (None: no per-key limit, as phpAnalytics).
+    :param key_limit: requests per window for the key (None: no per-key limit, as phpAnalytics);
+        ``key_limit_configured``: it is the connection's extra (never relearned). Both limits are
+        starting values: ``limits`` (``WindowLimits``) follows what the service announces.
     """
 
     def __init__(
@@ -105,6 +117,7 @@ class SharedBudget:
         address_id: str,
         key_limit: int | None,
         address_limit: int = ADDRESS_LIMIT,
+        key_limit_configured: bool = False,
         window: float = 60.0,
         window_pinned: bool = False,
         storage: Any = None,
@@ -112,7 +125,8 @@ class SharedBudget:
     ) -> None:
         self.health = health
         self.key_id, self.address_id = key_id, address_id
-        self.key_limit, self.address_limit = key_limit, address_limit
+        self.limits = WindowLimits(address_limit, key_limit, key_configured=key_limit_configured)
+        self._limits_changed = False  # learned here, to be written back with the next take
         self.window, self.window_pinned = float(window), window_pinned
         self._storage, self._astorage_of, self._astorage = storage, astorage, None
         self._lock = threading.Lock()
@@ -124,20 +138,35 @@ class SharedBudget:
     def __repr__(self) -> str:
         return f"SharedBudget(key_limit={self.key_limit}, address_limit={self.address_limit}, window={self.window:g})"
 
+    @property
+    def address_limit(self) -> int:
+        return self.limits.address
+
+    @property
+    def key_limit(self) -> int | None:
+        return self.limits.key
+
     # -- what a window is -------------------------------------------------------------------------
 
-    def _items(self) -> list[tuple[Any, str]]:
-        """(limit item, bucket) pairs, the address first."""
+    def _kinds(self) -> list[str]:
+        """The windows a request takes a slot in, the address's first."""
+        return ["address", "key"] if self.key_limit else ["address"]
+
+    def _item(self, kind: str) -> tuple[Any, str]:
+        """The ``limits`` item of a window (its limit now) and its key, which names the window's
+        length but not its limit (a limit learned mid-window keeps the count)."""
         from limits import RateLimitItemPerSecond
 
         seconds = math.ceil(self.window + _WINDOW_PAD)
-        items = [(RateLimitItemPerSecond(self.address_limit, seconds), f"address/{self.address_id}")]
-        if self.key_limit:
-            items.append((RateLimitItemPerSecond(self.key_limit, seconds), f"key/{self.key_id}"))
-        return items
+        limit = self.address_limit if kind == "address" else self.key_limit
+        bucket = self.address_id if kind == "address" else self.key_id
+        return RateLimitItemPerSecond(limit, seconds), f"LIMITER/{kind}/{bucket}/{seconds}/second"
 
     def _window_key(self) -> str:
         return f"{PREFIX}:window:{self.key_id[:32]}"
+
+    def _limits_key(self) -> str:
+        return f"{PREFIX}:limits:{self.key_id[:32]}"
 
     # -- what answers teach (any thread; written by the next take) ---------------------------------
 
@@ -145,6 +174,12 @@ class SharedBudget:
         if not self.window_pinned and math.isfinite(seconds) and 0.2 <= seconds <= 3600:
             with self._lock:
                 self._pending.append(("window", float(seconds)))
+
+    def announced(self, limit: int | None, remaining: int | None, status: int) -> None:
+        """An answer's ``X-RateLimit-Limit`` and ``Remaining`` (``shared_limits``' rules)."""
+        with self._lock:
+            if self.limits.announced(limit, remaining, status):
+                self._limits_changed = True
 
     def throttled(self, per_key: bool) -> None:
         """A 429: the window that spoke is full for every host until its end."""
@@ -155,6 +190,24 @@ class SharedBudget:
         with self._lock:
             pending, self._pending = self._pending, []
         return pending
+
+    def _key_refused(self, counted: Any) -> None:
+        """The key's limiter refused while the deployment had ``counted`` requests in its window."""
+        with self._lock:
+            if self.limits.key_refused(int(counted or 0)):
+                self._limits_changed = True
+
+    def _changed_limits(self) -> str | None:
+        """The limits to write back (once), when this process learned new ones."""
+        with self._lock:
+            changed, self._limits_changed = self._limits_changed, False
+            return self.limits.encode() if changed else None
+
+    def _adopt_limits(self, raw: Any) -> None:
+        """The limits another host wrote (garbage is ignored: this process's stay)."""
+        if raw is not None:
+            with self._lock:
+                self.limits.adopt(raw)
 
     # -- sync -------------------------------------------------------------------------------------
 
@@ -174,21 +227,31 @@ class SharedBudget:
 
     def _sync_state(self) -> None:
         if not self._window_read:
-            self._window_read = True
+            # Marked read only once adopted: a take that sees it read uses the adopted length (a
+            # bulk delete's threads start together; one that named its window by the default
+            # length while another adopted a shorter one took the default's window for a stall).
             self._adopt_window(self._redis(self._storage).get(self._window_key()))
+            self._window_read = True
         for what, value in self._take_pending():
             self._write_back(self._storage, what, value)
+        if (limits := self._changed_limits()) is not None:
+            self._redis(self._storage).set(self._limits_key(), limits, ex=LIMITS_TTL)
+            self.round_trips += 1
 
     def _take(self, storage: Any) -> float:
         client = self._redis(storage)
-        for item, bucket in self._items():
-            key = self._prefixed(storage, item.key_for(bucket))
-            pipe = client.pipeline(transaction=False)  # the count and the window's age: one round trip
+        for kind in self._kinds():
+            item, key = self._item(kind)
+            key = self._prefixed(storage, key)
+            # The count and the window's age (and, with the address's, the limits): one round trip.
+            pipe = client.pipeline(transaction=False)
+            if kind == "address":
+                pipe.get(self._limits_key())
             self._script(storage)(keys=[key], args=[item.get_expiry(), 1], client=pipe)
             pipe.pttl(key)
-            count, left_ms = pipe.execute()
+            answers = pipe.execute()
             self.round_trips += 1
-            if wait := self._verdict(client.expire, key, item, count, left_ms):
+            if wait := self._verdict(client.expire, kind, key, answers):
                 return wait
         return 0.0
 
@@ -196,9 +259,11 @@ class SharedBudget:
         if what == "window":
             self._redis(storage).set(self._window_key(), repr(value), ex=WINDOW_TTL)
             return
-        for item, bucket in self._items():
-            if bucket.startswith(value):
-                storage.incr(item.key_for(bucket), item.get_expiry(), amount=item.amount)
+        if value == "key":  # the key's limiter spoke: its limit is at most what was counted
+            self._key_refused(storage.get(self._item("key")[1]))
+        item, key = self._item(value)
+        storage.incr(key, item.get_expiry(), amount=item.amount)
+        self.round_trips += 1 + (value == "key")
 
     # -- async (the triggerer) -----------------------------------------------------------------------
 
@@ -218,25 +283,31 @@ class SharedBudget:
 
     async def _atake(self) -> float:
         storage = self._astorage
-        if not self._window_read:
-            self._window_read = True
+        if not self._window_read:  # marked read once adopted, as in ``_sync_state``
             self._adopt_window(await self._redis(storage).get(self._window_key()))
+            self._window_read = True
         for what, value in self._take_pending():
             if what == "window":
                 await self._redis(storage).set(self._window_key(), repr(value), ex=WINDOW_TTL)
-            else:
-                for item, bucket in self._items():
-                    if bucket.startswith(value):
-                        await storage.incr(item.key_for(bucket), item.get_expiry(), amount=item.amount)
+                continue
+            if value == "key":
+                self._key_refused(await storage.get(self._item("key")[1]))
+            item, key = self._item(value)
+            await storage.incr(key, item.get_expiry(), amount=item.amount)
+        if (limits := self._changed_limits()) is not None:
+            await self._redis(storage).set(self._limits_key(), limits, ex=LIMITS_TTL)
         client = self._redis(storage)
-        for item, bucket in self._items():
-            key = self._prefixed(storage, item.key_for(bucket))
+        for kind in self._kinds():
+            item, key = self._item(kind)
+            key = self._prefixed(storage, key)
             pipe = client.pipeline(transaction=False)
+            if kind == "address":
+                pipe.get(self._limits_key())
             await self._script(storage)(keys=[key], args=[item.get_expiry(), 1], client=pipe)
             pipe.pttl(key)
-            count, left_ms = await pipe.execute()
+            answers = await pipe.execute()
             self.round_trips += 1
-            if wait := self._verdict(None, key, item, count, left_ms):
+            if wait := self._verdict(None, kind, key, answers):
                 return wait
         return 0.0
 
@@ -268,14 +339,18 @@ class SharedBudget:
         """``limits``' own script for a fixed window's count (INCRBY, and EXPIRE on the first)."""
         return getattr(storage, "bridge", storage).lua_incr_expire
 
-    def _verdict(
-        self, expire: Callable[[str, int], Any] | None, key: str, item: Any, count: Any, left_ms: Any
-    ) -> float:
+    def _verdict(self, expire: Callable[[str, int], Any] | None, kind: str, key: str, answers: list[Any]) -> float:
         """0.0 when the slot is ours, else the seconds until the window ends.
 
-        A slot late in our window is refused too: its request could reach the service after the
-        service's window (which opened a little after ours) ended, and count in the next one.
+        ``answers``: the pipeline's (the stored limits first for the address's window, then the
+        count and the window's age). A slot late in our window is refused too: its request could
+        reach the service after the service's window (which opened a little after ours) ended,
+        and count in the next one.
         """
+        if kind == "address":
+            self._adopt_limits(answers[0])
+        count, left_ms = answers[-2:]
+        item = self._item(kind)[0]  # with the limit just adopted
         if not isinstance(left_ms, int) or left_ms < 0:  # a key without an expiry: planted, or garbage
             if expire is not None:
                 expire(key, item.get_expiry())  # nothing is left forever

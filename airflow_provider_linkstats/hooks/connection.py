@@ -82,6 +82,14 @@ EXTRA_FIELDS: dict[str, ExtraField] = {
         None,
         "Zone of expiration_date/expiration_time, e.g. Europe/Paris; empty: the account's time zone.",
     ),
+    # Read only with a shared store ([linkstats] shared_state_conn_id, docs/many-hosts.md).
+    "address_per_host": (
+        "Address per host",
+        "boolean",
+        False,
+        "With a shared store: each host reaches the service from an address of its own; off: the whole "
+        "deployment counts as one address (hosts behind one NAT gateway).",
+    ),
 }
 # Extras that only one connection type has.
 TYPE_EXTRA_FIELDS: dict[str, dict[str, ExtraField]] = {
@@ -91,6 +99,13 @@ TYPE_EXTRA_FIELDS: dict[str, dict[str, ExtraField]] = {
             "integer",
             None,
             "Domain of links created without domain_id (the service requires one); e.g. 1.",
+        ),
+        "rate_limit_per_key": (
+            "Rate limit per key",
+            "integer",
+            None,
+            "With a shared store: requests a window for the API key, all hosts together; empty: what the "
+            "service shows (120 a minute on phpShort until it does).",
         ),
     },
     "linkstats_analytics": {},
@@ -248,7 +263,7 @@ def extra_value(name: str, kind: str, value: Any) -> Any:
     if kind == "boolean":
         return check_bool(name, value)
     if kind == "integer":
-        minimum = 1 if name.endswith("_id") else 0
+        minimum = 1 if name.endswith("_id") or name == "rate_limit_per_key" else 0
         return check_whole_number(name, value, minimum=minimum, allowed=f"a whole number >= {minimum}")
     if kind == "number":
         return check_number(name, value, positive=name == "timeout")

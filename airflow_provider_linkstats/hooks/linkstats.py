@@ -255,11 +255,12 @@ class LinkstatsBaseHook(RecordsMixin, AsyncClientMixin, BaseHook):
         from airflow_provider_linkstats.client.learned import fingerprint
 
         conn, settings = self.connection, self.settings
+        values = extras_of(conn, self.conn_type, self._overrides)  # checked, as the form saves them
         return budget_for(
             state,
             service=self.resource.service,
             api_key_fingerprint=fingerprint(str(conn.password)),
-            extras=conn.extra_dejson if conn.extra else {},
+            extras={name: values.get(name) for name in ("address_per_host", "rate_limit_per_key")},
             window=settings.rate_limit_window,
             asynchronous=asynchronous,
         )

@@ -13,7 +13,8 @@ connection test, and only slows nothing else (the task goes on alone, with one w
 
 The connection's own extras say how its service counts: ``address_per_host`` (true when each host
 reaches the service from an address of its own; default false, the whole deployment behind one
-address) and ``rate_limit_per_key`` (requests a window for the key; default the generation's).
+address) and ``rate_limit_per_key`` (requests a window for the key; default the generation's,
+then what the service announces: ``client/shared_limits.py``).
 """
 
 from __future__ import annotations
@@ -147,7 +148,8 @@ def budget_for(state: SharedState, *, service: str, api_key_fingerprint: str, ex
     # whatever URL a host reaches it by (a proxy of its own, an internal name).
     address = digest(api_key_fingerprint, _hostname() if per_host else "the deployment")
     key_limit = extras.get("rate_limit_per_key")
-    if key_limit in (None, ""):
+    configured = key_limit not in (None, "")
+    if not configured:
         key_limit = PER_KEY_LIMITS.get(service)
     else:
         try:
@@ -164,6 +166,7 @@ def budget_for(state: SharedState, *, service: str, api_key_fingerprint: str, ex
         key_id=api_key_fingerprint,
         address_id=address,
         key_limit=key_limit,
+        key_limit_configured=configured,  # the extra wins over what the service announces
         window=window or 60.0,
         window_pinned=window is not None,
         storage=None if asynchronous else state.storage(),

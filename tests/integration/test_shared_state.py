@@ -47,14 +47,16 @@ def limited_emulator():
         yield emulator
 
 
-def _env(tmp_path: Path, name: str, url: str, redis_url: str | None, **extra: object) -> dict[str, str]:
+def _env(
+    tmp_path: Path, name: str, url: str, redis_url: str | None, window: float | None = None, **extra: object
+) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("AIRFLOW_CONN_")}
     env.update(
         AIRFLOW_CONN_LINKSTATS_LINKS_DEFAULT=connection_json(url, max_retries=8, **extra),
         AIRFLOW__LINKSTATS__CACHE_DIR=str(tmp_path / f"cache-{name}"),
         AIRFLOW__CORE__HOSTNAME_CALLABLE="tests.support.shared_host.hostname",
         LINKSTATS_TEST_HOST=name,
-        LINKSTATS_TEST_WINDOW=str(WINDOW),
+        LINKSTATS_TEST_WINDOW=str(window or WINDOW),
         PYTHONPATH=str(REPO),
     )
     env.pop("AIRFLOW__LINKSTATS__SHARED_STATE_CONN_ID", None)
@@ -65,7 +67,17 @@ def _env(tmp_path: Path, name: str, url: str, redis_url: str | None, **extra: ob
 
 
 def _run_hosts(
-    tmp_path, emulator, redis_url, *, hosts=3, links=100, own_addresses=True, during=None, barrier=None, **extra
+    tmp_path,
+    emulator,
+    redis_url,
+    *,
+    hosts=3,
+    links=100,
+    own_addresses=True,
+    during=None,
+    barrier=None,
+    window=None,
+    **extra,
 ):
     """Start ``hosts`` processes creating ``links`` links each at once; their reports and the
     emulator's count of 429 answers."""
@@ -77,7 +89,7 @@ def _run_hosts(
             # Hosts on addresses of their own each reach the service through a proxy of their own;
             # behind one address (a NAT gateway) they share one, and so one base URL.
             proxy = shared_proxy or stack.enter_context(forwarding_proxy(emulator.url, f"10.0.0.{n + 1}"))
-            env = _env(tmp_path, f"host{n}", proxy.url, redis_url, address_per_host=own_addresses, **extra)
+            env = _env(tmp_path, f"host{n}", proxy.url, redis_url, window, address_per_host=own_addresses, **extra)
             if barrier is not None:
                 env["LINKSTATS_TEST_BARRIER"] = str(barrier)
             command = [sys.executable, "-m", "tests.support.shared_host", str(links)]

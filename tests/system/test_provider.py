@@ -30,10 +30,13 @@ def test_provider_info_validates_against_airflows_schema():
         assert {"schema", "port", "login", "extra"} <= set(behaviour["hidden-fields"])
         common = {
             "timeout", "max_retries", "max_rate_limit_wait", "late_commit_window", "verify_ssl", "timezone",
-            "api_version",
-        }
+            "api_version", "address_per_host",
+        }  # fmt: skip
         assert conn["conn-fields"]["api_version"]["schema"]["default"] == "auto"
-        only_links = {"default_domain_id"} if conn["connection-type"] == "linkstats_links" else set()
+        assert conn["conn-fields"]["address_per_host"]["schema"] == {"type": ["boolean", "null"], "default": False}
+        only_links = set()
+        if conn["connection-type"] == "linkstats_links":
+            only_links = {"default_domain_id", "rate_limit_per_key"}
         assert set(conn["conn-fields"]) == common | only_links
 
 
@@ -78,7 +81,9 @@ def test_hook_form_metadata_for_airflow_2():
             "verify_ssl",
             "api_version",
             "timezone",
+            "address_per_host",  # read only with a shared store
             "default_domain_id",  # links only
+            "rate_limit_per_key",  # links only, read only with a shared store
         }
 
 

@@ -1,0 +1,139 @@
+"""How many requests the shared windows hold: the limits the service announces (issue 42).
+
+The generation's limits (60 a window per address and 120 per key on phpShort) are only where a
+deployment starts: an install may allow more or less, and says so on every answer
+(``X-RateLimit-Limit``). What one host learns is written back to the shared store for every host.
+
+Laravel's throttle runs two limiters on phpShort (the address's, then the key's) and an answer
+shows one of them: on a 200 the one with less left; on a 429 the one that spoke (or, behind a
+throttle that writes its headers last, the address's with ``Remaining`` above 0: then the key's
+limiter spoke). So:
+
+- the address's limit is the announced one, except a limit above it that equals the key's (the
+  per-key limiter showing on a 200 once it has less left);
+- the key's limit keeps the generation's ratio to the address's (twice it on phpShort) until the
+  service shows its own: a 429 of the key's limiter announcing a limit above the address's gives
+  it; one that announces none (``Remaining`` above 0) lowers it to what the deployment had counted
+  in the key's window, at most halving it at once (a window that had just opened counts little);
+- the connection extra ``rate_limit_per_key`` is never relearned.
+
+No I/O here: ``shared.SharedBudget`` reads and writes the encoded form (``encode``, ``adopt``).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+LARGEST = 1_000_000  # requests a window: a larger announced or stored limit is garbage
+_ENTRY_BYTES = 256  # a stored entry longer than this is garbage
+_ADDRESS_SOURCES = ("generation", "announced")
+_KEY_SOURCES = ("generation", "scaled", "learned", "configured")
+
+
+def _count(value: Any) -> int | None:
+    """A limit as a whole number of requests, or None when it is not one."""
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= LARGEST:
+        return None
+    return value
+
+
+class WindowLimits:
+    """The requests a window holds for the address (``address``) and the key (``key``; None when
+    the service has no per-key limit), and how each is known (``address_from``, ``key_from``)."""
+
+    def __init__(self, address: int, key: int | None, *, key_configured: bool = False) -> None:
+        self._base_address, self._base_key = address, key
+        self.address, self.key = address, key
+        self.address_from = "generation"
+        self.key_from = "configured" if key_configured else "generation"
+
+    def __repr__(self) -> str:
+        return f"WindowLimits(address={self.address} ({self.address_from}), key={self.key} ({self.key_from}))"
+
+    # -- what an answer says ------------------------------------------------------------------
+
+    def announced(self, limit: int | None, remaining: int | None, status: int) -> bool:
+        """Learn from an answer's ``X-RateLimit-Limit`` and ``Remaining``; True when a limit changed."""
+        if _count(limit) is None:
+            return False
+        assert limit is not None
+        key_spoke = status == 429 and not remaining and limit > self.address and self.address_from == "announced"
+        if key_spoke:  # the key's limiter, showing its own limit
+            if self.key is None or self.key_from == "configured":
+                return False
+            changed, self.key, self.key_from = self.key != limit, limit, "learned"
+            return changed
+        if limit == self.address:  # confirmed (and so, above, a larger one is not the address's)
+            confirmed, self.address_from = self.address_from != "announced", "announced"
+            return confirmed
+        if limit > self.address and limit == self.key:
+            return False  # the per-key limiter's (it has less left)
+        self.address, self.address_from = limit, "announced"
+        self._keep_key_consistent()
+        return True
+
+    def key_refused(self, counted: int) -> bool:
+        """The key's limiter refused (a 429 with ``Remaining`` above 0) when the deployment had
+        counted ``counted`` requests in the key's window; True when the key's limit changed."""
+        if self.key is None or self.key_from == "configured" or _count(counted) is None:
+            return False
+        if counted > self.key:  # our window was full too: the windows are apart, not the limits
+            return False
+        lowered = max(counted - 1, self.key // 2, 1)
+        if lowered >= self.key:
+            return False
+        self.key, self.key_from = lowered, "learned"
+        return True
+
+    def _keep_key_consistent(self) -> None:
+        if self.key is None or self.key_from == "configured":
+            return
+        if self.key_from == "learned":
+            self.key = max(self.key, self.address)  # the key's limiter counts every address's requests
+            return
+        assert self._base_key is not None
+        self.key = max(1, round(self._base_key * self.address / self._base_address))
+        self.key_from = "scaled"
+
+    # -- the stored form (the shared store's, read under the host cache's rules) ------------------
+
+    def encode(self) -> str:
+        return json.dumps(
+            {"address": self.address, "address_from": self.address_from, "key": self.key, "key_from": self.key_from},
+            separators=(",", ":"),
+        )
+
+    def adopt(self, raw: Any) -> bool:
+        """Take what another host learned (``encode``'s form); garbage changes nothing. True when
+        a limit changed."""
+        entry = _parsed(raw)
+        if entry is None or entry["address_from"] != "announced":
+            return False
+        before = (self.address, self.key)
+        self.address, self.address_from = entry["address"], "announced"
+        if self.key is not None and self.key_from != "configured":  # the extra wins over any host's
+            if entry["key"] is not None and entry["key_from"] != "configured":
+                self.key, self.key_from = entry["key"], entry["key_from"]
+            else:
+                self._keep_key_consistent()
+        return (self.address, self.key) != before
+
+
+def _parsed(raw: Any) -> dict[str, Any] | None:
+    """A stored entry, size- and type-checked, or None."""
+    if isinstance(raw, str):
+        raw = raw.encode()
+    if not isinstance(raw, bytes) or len(raw) > _ENTRY_BYTES:
+        return None
+    try:
+        entry = json.loads(raw)
+    except (ValueError, UnicodeDecodeError):
+        return None
+    if not isinstance(entry, dict) or set(entry) != {"address", "address_from", "key", "key_from"}:
+        return None
+    if _count(entry["address"]) is None or entry["address_from"] not in _ADDRESS_SOURCES:
+        return None
+    if (entry["key"] is not None and _count(entry["key"]) is None) or entry["key_from"] not in _KEY_SOURCES:
+        return None
+    return entry

@@ -58,7 +58,9 @@ class Deployment:
 
     def cli(self, *args: str, check: bool = True) -> subprocess.CompletedProcess:
         result = subprocess.run(
-            [sys.executable, "-m", "airflow", *args], env=self.env, capture_output=True, text=True, timeout=180
+            # A CLI call imports the whole of Airflow: on a loaded 2-core machine (the suite's other
+            # workers running Airflow at once) `airflow dags trigger` has taken over 180 s.
+            [sys.executable, "-m", "airflow", *args], env=self.env, capture_output=True, text=True, timeout=600
         )
         if check and result.returncode != 0:
             raise AssertionError(f"airflow {' '.join(args)} failed:\n{result.stdout[-2000:]}\n{result.stderr[-3000:]}")

@@ -241,10 +241,21 @@ EXPIRY_CONN_ID = "linkstats_expiry_links"
 RECOVERY_CONN_ID = "linkstats_recovery_links"
 
 
+def environ_snapshot() -> dict[str, str]:
+    """A copy of the environment; a leftover thread of an earlier test in this worker may set a
+    variable meanwhile ("dictionary changed size during iteration", seen once on 3.1.8)."""
+    for _ in range(20):
+        try:
+            return dict(os.environ)
+        except RuntimeError:
+            time.sleep(0.05)
+    return dict(os.environ)
+
+
 def deployment_env(home: Path, dags: Path, api_port: int, emulators: dict) -> dict[str, str]:
     campaign = emulators["campaign"]
     env = {
-        **{k: v for k, v in os.environ.items() if not k.startswith("AIRFLOW")},
+        **{k: v for k, v in environ_snapshot().items() if not k.startswith("AIRFLOW")},
         "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}",
         "AIRFLOW_HOME": str(home),
         "AIRFLOW__CORE__DAGS_FOLDER": str(dags),

@@ -13,9 +13,9 @@ Deployment (``services.py``, ``deployment.py``):
   - Airflow 3.3.2 on CeleryExecutor: api-server, scheduler, dag-processor, two triggerers (the second
     joins during the campaign) and two Celery workers, with ``dags_examples/`` as the dags folder.
     Every DAG is paused at creation; the script unpauses each when its scenario starts;
-  - the Linkstats emulator, with rate limits when its ``--help`` lists ``--rate-limit`` (720 requests
-    a minute: a real install's one-minute window, which the client's limiter paces by, with 12x its
-    budget, so the cleanup's 2,000 deletes take about 3 min, not 33);
+  - the Linkstats emulator, with rate limits when its ``--help`` lists ``--rate-limit`` (1,800 requests
+    a minute: a real install's one-minute window, which the client's limiter paces by, with 30x its
+    budget, so the cleanup's 2,000 deletes take about a minute and a half, not 33);
   - a recording pass-through proxy (``recorder.py``) between Airflow's connections and the emulator:
     it counts every answer by endpoint and status. The emulator's stats route gives statuses too
     from the rate-limited version on; the cleanup check then reads the emulator's and requires the

@@ -128,7 +128,7 @@ def emulator_options() -> tuple[list[str], str]:
         check=True,
     ).stdout
     if "--rate-limit" in helptext and "--rate-limit-window" in helptext:
-        return ["--rate-limit", "720", "--rate-limit-window", "60"], "720 requests a minute (12x a real install)"
+        return ["--rate-limit", "1800", "--rate-limit-window", "60"], "1,800 requests a minute (30x a real install)"
     return [], "none (this emulator has no --rate-limit)"
 
 

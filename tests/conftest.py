@@ -34,7 +34,9 @@ os.environ.update(
         "AIRFLOW_HOME": _home,
         "AIRFLOW__CORE__DAGS_FOLDER": str(DAGS_FOLDER),
         "AIRFLOW__CORE__LOAD_EXAMPLES": "False",
-        "AIRFLOW__DATABASE__SQL_ALCHEMY_CONN": f"sqlite:///{_home}/airflow.db",
+        # SQLite waits 5 s for a lock by default; under CI's load a dag.test() writer (its
+        # in-process Execution API thread, a trigger) can hold one longer ("database is locked").
+        "AIRFLOW__DATABASE__SQL_ALCHEMY_CONN": f"sqlite:///{_home}/airflow.db?timeout=60",
         # Tests reuse one emulator address with changing accounts and versions: nothing learned is
         # kept across hooks unless a test turns the learned-service cache on (tests/unit/client/test_learned.py).
         "AIRFLOW__LINKSTATS__CACHE_DIR": "off",

@@ -260,7 +260,7 @@ def deployment_env(home: Path, dags: Path, api_port: int, emulators: dict) -> di
         "AIRFLOW_HOME": str(home),
         "AIRFLOW__CORE__DAGS_FOLDER": str(dags),
         "AIRFLOW__CORE__LOAD_EXAMPLES": "False",
-        "AIRFLOW__DATABASE__SQL_ALCHEMY_CONN": f"sqlite:///{home}/airflow.db",
+        "AIRFLOW__DATABASE__SQL_ALCHEMY_CONN": f"sqlite:///{home}/airflow.db?timeout=60",  # see tests/conftest.py
         "AIRFLOW__CORE__EXECUTOR": "LocalExecutor" if AIRFLOW_3 else "SequentialExecutor",
         "AIRFLOW__CORE__PARALLELISM": "4",
         "AIRFLOW__CORE__DAGS_ARE_PAUSED_AT_CREATION": "False",

@@ -103,7 +103,9 @@ def campaign(shared: SharedDeployment) -> None:
             readme.join(300)
         assert emu.store.links() == [] and emu.store.websites() == []
         posts = emu.stats.count(method="POST", path_prefix="/public/api/v1/links")
-        assert posts == 3 + (README_LINK_POSTS if readme is not None else 0)
+        # A README scenario that failed before its create is reported by its own test, not here.
+        readme_posted = readme is not None and "readme" not in shared.errors
+        assert posts in ({3 + README_LINK_POSTS} if readme_posted else {3, 3 + README_LINK_POSTS}), posts
 
         # The scheduled examples (cleanup, report) ran once each beside it, under the same scheduler.
         deadline = time.monotonic() + 180

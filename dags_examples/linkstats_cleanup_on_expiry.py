@@ -28,6 +28,10 @@ POKE_INTERVAL = float(os.environ.get("LINKSTATS_EXPIRY_POKE_INTERVAL", "60"))
 # The connection of the account to clean up (the tests' shared deployment gives this DAG an
 # account of its own, so that it does not delete the campaign DAG's links).
 CONN_ID = os.environ.get("LINKSTATS_EXPIRY_CONN_ID", "linkstats_links_default")
+# Only the links whose alias contains this text (unset: every link of the account), so that one
+# campaign's cleanup never deletes another's links while they are still awaited.
+ALIAS_SEARCH = os.environ.get("LINKSTATS_EXPIRY_ALIAS_SEARCH") or None
+WATCHED = {"search": ALIAS_SEARCH, "search_by": "alias"} if ALIAS_SEARCH else {}
 
 if not AIRFLOW_V_3_0_PLUS:
     logging.getLogger(__name__).warning(
@@ -45,7 +49,9 @@ else:
         watchers=[
             AssetWatcher(
                 name="linkstats_expired_links_watcher",
-                trigger=LinkstatsLinksExpiredEventTrigger(linkstats_conn_id=CONN_ID, poke_interval=POKE_INTERVAL),
+                trigger=LinkstatsLinksExpiredEventTrigger(
+                    linkstats_conn_id=CONN_ID, poke_interval=POKE_INTERVAL, **WATCHED
+                ),
             )
         ],
     )

@@ -164,6 +164,8 @@ def main() -> int:
                 print(request_table(emulator, recorder))
                 throttled = sum(n for (_, status), n in recorder.counts().items() if status == 429)
                 print(f"429 answers to Airflow's tasks (one budget shared through Redis): {throttled}")
+                if throttled:  # the workers and triggerers pace by one budget: the service never says no
+                    problems.append(f"{throttled} answers 429 to Airflow's tasks despite the shared budget")
             except Exception as error:  # the summary must not stop the teardown
                 problems.append(f"no request table: {error!r}")
         say("teardown: every process group, newest first")

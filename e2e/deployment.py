@@ -57,6 +57,11 @@ def airflow_env(home: Path, database: str, redis_port: int, api_port: int, task_
             "AIRFLOW__DATABASE__SQL_ALCHEMY_CONN": f"postgresql+psycopg2://{database}",
             "AIRFLOW__DATABASE__SQL_ALCHEMY_CONN_ASYNC": f"postgresql+asyncpg://{database}",
             "AIRFLOW__CELERY__BROKER_URL": f"redis://127.0.0.1:{redis_port}/0",
+            # Many hosts, one budget (docs/many-hosts.md): the workers and triggerers share the rate
+            # limit and what was learned through the broker's Redis, in a database of its own
+            # (RedisHook reads the database from the `db` extra, not from the URI's path).
+            "AIRFLOW_CONN_LINKSTATS_SHARED_STATE": f"redis://127.0.0.1:{redis_port}/?db=1",
+            "AIRFLOW__LINKSTATS__SHARED_STATE_CONN_ID": "linkstats_shared_state",
             "AIRFLOW__CELERY__RESULT_BACKEND": f"db+postgresql+psycopg2://{database}",
             "AIRFLOW__CELERY__WORKER_CONCURRENCY": "4",
             "AIRFLOW__API__HOST": "127.0.0.1",
@@ -77,6 +82,10 @@ def airflow_env(home: Path, database: str, redis_port: int, api_port: int, task_
             "LINKSTATS_CAMPAIGN_WAIT_TIMEOUT": "900",
             # The expiry watcher (linkstats_cleanup_on_expiry) walks the Expired listing every 2 s.
             "LINKSTATS_EXPIRY_POKE_INTERVAL": "2",
+            # The watcher sees only the handover's links (handover.EXPIRY_PREFIX): the campaign's A/B
+            # link ends a minute after its create, and a slow handover once let the watcher report
+            # it, its cleanup delete it, and the campaign's wait meet a 404.
+            "LINKSTATS_EXPIRY_ALIAS_SEARCH": "e2e-expiry",
         }
     )
     return env

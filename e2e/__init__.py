@@ -2,7 +2,7 @@
 
 Everything runs on 127.0.0.1, on free ports, under a fresh temp dir (0700), and every process is started
 in its own process group and ended by group at the end, whatever happened (SIGTERM, then SIGKILL
-after 20 s); the run fails if a port it used is still listening afterwards.
+after 45 s); the run fails if a port it used is still listening afterwards.
 
 Deployment (``services.py``, ``deployment.py``):
   - PostgreSQL 15: a private cluster (``initdb`` + ``pg_ctl`` as the unprivileged ``postgres`` user when

@@ -97,9 +97,10 @@ class ProcessGroups:
 
         wait_until(up, timeout, f"{proc.name} to listen on port {proc.port}")
 
-    def stop_all(self, grace: float = 20) -> list[str]:
+    def stop_all(self, grace: float = 45) -> list[str]:
         """Signal every group (SIGTERM, or the server's own stop signal), SIGKILL what is left after ``grace``
-        seconds; returns the problems found."""
+        seconds; returns the problems found. 45 s: on a loaded 2-core machine the api-server's workers
+        once took over 20 s to stop on SIGTERM."""
         for proc in reversed(self.procs):
             if not proc.ended:
                 _signal_group(proc.pgid, proc.stop_signal)

@@ -14,10 +14,22 @@ PYTHON=${PYTHON:-python3}
 quiet() { "$@" 2>&1 | { grep -v "is ignored: it is neither a file nor a directory" || true; }; }
 
 test -x "$VENV/bin/python" || "$PYTHON" -m venv "$VENV"
-quiet "$VENV/bin/python" -m pip install -q --upgrade "pip>=24"
-quiet "$VENV/bin/python" -m pip install -q uv || true  # no uv for this platform: pip does it all
-if [[ -x $VENV/bin/uv ]] && quiet "$VENV/bin/uv" pip install -q --python "$VENV/bin/python" -c "$CONSTRAINTS" "$@"; then
+# A uv already here (on PATH, or in another venv of this checkout: CI makes nine venvs) saves
+# installing it again (10-15 s a venv); else pip installs it into this venv.
+CHECKOUT=$(cd "$(dirname "$0")/.." && pwd)
+UV=$(command -v uv || true)
+for candidate in "$CHECKOUT"/.venv*/bin/uv; do
+    [[ -n $UV ]] && break
+    [[ -x $candidate ]] && "$candidate" --version >/dev/null 2>&1 && UV=$candidate
+done
+if [[ -z $UV ]]; then
+    quiet "$VENV/bin/python" -m pip install -q --upgrade "pip>=24"
+    quiet "$VENV/bin/python" -m pip install -q uv || true  # no uv for this platform: pip does it all
+    [[ -x $VENV/bin/uv ]] && UV=$VENV/bin/uv
+fi
+if [[ -n $UV ]] && quiet "$UV" pip install -q --python "$VENV/bin/python" -c "$CONSTRAINTS" "$@"; then
     exit 0
 fi
 echo "venv_install: uv could not install into $VENV; installing with pip" >&2
+quiet "$VENV/bin/python" -m pip install -q --upgrade "pip>=24"
 quiet "$VENV/bin/python" -m pip install -q -c "$CONSTRAINTS" "$@"

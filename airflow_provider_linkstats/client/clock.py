@@ -68,6 +68,8 @@ DRIFT = 1e-4
 # same offset and was received more than this many seconds after the first was sent: two copies of
 # one cached page (a fixed Date, whole seconds) then show offsets more than a second apart.
 STEP_CONFIRM = 1.0
+# The offsets a clock keeps from before its steps (``offset_since``): a few steps are plenty.
+EARLIER_KEPT = 8
 FRESH, STEPPED, STALE, NO_DATE = "fresh", "stepped", "stale", "no date"  # what ``observe`` says of an answer
 _WRITES = frozenset({"POST", "PUT", "PATCH", "DELETE"})  # answers no cache keeps (RFC 9111, section 3)
 
@@ -113,6 +115,11 @@ class ServiceClock:
         self._warned = False
         self._settled = float("-inf")  # when the answer that set the offset arrived (after a step)
         self._candidate: _Answer | None = None  # a read that went back, until another agrees (a step) or not
+        # The offset's last evidence (the worker's moment of the latest answer agreeing with it, or
+        # the measurement an adopted offset came from), and (that moment, the high bound) of each
+        # offset a step replaced: records stamped before a step carry the old clock (``offset_since``).
+        self._evidenced = float("-inf")
+        self._earlier: list[tuple[float, float]] = []
         # Told of a step (``observe`` returned ``STEPPED``): the hook keeps the new offset in the host's cache.
         self.stepped: Callable[[ServiceClock], None] | None = None
         self.adopted_from: str | None = None  # where an offset measured elsewhere came from, if it did
@@ -182,9 +189,11 @@ class ServiceClock:
         """What ``answer`` (not from a cache by its headers) does to the offset's interval; under the lock."""
         if self._low is None or self._high is None:
             self._set(answer.low, answer.high)
+            self._evidenced = answer.received
             return FRESH
         if answer.low <= self._high and answer.high >= self._low:  # agrees with what is known: narrows it
             self._set(max(self._low, answer.low), min(self._high, answer.high))
+            self._evidenced = max(self._evidenced, answer.received)
             return FRESH
         if answer.sent < self._settled:
             return STALE  # sent before the answer that set the offset arrived: it tells of the clock before
@@ -209,9 +218,11 @@ class ServiceClock:
         return STALE
 
     def _set(self, low: float, high: float, settled: float | None = None) -> None:
+        if settled is not None:  # a step: the offset it replaces is kept with its last evidence
+            if self._high is not None:
+                self._earlier = [*self._earlier[-(EARLIER_KEPT - 1) :], (self._evidenced, self._high)]
+            self._settled = self._evidenced = settled
         self._low, self._high = low, high
-        if settled is not None:
-            self._settled = settled
         self._candidate = None
         self.adopted_from = None  # heard by this process now
 
@@ -255,6 +266,7 @@ class ServiceClock:
             if self._low is not None:
                 return False
             self._low, self._high = offset - widened, offset + widened
+            self._evidenced = self._wall() - age
             self.adopted_from = source or "measured elsewhere"
         return True
 
@@ -300,6 +312,17 @@ class ServiceClock:
     def wait_margin(self) -> float:
         """``margin`` for a wait: ``WAIT_MARGIN`` plus the measurement's uncertainty."""
         return WAIT_MARGIN + self.uncertainty
+
+    def offset_since(self, moment: float) -> float:
+        """The lowest offset the service's clock may have had at some moment since ``moment`` (the
+        worker's epoch seconds), each offset at its latest within its uncertainty: the current one,
+        or one a step replaced whose last evidence came after ``moment``. A record the service
+        stamped after ``moment`` carries a ``created_at`` of at least ``moment`` plus it, even when
+        the service's clock stepped ahead since (its earlier records carry the old clock)."""
+        with self._lock:
+            if self._high is None:
+                return 0.0
+            return min([self._high, *(high for evidenced, high in self._earlier if evidenced >= moment)])
 
     def time(self) -> float:
         """The service's time, epoch seconds."""

@@ -107,10 +107,13 @@ def claiming(claim: Claim | None) -> Iterator[None]:
 
 
 def on_service_clock(clock: ServiceClock, moment: dt.datetime) -> dt.datetime:
-    """``moment`` (Airflow's clock) on the service's, at its latest within the offset's uncertainty:
-    a claim that a record came after it must not take one made just before."""
+    """``moment`` (Airflow's clock) on the service's, at its latest within the offset's uncertainty
+    (a claim that a record came after it must not take one made just before), by the lowest offset
+    the service's clock had since (``ServiceClock.offset_since``): a record made before the service's
+    clock stepped ahead carries the old clock."""
     moment = moment if moment.tzinfo is not None else moment.replace(tzinfo=dt.timezone.utc)
-    return dt.datetime.fromtimestamp(moment.timestamp() + clock.offset + clock.uncertainty, dt.timezone.utc)
+    epoch = moment.timestamp()
+    return dt.datetime.fromtimestamp(epoch + clock.offset_since(epoch), dt.timezone.utc)
 
 
 def differences_from_sent(

@@ -252,3 +252,22 @@ def test_copies_of_a_cached_page_never_move_the_offset_however_many():
     assert _answer(clock, wall, -600.0) == STALE
     wall.value += 1.2
     assert _answer(clock, wall, -600.0) == STEPPED and abs(clock.offset + 600) < 1.0
+
+
+def test_the_offset_since_a_moment_is_the_lowest_the_clock_had_since_a_step_ahead_included():
+    """Records the service stamped before its clock stepped ahead carry the old clock: a moment before
+    the step is on the service's clock by the lowest offset in effect since it (issue 44: a launch
+    killed before a step ahead, its retry after it)."""
+    wall = FakeWall(1_800_000_000.3)
+    clock = ServiceClock(wall=wall)
+    assert clock.offset_since(wall.value) == 0.0  # unknown: the worker's clock stands in
+    assert clock.adopt_offset(-600.0, 0.1, age=5.0, source="a task on this host")  # measured 5 s ago
+    first_try = wall.value - 60
+    assert abs(clock.offset_since(first_try) + 600) < 1.0
+    wall.value += 1.0
+    assert _answer(clock, wall, 0.0) == STEPPED and abs(clock.offset) < 1.0  # stepped 10 minutes ahead
+    assert abs(clock.offset_since(first_try) + 600) < 1.0  # -600 was in effect after the first try began
+    assert abs(clock.offset_since(wall.value - 2)) < 1.5  # not since the kept offset's measurement
+    wall.value += 1.0
+    assert _answer(clock, wall, -300.0, method="POST") == STEPPED  # a step back: the current one is lowest
+    assert abs(clock.offset_since(wall.value) + 300) < 1.0

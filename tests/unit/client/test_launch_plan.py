@@ -17,6 +17,9 @@ class Clock:
 
     known, offset, uncertainty = True, 0.0, 0.0
 
+    def offset_since(self, moment: float) -> float:
+        return 0.0
+
 
 def test_made_by_an_earlier_try_only_with_the_rows_fields_and_after_the_first_try_began():
     """One rule (``ownership.made_by`` over ``ownership.is_ours``): every field sent, and created after

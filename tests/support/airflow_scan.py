@@ -252,5 +252,18 @@ def _run(dags_folder: str, plan: list[list]) -> int:
     return 1 if failed else 0
 
 
+def _exit_now(code: int) -> None:
+    """Exit without the interpreter's teardown of Airflow's ~2,000 modules and the in-process
+    Execution API's threads: 8-12 s after the last run on Airflow 3.3 (3 s on 2.11), for nothing
+    the scan reads. Every run is committed to the database by then; the exit handlers (logging's
+    flush among them) still run, and the output is flushed."""
+    import atexit
+
+    atexit._run_exitfuncs()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)
+
+
 if __name__ == "__main__":
-    sys.exit(_run(sys.argv[1], json.loads(sys.argv[2])))
+    _exit_now(_run(sys.argv[1], json.loads(sys.argv[2])))

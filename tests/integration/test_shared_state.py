@@ -1,7 +1,7 @@
 """Many hosts, one budget (issue 42): the rate limit and the learned facts shared through Redis.
 
 Each "host" is a process of its own (tests/support/shared_host.py) with its own cache directory,
-forked with the others from one launcher that imported Airflow once (tests/support/host_launcher.py),
+forked with the others from one launcher that imported Airflow once (tests/support/fresh_process.py),
 reaching the emulator through its own forwarding proxy that stamps a client address of its own
 (``X-Forwarded-For``, trusted from loopback as a load balancer's is behind Laravel's TrustProxies).
 The emulator limits as a real phpShort does, scaled: 60 requests a window per address and 120 per
@@ -13,9 +13,6 @@ from __future__ import annotations
 
 import json
 import os
-import signal
-import subprocess
-import sys
 import time
 from contextlib import ExitStack
 from pathlib import Path
@@ -23,6 +20,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import API_KEY, connection_json
+from tests.support import fresh_process
 from tests.support.caching_proxy import forwarding_proxy
 from tests.support.redis_server import RedisServer
 
@@ -106,43 +104,25 @@ def _run_hosts(
         if during is not None:
             during()
         # Airflow's logging writes to stdout or stderr, by version: both are the log.
-        reports = [(json.loads(out.strip().splitlines()[-1]), out + err) for out, err in _outputs(*launched)]
+        reports = [(json.loads(out.strip().splitlines()[-1]), out + err) for out, err in _outputs(launched)]
     return reports, emulator.stats.count(status=429)
 
 
-def _launch(tmp_path: Path, jobs: list[dict], stack: ExitStack) -> tuple[subprocess.Popen, list[dict]]:
-    """Fork the jobs' processes at once from one launcher that imported the provider, and so Airflow,
-    once (tests/support/host_launcher.py): each process's output goes to files of its own."""
-    tmp_path.mkdir(parents=True, exist_ok=True)
-    for job in jobs:
-        job["stdout"], job["stderr"] = (str(tmp_path / f"{job['name']}.{kind}") for kind in ("out", "err"))
-    spec = tmp_path / f"jobs-{jobs[0]['name']}.json"
-    spec.write_text(json.dumps(jobs))
-    command = [sys.executable, "-m", "tests.support.host_launcher", str(spec)]
-    pipes = {"stdout": subprocess.PIPE, "stderr": subprocess.PIPE}
-    launcher = subprocess.Popen(command, env=jobs[0]["env"], cwd=REPO, start_new_session=True, **pipes)
-    stack.callback(_ended, launcher)  # a failed or timed-out test leaves no process running
-    return launcher, jobs
+def _launch(tmp_path: Path, jobs: list[dict], stack: ExitStack) -> fresh_process.Started:
+    """Fork the jobs' processes at once (tests/support/fresh_process.py); each one's output goes to
+    files of its own in ``tmp_path``."""
+    started = fresh_process.start(jobs, tmp_path)
+    stack.callback(started.close)  # a failed or timed-out test leaves no process running
+    return started
 
 
-def _outputs(launcher: subprocess.Popen, jobs: list[dict], timeout: float = 800) -> list[tuple[str, str]]:
+def _outputs(started: fresh_process.Started, timeout: float = 800) -> list[tuple[str, str]]:
     """Each job's stdout and stderr, once all ended; a job that failed fails the test with its stderr."""
-    out, err = launcher.communicate(timeout=timeout)
-    assert launcher.returncode == 0, err.decode()[-3000:]
-    codes = json.loads(out.decode().strip().splitlines()[-1])
-    outputs = [(Path(job["stdout"]).read_text(), Path(job["stderr"]).read_text()) for job in jobs]
-    for job, code, (_, job_err) in zip(jobs, codes, outputs, strict=True):
+    codes = started.codes(timeout)
+    outputs = [(Path(job["stdout"]).read_text(), Path(job["stderr"]).read_text()) for job in started.jobs]
+    for job, code, (_, job_err) in zip(started.jobs, codes, outputs, strict=True):
         assert code == 0, f"{job['name']} exited {code}: {job_err[-3000:]}"
     return outputs
-
-
-def _ended(launcher: subprocess.Popen) -> None:
-    """Kill the launcher and the processes it forked (its own session), if any is still running."""
-    try:
-        os.killpg(launcher.pid, signal.SIGKILL)
-    except ProcessLookupError:
-        pass
-    launcher.wait()
 
 
 def _created(emulator) -> int:
@@ -292,7 +272,7 @@ def test_two_triggerers_and_a_worker_share_one_budget(tmp_path, limited_emulator
             f"h = H(rate_limit_window={WINDOW}); [h.delete_link(i) for i in {doomed!r}]; print('deleted')"
         )
         jobs.append({"name": "worker", "code": script, "env": env})
-        outputs = [out.strip().splitlines()[-1] for out, _ in _outputs(*_launch(tmp_path, jobs, stack), timeout=400)]
+        outputs = [out.strip().splitlines()[-1] for out, _ in _outputs(_launch(tmp_path, jobs, stack), timeout=400)]
     waits = [json.loads(line) for line in outputs[:2]]
     assert outputs[2] == "deleted"
     assert [w["statuses"] for w in waits] == [["success"] * 100] * 2

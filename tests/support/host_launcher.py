@@ -1,19 +1,19 @@
-"""Starts the processes of a many-host deployment for the shared-store tests, as Airflow starts
-task processes: forked from one process that has imported the provider (and so Airflow) once.
+"""Forks the processes of the tests' "fresh processes" (tests/support/fresh_process.py), as Airflow
+starts task processes: from one process that has imported the provider (and so Airflow) once.
 
-    python -m tests.support.host_launcher JOBS_JSON
+    python -m tests.support.host_launcher --serve
 
-JOBS_JSON is a list of jobs, each ``{"module", "argv", "env", "stdout", "stderr"}``: every job is
-forked at once and runs ``python -m MODULE ARGV...`` (or, given ``"code"`` instead of ``"module"``,
-``python -c CODE``) in a process of its own, with exactly the
-environment ``env`` and its output in the two files. The launcher waits for all of them and prints
-one JSON line: their exit codes, in the jobs' order.
+reads one JSON list of jobs a line from its standard input, each job ``{"module", "argv", "env",
+"stdout", "stderr"}``: every job of a line is forked at once and runs ``python -m MODULE ARGV...``
+(or, given ``"code"`` instead of ``"module"``, ``python -c CODE``) in a process of its own, with
+exactly the environment ``env`` and its output in the two files. Once all have ended it prints
+one JSON line, their exit codes in the jobs' order, and reads the next line.
 
-Why: each host importing Airflow itself cost about 8 s of CPU (3 to 8 hosts a test), most of
-these tests' cost on a loaded machine. A forked child shares nothing learned with its siblings:
-the launcher only imports (no connection, no client, no thread), and everything the hosts read
-from the environment (connections, ``[linkstats]`` settings, the hostname callable) is read when
-used, after the child has taken its own environment.
+Why: each host or task process importing Airflow itself cost about 8 s of CPU (3 to 8 of them a
+shared-store test). A forked child shares nothing learned with its siblings: the launcher only
+imports (no connection, no client, no thread), and everything the processes read from the
+environment (connections, ``[linkstats]`` settings, the hostname callable) is read when used,
+after the child has taken its own environment.
 """
 
 from __future__ import annotations
@@ -38,6 +38,7 @@ PRELOADED = (  # what every host, triggerer and worker of the tests imports firs
 def _run_child(job: dict) -> int:
     os.environ.clear()
     os.environ.update(job["env"])
+    os.dup2(os.open(os.devnull, os.O_RDONLY), 0)  # the launcher's own input is not the child's
     for fd, path in ((1, job["stdout"]), (2, job["stderr"])):
         os.dup2(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), fd)
     sys.argv = [job.get("module", "-c"), *job.get("argv", ())]
@@ -55,13 +56,8 @@ def _run_child(job: dict) -> int:
         return 1
 
 
-def main(argv: list[str]) -> int:
-    import importlib
-
-    with open(argv[0]) as handle:
-        jobs = json.load(handle)
-    for name in PRELOADED:
-        importlib.import_module(name)
+def _fork_all(jobs: list[dict]) -> list[int]:
+    """Fork every job at once; their exit codes once all ended."""
     sys.stdout.flush()
     sys.stderr.flush()
     children = []
@@ -76,8 +72,19 @@ def main(argv: list[str]) -> int:
                 sys.stderr.flush()
                 os._exit(code)
         children.append(pid)
-    codes = [os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]) for pid in children]
-    print(json.dumps(codes))
+    return [os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]) for pid in children]
+
+
+def main(argv: list[str]) -> int:
+    import importlib
+
+    if argv != ["--serve"]:
+        print(__doc__, file=sys.stderr)
+        return 2
+    for name in PRELOADED:
+        importlib.import_module(name)
+    for line in sys.stdin:
+        print(json.dumps(_fork_all(json.loads(line))), flush=True)
     return 0
 
 

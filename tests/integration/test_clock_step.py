@@ -13,8 +13,9 @@ service's future (404 at once), and a wait fired ten minutes early (or slept too
 - a wait fires only on an answer whose own ``Date`` says the link ended, within 3 s of the end by
   the service's clock, with its usual reads.
 
-Processes are real (a subprocess per task process); the emulator's clock is stepped through its
-Python handle (the admin endpoint's ``set``).
+Processes are real (one per task process, forked as Airflow forks one:
+tests/support/fresh_process.py); the emulator's clock is stepped through its Python handle (the
+admin endpoint's ``set``).
 """
 
 from __future__ import annotations
@@ -22,8 +23,6 @@ from __future__ import annotations
 import datetime as dt
 import json
 import os
-import subprocess
-import sys
 import textwrap
 import time
 import urllib.error
@@ -32,6 +31,7 @@ import urllib.request
 import pytest
 
 from tests.conftest import connection_json
+from tests.support.fresh_process import run_python
 
 API = "/public/api/v1"
 STEPS = {"back": dt.timedelta(minutes=-10), "ahead": dt.timedelta(minutes=10)}
@@ -90,9 +90,7 @@ def in_a_fresh_process(emu, cache: str, job: str, args: list) -> tuple[dict, str
         "AIRFLOW_CONN_LINKSTATS_LINKS_DEFAULT": connection_json(emu.url, api_version="49"),
         "AIRFLOW__LINKSTATS__CACHE_DIR": cache,
     }
-    done = subprocess.run(
-        [sys.executable, "-c", SCRIPT, job, json.dumps(args)], env=env, capture_output=True, text=True, timeout=120
-    )
+    done = run_python(["-c", SCRIPT, job, json.dumps(args)], env=env, timeout=120)
     assert done.returncode == 0, done.stderr[-3000:]
     return json.loads(done.stdout.strip().splitlines()[-1]), done.stderr
 

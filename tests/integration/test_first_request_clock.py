@@ -7,8 +7,9 @@ three minutes ahead by the service's clock was refused before any request, quoti
 "now". Now the client makes the service's clock known first (from the host's learned facts, or one
 cheap read) and the link redirects at once and ends on time by the service's clock.
 
-Each create runs in a fresh Python process (a subprocess, as a task runs), with the learned-facts
-cache off unless the test turns it on; the emulator's clock is ten minutes behind or ahead.
+Each create runs in a fresh Python process (forked as Airflow forks a task:
+tests/support/fresh_process.py), with the learned-facts cache off unless the test turns it on;
+the emulator's clock is ten minutes behind or ahead.
 """
 
 from __future__ import annotations
@@ -16,8 +17,6 @@ from __future__ import annotations
 import datetime as dt
 import json
 import os
-import subprocess
-import sys
 import textwrap
 import urllib.error
 import urllib.request
@@ -25,6 +24,7 @@ import urllib.request
 import pytest
 
 from tests.conftest import connection_json
+from tests.support.fresh_process import run_python
 
 API = "/public/api/v1"
 SKEWS = {"behind": dt.timedelta(minutes=-10), "ahead": dt.timedelta(minutes=10)}
@@ -54,9 +54,7 @@ def create_in_a_fresh_process(emu, links: list[tuple[str, str]], *, cache_dir: s
         "AIRFLOW_CONN_LINKSTATS_LINKS_DEFAULT": connection_json(emu.url, api_version="49"),
         "AIRFLOW__LINKSTATS__CACHE_DIR": cache_dir,
     }
-    done = subprocess.run(
-        [sys.executable, "-c", CREATE, json.dumps(links)], env=env, capture_output=True, text=True, timeout=120
-    )
+    done = run_python(["-c", CREATE, json.dumps(links)], env=env, timeout=120)
     assert done.returncode == 0, done.stderr[-3000:]
     return json.loads(done.stdout.strip().splitlines()[-1])
 
@@ -126,10 +124,7 @@ def test_a_fresh_process_takes_the_clock_from_the_hosts_learned_facts(skewed, tm
     def run(alias: str) -> dict:
         env = {**os.environ, "AIRFLOW_CONN_LINKSTATS_LINKS_DEFAULT": env_conn, "AIRFLOW__LINKSTATS__CACHE_DIR": cache}
         script = CREATE
-        done = subprocess.run(
-            [sys.executable, "-c", script, json.dumps([(alias, "PT5M")])],
-            env=env, capture_output=True, text=True, timeout=120,
-        )  # fmt: skip
+        done = run_python(["-c", script, json.dumps([(alias, "PT5M")])], env=env, timeout=120)
         assert done.returncode == 0, done.stderr[-3000:]
         return json.loads(done.stdout.strip().splitlines()[-1])[0]
 

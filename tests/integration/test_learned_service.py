@@ -10,8 +10,6 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import subprocess
-import sys
 import textwrap
 import time
 
@@ -20,7 +18,8 @@ import pytest
 from airflow_provider_linkstats.client import LinkstatsAuthError, LinkstatsRateLimitError
 from airflow_provider_linkstats.client.learned import EntryKey, LearnedStore
 from airflow_provider_linkstats.hooks.linkstats import LinkstatsLinksHook
-from tests.conftest import API_KEY, REPO, connection_json
+from tests.conftest import API_KEY, connection_json
+from tests.support.fresh_process import run_python
 
 CONN_ID = "linkstats_links_default"
 HTML_404 = (
@@ -118,9 +117,7 @@ def test_hooks_in_other_processes_reuse_it(scripted, monkeypatch, cache_dir):
     env = {**os.environ}
     outputs = []
     for _ in range(2):  # two task processes, one after the other
-        done = subprocess.run(
-            [sys.executable, "-c", _HOOK_IN_A_PROCESS], cwd=REPO, env=env, capture_output=True, text=True, timeout=120
-        )
+        done = run_python(["-c", _HOOK_IN_A_PROCESS], env=env, timeout=120)  # forked as Airflow forks a task
         assert done.returncode == 0, done.stderr[-2000:]
         outputs.append(json.loads(done.stdout.strip().splitlines()[-1]))
     assert outputs == [{"generation": "46", "root": scripted.url + "/public/api/v1"}] * 2

@@ -1,6 +1,7 @@
 """Many hosts, one budget (issue 42): the rate limit and the learned facts shared through Redis.
 
 Each "host" is a process of its own (tests/support/shared_host.py) with its own cache directory,
+forked with the others from one launcher that imported Airflow once (tests/support/fresh_process.py),
 reaching the emulator through its own forwarding proxy that stamps a client address of its own
 (``X-Forwarded-For``, trusted from loopback as a load balancer's is behind Laravel's TrustProxies).
 The emulator limits as a real phpShort does, scaled: 60 requests a window per address and 120 per
@@ -12,8 +13,6 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 import time
 from contextlib import ExitStack
 from pathlib import Path
@@ -21,10 +20,12 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import API_KEY, connection_json
+from tests.support import fresh_process
 from tests.support.caching_proxy import forwarding_proxy
 from tests.support.redis_server import RedisServer
 
-# Host processes import Airflow each (about 5 s of CPU): beside a loaded suite, a run of six takes minutes.
+# A host importing Airflow itself cost about 8 s of CPU (3 to 8 hosts a test): the launcher imports it
+# once a run, and forks the hosts, as Airflow forks its task processes.
 # Each test has its own redis-server and emulator, so the tests spread over the suite's workers (in
 # one xdist group they held one worker for about 12 minutes of a 3.3.2 suite).
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
@@ -83,7 +84,7 @@ def _run_hosts(
     emulator's count of 429 answers."""
     emulator.reset()
     with ExitStack() as stack:
-        processes = []
+        jobs = []
         shared_proxy = None if own_addresses else stack.enter_context(forwarding_proxy(emulator.url, "10.0.0.1"))
         for n in range(hosts):
             # Hosts on addresses of their own each reach the service through a proxy of their own;
@@ -92,9 +93,8 @@ def _run_hosts(
             env = _env(tmp_path, f"host{n}", proxy.url, redis_url, window, address_per_host=own_addresses, **extra)
             if barrier is not None:
                 env["LINKSTATS_TEST_BARRIER"] = str(barrier)
-            command = [sys.executable, "-m", "tests.support.shared_host", str(links)]
-            pipes = {"stdout": subprocess.PIPE, "stderr": subprocess.PIPE}
-            processes.append(subprocess.Popen(command, env=env, cwd=REPO, **pipes))
+            jobs.append({"name": f"host{n}", "module": "tests.support.shared_host", "argv": [str(links)], "env": env})
+        launched = _launch(tmp_path, jobs, stack)
         if barrier is not None:  # the hosts start creating together, once all are ready
             deadline = time.monotonic() + 600
             while len(list(barrier.glob("ready-*"))) < hosts and time.monotonic() < deadline:
@@ -103,21 +103,26 @@ def _run_hosts(
             emulator.go = time.time()
         if during is not None:
             during()
-        stack.callback(_ended, processes)  # a failed or timed-out test leaves no host running
-        reports = []
-        for process in processes:
-            out, err = process.communicate(timeout=800)
-            assert process.returncode == 0, err.decode()[-3000:]
-            text = out.decode()  # Airflow's logging writes to stdout or stderr, by version: both are the log
-            reports.append((json.loads(text.strip().splitlines()[-1]), text + err.decode()))
+        # Airflow's logging writes to stdout or stderr, by version: both are the log.
+        reports = [(json.loads(out.strip().splitlines()[-1]), out + err) for out, err in _outputs(launched)]
     return reports, emulator.stats.count(status=429)
 
 
-def _ended(processes: list[subprocess.Popen]) -> None:
-    for process in processes:
-        if process.poll() is None:
-            process.kill()
-            process.wait()
+def _launch(tmp_path: Path, jobs: list[dict], stack: ExitStack) -> fresh_process.Started:
+    """Fork the jobs' processes at once (tests/support/fresh_process.py); each one's output goes to
+    files of its own in ``tmp_path``."""
+    started = fresh_process.start(jobs, tmp_path)
+    stack.callback(started.close)  # a failed or timed-out test leaves no process running
+    return started
+
+
+def _outputs(started: fresh_process.Started, timeout: float = 800) -> list[tuple[str, str]]:
+    """Each job's stdout and stderr, once all ended; a job that failed fails the test with its stderr."""
+    codes = started.codes(timeout)
+    outputs = [(Path(job["stdout"]).read_text(), Path(job["stderr"]).read_text()) for job in started.jobs]
+    for job, code, (_, job_err) in zip(started.jobs, codes, outputs, strict=True):
+        assert code == 0, f"{job['name']} exited {code}: {job_err[-3000:]}"
+    return outputs
 
 
 def _created(emulator) -> int:
@@ -251,36 +256,28 @@ def test_two_triggerers_and_a_worker_share_one_budget(tmp_path, limited_emulator
     limited_emulator.set_rate_limit(60, WINDOW)
     limited_emulator.stats.reset()
     with ExitStack() as stack:
-        processes = []
+        jobs = []
         for n, share in enumerate((waited[:100], waited[100:])):
             links = tmp_path / f"waits-{n}.json"
             links.write_text(json.dumps([[link["id"], link["alias"], end] for link in share]))
             proxy = stack.enter_context(forwarding_proxy(limited_emulator.url, "10.0.0.1"))
             env = _env(tmp_path, f"triggerer{n}", proxy.url, redis_server.url)
-            command = [sys.executable, "-m", "tests.support.shared_triggerer", str(links)]
-            processes.append(_spawn(command, env))
+            jobs.append(
+                {"name": f"triggerer{n}", "module": "tests.support.shared_triggerer", "argv": [str(links)], "env": env}
+            )
         proxy = stack.enter_context(forwarding_proxy(limited_emulator.url, "10.0.0.1"))
         env = _env(tmp_path, "worker", proxy.url, redis_server.url)
         script = (
             "import sys; from airflow_provider_linkstats.hooks.linkstats import LinkstatsLinksHook as H; "
             f"h = H(rate_limit_window={WINDOW}); [h.delete_link(i) for i in {doomed!r}]; print('deleted')"
         )
-        processes.append(_spawn([sys.executable, "-c", script], env))
-        stack.callback(_ended, processes)
-        outputs = []
-        for process in processes:
-            out, err = process.communicate(timeout=400)
-            assert process.returncode == 0, err.decode()[-3000:]
-            outputs.append(out.decode().strip().splitlines()[-1])
+        jobs.append({"name": "worker", "code": script, "env": env})
+        outputs = [out.strip().splitlines()[-1] for out, _ in _outputs(_launch(tmp_path, jobs, stack), timeout=400)]
     waits = [json.loads(line) for line in outputs[:2]]
     assert outputs[2] == "deleted"
     assert [w["statuses"] for w in waits] == [["success"] * 100] * 2
     assert all(w["shared"] >= 1 and w["faults"] == 0 for w in waits), waits  # on the shared budget
     assert limited_emulator.stats.count(status=429) == 0, limited_emulator.stats.endpoints()
-
-
-def _spawn(command: list[str], env: dict[str, str]) -> subprocess.Popen:
-    return subprocess.Popen(command, env=env, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
 
 
 def _iso(epoch: float) -> str:

@@ -2,6 +2,8 @@
 
     python -m tests.support.shared_host COUNT [PREFIX]
 
+(the tests fork it, as that command, from tests/support/host_launcher.py)
+
 creates COUNT links through ``LinkstatsLinksHook`` (the connection and the settings come from the
 environment: its own cache directory, [linkstats] shared_state_conn_id, its own forwarding proxy),
 then prints one JSON line: links made, 429s its limiter saw, requests sent, Redis round trips and

@@ -136,6 +136,26 @@ def emulators():
 
 
 @pytest.fixture(scope="session")
+def postgres():
+    """A PostgreSQL 15 cluster on 127.0.0.1 with a database ``airflow`` (trust auth on loopback only),
+    one per pytest process for every module that loads into it (their tests carry
+    ``xdist_group("postgres")``, so one worker runs them all); ``pg`` drops its tables around each test."""
+    from e2e.procs import ProcessGroups
+    from e2e.services import PG_BIN, start_postgres
+
+    if not (PG_BIN / "initdb").exists():
+        pytest.skip(f"PostgreSQL binaries missing ({PG_BIN}/initdb): apt-get install postgresql-15")
+    groups = ProcessGroups()
+    try:
+        proc, database, home = start_postgres(groups)
+        yield proc.port
+    finally:
+        groups.stop_all()
+        if "home" in locals():
+            shutil.rmtree(home, ignore_errors=True)
+
+
+@pytest.fixture(scope="session")
 def emulator(emulators):
     return emulators("44")
 

@@ -6,7 +6,6 @@ rows. Skipped, saying why, only where the PostgreSQL binaries are missing (CI in
 from __future__ import annotations
 
 import json
-import shutil
 
 import pytest
 
@@ -25,24 +24,6 @@ from tests.integration.test_warehouse import (
 from tests.integration.test_warehouse_days import DST_NIGHTS
 
 pytestmark = pytest.mark.xdist_group("postgres")
-
-
-@pytest.fixture(scope="module")
-def postgres():
-    """A PostgreSQL 15 cluster on 127.0.0.1 with a database ``airflow`` (trust auth on loopback only)."""
-    from e2e.procs import ProcessGroups
-    from e2e.services import PG_BIN, start_postgres
-
-    if not (PG_BIN / "initdb").exists():
-        pytest.skip(f"PostgreSQL binaries missing ({PG_BIN}/initdb): apt-get install postgresql-15")
-    groups = ProcessGroups()
-    try:
-        proc, database, home = start_postgres(groups)
-        yield proc.port
-    finally:
-        groups.stop_all()
-        if "home" in locals():
-            shutil.rmtree(home, ignore_errors=True)
 
 
 @pytest.fixture

@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 
 from tests.integration.test_warehouse import link_load, run, truth, warehouse  # noqa: F401 (fixture)
-from tests.integration.test_warehouse_postgres import pg, postgres  # noqa: F401 (fixtures)
+from tests.integration.test_warehouse_postgres import pg  # noqa: F401 (the fixture)
 
 pytestmark = pytest.mark.xdist_group("postgres")  # one PostgreSQL cluster per worker that runs them
 

@@ -17,8 +17,8 @@ from tests.integration.test_warehouse import (
     emu_gen,  # noqa: F401, F811 - the fixture
     truth,
 )
-from tests.integration.test_warehouse_postgres import pg, postgres  # noqa: F401 - the fixtures
-from tests.support.example_dags import load_module
+from tests.integration.test_warehouse_postgres import pg  # noqa: F401 - the fixture
+from tests.support.example_dags import load_alone
 
 AIRFLOW_3 = not airflow.__version__.startswith("2.")
 
@@ -78,7 +78,7 @@ def test_a_backfill_of_the_example_dag_then_the_dag_scheduled_on_its_table(
     warehouse = Warehouse(backend, request, tmp_path, monkeypatch)
     clicks_near_midnight(emu, "Asia/Kolkata")
     zone = counted_in(emu, "Asia/Kolkata")  # UTC on phpShort 44-45, UTC+05:30 on 46+
-    module = load_module("linkstats_stats_to_warehouse")
+    module = load_alone("linkstats_stats_to_warehouse", monkeypatch, tmp_path)
     for task in module.dag.tasks:
         task.retries = 0  # a failure shows at once (the DAG's retries wait 5 minutes)
     assert module.CLICKS_ASSET in module.dag.get_task("link_clicks").outlets
@@ -196,7 +196,7 @@ def test_a_30_day_backfill_across_a_dst_change_equals_the_account_days(
     emu.clock.set(asked)  # the backfill runs a week after its last day
     offset_now = asked.utcoffset()
 
-    module = load_module("linkstats_stats_to_warehouse")
+    module = load_alone("linkstats_stats_to_warehouse", monkeypatch, tmp_path)
     for task in module.dag.tasks:
         task.retries = 0
     if airflow.__version__.startswith("3.0."):
@@ -215,22 +215,14 @@ def test_a_30_day_backfill_across_a_dst_change_equals_the_account_days(
             assert run.state == "success", day
             served = emu.stats.count(path_prefix="/links") + emu.stats.count(path_prefix="/stats")
             per_run.append((day, served))
+            assert table_equals_the_account_days(warehouse, emu, zone) == {d.isoformat() for d in days if d <= day}
     finally:
         stop.set()
         if worker:
             worker.join(10)
     emu.clock.reset()
 
-    truth: dict = {}
-    for click in emu.store.recorded_clicks():
-        key = (int(click["link_id"]), dt.datetime.fromisoformat(click["at"]).astimezone(tz).date().isoformat())
-        truth[key] = truth.get(key, 0) + int(click.get("count", 1))
-    with sqlite3.connect(warehouse) as db:
-        complete = dict(db.execute("SELECT day, zone FROM linkstats_link_clicks_daily_days WHERE complete = 1"))
-        rows = db.execute("SELECT link_id, day, clicks FROM linkstats_link_clicks_daily").fetchall()
-    loaded = {(link, day): n for link, day, n in rows}
-    assert sorted(complete) == [day.isoformat() for day in days] and set(complete.values()) == {zone}
-    assert loaded == {key: n for key, n in truth.items() if key[1] in complete}
+    assert sorted(table_equals_the_account_days(warehouse, emu, zone)) == [day.isoformat() for day in days]
     spans = [ServiceDay.of(day, zone) for day in days]
     assert sorted({int((s.end - s.start).total_seconds() // 3600) for s in spans}) in ([23, 24], [24, 25])
 
@@ -248,6 +240,25 @@ def test_a_30_day_backfill_across_a_dst_change_equals_the_account_days(
             assert served <= bound + slack, (day, served, bound + slack)
         else:
             assert served == bound, (day, served, bound)
+
+
+def table_equals_the_account_days(warehouse, emu, zone: str) -> set[str]:
+    """The days marked complete (each in ``zone``), each holding the recorded clicks of the account's
+    day link by link, and no rows of days not complete."""
+    from zoneinfo import ZoneInfo
+
+    tz = ZoneInfo(zone)
+    truth: dict = {}
+    for click in emu.store.recorded_clicks():
+        key = (int(click["link_id"]), dt.datetime.fromisoformat(click["at"]).astimezone(tz).date().isoformat())
+        truth[key] = truth.get(key, 0) + int(click.get("count", 1))
+    with sqlite3.connect(warehouse) as db:
+        complete = dict(db.execute("SELECT day, zone FROM linkstats_link_clicks_daily_days WHERE complete = 1"))
+        rows = db.execute("SELECT link_id, day, clicks FROM linkstats_link_clicks_daily").fetchall()
+    loaded = {(link, day): n for link, day, n in rows}
+    assert set(complete.values()) <= {zone}
+    assert loaded == {key: n for key, n in truth.items() if key[1] in complete}
+    return set(complete)
 
 
 def run_for_moment(dag, moment: dt.datetime):

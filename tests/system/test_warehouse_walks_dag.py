@@ -13,7 +13,7 @@ import sqlite3
 import airflow
 
 from tests.integration.test_warehouse import emu_gen, truth  # noqa: F401 - the fixture
-from tests.support.example_dags import load_module
+from tests.support.example_dags import load_alone
 
 AIRFLOW_3 = not airflow.__version__.startswith("2.")
 DAY = dt.datetime(2026, 10, 6, tzinfo=dt.timezone.utc)
@@ -49,7 +49,7 @@ def test_the_example_dag_while_links_are_deleted_and_its_listing_runs_over_midni
     monkeypatch.setenv("AIRFLOW_CONN_LINKSTATS_WAREHOUSE", json.dumps({"conn_type": "sqlite", "host": str(warehouse)}))
     emu.configure_account(timezone="UTC")
     monkeypatch.setenv("LINKSTATS_ACCOUNT_ZONE", "UTC")  # the DAG's midnights are the account's
-    module = load_module("linkstats_stats_to_warehouse")
+    module = load_alone("linkstats_stats_to_warehouse", monkeypatch, tmp_path)
     for task in module.dag.tasks:
         task.retries = 0
     if airflow.__version__.startswith("3.0."):

@@ -56,6 +56,21 @@ def connection_json(url: str, conn_type: str = "linkstats_links", **extra: objec
     return json.dumps({"conn_type": conn_type, "host": url, "password": API_KEY, "extra": extras})
 
 
+@contextlib.contextmanager
+def links_account(emulators, monkeypatch, generation: str, **extra: object):
+    """The emulator of ``generation`` ("44" or "49"), reset before and after, with the default links
+    connection pointing at it (``extra``: the connection's extras)."""
+    emulator = emulators(generation)
+    emulator.reset()
+    monkeypatch.setenv(
+        "AIRFLOW_CONN_LINKSTATS_LINKS_DEFAULT", connection_json(emulator.url, api_version=generation, **extra)
+    )
+    try:
+        yield emulator
+    finally:
+        emulator.reset()
+
+
 # A copy of the metadata database as `airflow db migrate` left it, before any test wrote to it:
 # tests that build an Airflow home of their own (the deployments) start from it instead of
 # migrating again. One per pytest process (each xdist worker has its own home).

@@ -17,22 +17,16 @@ import pytest
 
 from airflow_provider_linkstats.client.errors import LinkstatsInputError
 from airflow_provider_linkstats.operators.launch import LinkstatsBulkCreateLinksOperator
-from tests.conftest import connection_json, fails_without_retry
+from tests.conftest import fails_without_retry, links_account
 
 WINDOW = 3  # the late_commit_window extra here (seconds)
 
 
 @pytest.fixture(params=["44", "49"])
 def emu(request, emulators, monkeypatch):
-    emulator = emulators(request.param)
-    emulator.reset()
-    monkeypatch.setenv(
-        "AIRFLOW_CONN_LINKSTATS_LINKS_DEFAULT",
-        connection_json(emulator.url, api_version=request.param, late_commit_window=WINDOW, max_retries=0),
-    )
-    monkeypatch.setenv("AIRFLOW__LINKSTATS__CACHE_DIR", "off")
-    yield emulator
-    emulator.reset()
+    with links_account(emulators, monkeypatch, request.param, late_commit_window=WINDOW, max_retries=0) as emulator:
+        monkeypatch.setenv("AIRFLOW__LINKSTATS__CACHE_DIR", "off")
+        yield emulator
 
 
 def run_try(operator, try_number: int = 1, run_started: dt.datetime | None = None):

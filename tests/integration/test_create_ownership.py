@@ -23,7 +23,7 @@ from airflow_provider_linkstats.client.errors import LinkstatsExistsError, Links
 from airflow_provider_linkstats.hooks.linkstats import LinkstatsLinksHook
 from airflow_provider_linkstats.operators.links import LinkstatsCreateLinkOperator
 from airflow_provider_linkstats.operators.spaces import LinkstatsCreateSpaceOperator
-from tests.conftest import connection_json, run_operator
+from tests.conftest import links_account, run_operator
 from tests.support.hook_methods import HOOK_SETTINGS
 
 MONTH = 30 * 86400
@@ -32,14 +32,8 @@ WINDOW = 8  # the late_commit_window extra in these tests (seconds); a real gate
 
 @pytest.fixture(params=["44", "49"])
 def emu(request, emulators, monkeypatch):
-    emulator = emulators(request.param)
-    emulator.reset()
-    monkeypatch.setenv(
-        "AIRFLOW_CONN_LINKSTATS_LINKS_DEFAULT",
-        connection_json(emulator.url, api_version=request.param, late_commit_window=WINDOW),
-    )
-    yield emulator
-    emulator.reset()
+    with links_account(emulators, monkeypatch, request.param, late_commit_window=WINDOW) as emulator:
+        yield emulator
 
 
 @pytest.fixture

@@ -16,7 +16,7 @@ from airflow.providers.common.compat.sdk import AirflowException, AirflowFailExc
 
 from airflow_provider_linkstats.client.errors import LinkstatsError, LinkstatsExistsError
 from airflow_provider_linkstats.operators.links import LinkstatsCreateLinkOperator
-from tests.conftest import connection_json
+from tests.conftest import links_account
 
 WINDOW = 2  # the late_commit_window extra here (seconds)
 URL = "https://example.com/landing"
@@ -26,15 +26,9 @@ TRY_FAILED = (LinkstatsError, AirflowException)  # a try that ends in error (lef
 
 @pytest.fixture(params=["44", "49"])
 def emu(request, emulators, monkeypatch):
-    emulator = emulators(request.param)
-    emulator.reset()
-    monkeypatch.setenv(
-        "AIRFLOW_CONN_LINKSTATS_LINKS_DEFAULT",
-        connection_json(emulator.url, api_version=request.param, late_commit_window=WINDOW, max_retries=0),
-    )
-    monkeypatch.setenv("AIRFLOW__LINKSTATS__DEPLOYMENT_ID", "production")
-    yield emulator
-    emulator.reset()
+    with links_account(emulators, monkeypatch, request.param, late_commit_window=WINDOW, max_retries=0) as emulator:
+        monkeypatch.setenv("AIRFLOW__LINKSTATS__DEPLOYMENT_ID", "production")
+        yield emulator
 
 
 class TI:

@@ -18,7 +18,7 @@ import pytest
 
 from airflow_provider_linkstats.client.errors import LinkstatsExistsError, LinkstatsOutcomeUnknownError
 from airflow_provider_linkstats.hooks.linkstats import LinkstatsAnalyticsHook, LinkstatsLinksHook
-from tests.conftest import connection_json
+from tests.conftest import connection_json, links_account
 from tests.support.hook_methods import HOOK_SETTINGS
 
 ANALYTICS_OF = {"44": "3", "49": "31"}
@@ -27,18 +27,12 @@ GATEWAY = (502, 503, 504)
 
 @pytest.fixture(params=["44", "49"])
 def emu(request, emulators, monkeypatch):
-    emulator = emulators(request.param)
-    emulator.reset()
-    monkeypatch.setenv(
-        "AIRFLOW_CONN_LINKSTATS_LINKS_DEFAULT",
-        connection_json(emulator.url, api_version=request.param, late_commit_window=2),
-    )
-    monkeypatch.setenv(
-        "AIRFLOW_CONN_LINKSTATS_ANALYTICS_DEFAULT",
-        connection_json(emulator.analytics_url, "linkstats_analytics", api_version=ANALYTICS_OF[request.param]),
-    )
-    yield emulator
-    emulator.reset()
+    with links_account(emulators, monkeypatch, request.param, late_commit_window=2) as emulator:
+        monkeypatch.setenv(
+            "AIRFLOW_CONN_LINKSTATS_ANALYTICS_DEFAULT",
+            connection_json(emulator.analytics_url, "linkstats_analytics", api_version=ANALYTICS_OF[request.param]),
+        )
+        yield emulator
 
 
 @pytest.fixture

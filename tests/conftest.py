@@ -90,18 +90,89 @@ def airflow_db(tmp_path_factory, worker_id) -> str:
         # cannot delete an earlier run of the same date (NoReferencedTableError), as tests rerun dates.
         import airflow.providers.fab.auth_manager.models  # noqa: F401
     # `airflow db migrate` costs 18 s of CPU: one xdist worker runs it, the others copy its result
-    # (the run's common temp folder, as pytest-xdist's docs do for session fixtures).
+    # (the run's common temp folder, as pytest-xdist's docs do for session fixtures). It migrates a
+    # file no connection has opened, so that the copy holds every table (see _install_database).
     shared = None if worker_id == "master" else tmp_path_factory.getbasetemp().parent / "airflow-migrated.db"
     with _held(shared):
         if shared is not None and shared.exists():
-            shutil.copyfile(shared, Path(_home) / "airflow.db")
+            source = shared
         else:
-            subprocess.run([sys.executable, "-m", "airflow", "db", "migrate"], check=True, capture_output=True)
+            source = Path(_home) / "airflow-fresh.db"
+            env = {**os.environ, "AIRFLOW__DATABASE__SQL_ALCHEMY_CONN": f"sqlite:///{source}"}
+            subprocess.run([sys.executable, "-m", "airflow", "db", "migrate"], env=env, check=True, capture_output=True)
             if shared is not None:
-                shutil.copyfile(Path(_home) / "airflow.db", shared.with_suffix(".part"))
+                shutil.copyfile(source, shared.with_suffix(".part"))
                 shared.with_suffix(".part").rename(shared)
-    shutil.copyfile(Path(_home) / "airflow.db", MIGRATED_DB)
+    _install_database(source)
+    shutil.copyfile(source, MIGRATED_DB)
+    _DB_AT_SETUP.update(_database_state())
     return _home
+
+
+_DB_AT_SETUP: dict[str, object] = {}
+
+
+def _database_state() -> dict[str, object]:
+    """What this process's metadata database is now: its file, its tables, the engines' URLs."""
+    import sqlite3
+
+    path = Path(_home) / "airflow.db"
+    state: dict[str, object] = {"path": str(path), "exists": path.exists()}
+    if path.exists():
+        stat = path.stat()
+        state.update(inode=stat.st_ino, size=stat.st_size, mtime=stat.st_mtime)
+        with contextlib.closing(sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=5)) as db:
+            names = {name for (name,) in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+        state.update(tables=len(names), task_instance="task_instance" in names)
+    settings = sys.modules.get("airflow.settings")
+    for name in ("engine", "async_engine"):
+        engine = getattr(settings, name, None)
+        state[f"settings.{name}"] = str(getattr(engine, "url", None))
+    state["env"] = os.environ.get("AIRFLOW__DATABASE__SQL_ALCHEMY_CONN")
+    state["home files"] = sorted(p.name for p in Path(_home).iterdir())
+    return state
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    """A test failing on a metadata database without its tables says what that database is, and what
+    it was when the session set it up (seen on CI only, under load: "no such table: task_instance")."""
+    outcome = yield
+    report = outcome.get_result()
+    if report.failed and _DB_AT_SETUP and "no such table" in str(report.longrepr):
+        try:
+            now = _database_state()
+        except Exception as error:  # a diagnosis must not hide the failure
+            now = {"error": repr(error)}
+        report.sections.append(("metadata database", f"at setup: {_DB_AT_SETUP}\nnow: {now}"))
+
+
+def _install_database(source: Path) -> None:
+    """``source`` becomes this process's metadata database, with no connection open on the file before.
+
+    Airflow 3 runs SQLite in WAL mode, where a connection notices another's writes through the
+    ``-shm`` index, never a file replaced under it: a connection pooled before the copy (this
+    process's imports open one on the empty file) kept its empty schema and answered "no such
+    table: task_instance" whenever a test drew it from the pool (seen on CI; reproduced by hand).
+    """
+    _drop_pooled_connections()
+    target = Path(_home) / "airflow.db"
+    for suffix in ("-wal", "-shm", "-journal"):
+        target.with_name(target.name + suffix).unlink(missing_ok=True)
+    part = target.with_suffix(".part")
+    shutil.copyfile(source, part)
+    part.replace(target)
+
+
+def _drop_pooled_connections() -> None:
+    """Airflow's engines forget their pooled connections (``close=False``: an aiosqlite connection
+    cannot be closed outside its event loop; the dropped ones are never handed out again)."""
+    settings = sys.modules.get("airflow.settings")
+    if getattr(settings, "Session", None) is not None:
+        settings.Session.remove()  # a session's connection goes back to the pool, then with it
+    for engine in (getattr(settings, "engine", None), getattr(settings, "async_engine", None)):
+        if engine is not None:
+            getattr(engine, "sync_engine", engine).dispose(close=False)
 
 
 @contextlib.contextmanager

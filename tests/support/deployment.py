@@ -169,6 +169,15 @@ class Deployment:
                 text = path.read_text(errors="replace") if path.exists() else ""
                 if not ('"reason":"running_elsewhere"' in text and '"current_hostname":""' in text):
                     failed.append(f"{task_id} ({run_id}) try {attempt}:\n{text[-3000:] or '(no log)'}")
+        if failed:  # a supervisor's own complaints (heartbeats, kills) go to the executor's log, not the task's
+            complaints = [
+                line
+                for name in ("scheduler", "worker")
+                if name in self.processes
+                for line in self.log(name).splitlines()
+                if any(word in line for word in ("heartbeat", "Terminating", "terminating", "killed", "Killing"))
+            ]
+            failed.append("the executor's log on heartbeats and kills:\n" + "\n".join(complaints[-15:]))
         return failed
 
 
@@ -270,6 +279,12 @@ def deployment_env(home: Path, dags: Path, api_port: int, emulators: dict) -> di
         # scenario checks that none of its tasks needed the retry.
         "AIRFLOW__CORE__DEFAULT_TASK_RETRIES": "1",
         "AIRFLOW__CORE__DEFAULT_TASK_RETRY_DELAY": "2",
+        # A task's supervisor is killed after 3 heartbeats in a row fail, each given 5 s (3.1.1+):
+        # on a saturated 2-core machine the api-server's SQLite write (which waits up to 60 s for
+        # a lock, see tests/conftest.py) takes longer, and a healthy task died after its first log
+        # line (CI, 3.3.2). A real deployment's api-server on PostgreSQL answers in milliseconds.
+        "AIRFLOW__WORKERS__EXECUTION_API_TIMEOUT": "90",
+        "AIRFLOW__WORKERS__MAX_FAILED_HEARTBEATS": "10",
         "AIRFLOW__SCHEDULER__SCHEDULER_HEARTBEAT_SEC": "1",
         "AIRFLOW__SCHEDULER__MIN_FILE_PROCESS_INTERVAL": "5",
         "AIRFLOW__DAG_PROCESSOR__REFRESH_INTERVAL": "5",

@@ -228,17 +228,26 @@ def _run(dags_folder: str, plan: list[list]) -> int:
 
     reuse_in_process_execution_api()
 
-    dags = {}
+    from airflow import settings
+
+    # Each file from a dags folder of its own, which is the dags folder while its DAGs run: on
+    # Airflow 3.3 every dag.test() parses the whole dags folder and writes each DAG's serialization
+    # (apache/airflow#64884), so one folder for all would parse every example for every run.
+    dags, folders = {}, {}
     for path in sorted(Path(dags_folder).glob("*.py")):
-        spec = importlib.util.spec_from_file_location(f"scan_dag_{path.stem}", path)
+        alone = Path(dags_folder).parent / "dags-alone" / path.stem
+        alone.mkdir(parents=True, exist_ok=True)
+        (alone / path.name).symlink_to(path)
+        spec = importlib.util.spec_from_file_location(f"scan_dag_{path.stem}", alone / path.name)
         module = importlib.util.module_from_spec(spec)
         spec.loader.exec_module(module)
         for value in vars(module).values():
             if type(value).__name__ == "DAG" and hasattr(value, "dag_id"):
-                dags[value.dag_id] = value
+                dags[value.dag_id], folders[value.dag_id] = value, str(alone)
     failed = 0
     for dag_id, conf in plan:
         print(f"=== dag.test({dag_id!r}) ===", flush=True)
+        os.environ["AIRFLOW__CORE__DAGS_FOLDER"] = settings.DAGS_FOLDER = folders[dag_id]
         try:
             run = dags[dag_id].test(run_conf=conf or None)
             state = str(getattr(run.state, "value", run.state))

@@ -41,13 +41,15 @@ def load_rows(
             raise LinkstatsInputError("links", links, "a list of dicts of link fields, or JSON text of one") from None
     if isinstance(links, Mapping) or not isinstance(links, Sequence):
         raise LinkstatsInputError("links", links, "a list of dicts of link fields")
-    rows = []
-    for index, row in enumerate(links):
-        where = f"item {index + 1}" if from_file else f"links[{index}]"
-        if not isinstance(row, Mapping):
-            raise LinkstatsInputError(where, row, "a dict of link fields (url, alias, ...)")
-        rows.append(Row(row, where))
-    return rows
+    return [_row(row, f"item {index + 1}" if from_file else f"links[{index}]") for index, row in enumerate(links)]
+
+
+def _row(fields: Any, where: str) -> Row:
+    from airflow_provider_linkstats.client.errors import LinkstatsInputError
+
+    if not isinstance(fields, Mapping):
+        raise LinkstatsInputError(where, fields, "a dict of link fields (url, alias, ...)")
+    return Row(fields, where)
 
 
 class Row(dict):

@@ -170,9 +170,14 @@ def zone_mismatch(
         return None
     moment = dt.datetime.fromtimestamp(pendulum.parse(f"{date}T{time}", tz=pendulum.timezone(zone)).timestamp(),
                                        dt.timezone.utc)  # fmt: skip
-    stored = dt.datetime.strptime(found[0].stored, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=dt.timezone.utc)
+    return moment if _zones_apart(moment, found[0].stored) else None
+
+
+def _zones_apart(moment: dt.datetime, stored_text: str) -> bool:
+    """Whether the stored end lies a whole number of quarter hours (at most 26 h) from ``moment``: zones differ so."""
+    stored = dt.datetime.strptime(stored_text, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=dt.timezone.utc)
     offset = (stored - moment).total_seconds()
-    return moment if offset % 900 == 0 and abs(offset) <= 26 * 3600 else None  # zones differ by quarter hours
+    return offset % 900 == 0 and abs(offset) <= 26 * 3600
 
 
 def unset_fields(
@@ -253,7 +258,7 @@ def _same(value: Any, stored: Any) -> bool:
 
 def same_text(asked: str, stored: str) -> bool:
     """Equal as the service keeps text: surrounding blanks trimmed, a trailing slash of a URL aside."""
-    return asked.strip() == stored.strip() or asked.strip().rstrip("/") == stored.strip().rstrip("/")
+    return asked.strip().rstrip("/") == stored.strip().rstrip("/")
 
 
 # -- one check per field ----------------------------------------------------------------------

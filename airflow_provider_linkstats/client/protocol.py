@@ -293,9 +293,7 @@ def request_url(root: str, request: ApiRequest) -> str:
     return f"{(request.root or root).rstrip('/')}{request.path}{query}"
 
 
-def _cleaned_details(
-    request: ApiRequest, response: ApiResponse, payload: Any, secrets: tuple[str, ...], redact_key: Any
-) -> tuple[str, dict[str, list[str]]]:
+def _cleaned_details(request: ApiRequest, response: ApiResponse, payload: Any, secrets: tuple, redact_key: Any):
     """(message, field errors) of an error answer, without the key, a password or a Bearer credential."""
     secrets = (*secrets, *request.secrets)
     redact_key = redact_key or response.redact_key
@@ -308,9 +306,7 @@ def _cleaned_details(
     return clean(message), {name: [clean(m) for m in messages] for name, messages in field_errors.items()}
 
 
-def _error_text(
-    message: str, field_errors: dict[str, list[str]], payload: Any, response: ApiResponse
-) -> tuple[str, str]:
+def _error_text(message: str, field_errors: dict[str, list[str]], payload: Any, response: ApiResponse) -> tuple:
     """The message (another status than 422 keeps its field errors in the text, capped) and its hint."""
     if field_errors:
         message = f"{message} ({describe_field_errors(field_errors)})"
@@ -321,8 +317,7 @@ def _error_text(
     return message, hint
 
 
-def _connection(response: ApiResponse) -> str:
-    """The connection as a message names it."""
+def _connection(response: ApiResponse) -> str:  # as a message names it
     return f"connection {response.conn_id!r}" if response.conn_id else "the connection"
 
 
@@ -360,9 +355,7 @@ _MODEL_NOT_FOUND = re.compile(r"No query results for model \[(?:[\w\\]*\\)?(\w+)
 _ROUTE_MISS = re.compile(r"^(|The route .* could not be found\.?|Not Found)$", re.IGNORECASE)
 
 
-def _not_found(
-    request: ApiRequest, response: ApiResponse, payload: Any, message: str, hint: str
-) -> tuple[str, str, type[LinkstatsApiError]]:
+def _not_found(request: ApiRequest, response: ApiResponse, payload: Any, message: str, hint: str) -> tuple:
     """A 404's message, hint and exception type (a route miss or no such record): the field whose id
     named no record, or the Base URL of a route miss."""
     said = payload.get("message", payload.get("detail")) if isinstance(payload, dict) else None
@@ -471,8 +464,7 @@ def _has_next(told: dict[str, Any], links: Any, count: int, per_page: int) -> bo
     return count >= per_page
 
 
-def _at_least(minimum: int, value: Any) -> int | None:
-    """``value`` when it is a whole number of at least ``minimum``, else None (not told)."""
+def _at_least(minimum: int, value: Any) -> int | None:  # a whole number of at least ``minimum``, else None
     return value if _is_int(value) and value >= minimum else None
 
 

@@ -101,23 +101,43 @@ class CleanupRules:
 
     def failed_rule(self, record: JsonDict, now: dt.datetime) -> str | None:
         """The first rule the record does not meet (its argument's name), or None when it meets them all."""
-        from airflow_provider_linkstats.client.records import link_timing, parse_timestamp, record_domain_id
+        rules = (
+            ("expired", self._ended),
+            ("older_than_days", self._old_enough),
+            ("search", self._found),
+            ("space_id", self._in_space),
+            ("domain_id", self._on_domain),
+        )
+        return next((rule for rule, holds in rules if not holds(record, now)), None)
 
-        if self.expired and not link_timing(record).ended(now):
-            return "expired"
-        if self.older_than is not None:
-            created = parse_timestamp(record.get("created_at"))
-            if created is None or created >= now - self.older_than:
-                return "older_than_days"
-        if self.search is not None and not _like(self.search).search(str(record.get(self.search_by) or "")):
-            return "search"
-        if self.space_id is not None:
-            found, space = _record_space(record)
-            if not found or (space != self.space_id and not (self.space_id == 0 and space is None)):
-                return "space_id"
-        if self.domain_id is not None and record_domain_id(record) != self.domain_id:
-            return "domain_id"
-        return None
+    # Each rule: whether the record meets it (a rule not given is met).
+
+    def _ended(self, record: JsonDict, now: dt.datetime) -> bool:
+        from airflow_provider_linkstats.client.records import link_timing
+
+        return not self.expired or link_timing(record).ended(now)
+
+    def _old_enough(self, record: JsonDict, now: dt.datetime) -> bool:
+        from airflow_provider_linkstats.client.records import parse_timestamp
+
+        if self.older_than is None:
+            return True
+        created = parse_timestamp(record.get("created_at"))  # a record without one is kept
+        return created is not None and created < now - self.older_than
+
+    def _found(self, record: JsonDict, now: dt.datetime) -> bool:
+        return self.search is None or bool(_like(self.search).search(str(record.get(self.search_by) or "")))
+
+    def _in_space(self, record: JsonDict, now: dt.datetime) -> bool:
+        if self.space_id is None:
+            return True
+        found, space = _record_space(record)
+        return found and (space == self.space_id or (self.space_id == 0 and space is None))  # 0: in no space
+
+    def _on_domain(self, record: JsonDict, now: dt.datetime) -> bool:
+        from airflow_provider_linkstats.client.records import record_domain_id
+
+        return self.domain_id is None or record_domain_id(record) == self.domain_id
 
     def describe(self) -> str:
         parts = ["expired"] if self.expired else []
@@ -240,33 +260,42 @@ class PagePlan:
         self.rounds += 1
         verdict = Confirmation(fresh_until=sent_at + self.walk.max_age)
         shown: dict[int, JsonDict] = {record["id"]: record for record in items}
-        for record_id, record in shown.items():
-            if record_id in self.candidates:
-                del self.candidates[record_id]
-                failed = self.walk.rules.failed_rule(record, now)
-                if failed is None:
-                    verdict.delete.append(record_id)
-                else:
-                    verdict.changed.append((record, failed))
-            elif record_id not in self.examined:
-                self._examine(record, now)  # new here (moved from an earlier page): found by this read
+        for record in shown.values():
+            self._judge_shown(record, now, verdict)
         floor = min(shown) if shown else None
         for record_id in [i for i in self.candidates if i not in shown]:
-            if self.candidates.pop(record_id).get("unanswered"):
-                verdict.gone.append(record_id)  # its own delete did it (the service's answer was lost)
-                continue
-            # Sorted by id: a record missing below the page's first id moved to an earlier page,
-            # which the backward walk reads next; one missing above it is gone (deleted meanwhile).
-            below = self.walk.backward and floor is not None and record_id < floor
-            if below and self.walk.open_below(self):
-                self.examined.discard(record_id)
-                verdict.moved.append(record_id)
-            elif below and self.walk.hand_down(self, record_id):
-                verdict.moved.append(record_id)  # the earlier page, read already, confirms it
-            else:
-                verdict.left.append(record_id)
+            self._judge_missing(record_id, floor, verdict)
         self.left += len(verdict.left)
         return verdict
+
+    def _judge_shown(self, record: JsonDict, now: dt.datetime, verdict: Confirmation) -> None:
+        """A record the confirming read shows: a candidate deleted if it still matches, else kept and named."""
+        record_id = record["id"]
+        if record_id in self.candidates:
+            del self.candidates[record_id]
+            failed = self.walk.rules.failed_rule(record, now)
+            if failed is None:
+                verdict.delete.append(record_id)
+            else:
+                verdict.changed.append((record, failed))
+        elif record_id not in self.examined:
+            self._examine(record, now)  # new here (moved from an earlier page): found by this read
+
+    def _judge_missing(self, record_id: int, floor: int | None, verdict: Confirmation) -> None:
+        """A candidate the confirming read no longer shows: gone by its own delete, moved, or left alone."""
+        if self.candidates.pop(record_id).get("unanswered"):
+            verdict.gone.append(record_id)  # its own delete did it (the service's answer was lost)
+            return
+        # Sorted by id: a record missing below the page's first id moved to an earlier page,
+        # which the backward walk reads next; one missing above it is gone (deleted meanwhile).
+        below = self.walk.backward and floor is not None and record_id < floor
+        if below and self.walk.open_below(self):
+            self.examined.discard(record_id)
+            verdict.moved.append(record_id)
+        elif below and self.walk.hand_down(self, record_id):
+            verdict.moved.append(record_id)  # the earlier page, read already, confirms it
+        else:
+            verdict.left.append(record_id)
 
     def requeue(self, records: Iterable[JsonDict]) -> None:
         """Deletes held past their evidence's freshness: they wait for another confirming read."""

@@ -102,17 +102,23 @@ def identify(service: str, root: str = "") -> Generator[ApiRequest, ApiResponse,
     if not candidates:
         raise version_untold(service, request, response)
     if len(candidates) > 1:
-        names = " from ".join(g.label for g in candidates)
-        raise Ambiguous(
-            f"cannot tell {names}: they answer the version probe alike ({'; '.join(notes)}); set the "
-            f"connection's api_version extra to the service's version",
-            status=response.status,
-            method=request.method,
-            path=request.path,
-            url=request_url(root or response.url, request) if root else response.url,
-            conn_id=response.conn_id,
-        )
+        raise _ambiguous(candidates, notes, request, response, root)
     return candidates[0], "; ".join(notes)
+
+
+def _ambiguous(
+    candidates: tuple[Generation, ...], notes: list[str], request: ApiRequest, response: ApiResponse, root: str
+) -> Ambiguous:
+    names = " from ".join(g.label for g in candidates)
+    return Ambiguous(
+        f"cannot tell {names}: they answer the version probe alike ({'; '.join(notes)}); set the "
+        f"connection's api_version extra to the service's version",
+        status=response.status,
+        method=request.method,
+        path=request.path,
+        url=request_url(root, request) if root else response.url,
+        conn_id=response.conn_id,
+    )
 
 
 def version_untold(

@@ -128,25 +128,10 @@ def facts_problem(data: Any) -> str | None:
     """Why kept facts cannot be a ``ServiceProfile``: a wrong type, a size or a time out of bounds."""
     if not isinstance(data, Mapping):
         return "not an object"
-    checks: dict[str, tuple[Any, str]] = {
-        "service": (lambda v: v in ("links", "analytics"), "'links' or 'analytics'"),
-        "root": (lambda v: isinstance(v, str) and _ROOT.fullmatch(v) is not None, "an http(s) URL"),
-        "generation": (lambda v: isinstance(v, str) and _GENERATION.fullmatch(v) is not None, "a version name"),
-        "timezone": (lambda v: v is None or known_zone(v), "null or a time zone name"),
-        "default_domain_id": (lambda v: v is None or _domain_number(v), "null or a domain id"),
-        "sole_domain_id": (lambda v: v is None or _domain_number(v), "null or a domain id"),
-        "account_read": (lambda v: isinstance(v, bool), "true or false"),
-        "domains_read": (lambda v: isinstance(v, bool), "true or false"),
-        "learned_at": (_moment, "a finite time"),
-        "account_read_at": (_moment, "a finite time"),
-        "clock_offset": (lambda v: v is None or (_number(v) and abs(v) < 864000), "null or seconds (under 10 days)"),
-        "clock_uncertainty": (lambda v: v is None or (_number(v) and 0 <= v < 3600), "null or seconds (under an hour)"),
-        "clock_at": (_moment, "a finite time"),
-    }
     for key in ("service", "root", "generation"):
         if key not in data:
             return f"no {key!r}"
-    for key, (valid, allowed) in checks.items():
+    for key, (valid, allowed) in _FACT_CHECKS.items():
         if key in data and not valid(data[key]):
             return f"{key!r} is not {allowed}"
     return None
@@ -186,6 +171,44 @@ def with_clock(profile: ServiceProfile, clock: Any) -> ServiceProfile:
 
 def _moment(value: Any) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value) and value >= 0
+
+
+def _null_or(valid: Callable[[Any], bool]) -> Callable[[Any], bool]:
+    return lambda value: value is None or valid(value)
+
+
+def _text_matching(pattern: re.Pattern[str]) -> Callable[[Any], bool]:
+    return lambda value: isinstance(value, str) and pattern.fullmatch(value) is not None
+
+
+def _is_bool(value: Any) -> bool:
+    return isinstance(value, bool)
+
+
+def _clock_offset(value: Any) -> bool:
+    return _number(value) and abs(value) < 864000  # under 10 days
+
+
+def _clock_uncertainty(value: Any) -> bool:
+    return _number(value) and 0 <= value < 3600  # under an hour
+
+
+# Each kept fact's check and what it allows, in the order ``facts_problem`` reads them.
+_FACT_CHECKS: dict[str, tuple[Callable[[Any], bool], str]] = {
+    "service": (lambda v: v in ("links", "analytics"), "'links' or 'analytics'"),
+    "root": (_text_matching(_ROOT), "an http(s) URL"),
+    "generation": (_text_matching(_GENERATION), "a version name"),
+    "timezone": (_null_or(known_zone), "null or a time zone name"),
+    "default_domain_id": (_null_or(_domain_number), "null or a domain id"),
+    "sole_domain_id": (_null_or(_domain_number), "null or a domain id"),
+    "account_read": (_is_bool, "true or false"),
+    "domains_read": (_is_bool, "true or false"),
+    "learned_at": (_moment, "a finite time"),
+    "account_read_at": (_moment, "a finite time"),
+    "clock_offset": (_null_or(_clock_offset), "null or seconds (under 10 days)"),
+    "clock_uncertainty": (_null_or(_clock_uncertainty), "null or seconds (under an hour)"),
+    "clock_at": (_moment, "a finite time"),
+}
 
 
 Plan = Generator[ApiRequest, ApiResponse, ServiceProfile]

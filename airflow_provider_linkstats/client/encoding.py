@@ -27,19 +27,21 @@ def encode_form(values: Mapping[str, Any]) -> FormPairs:
     """Encode validated field values as ordered form pairs."""
     pairs: FormPairs = []
     for name, value in values.items():
-        if isinstance(value, list) and value and isinstance(value[0], Mapping):
-            for index, rule in enumerate(value):
-                for part in ("key", "value"):
-                    if part in rule:
-                        pairs.append((f"{name}[{index}][{part}]", str(rule[part])))
-        elif isinstance(value, list):
-            style = LIST_ENCODING.get(name, "brackets")
-            if not value:
-                pairs.append((name, ""))
-            elif style == "lines":
-                pairs.append((name, "\n".join(str(v) for v in value)))
-            else:
-                pairs.extend((f"{name}[]", str(v)) for v in value)
+        if isinstance(value, list):
+            pairs += _list_pairs(name, value)
         else:
             pairs.append((name, str(value)))
     return pairs
+
+
+def _list_pairs(name: str, value: list[Any]) -> FormPairs:
+    """A list field: targeting rules by index and part, else as its ``LIST_ENCODING`` says (``name[]``
+    per item, or one item per line); an empty list clears the field."""
+    if not value:
+        return [(name, "")]
+    if isinstance(value[0], Mapping):  # targeting rules: name[0][key], name[0][value], ...
+        parts = ("key", "value")
+        return [(f"{name}[{i}][{key}]", str(rule[key])) for i, rule in enumerate(value) for key in parts if key in rule]
+    if LIST_ENCODING.get(name, "brackets") == "lines":
+        return [(name, "\n".join(str(v) for v in value))]
+    return [(f"{name}[]", str(v)) for v in value]

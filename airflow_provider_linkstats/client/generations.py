@@ -118,12 +118,17 @@ class Generation:
         for name, value in given.items():
             if self.lacks(name):
                 raise self.refuse(name, "***" if name in resource.secret_fields else value)
-        if resource is LINKS and "target_type" in given:
+        if resource is LINKS:
+            self._check_targeting(given)
+
+    def _check_targeting(self, given: Mapping[str, Any]) -> None:
+        """A link's target type this generation has, and on 46+ one targeting list that goes with it."""
+        if "target_type" in given:
             kind = TargetType(given["target_type"])
             if self.target_types.get(kind) is None:
                 shown = f"{int(kind)} ({kind.name})"
                 raise self.refuse("target_type", shown, lambda g: g.target_types.get(kind) is not None)
-        if resource is LINKS and self.targeting == ONE_LIST:
+        if self.targeting == ONE_LIST:
             self._one_targeting_list(given)
 
     def check_filters(self, resource: Resource, filters: Mapping[str, Any]) -> None:
@@ -151,27 +156,37 @@ class Generation:
             if name in _TARGETING_NAMES and self.targeting == ONE_LIST:
                 if value or rules is None:  # a non-empty list wins over an empty one (which only clears)
                     rules = (_type_of(name), value)
-            elif name == "target_type":
-                wire[self.wire_name(name)] = self.target_types[TargetType(value)]
-            elif name in ("expires_at", "starts_at"):
-                if self.expiry != UTC_WINDOW:  # local date and time need the account's zone: links.py
-                    raise LinkstatsInputError(
-                        name, value, f"on {self.label}, as expiration_date and expiration_time in the account's zone"
-                    )
-                wire[self.wire_name(name)] = wire_moment(value)
             else:
-                wire[self.wire_name(name)] = value
+                wire[self.wire_name(name)] = self._wire_value(name, value)
+        self._check_window(values)
+        if rules is not None:
+            wire.update(self._targeting_list(*rules))
+        return wire
+
+    def _check_window(self, values: Mapping[str, Any]) -> None:
+        """46+'s active period: both ends or neither."""
         if self.expiry == UTC_WINDOW and ("expires_at" in values) != ("starts_at" in values):
             missing = "expires_at" if "starts_at" in values else "starts_at"
             raise LinkstatsInputError(missing, None, f"given together with the other end of the window on {self.label}")
-        if rules is not None:
-            kind, items = rules
-            wire[self.wire_name("target_type")] = self.target_types[kind] if items else ""
-            if items:
-                wire[self.wire_name(TARGETING_FIELDS[kind])] = [
-                    {"value": item["value"]} if kind is TargetType.ROTATION else dict(item) for item in items
-                ]
-        return wire
+
+    def _wire_value(self, name: str, value: Any) -> Any:
+        """A link field's value as this generation's form takes it: a target type by its wire value, a moment in UTC."""
+        if name == "target_type":
+            return self.target_types[TargetType(value)]
+        if name not in ("expires_at", "starts_at"):
+            return value
+        if self.expiry != UTC_WINDOW:  # local date and time need the account's zone: links.py
+            raise LinkstatsInputError(
+                name, value, f"on {self.label}, as expiration_date and expiration_time in the account's zone"
+            )
+        return wire_moment(value)
+
+    def _targeting_list(self, kind: TargetType, items: list) -> dict[str, Any]:
+        """46+'s one targets list and its named type; an empty list only clears the type."""
+        if not items:
+            return {self.wire_name("target_type"): ""}
+        rules = [{"value": item["value"]} if kind is TargetType.ROTATION else dict(item) for item in items]
+        return {self.wire_name("target_type"): self.target_types[kind], self.wire_name(TARGETING_FIELDS[kind]): rules}
 
     def _one_targeting_list(self, given: Mapping[str, Any]) -> None:
         lists = [name for name in TARGETING_FIELDS.values() if given.get(name)]  # an empty list only clears

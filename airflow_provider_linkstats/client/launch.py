@@ -41,13 +41,15 @@ def load_rows(
             raise LinkstatsInputError("links", links, "a list of dicts of link fields, or JSON text of one") from None
     if isinstance(links, Mapping) or not isinstance(links, Sequence):
         raise LinkstatsInputError("links", links, "a list of dicts of link fields")
-    rows = []
-    for index, row in enumerate(links):
-        where = f"item {index + 1}" if from_file else f"links[{index}]"
-        if not isinstance(row, Mapping):
-            raise LinkstatsInputError(where, row, "a dict of link fields (url, alias, ...)")
-        rows.append(Row(row, where))
-    return rows
+    return [_row(row, f"item {index + 1}" if from_file else f"links[{index}]") for index, row in enumerate(links)]
+
+
+def _row(fields: Any, where: str) -> Row:
+    from airflow_provider_linkstats.client.errors import LinkstatsInputError
+
+    if not isinstance(fields, Mapping):
+        raise LinkstatsInputError(where, fields, "a dict of link fields (url, alias, ...)")
+    return Row(fields, where)
 
 
 class Row(dict):
@@ -77,29 +79,41 @@ def _read_source(source: str, read: Callable[[str], str] | None) -> list[dict[st
     except FileNotFoundError:
         raise LinkstatsInputError("source", source, "a file that exists") from None
     if kind == "json":
-        try:
-            data = json.loads(text)
-        except ValueError as error:
-            raise LinkstatsInputError("source", source, f"a JSON list of link objects ({error})") from None
-        if isinstance(data, Mapping) and isinstance(data.get("links"), list):
-            data = data["links"]
-        return load_rows(data, None, from_file=True)
+        return _json_rows(source, text)
     reader = csv.DictReader(io.StringIO(text))
-    rows = []
-    for row in reader:  # reader.line_num: the file's line where this row ends (the header is line 1)
-        clean: dict[str, Any] = {}
-        for name, value in row.items():
-            if name is None or value is None or value.strip() == "":
-                continue  # an empty cell: the field is not given
-            value = value.strip()
-            if name in LIST_FIELDS and value.startswith("["):
-                try:
-                    value = json.loads(value)
-                except ValueError:
-                    raise LinkstatsInputError(name, value, "a JSON list in the CSV cell") from None
-            clean[name.strip()] = value
-        rows.append(Row(clean, f"line {reader.line_num}"))
-    return rows
+    # reader.line_num: the file's line where this row ends (the header is line 1)
+    return [Row(_csv_fields(row), f"line {reader.line_num}") for row in reader]
+
+
+def _json_rows(source: str, text: str) -> list[dict[str, Any]]:
+    """A JSON file's links: a list, or an object with a ``links`` list."""
+    from airflow_provider_linkstats.client.errors import LinkstatsInputError
+
+    try:
+        data = json.loads(text)
+    except ValueError as error:
+        raise LinkstatsInputError("source", source, f"a JSON list of link objects ({error})") from None
+    if isinstance(data, Mapping) and isinstance(data.get("links"), list):
+        data = data["links"]
+    return load_rows(data, None, from_file=True)
+
+
+def _csv_fields(row: Mapping[str | None, str | None]) -> dict[str, Any]:
+    """A CSV row's given fields (an empty cell gives none), a list field's cell read as JSON."""
+    from airflow_provider_linkstats.client.errors import LinkstatsInputError
+
+    clean: dict[str, Any] = {}
+    for name, value in row.items():
+        if name is None or value is None or value.strip() == "":
+            continue  # an empty cell: the field is not given
+        value = value.strip()
+        if name in LIST_FIELDS and value.startswith("["):
+            try:
+                value = json.loads(value)
+            except ValueError:
+                raise LinkstatsInputError(name, value, "a JSON list in the CSV cell") from None
+        clean[name.strip()] = value
+    return clean
 
 
 _NOT_ALIAS = r"[^a-z0-9_-]+"  # compiled on first use (re caches it), not at every DAG parse
@@ -148,11 +162,7 @@ def plan_items(
         place = getattr(row, "where", None) or f"row {number}"  # the file's line, or the list's index
         fields, found = _row_fields(row, place, defaults, alias_column, prefix)
         alias = str(fields["alias"]) if fields.get("alias") else None
-        where = f"{place} (alias {alias!r})" if alias else place
-        found += [f"{where}: {problem}" for problem in _field_problems(fields, place.startswith("line "))]
-        if alias in seen and not found:
-            first = seen[alias]
-            found.append(f"{where}: the alias again, first {'on' if first.startswith('line') else 'at'} {first}.")
+        found = _row_problems(fields, place, alias, found, seen)
         if found:
             problems += found
             continue
@@ -160,13 +170,32 @@ def plan_items(
         seen[alias] = place
         items.append(Item(alias, fields, number, place))
     if problems:
-        shown = problems[:20] + ([f"and {len(problems) - 20} more."] if len(problems) > 20 else [])
-        listed = "\n".join(f"- {problem}" for problem in shown)
-        bad = len({problem.split(":", 1)[0].split(" (alias", 1)[0] for problem in problems})
-        counted = f"{bad} of {len(rows)} rows"
-        message = f"{counted} of {origin} are invalid; nothing was sent:\n{listed}"
-        raise LinkstatsInputError(origin.split(" ", 1)[0], counted, listed, message=message)
+        raise _invalid_rows(problems, len(rows), origin)
     return items
+
+
+def _row_problems(
+    fields: dict[str, Any], place: str, alias: str | None, found: list[str], seen: dict[str, str]
+) -> list[str]:
+    """``found`` (the alias's problems), then every field the contract refuses, then an alias given again."""
+    where = f"{place} (alias {alias!r})" if alias else place
+    found = found + [f"{where}: {problem}" for problem in _field_problems(fields, place.startswith("line "))]
+    if alias in seen and not found:
+        first = seen[alias]
+        found.append(f"{where}: the alias again, first {'on' if first.startswith('line') else 'at'} {first}.")
+    return found
+
+
+def _invalid_rows(problems: list[str], rows: int, origin: str) -> Exception:
+    """One error for every problem of every row: the first 20 listed, the rows counted."""
+    from airflow_provider_linkstats.client.errors import LinkstatsInputError
+
+    shown = problems[:20] + ([f"and {len(problems) - 20} more."] if len(problems) > 20 else [])
+    listed = "\n".join(f"- {problem}" for problem in shown)
+    bad = len({problem.split(":", 1)[0].split(" (alias", 1)[0] for problem in problems})
+    counted = f"{bad} of {rows} rows"
+    message = f"{counted} of {origin} are invalid; nothing was sent:\n{listed}"
+    return LinkstatsInputError(origin.split(" ", 1)[0], counted, listed, message=message)
 
 
 # alias and alias_column do not mix: with alias_column every row's alias comes from that column.

@@ -492,25 +492,32 @@ def main(argv: list[str] | None = None) -> int:
     if args.clear:
         print(f"Deleted {store.clear()} entries from {store.directory}.")
         return 0
-    from airflow_provider_linkstats.client.discovery import ServiceProfile, facts_problem
+    from airflow_provider_linkstats.client.discovery import ServiceProfile
 
     rows = store.entries()
     print(f"{store.directory}: {len(rows)} entries (kept {store.ttl:g} s)")
     kept = [name for name in ServiceProfile("links", "", "").to_json() if name != "service"]
     now = time.time()
     for row in rows:
-        facts = row.get("facts") or {}
-        bad_facts = facts_problem(facts)
-        problem = row["unused_because"] or (f"its facts: {bad_facts}" if bad_facts else None)
-        if not bad_facts:  # only what a profile holds, checked: no other text is shown
-            shown = ", ".join(_shown(name, facts[name], now) for name in kept if name in facts)
-        else:
-            shown = "not shown"
-        state = f"unused: {problem}" if problem else f"{row['age']:.0f} s old"
-        if row.get("conn_id") is None:
-            state = f"{row['file']}, {state}"
-        print(f"- {row.get('conn_id')!s} {row.get('base_url')!s}: {shown} ({state})")
+        print(_entry_line(row, kept, now))
     return 0
+
+
+def _entry_line(row: dict[str, Any], kept: list[str], now: float) -> str:
+    """One entry for ``--list``: its connection, its checked facts, its age or why it is unused."""
+    from airflow_provider_linkstats.client.discovery import facts_problem
+
+    facts = row.get("facts") or {}
+    bad_facts = facts_problem(facts)
+    problem = row["unused_because"] or (f"its facts: {bad_facts}" if bad_facts else None)
+    if not bad_facts:  # only what a profile holds, checked: no other text is shown
+        shown = ", ".join(_shown(name, facts[name], now) for name in kept if name in facts)
+    else:
+        shown = "not shown"
+    state = f"unused: {problem}" if problem else f"{row['age']:.0f} s old"
+    if row.get("conn_id") is None:
+        state = f"{row['file']}, {state}"
+    return f"- {row.get('conn_id')!s} {row.get('base_url')!s}: {shown} ({state})"
 
 
 def _shown(name: str, value: Any, now: float) -> str:

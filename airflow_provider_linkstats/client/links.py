@@ -33,23 +33,31 @@ def check_link(fields: Mapping[str, Any], operation: str, *, now: dt.datetime | 
     than any clock skew explains (``PLAUSIBLE_SKEW``); the client checks again by the service's clock
     before the write. A ``Fields`` already checked for ``operation`` is returned as it is.
     """
-    if isinstance(fields, Fields) and fields.resource is LINKS and fields.operation == operation:
-        # A duration counts from this write: read again from what the caller gave, at ``now``.
-        values = validate_fields(LINKS, operation, fields.given, now=now) if fields.has_durations else fields
-    else:
-        values = validate_fields(LINKS, operation, fields, now=now)
-    end, start = values.get("expires_at"), values.get("starts_at")
-    if end is not None:
-        if start is not None and end <= start:
-            raise _not_after(values, "starts_at", start)
-        if now is not None and start is None and end <= now.replace(microsecond=0):
-            raise _not_after(values, "now", now.replace(microsecond=0))
-        worker = dt.datetime.now(dt.timezone.utc).replace(microsecond=0)
-        if now is None and start is None and is_duration(values.given.get("expires_at")) and end <= worker:
-            raise _not_after(values, "now", worker)  # a lifetime of 0 or less: past by any clock
-        if now is None and start is None and end <= worker - dt.timedelta(seconds=PLAUSIBLE_SKEW):
-            raise _not_after(values, "now", worker, by_worker=True)
+    checked = isinstance(fields, Fields) and fields.resource is LINKS and fields.operation == operation
+    if checked and not fields.has_durations:
+        values = fields
+    else:  # a duration counts from this write: read again from what the caller gave, at ``now``
+        values = validate_fields(LINKS, operation, fields.given if checked else fields, now=now)
+    if values.get("expires_at") is not None:
+        _check_end(values, values["expires_at"], values.get("starts_at"), now)
     return values
+
+
+def _check_end(values: Fields, end: dt.datetime, start: dt.datetime | None, now: dt.datetime | None) -> None:
+    """The expiry after the start, else after ``now``, else after the worker's clock by more than any skew."""
+    if start is not None:
+        if end <= start:
+            raise _not_after(values, "starts_at", start)
+        return
+    if now is not None:
+        if end <= now.replace(microsecond=0):
+            raise _not_after(values, "now", now.replace(microsecond=0))
+        return
+    worker = dt.datetime.now(dt.timezone.utc).replace(microsecond=0)
+    if is_duration(values.given.get("expires_at")) and end <= worker:
+        raise _not_after(values, "now", worker)  # a lifetime of 0 or less: past by any clock
+    if end <= worker - dt.timedelta(seconds=PLAUSIBLE_SKEW):
+        raise _not_after(values, "now", worker, by_worker=True)
 
 
 def _not_after(values: Fields, what: str, moment: dt.datetime, *, by_worker: bool = False) -> LinkstatsInputError:
@@ -93,20 +101,28 @@ def for_generation(
 ) -> Fields:
     """``values`` (from ``check_link``) as ``generation`` takes them; fields it lacks are refused."""
     generation.check_fields(LINKS, values)
-    end = values.get("expires_at")
-    if end is not None and generation.expiry == LOCAL_MINUTE:
+    if values.get("expires_at") is not None:
+        values = _end_for(values, values["expires_at"], generation, timezone, now)
+    if values.operation == "create" and values.get("domain_id") is None and default_domain_id is not None:
+        values = values.changed(domain_id=default_domain_id)
+    return values.changed(ready_for=generation.name)
+
+
+def _end_for(
+    values: Fields, end: dt.datetime, generation: Generation, timezone: str | None, now: dt.datetime | None
+) -> Fields:
+    """The expiry as ``generation`` takes it: 44-45's date and time in the zone, 46+'s window from now."""
+    if generation.expiry == LOCAL_MINUTE:
         date, time = local_minute(end, timezone or "UTC")
         if end.second or end.microsecond:
             log.info(
                 "expires_at %s rounded up to %s %s (%s): %s expires links on the minute",
                 end.isoformat(), date, time, timezone, generation.label,
             )  # fmt: skip
-        values = values.changed(drop=("expires_at",), expiration_date=date, expiration_time=time)
-    elif end is not None and generation.expiry == UTC_WINDOW and values.get("starts_at") is None:
-        values = values.changed(starts_at=(now or dt.datetime.now(dt.timezone.utc)).replace(microsecond=0))
-    if values.operation == "create" and values.get("domain_id") is None and default_domain_id is not None:
-        values = values.changed(domain_id=default_domain_id)
-    return values.changed(ready_for=generation.name)
+        return values.changed(drop=("expires_at",), expiration_date=date, expiration_time=time)
+    if generation.expiry == UTC_WINDOW and values.get("starts_at") is None:
+        return values.changed(starts_at=(now or dt.datetime.now(dt.timezone.utc)).replace(microsecond=0))
+    return values
 
 
 def local_minute(moment: dt.datetime, timezone: str) -> tuple[str, str]:

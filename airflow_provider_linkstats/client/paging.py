@@ -80,15 +80,21 @@ class PageGuard:
         if len(items) > self.page_size:
             self.page_size = len(items)  # the service's own page size: it ignores per_page
         if counted and self.reads > self.bound:
-            told = f"a total of {self.total:,} rows" if self.total is not None else "no total"
-            raise UntrustedListingError(
-                f"Check the service's paging (or a proxy in front of it): the walk of {url} read {self.reads - 1:,} "
-                f"pages, more than the listing can hold ({told}, {self.page_size} a page, at most {self.bound:,} "
-                "pages); it stopped rather than read without end",
-                url,
-            )
-        if not items:
-            return
+            raise self._too_many_pages(url)
+        if items:
+            self._check_repeat(number, items, url)
+
+    def _too_many_pages(self, url: str) -> UntrustedListingError:
+        told = f"a total of {self.total:,} rows" if self.total is not None else "no total"
+        return UntrustedListingError(
+            f"Check the service's paging (or a proxy in front of it): the walk of {url} read {self.reads - 1:,} "
+            f"pages, more than the listing can hold ({told}, {self.page_size} a page, at most {self.bound:,} "
+            "pages); it stopped rather than read without end",
+            url,
+        )
+
+    def _check_repeat(self, number: int, items: list[Any], url: str) -> None:
+        """The same rows as another page: the service ignores the page asked for."""
         key = fingerprint(items)
         earlier = self._seen.get(key)
         if earlier is not None and earlier != number:
@@ -280,15 +286,7 @@ class GaplessWalk:
             self._read_part, self._pending, self.blind = None, None, True
             return
         if rank + grown <= number * self.size:  # no record can have been pushed past this page: joined
-            self._read_part = ((number - 1) * self.size, now)
-            if self._pending is not None and number == self._pending[0] + 1:
-                pending, read = self._pending
-                self._pending = None
-                if self._change(read, now, rise=False) == 0:  # nothing was pulled back below: joined too
-                    self._read_part = ((pending - 1) * self.size, read)
-                else:  # the listing shrank since: a record pushed up may have gone back onto it
-                    self._asc.insert(0, pending)
-                    self.rereads += 1
+            self._joined(number, now)
             return
         # Records may have been pushed from below this page past it, onto pages read already:
         # the pages up to the one that holds the part read's rank now are read again, from the
@@ -300,6 +298,18 @@ class GaplessWalk:
         again = list(range(top, pending, -1))
         self.rereads += len(again)
         self._asc = again + [page for page in self._asc if page < pending]
+
+    def _joined(self, number: int, now: int) -> None:
+        """Page ``number`` joins the part read, and the page pending below it joins too unless the listing shrank."""
+        self._read_part = ((number - 1) * self.size, now)
+        if self._pending is not None and number == self._pending[0] + 1:
+            pending, read = self._pending
+            self._pending = None
+            if self._change(read, now, rise=False) == 0:  # nothing was pulled back below: joined too
+                self._read_part = ((pending - 1) * self.size, read)
+            else:  # the listing shrank since: a record pushed up may have gone back onto it
+                self._asc.insert(0, pending)
+                self.rereads += 1
 
     def _found(self, number: int, items: list[Any]) -> list[Any]:
         """A probe's page: full (the end is further) or not (the end is on it or before)."""

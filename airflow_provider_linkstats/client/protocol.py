@@ -268,31 +268,17 @@ def raise_for_status(
     status = response.status
     if 200 <= status < 300:
         return
-    secrets = (*secrets, *request.secrets)
-    redact_key = redact_key or response.redact_key
     payload = _try_json(response.body)
-    message, field_errors = _error_details(payload, status, response)
-
-    def clean(text: str) -> str:
-        text = redact(text, secrets)
-        return redact_key(text) if redact_key else text
-
-    message = clean(message)
-    field_errors = {name: [clean(m) for m in messages] for name, messages in field_errors.items()}
+    message, field_errors = _cleaned_details(request, response, payload, secrets, redact_key)
     common: dict[str, Any] = {**_where(request, response), "status": status}
     if status == 422:
         raise LinkstatsValidationError(message, errors=field_errors, **common)
-    if field_errors:  # another status with field errors: keep them in the text
-        message = f"{message} ({describe_field_errors(field_errors)})"
-    message = message[:MAX_ERROR_TEXT]
-    hint = _hint(status, payload, response)
-    if status == 401 or _is_login_redirect(response):  # the fix first: which key, where to get another
-        message, hint = f"{hint}; the service answered {message!r}", ""
+    message, hint = _error_text(message, field_errors, payload, response)
     if status in (401, 403) or _is_login_redirect(response):
         raise LinkstatsAuthError(message, hint=hint, **common)
     if status == 404:
-        message, hint, route_miss = _not_found(request, response, payload, message, hint)
-        raise (LinkstatsRouteMissError if route_miss else LinkstatsNotFoundError)(message, hint=hint, **common)
+        message, hint, error_type = _not_found(request, response, payload, message, hint)
+        raise error_type(message, hint=hint, **common)
     retry_after = parse_retry_after(response.headers)
     if status == 429:
         raise LinkstatsRateLimitError(message, retry_after=retry_after, **common)
@@ -307,13 +293,41 @@ def request_url(root: str, request: ApiRequest) -> str:
     return f"{(request.root or root).rstrip('/')}{request.path}{query}"
 
 
+def _cleaned_details(request: ApiRequest, response: ApiResponse, payload: Any, secrets: tuple, redact_key: Any):
+    """(message, field errors) of an error answer, without the key, a password or a Bearer credential."""
+    secrets = (*secrets, *request.secrets)
+    redact_key = redact_key or response.redact_key
+
+    def clean(text: str) -> str:
+        text = redact(text, secrets)
+        return redact_key(text) if redact_key else text
+
+    message, field_errors = _error_details(payload, response.status, response)
+    return clean(message), {name: [clean(m) for m in messages] for name, messages in field_errors.items()}
+
+
+def _error_text(message: str, field_errors: dict[str, list[str]], payload: Any, response: ApiResponse) -> tuple:
+    """The message (another status than 422 keeps its field errors in the text, capped) and its hint."""
+    if field_errors:
+        message = f"{message} ({describe_field_errors(field_errors)})"
+    message = message[:MAX_ERROR_TEXT]
+    hint = _hint(response.status, payload, response)
+    if response.status == 401 or _is_login_redirect(response):  # the fix first: which key, where to get another
+        return f"{hint}; the service answered {message!r}", ""
+    return message, hint
+
+
+def _connection(response: ApiResponse) -> str:  # as a message names it
+    return f"connection {response.conn_id!r}" if response.conn_id else "the connection"
+
+
 def _where(request: ApiRequest, response: ApiResponse) -> dict[str, Any]:
     return {"method": request.method, "path": request.path, "url": response.url, "conn_id": response.conn_id}
 
 
 def _hint(status: int, payload: Any, response: ApiResponse) -> str:
     """What to check, for the answers a connection setting causes rather than the request."""
-    conn = f"connection {response.conn_id!r}" if response.conn_id else "the connection"
+    conn = _connection(response)
     if status == 401 or _is_login_redirect(response):
         return (
             f"the API key in the password of {conn} was refused: copy the current key from the account's API page "
@@ -341,11 +355,9 @@ _MODEL_NOT_FOUND = re.compile(r"No query results for model \[(?:[\w\\]*\\)?(\w+)
 _ROUTE_MISS = re.compile(r"^(|The route .* could not be found\.?|Not Found)$", re.IGNORECASE)
 
 
-def _not_found(
-    request: ApiRequest, response: ApiResponse, payload: Any, message: str, hint: str
-) -> tuple[str, str, bool]:
-    """A 404's message, hint and whether it is a route miss: the field whose id named no record, or
-    the Base URL of a route miss."""
+def _not_found(request: ApiRequest, response: ApiResponse, payload: Any, message: str, hint: str) -> tuple:
+    """A 404's message, hint and exception type (a route miss or no such record): the field whose id
+    named no record, or the Base URL of a route miss."""
     said = payload.get("message", payload.get("detail")) if isinstance(payload, dict) else None
     model = _MODEL_NOT_FOUND.search(message)
     if model:
@@ -357,18 +369,18 @@ def _not_found(
             return (
                 f"{name}={shown} {which} a {noun} of this account (the service answered {message!r})",
                 f"Check {name}: give the id of a {noun} this account can use",
-                False,
+                LinkstatsNotFoundError,
             )
     if isinstance(said, str) and _ROUTE_MISS.match(said.strip()):
         root = _api_root(request, response)
-        conn = f"connection {response.conn_id!r}" if response.conn_id else "the connection"
+        conn = _connection(response)
         answered = f"{said.strip()!r}" if said.strip() else "an empty message"
         return (
             f"the service has no route {request.path} under {root} (a 404 with {answered}: a path outside its API)",
             f"Check the Base URL of {conn}: the API usually answers at <site>/api/v1 or <site>/public/api/v1",
-            True,
+            LinkstatsRouteMissError,
         )
-    return message, hint, False
+    return message, hint, LinkstatsNotFoundError
 
 
 def _referencing_field(request: ApiRequest, model: str) -> tuple[str, list[str]]:
@@ -389,7 +401,7 @@ def _api_root(request: ApiRequest, response: ApiResponse) -> str:
 
 def _not_the_api_hint(response: ApiResponse) -> str:
     """An HTML page where the API answers JSON: the Base URL points at the site, not at its API."""
-    conn = f"connection {response.conn_id!r}" if response.conn_id else "the connection"
+    conn = _connection(response)
     return (
         f"This URL does not answer as the Linkstats API (a {_describe_body(response)}, not JSON): check "
         f"the Base URL of {conn}; the API usually answers at <site>/api/v1 or <site>/public/api/v1"
@@ -416,6 +428,19 @@ def parse_page(request: ApiRequest, response: ApiResponse, per_page: int, genera
     bare list. Whether another page follows comes from ``meta`` (current/last page), then
     ``links.next``, and failing both from the page being full.
     """
+    items, told, links = _page_parts(request, response)
+    resource = resource_of(request)
+    items = [normalize(resource, item, generation) for item in items]
+    return Page(
+        items=items,
+        has_next=bool(items) and _has_next(told, links, len(items), per_page),
+        last_page=_at_least(1, told.get("last_page")),
+        total=_at_least(0, told.get("total")),
+    )
+
+
+def _page_parts(request: ApiRequest, response: ApiResponse) -> tuple[list[dict[str, Any]], dict[str, Any], Any]:
+    """A listing's records, what its ``meta`` told (``{}`` when nothing) and its ``links``, in any shape."""
     payload = _json_body(request, response, allow_empty=False)
     if isinstance(payload, list):
         items, meta, links = payload, None, None
@@ -427,22 +452,20 @@ def parse_page(request: ApiRequest, response: ApiResponse, per_page: int, genera
         raise _shape_error(request, response, "a list or an object with a 'data' list")
     if not all(isinstance(item, dict) for item in items):
         raise _shape_error(request, response, "a list of record objects")
-    resource = resource_of(request)
-    items = [normalize(resource, item, generation) for item in items]
-    if isinstance(meta, dict) and _is_int(meta.get("current_page")) and _is_int(meta.get("last_page")):
-        has_next = meta["current_page"] < meta["last_page"]
-    elif isinstance(links, dict) and "next" in links:
-        has_next = bool(links["next"])
-    else:
-        has_next = len(items) >= per_page
-    told = meta if isinstance(meta, dict) else {}
-    last_page, total = told.get("last_page"), told.get("total")
-    return Page(
-        items=items,
-        has_next=has_next and bool(items),
-        last_page=last_page if _is_int(last_page) and last_page >= 1 else None,
-        total=total if _is_int(total) and total >= 0 else None,
-    )
+    return items, meta if isinstance(meta, dict) else {}, links
+
+
+def _has_next(told: dict[str, Any], links: Any, count: int, per_page: int) -> bool:
+    """Whether another page follows: from ``meta``'s current and last page, then ``links.next``, then a full page."""
+    if _is_int(told.get("current_page")) and _is_int(told.get("last_page")):
+        return told["current_page"] < told["last_page"]
+    if isinstance(links, dict) and "next" in links:
+        return bool(links["next"])
+    return count >= per_page
+
+
+def _at_least(minimum: int, value: Any) -> int | None:  # a whole number of at least ``minimum``, else None
+    return value if _is_int(value) and value >= minimum else None
 
 
 def resource_of(request: ApiRequest) -> Resource | None:

@@ -199,15 +199,18 @@ class RateLimiter:
             self._refill(now, limit, remaining, others)
             return
         if self._floor is None:  # the first answer of a window by our count
-            self._opened_here(now, remaining, limit)
-            if self._remaining is not None and remaining < limit - self._sent_in_window - others:
-                self._grow()  # we started a new window, the server did not: ours is too short
+            self._first_answer(now, limit, remaining, others)
         if self._floor is None or remaining < self._floor:
             self._floor, self._floor_slack = remaining, others
         if self._reset_at is None:
             self._reset_at = now + self.window + self._margin
         server_view = remaining - self._uncounted(others, remaining, limit)
         self._remaining = server_view if self._remaining is None else min(self._remaining, server_view)
+
+    def _first_answer(self, now: float, limit: int, remaining: int, others: int) -> None:
+        self._opened_here(now, remaining, limit)
+        if self._remaining is not None and remaining < limit - self._sent_in_window - others:
+            self._grow()  # we started a new window, the server did not: ours is too short
 
     def _refilled(self, now: float, remaining: int) -> bool:
         """Remaining went up: the server opened a new window before we thought it would."""

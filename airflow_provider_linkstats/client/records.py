@@ -113,8 +113,8 @@ def _one_list_targeting(record: Mapping[str, Any], generation: Any) -> JsonDict:
 
 def _plain(resource: Resource | None, record: Mapping[str, Any]) -> JsonDict:
     clean: JsonDict = {}
-    integers = resource.integer_keys if resource is not None else ("id",)
-    lines = _LINE_KEYS.get(resource.name, ()) if resource is not None else ()
+    known = resource is not None  # a record of no known resource: only its id is a number
+    integers, lines = (resource.integer_keys, _LINE_KEYS.get(resource.name, ())) if known else (("id",), ())
     for key, value in record.items():
         if key in _SECRET_KEYS and not isinstance(value, (bool, type(None))):
             continue
@@ -143,11 +143,7 @@ class LinkTiming:
 
     def status(self, now: dt.datetime | None = None) -> LinkStatus:
         now = now or dt.datetime.now(dt.timezone.utc)
-        if self.ends_at is not None and self.ends_at <= now:
-            return LinkStatus.EXPIRED
-        if self.starts_at is not None and now < self.starts_at:
-            return LinkStatus.EXPIRED
-        if self.click_limit and self.clicks is not None and self.clicks >= self.click_limit:
+        if self.ended(now) or (self.starts_at is not None and now < self.starts_at):  # over, or not begun
             return LinkStatus.EXPIRED
         if self.disabled:
             return LinkStatus.DISABLED

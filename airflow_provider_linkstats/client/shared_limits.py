@@ -60,10 +60,7 @@ class WindowLimits:
         assert limit is not None
         key_spoke = status == 429 and not remaining and limit > self.address and self.address_from == "announced"
         if key_spoke:  # the key's limiter, showing its own limit
-            if self.key is None or self.key_from == "configured":
-                return False
-            changed, self.key, self.key_from = self.key != limit, limit, "learned"
-            return changed
+            return self._key_learned(limit)
         if limit == self.address:  # confirmed (and so, above, a larger one is not the address's)
             confirmed, self.address_from = self.address_from != "announced", "announced"
             return confirmed
@@ -73,10 +70,21 @@ class WindowLimits:
         self._keep_key_consistent()
         return True
 
+    def _key_learned(self, limit: int) -> bool:
+        if self._key_fixed:
+            return False
+        changed, self.key, self.key_from = self.key != limit, limit, "learned"
+        return changed
+
+    @property
+    def _key_fixed(self) -> bool:
+        """No per-key limit to learn: the service has none, or the connection's extra sets it."""
+        return self.key is None or self.key_from == "configured"
+
     def key_refused(self, counted: int) -> bool:
         """The key's limiter refused (a 429 with ``Remaining`` above 0) when the deployment had
         counted ``counted`` requests in the key's window; True when the key's limit changed."""
-        if self.key is None or self.key_from == "configured" or _count(counted) is None:
+        if self._key_fixed or _count(counted) is None:
             return False
         if counted > self.key:  # our window was full too: the windows are apart, not the limits
             return False
@@ -87,7 +95,7 @@ class WindowLimits:
         return True
 
     def _keep_key_consistent(self) -> None:
-        if self.key is None or self.key_from == "configured":
+        if self._key_fixed:
             return
         if self.key_from == "learned":
             self.key = max(self.key, self.address)  # the key's limiter counts every address's requests
@@ -112,7 +120,7 @@ class WindowLimits:
             return False
         before = (self.address, self.key)
         self.address, self.address_from = entry["address"], "announced"
-        if self.key is not None and self.key_from != "configured":  # the extra wins over any host's
+        if not self._key_fixed:  # the extra wins over any host's
             if entry["key"] is not None and entry["key_from"] != "configured":
                 self.key, self.key_from = entry["key"], entry["key_from"]
             else:
@@ -120,16 +128,21 @@ class WindowLimits:
         return (self.address, self.key) != before
 
 
-def _parsed(raw: Any) -> dict[str, Any] | None:
-    """A stored entry, size- and type-checked, or None."""
+def _decoded(raw: Any) -> Any:
+    """The JSON of a stored entry not over its size, or None."""
     if isinstance(raw, str):
         raw = raw.encode()
     if not isinstance(raw, bytes) or len(raw) > _ENTRY_BYTES:
         return None
     try:
-        entry = json.loads(raw)
+        return json.loads(raw)
     except (ValueError, UnicodeDecodeError):
         return None
+
+
+def _parsed(raw: Any) -> dict[str, Any] | None:
+    """A stored entry, size- and type-checked, or None."""
+    entry = _decoded(raw)
     if not isinstance(entry, dict) or set(entry) != {"address", "address_from", "key", "key_from"}:
         return None
     if _count(entry["address"]) is None or entry["address_from"] not in _ADDRESS_SOURCES:

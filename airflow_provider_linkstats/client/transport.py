@@ -47,9 +47,7 @@ class RequestsTransport:
                 timeout=self._timeout,
                 allow_redirects=False,
             )
-        except requests.exceptions.SSLError as error:
-            raise self._failed(request, url, error, sent=False) from None
-        except requests.ConnectTimeout as error:
+        except (requests.exceptions.SSLError, requests.ConnectTimeout) as error:
             raise self._failed(request, url, error, sent=False) from None
         except requests.ConnectionError as error:
             reason = getattr(error.args[0], "reason", None) if error.args else None

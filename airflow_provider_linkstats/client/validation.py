@@ -82,18 +82,28 @@ def validate_fields(
     clean: dict[str, Any] = {}
     for name, value in values.items():
         if name not in accepted:
-            known = {f.name for f in resource.fields}
-            why = f"a field {resource.singular} {operation} accepts: " + ", ".join(sorted(accepted))
-            if name in known:
-                why = f"not accepted on {operation}; fields accepted: " + ", ".join(sorted(accepted))
-            raise LinkstatsInputError(name, value, why)
-        if value is None:
-            continue
-        clean[name] = validate_value(accepted[name], value, now=now)
+            raise _not_accepted(resource, operation, sorted(accepted), name, value)
+        if value is not None:
+            clean[name] = validate_value(accepted[name], value, now=now)
     if operation == "create":
         for spec in accepted.values():
             if spec.required_on_create and spec.name not in clean:
                 raise LinkstatsInputError(spec.name, None, f"required on {resource.singular} create; {spec.allowed()}")
+    _check_together(clean, values)
+    return Fields(resource, operation, clean, values)
+
+
+def _not_accepted(
+    resource: Resource, operation: str, accepted: list[str], name: str, value: Any
+) -> LinkstatsInputError:
+    """A field the operation does not take: one of the resource's others, or no field of it at all."""
+    if name in {f.name for f in resource.fields}:
+        return LinkstatsInputError(name, value, f"not accepted on {operation}; fields accepted: " + ", ".join(accepted))
+    return LinkstatsInputError(name, value, f"a field {resource.singular} {operation} accepts: " + ", ".join(accepted))
+
+
+def _check_together(clean: Mapping[str, Any], values: Mapping[str, Any]) -> None:
+    """An expiry given one way only, and the fields the service needs together given together."""
     clash = {"expiration_date", "expiration_time"} & set(clean)
     if "expires_at" in clean and clash:
         raise LinkstatsInputError(
@@ -103,7 +113,6 @@ def validate_fields(
         if (first in clean) != (second in clean):
             given, missing = (first, second) if first in clean else (second, first)
             raise LinkstatsInputError(missing, None, f"given together with {given} (the service needs both)")
-    return Fields(resource, operation, clean, values)
 
 
 # Fields the service accepts only together (expires_at sets both).
@@ -429,31 +438,36 @@ def _targeting(spec: FieldSpec, value: Any) -> list[dict[str, str]]:
     shape = spec.allowed()
     if not isinstance(value, (list, tuple)):
         raise LinkstatsInputError(spec.name, value, shape)
-    rules: list[dict[str, str]] = []
-    for index, rule in enumerate(value):
-        where = f"{spec.name}[{index}]"
-        if not isinstance(rule, Mapping):
-            raise LinkstatsInputError(where, rule, shape)
-        extra = set(rule) - {"key", "value"}
-        if extra:
-            raise LinkstatsInputError(f"{where}.{sorted(extra)[0]}", rule[sorted(extra)[0]], 'only "key" and "value"')
-        clean: dict[str, str] = {}
-        if spec.key_required or "key" in rule:
-            key = rule.get("key")
-            if spec.choices:
-                if key not in spec.choices:
-                    raise LinkstatsInputError(f"{where}.key", key, "one of " + ", ".join(map(repr, spec.choices)))
-            elif spec.key_format and not (isinstance(key, str) and re.fullmatch(spec.key_format, key)):
-                raise LinkstatsInputError(f"{where}.key", key, spec.key_doc)
-            elif not isinstance(key, str) or not key:
-                raise LinkstatsInputError(f"{where}.key", key, "a non-empty string")
-            clean["key"] = str(key)
-        rule_value = rule.get("value")
-        if not _is_url(rule_value):
-            raise LinkstatsInputError(f"{where}.value", rule_value, "an absolute http:// or https:// URL")
-        clean["value"] = rule_value
-        rules.append(clean)
-    return rules
+    return [_targeting_rule(spec, rule, f"{spec.name}[{index}]", shape) for index, rule in enumerate(value)]
+
+
+def _targeting_rule(spec: FieldSpec, rule: Any, where: str, shape: str) -> dict[str, str]:
+    """One rule of a targeting list (``where``: ``country_target[2]``): its key if any, its URL."""
+    if not isinstance(rule, Mapping):
+        raise LinkstatsInputError(where, rule, shape)
+    extra = set(rule) - {"key", "value"}
+    if extra:
+        raise LinkstatsInputError(f"{where}.{sorted(extra)[0]}", rule[sorted(extra)[0]], 'only "key" and "value"')
+    clean: dict[str, str] = {}
+    if spec.key_required or "key" in rule:
+        clean["key"] = _rule_key(spec, rule.get("key"), where)
+    rule_value = rule.get("value")
+    if not _is_url(rule_value):
+        raise LinkstatsInputError(f"{where}.value", rule_value, "an absolute http:// or https:// URL")
+    clean["value"] = rule_value
+    return clean
+
+
+def _rule_key(spec: FieldSpec, key: Any, where: str) -> str:
+    """A rule's key: one of the field's choices, else of its key format, else any non-empty text."""
+    if spec.choices:
+        if key not in spec.choices:
+            raise LinkstatsInputError(f"{where}.key", key, "one of " + ", ".join(map(repr, spec.choices)))
+    elif spec.key_format and not (isinstance(key, str) and re.fullmatch(spec.key_format, key)):
+        raise LinkstatsInputError(f"{where}.key", key, spec.key_doc)
+    elif not isinstance(key, str) or not key:
+        raise LinkstatsInputError(f"{where}.key", key, "a non-empty string")
+    return str(key)
 
 
 def secret_values(resource: Resource, values: Mapping[str, Any]) -> Iterable[str]:

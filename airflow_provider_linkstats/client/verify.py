@@ -170,9 +170,14 @@ def zone_mismatch(
         return None
     moment = dt.datetime.fromtimestamp(pendulum.parse(f"{date}T{time}", tz=pendulum.timezone(zone)).timestamp(),
                                        dt.timezone.utc)  # fmt: skip
-    stored = dt.datetime.strptime(found[0].stored, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=dt.timezone.utc)
+    return moment if _zones_apart(moment, found[0].stored) else None
+
+
+def _zones_apart(moment: dt.datetime, stored_text: str) -> bool:
+    """Whether the stored end lies a whole number of quarter hours (at most 26 h) from ``moment``: zones differ so."""
+    stored = dt.datetime.strptime(stored_text, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=dt.timezone.utc)
     offset = (stored - moment).total_seconds()
-    return moment if offset % 900 == 0 and abs(offset) <= 26 * 3600 else None  # zones differ by quarter hours
+    return offset % 900 == 0 and abs(offset) <= 26 * 3600
 
 
 def unset_fields(
@@ -222,29 +227,38 @@ def unapplied(
     update's effect is there (it was applied, or the record held it already), so it is not resent.
     A record that carries none of the fields sent shows nothing: counted as not there."""
     found = differences(resource, asked, record, zone=zone)
-    seen = {difference.field for difference in found}
+    compared_already = {difference.field for difference in found} | set(checked(resource)) | SECRETS
     for name, value in asked.items():
-        if name in seen or name in checked(resource) or name in SECRETS or name not in record:
-            continue
-        if value is None or isinstance(value, (list, tuple, dict, dt.date, dt.time)) or name in DERIVED:
-            continue
         stored = record.get(name)
-        if _int(value) == _int(stored) or (isinstance(stored, str) and same_text(str(value), stored)):
-            continue
-        found.append(Difference(name, value, stored, stored in (None, "", 0)))
+        if name not in compared_already and name in record and _echoed(name, value) and not _same(value, stored):
+            found.append(Difference(name, value, stored, stored in (None, "", 0)))
+    return found + _none_carried(asked, record)
+
+
+def _none_carried(asked: Mapping[str, Any], record: Mapping[str, Any]) -> list[Difference]:
+    """A record that carries none of the fields sent: nothing to compare, so not known to be there."""
     sent = [name for name, value in asked.items() if value is not None and name not in SECRETS]
-    if sent and not any(name in record for name in sent):  # nothing to compare: not known to be there
-        found.append(Difference(sent[0], asked[sent[0]], None, True))
-    return found
+    if sent and not any(name in record for name in sent):
+        return [Difference(sent[0], asked[sent[0]], None, True)]
+    return []
 
 
 # Sent in a form the record does not echo as sent (checked with the expiry, or not at all).
 DERIVED = frozenset({"expiration_time", "starts_at"})
 
 
+def _echoed(name: str, value: Any) -> bool:
+    """A plain value sent, which the record echoes as sent (not a list, mapping, date or time)."""
+    return value is not None and not isinstance(value, (list, tuple, dict, dt.date, dt.time)) and name not in DERIVED
+
+
+def _same(value: Any, stored: Any) -> bool:
+    return _int(value) == _int(stored) or (isinstance(stored, str) and same_text(str(value), stored))
+
+
 def same_text(asked: str, stored: str) -> bool:
     """Equal as the service keeps text: surrounding blanks trimmed, a trailing slash of a URL aside."""
-    return asked.strip() == stored.strip() or asked.strip().rstrip("/") == stored.strip().rstrip("/")
+    return asked.strip().rstrip("/") == stored.strip().rstrip("/")
 
 
 # -- one check per field ----------------------------------------------------------------------
@@ -341,14 +355,11 @@ def _nested_id(name: str, key: str):
 def _pixels(value: Any, record: Mapping[str, Any], asked: Mapping[str, Any], zone: str | None):
     if "pixels" not in record and "pixel_ids" not in record:
         return None
-    items = record.get("pixels")
-    if isinstance(items, list):
-        stored = sorted(_int(p.get("id") if isinstance(p, Mapping) else p) for p in items)
-    else:
-        stored = sorted(_int(p) for p in record.get("pixel_ids") or [])
-    if sorted(_int(v) for v in value) == stored:
-        return None
-    return Difference("pixel_ids", sorted(_int(v) for v in value), stored, not stored)
+    items = record.get("pixels")  # the pixels' records, else their ids
+    items = items if isinstance(items, list) else record.get("pixel_ids") or []
+    stored = sorted(_int(p.get("id") if isinstance(p, Mapping) else p) for p in items)
+    wanted = sorted(_int(v) for v in value)
+    return None if wanted == stored else Difference("pixel_ids", wanted, stored, not stored)
 
 
 def _website_domain(value: Any, record: Mapping[str, Any], asked: Mapping[str, Any], zone: str | None):

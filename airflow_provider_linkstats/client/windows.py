@@ -99,13 +99,13 @@ def checked(
 
 def computed_from_clock(fields: Mapping[str, Any]) -> bool:
     """Whether the write's window depends on the clock: a duration, or an end without a given start."""
-    given = fields.given if isinstance(fields, Fields) else fields
+    given = _given(fields)
     return given.get("expires_at") is not None and (is_duration(given["expires_at"]) or "starts_at" not in given)
 
 
 def lifetime(fields: Mapping[str, Any]) -> dt.timedelta | None:
     """The duration ``expires_at`` was given as (``PT4M``), or None for a moment."""
-    given = (fields.given if isinstance(fields, Fields) else fields).get("expires_at")
+    given = _given(fields).get("expires_at")
     if not is_duration(given):
         return None
     return aware_moment("expires_at", given, now=_ORIGIN) - _ORIGIN
@@ -121,27 +121,39 @@ def misclocked(
     if made is None or not computed_from_clock(fields):
         return None
     timing, slack = link_timing(record), dt.timedelta(seconds=margin + 1.0)  # whole seconds on both sides
-    given = fields.given if isinstance(fields, Fields) else fields
+    given = _given(fields)
     if timing.starts_at is not None and "starts_at" not in given and timing.starts_at > made + slack:
         return f"its window starts {_gap(timing.starts_at - made)} after the write, by the service's clock"
     if timing.ends_at is None:
         return None
     if timing.ends_at <= made:
         return f"its window ends {_gap(made - timing.ends_at)} before the write, by the service's clock"
+    return _end_off(timing.ends_at, made, fields, slack + dt.timedelta(seconds=rounding), slack)
+
+
+def _end_off(
+    ends_at: dt.datetime, made: dt.datetime, fields: Mapping[str, Any], late: dt.timedelta, early: dt.timedelta
+) -> str | None:
+    """How far an end given as a duration lies from the write plus that duration, beyond ``late`` or ``early``."""
     duration = lifetime(fields)
     if duration is None:
         return None
     expected = made + duration
-    if timing.ends_at < expected - slack or timing.ends_at > expected + slack + dt.timedelta(seconds=rounding):
-        way = "after" if timing.ends_at > expected else "before"
-        return f"its end is {_gap(abs(timing.ends_at - expected))} {way} {given['expires_at']} from the write"
+    if ends_at < expected - early or ends_at > expected + late:
+        way = "after" if ends_at > expected else "before"
+        return f"its end is {_gap(abs(ends_at - expected))} {way} {_given(fields)['expires_at']} from the write"
     return None
+
+
+def _given(fields: Mapping[str, Any]) -> Mapping[str, Any]:
+    """The fields as the user gave them (a duration not yet counted from the write)."""
+    return fields.given if isinstance(fields, Fields) else fields
 
 
 def mend_fields(fields: Mapping[str, Any]) -> dict[str, Any]:
     """What a PUT sends to put the window right: the end as the user gave it (a duration counts
     from the mend), and their start if they gave one (else the client's "now" is the start)."""
-    given = fields.given if isinstance(fields, Fields) else fields
+    given = _given(fields)
     return {k: given[k] for k in ("expires_at", "starts_at") if given.get(k) is not None}
 
 

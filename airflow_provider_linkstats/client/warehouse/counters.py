@@ -69,6 +69,11 @@ def why_fetch(
         return f"re-created (its alias was link {reused_alias_of}'s)"
     if known is None:
         return "not seen before" if listed.clicks else None
+    return _counter_change(listed, known, first_day)
+
+
+def _counter_change(listed: Listed, known: Counter, first_day: ServiceDay) -> str | None:
+    """Why a link seen before needs a request, from its alias and counter now and as saved."""
     if known.alias and listed.alias and known.alias != listed.alias:
         # Another link under this id (MySQL before 8.0 gives a deleted highest id again after a
         # restart) or an alias edited: its counter is not the one saved.

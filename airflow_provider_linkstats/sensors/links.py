@@ -157,18 +157,13 @@ class LinkstatsLinkExpiredSensor(BaseSensorOperator):
             wake += DATE_RESOLUTION  # alone: its reading may lag this one's by the Date's second
         until = min(wake - now, self.timeout - run_duration())
         if until > float(self.poke_interval):
-            clock = self._poll.clock
-            self.log.info(
-                "Nothing to poll: next look at %s in %.0f s (its end by %s, or the re-read every %.0f s)",
-                self._current_watch().describe(),
-                until,
-                clock.describe() if clock is not None else "this worker's clock",
-                self._poll.bound(),
-            )
+            self.log.info("Nothing to poll: next look at %s in %.0f s (its end by %s, or the re-read every %.0f s)",
+                          self._current_watch().describe(), until, plan.clock_name(self._poll.clock),
+                          self._poll.bound())  # fmt: skip
         elif at_end:
             self.log.info("Next look at %s in %.1f s, at its end by %s (not a whole poke_interval on)",
-                          self._current_watch().describe(), max(until, 0.0), self._poll.clock.describe()
-                          if self._poll.clock is not None else "this worker's clock")  # fmt: skip
+                          self._current_watch().describe(), max(until, 0.0),
+                          plan.clock_name(self._poll.clock))  # fmt: skip
         # ``next_round`` is an interval on unless an end comes first: then the end sets the pace.
         return max(until, END_GAP if at_end else float(self.poke_interval))
 

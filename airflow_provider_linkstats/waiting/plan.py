@@ -65,6 +65,11 @@ def service_time(clock: ServiceClock | None, worker: float | None = None) -> flo
     return (now() if worker is None else worker) + offset(clock) - margin(clock)
 
 
+def clock_name(clock: ServiceClock | None) -> str:
+    """The clock ends are judged by, for a log line: the service's as measured, else this worker's."""
+    return clock.describe() if clock is not None else "this worker's clock"
+
+
 def worker_time(clock: ServiceClock | None, end: float) -> float:
     """The worker's time at which the service's ``end`` counts as passed (``service_time``'s inverse)."""
     return end - offset(clock) + margin(clock)
@@ -198,53 +203,66 @@ def read_links(
     the ``Date`` of the answer each record came in (``answered_at``).
     """
     wanted = list(dict.fromkeys(link_ids))
-    along = set(riders) - set(wanted)
     records: dict[int, JsonDict | None] = {}
     dates = dated if dated is not None else {}
-    answered: list[ApiResponse] = []
     hints = pages if pages is not None else Pages()
     if wanted and hints.newest is not None and hints.newest - min(wanted) < MAX_PER_PAGE:
         gets_max = 1  # all on the first page newest first (unless links were created since): one request
     if len(wanted) > gets_max:
-        remaining = set(wanted)
-        filters, start = hints.plan(wanted)
-        page = start - 1
-
-        def take(items: list[JsonDict]) -> bool:
-            nonlocal page
-            page += 1
-            ids = [i for item in items if (i := record_id(item)) is not None]
-            if ids:
-                hints.newest = max(hints.newest or 0, *ids)
-                if filters is ALL_OLDEST_FIRST:
-                    hints.first_ids[page] = ids[0]
-            date = answered_at(answered[-1]) if answered else None
-            for item in items:
-                if (i := record_id(item)) in remaining or i in along:
-                    records[i] = item  # type: ignore[index]
-                    remaining.discard(i)  # type: ignore[arg-type]
-                    if date is not None:
-                        dates[i] = date  # type: ignore[index]
-            return not remaining
-
-        yield from walk_pages(lambda n: build_list(LINKS, filters, n + start - 1), take, answered)
-        if remaining and filters is ALL_OLDEST_FIRST:
-            hints.first_ids.clear()  # pages moved (or links are gone): the next walk starts at page 1 again
+        yield from _walk_all(wanted, set(riders) - set(wanted), hints, records, dates)
     for link_id in [i for i in wanted if i not in records]:
-        request = build_get(LINKS, link_id)  # GET /links/{id}: a 404 says the link is gone
-        try:
-            response = yield request
-            raise_for_status(request, response)
-        except LinkstatsNotFoundError as error:
-            records[link_id] = None
-            if missing is not None:
-                missing[link_id] = error
-            continue
-        records[link_id] = parse_record(request, response)
-        if (date := answered_at(response)) is not None:
-            dates[link_id] = date
-        hints.newest = max(hints.newest or 0, link_id)
+        records[link_id] = yield from _read_one(link_id, hints, missing, dates)
     return records
+
+
+def _walk_all(
+    wanted: list[int], along: set[int], hints: Pages, records: dict[int, JsonDict | None], dates: dict[int, float]
+) -> Plan[None]:
+    """``read_links``' walk of the All listing: the records of ``wanted`` and ``along`` it holds."""
+    remaining = set(wanted)
+    answered: list[ApiResponse] = []
+    filters, start = hints.plan(wanted)
+    page = start - 1
+
+    def take(items: list[JsonDict]) -> bool:
+        nonlocal page
+        page += 1
+        ids = [i for item in items if (i := record_id(item)) is not None]
+        if ids:
+            hints.newest = max(hints.newest or 0, *ids)
+            if filters is ALL_OLDEST_FIRST:
+                hints.first_ids[page] = ids[0]
+        date = answered_at(answered[-1]) if answered else None
+        for item in items:
+            if (i := record_id(item)) in remaining or i in along:
+                records[i] = item  # type: ignore[index]
+                remaining.discard(i)  # type: ignore[arg-type]
+                if date is not None:
+                    dates[i] = date  # type: ignore[index]
+        return not remaining
+
+    yield from walk_pages(lambda n: build_list(LINKS, filters, n + start - 1), take, answered)
+    if remaining and filters is ALL_OLDEST_FIRST:
+        hints.first_ids.clear()  # pages moved (or links are gone): the next walk starts at page 1 again
+
+
+def _read_one(
+    link_id: int, hints: Pages, missing: dict[int, LinkstatsNotFoundError] | None, dates: dict[int, float]
+) -> Plan[JsonDict | None]:
+    """``read_links``' GET /links/{id}: the record, or None for a 404 (the link is gone)."""
+    request = build_get(LINKS, link_id)
+    try:
+        response = yield request
+        raise_for_status(request, response)
+    except LinkstatsNotFoundError as error:
+        if missing is not None:
+            missing[link_id] = error
+        return None
+    record = parse_record(request, response)
+    if (date := answered_at(response)) is not None:
+        dates[link_id] = date
+    hints.newest = max(hints.newest or 0, link_id)
+    return record
 
 
 def expired_listed(

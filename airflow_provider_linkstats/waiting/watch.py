@@ -118,20 +118,22 @@ class Watch:
         """
         every = check_existence_check_every(existence_check_every)
         learnt = {int(k): (v[0], bool(v[1])) for k, v in known.items()} if isinstance(known, Mapping) else {}
-        if not is_blank(link_ids):
-            if not is_blank(link_id) or not is_blank(alias):
-                given, value = ("link_id", link_id) if not is_blank(link_id) else ("alias", alias)
+        if is_blank(link_ids):
+            return cls._one(link_id, alias, every, verified, learnt)
+        for given, value in (("link_id", link_id), ("alias", alias)):
+            if not is_blank(value):
                 raise LinkstatsInputError(given, value, "unset when link_ids is given")
-            ids = validate_link_ids(link_ids)
-            records = _known_records(link_ids) if isinstance(link_ids, (list, tuple)) else {}
-            learnt.update(records)
-            verified = verified or set(ids) <= set(records)  # records read by an upstream task
-            return cls(ids, None, single=False, existence_check_every=every, verified=verified, known=learnt)
+        ids = validate_link_ids(link_ids)
+        records = _known_records(link_ids) if isinstance(link_ids, (list, tuple)) else {}
+        learnt.update(records)
+        verified = verified or set(ids) <= set(records)  # records read by an upstream task
+        return cls(ids, None, single=False, existence_check_every=every, verified=verified, known=learnt)
+
+    @classmethod
+    def _one(cls, link_id: Any, alias: Any, every: int, verified: bool, learnt: dict[int, Known]) -> Watch:
+        """A wait for one link, by its id, its record, or its alias (``from_inputs``)."""
         if isinstance(link_id, Mapping):
-            record, link_id = link_id, link_id.get("id")
-            if is_blank(alias) and isinstance(record.get("alias"), str):
-                alias = record["alias"]
-            records = _known_records([record])
+            link_id, alias, records = link_id.get("id"), _alias_of(link_id, alias), _known_records([link_id])
             learnt.update(records)
             verified = verified or bool(records)  # a record an upstream task read (a create's answer)
         if is_blank(link_id) and is_blank(alias):
@@ -139,8 +141,8 @@ class Watch:
         ids = [] if is_blank(link_id) else [validate_id(link_id, "link_id")]
         if not is_blank(alias) and not isinstance(alias, str):
             raise LinkstatsInputError("alias", alias, "a non-empty string")
-        alias = None if is_blank(alias) else alias.strip()
-        return cls(ids, alias, single=True, existence_check_every=every, verified=verified, known=learnt)
+        return cls(ids, None if is_blank(alias) else alias.strip(), single=True, existence_check_every=every,
+                   verified=verified, known=learnt)  # fmt: skip
 
     def describe(self) -> str:
         if not self.single:
@@ -202,6 +204,11 @@ class Watch:
         self.verified = True
 
 
+def _alias_of(record: Mapping[str, Any], alias: Any) -> Any:
+    """The alias a wait given a record watches: the one given, else the record's."""
+    return record["alias"] if is_blank(alias) and isinstance(record.get("alias"), str) else alias
+
+
 def _known_records(values: Iterable[Any]) -> dict[int, Known]:
     return {
         i: known_from(v)
@@ -234,6 +241,16 @@ class _Round:
     records: dict[int, JsonDict | None] = field(default_factory=dict)  # read (None: 404)
     missing: dict[int, LinkstatsNotFoundError] = field(default_factory=dict)
     dated: dict[int, float] = field(default_factory=dict)  # the Date of the answer each record came in
+
+    def by_clicks(self) -> list[int]:
+        """The live watches' links only the Expired listing can tell ended (``Watch.by_clicks``)."""
+        return list(dict.fromkeys(i for w in self.live for i in w.link_ids if w.by_clicks(i)))
+
+
+def _weighed(to_read: list[int], clicks: list[int], ends: list[int]) -> bool:
+    """Whether a walk of the Expired listing must cost less than the reads it spares: the read
+    covers every click limit it would ask about, and it has those or many date ends to list."""
+    return len(to_read) > GETS_MAX and set(clicks) <= set(to_read) and (bool(clicks) or len(ends) > GETS_MAX)
 
 
 def _utc(epoch: float) -> str:
@@ -404,26 +421,18 @@ class Poll:
         on 44-45 (whose listing holds them), the walk is made only if it is expected to cost less
         than the reads it spares, and never further than that."""
         asked, ends, budget = self._walk_plan(state)
-        pending = state.pending
-        if asked:
-            state.found = yield from self._listing(asked, state.live, [i for i in pending if i not in asked], budget)
-        elif budget:  # date ends only (44-45)
-            state.found = yield from self._listing(ends, state.live, [i for i in pending if i not in ends], budget)
+        if asked or budget:  # with nothing else to ask, date ends only (44-45)
+            listed = asked or ends
+            riders = [i for i in state.pending if i not in listed]
+            state.found = yield from self._listing(listed, state.live, riders, budget)
 
     def _walk_plan(self, state: _Round) -> tuple[list[int], list[int], int | None]:
         """What the walk asks about (click limits not read anyway), the due date ends it may list
         (44-45), and its budget of pages (None: all it takes)."""
-        live, to_read = state.live, state.to_read
-        clicks = list(dict.fromkeys(i for w in live for i in w.link_ids if w.by_clicks(i)))
-        ends = [i for i in state.pending if self.dates_listed and i in state.due_by_clock]
-        budget: int | None = None
-        read_anyway: set[int] = set(to_read) if len(to_read) <= GETS_MAX else set()
-        if len(to_read) > GETS_MAX and set(clicks) <= set(to_read) and (clicks or len(ends) > GETS_MAX):
-            # what the walk may list: the due date ends, and the click limits the listing was never
-            # asked about (a pending one was not listed at the last walk: it is not expected now)
-            listable = [*ends, *(clicks if self.expired_pages is None else [])]
-            budget = self._walk_budget(to_read, listable, state.pending)
-            read_anyway = set(to_read) if budget == 0 else set()
+        to_read, clicks = state.to_read, state.by_clicks()
+        ends = [i for i in state.pending if i in state.due_by_clock] if self.dates_listed else []
+        budget = self._walk_budget(to_read, clicks, ends, state.pending) if _weighed(to_read, clicks, ends) else None
+        read_anyway = set(to_read) if len(to_read) <= GETS_MAX or budget == 0 else set()
         return [i for i in clicks if i not in read_anyway], ends, budget
 
     def _read_records(self, state: _Round) -> Plan[None]:
@@ -440,17 +449,20 @@ class Poll:
     def _decide(self, state: _Round) -> None:
         """5. Each record read decides by itself, by the answer it came in (``_ended``); a 404 or
         another link's alias ends its watch with that error."""
+        answers = {**state.found, **state.records}  # a record read this round over the listing's copy
         for watch in state.live:
-            for link_id in [i for i in watch.link_ids if i in state.records or i in state.found]:
-                record = state.records[link_id] if link_id in state.records else state.found[link_id]
-                if record is None:
-                    error: LinkstatsError | None = LinkGoneError.from_answer(link_id, state.missing.get(link_id))
-                else:
-                    error = watch.learn(link_id, record)
-                if error is not None:
-                    state.result.failed.setdefault(watch, error)
-                elif link_id in state.found or self._ended(state, link_id, record):  # type: ignore[arg-type]
-                    state.found[link_id] = record  # type: ignore[assignment]
+            for link_id in [i for i in watch.link_ids if i in answers]:
+                self._decide_link(state, watch, link_id, answers[link_id])
+
+    def _decide_link(self, state: _Round, watch: Watch, link_id: int, record: JsonDict | None) -> None:
+        """A 404 (``record`` None) or another link's alias fails the watch; else the link is over
+        when the Expired listing holds it or its record says it ended."""
+        missing = state.missing.get(link_id)
+        error = LinkGoneError.from_answer(link_id, missing) if record is None else watch.learn(link_id, record)
+        if error is not None:
+            state.result.failed.setdefault(watch, error)
+        elif link_id in state.found or self._ended(state, link_id, record):  # type: ignore[arg-type]
+            state.found[link_id] = record  # type: ignore[assignment]
 
     def _ended(self, state: _Round, link_id: int, record: JsonDict) -> bool:
         """Whether ``record`` says its link ended, by its own answer's ``Date`` (the service's time
@@ -506,20 +518,23 @@ class Poll:
             "Linkstats: %d link(s) (link %s first) ended by %s (at %s UTC), but the answer read for it says it "
             "has not (its Date: %s UTC; a cached page, or the service's clock is behind what was measured): not "
             "taken as ended; reading again %severy %.0f s until an answer's own Date says the link has ended",
-            len(told), link_id, self.clock.describe() if self.clock is not None else "this worker's clock",
+            len(told), link_id, plan.clock_name(self.clock),
             _utc(ends[link_id]), _utc(date),
             f"in {(self.answers_wake or now) - now:.0f} s (its end by that Date), then " if soon else "",
             max(self.interval, END_GAP),
         )  # fmt: skip
 
-    def _walk_budget(self, to_read: list[int], listable: list[int], pending: list[int]) -> int | None:
+    def _walk_budget(self, to_read: list[int], clicks: list[int], ends: list[int], pending: list[int]) -> int | None:
         """Pages a walk of the Expired listing may read in a round that reads ``to_read`` anyway:
         at best it spares the All walk for ``to_read`` down to the one for what it cannot list
         (the links neither polled for clicks nor due by date), each estimated from the id spread;
         that, less one, is its budget: 0 unless its expected cost (its last, and a page per 100
-        links it may list) is less still; None (a whole walk) before a walk showed the newest id."""
+        links it may list) is less still; None (a whole walk) before a walk showed the newest id.
+        What it may list: the due date ends, and the click limits the listing was never asked
+        about (a pending one was not listed at the last walk: it is not expected now)."""
         if self.pages.newest is None:
             return None
+        listable = [*ends, *(clicks if self.expired_pages is None else [])]
         hints = Pages(dict(self.pages.first_ids), max(self.pages.newest or 0, *pending))
         left = [i for i in to_read if i not in set(listable)]
         rest = len(left) if len(left) <= GETS_MAX else hints.all_cost(left)
@@ -547,10 +562,8 @@ class Poll:
         """The asked links the Expired listing holds: one request per alias when a few aliases cost
         less than the walk (what the last walk cost), else one walk for them and the riders (of at
         most ``budget`` pages)."""
-        aliases = {w.link_ids[0]: w.alias for w in live if w.single and w.alias}
         found: dict[int, JsonDict] = {}
-        few = len(asked) <= (self.expired_pages or 1) and (budget is None or len(asked) <= budget)
-        if all(i in aliases for i in asked) and few:
+        if (aliases := self._aliases_cheaper(asked, live, budget)) is not None:
             for link_id in asked:
                 found.update((yield from expired_listed([link_id], aliases[link_id]))[0])
             return found
@@ -560,3 +573,10 @@ class Poll:
         whole = len(found) < len(asked) + len(riders) and (budget is None or pages < budget)
         self.expired_pages = pages if whole else max(self.expired_pages or 0, pages)
         return found
+
+    def _aliases_cheaper(self, asked: list[int], live: list[Watch], budget: int | None) -> dict[int, str] | None:
+        """Each asked link's alias, when every one has one and a request each costs less than the
+        walk (what the last one cost, within ``budget``); else None."""
+        aliases = {w.link_ids[0]: w.alias for w in live if w.single and w.alias}
+        few = len(asked) <= (self.expired_pages or 1) and (budget is None or len(asked) <= budget)
+        return aliases if all(i in aliases for i in asked) and few else None

@@ -31,7 +31,11 @@ fi
 # is set (this machine and CI) Python never writes them either, so every process compiled Airflow's
 # ~2,000 modules from source again: about 20 s of CPU per Airflow process (pytest worker, dag.test()
 # runner, `airflow db migrate`). uv compiles the whole site-packages once, in parallel.
-if [[ -n $UV ]] && quiet "$UV" pip install -q --compile-bytecode --python "$VENV/bin/python" -c "$CONSTRAINTS" "$@"; then
+# VENV_BYTECODE=lazy (tools/check_dist.sh's clean venvs): none compiled here, for processes that may
+# write their own (PYTHONDONTWRITEBYTECODE unset) and import a part of the venv once.
+COMPILE=(--compile-bytecode)
+[[ ${VENV_BYTECODE:-} == lazy ]] && COMPILE=()
+if [[ -n $UV ]] && quiet "$UV" pip install -q "${COMPILE[@]}" --python "$VENV/bin/python" -c "$CONSTRAINTS" "$@"; then
     exit 0
 fi
 echo "venv_install: uv could not install into $VENV; installing with pip" >&2

@@ -26,7 +26,8 @@ a minute (the output says so), so that the demo fits in about two minutes; the p
 itself by the limit the service announces either way.
 
 ``--only campaign`` (repeatable: the steps' names) runs some of the steps; ``make dist`` runs the
-campaign from the installed wheel this way.
+campaign from the installed wheel this way, with ``--move-clock``: the A/B link ends when the
+emulator's clock moves a minute on instead of after a minute of real time (demo/campaign.py).
 """
 
 from __future__ import annotations
@@ -53,6 +54,7 @@ import pendulum
 import requests
 
 from dags_examples.demo import warehouse as warehouse_step
+from dags_examples.demo.campaign import AB_MINUTES, VISITORS, visitors
 
 REPO = Path(__file__).resolve().parents[2]
 OUT = REPO / "demo-output"
@@ -71,12 +73,6 @@ DEMO_RATE_LIMIT = 300
 LAUNCH_COUNT = 40
 
 REFERRERS = ["https://news.example.org/spring", "https://mail.example.net/", "https://social.example.com/post/7", ""]
-VISITORS = [  # (X-Country, User-Agent, Accept-Language)
-    ("US", "Mozilla/5.0 (iPhone; CPU iPhone OS 17_0 like Mac OS X)", "en-US"),
-    ("FR", "Mozilla/5.0 (Linux; Android 14; Pixel 8)", "fr-FR"),
-    ("DE", "Mozilla/5.0 (Windows NT 10.0; Win64; x64)", "de-DE"),
-    ("GB", "Mozilla/5.0 (Macintosh; Intel Mac OS X 14_0)", "en-GB"),
-]
 
 _PRINTING = threading.Lock()  # the background step prints too: whole lines, never interleaved
 
@@ -364,6 +360,7 @@ class Demo:
 
     emulator: Emulator
     api_version: str
+    move_clock: bool = False  # --move-clock (demo/campaign.py)
     seconds: dict[str, float] = field(default_factory=dict)
     requests: dict[str, int] = field(default_factory=dict)
 
@@ -411,39 +408,12 @@ def connections(emulator: Emulator, api_key: str) -> dict[str, str]:
     }
 
 
-def visitors(emulator: Emulator, stop: threading.Event) -> None:
-    """Click the campaign links until they expire; the A/B link ends by itself a minute after it was made.
-
-    Visitors see expiry the way people do, through the redirect (the click-limited links answer
-    404 once used up), so this costs no API request: under the rate limit every one counts. The
-    A/B link's end is real time: the deferred wait sleeps until it on the triggerer's clock.
-    """
-    clicks = 0
-    click_limited = {f"{CAMPAIGN}-geo": False, f"{CAMPAIGN}-app": False}  # alias -> has redirected yet
-    while not stop.is_set():
-        for alias, seen in list(click_limited.items()):
-            if seen is None:
-                continue  # expired
-            status = emulator.click(alias, random.choice(VISITORS)).status_code
-            if status == 302:
-                click_limited[alias] = True
-                clicks += 1
-            elif seen:  # it redirected before and answers 404 now: used up
-                click_limited[alias] = None
-        if all(seen is None for seen in click_limited.values()):
-            break
-        stop.wait(0.2)
-    if stop.is_set():
-        return
-    say(f"  campaign | visitors: {clicks} clicks; the click-limited links have expired, the A/B link ends on its date")
-    emulator.click(f"{CAMPAIGN}-ab", random.choice(VISITORS))
-
-
 _VISITORS_STOP = threading.Event()
 
 
 def prepare_campaign(demo: Demo, emulator: Emulator) -> None:
-    threading.Thread(target=visitors, args=(emulator, _VISITORS_STOP), daemon=True).start()
+    clicking = (emulator, CAMPAIGN, _VISITORS_STOP, say, demo.move_clock)
+    threading.Thread(target=visitors, args=clicking, daemon=True).start()
 
 
 def check_campaign(demo: Demo, emulator: Emulator) -> bool:
@@ -519,7 +489,11 @@ STEPS = [
     Step(
         "campaign",
         "linkstats_campaign_launch",
-        lambda demo: {"campaign": CAMPAIGN, "expire_after_clicks": CLICKS_TO_EXPIRE, "expire_after_minutes": 1},
+        lambda demo: {
+            "campaign": CAMPAIGN,
+            "expire_after_clicks": CLICKS_TO_EXPIRE,
+            "expire_after_minutes": AB_MINUTES,
+        },
         prepare_campaign,
         check_campaign,
         background=True,
@@ -602,6 +576,7 @@ def main(argv: list[str] | None = None) -> int:
         default="49",
         help="phpShort generation the emulator serves: 49 (46-49, with phpAnalytics 31) or 44 (44-45, with 3.x)",
     )
+    parser.add_argument("--move-clock", action="store_true", help="the A/B link ends by the emulator's clock, moved on")
     options = parser.parse_args(argv)
     wanted = [step for step in STEPS if step.name in set(options.only or NAMES)]
     began = time.monotonic()
@@ -625,7 +600,7 @@ def main(argv: list[str] | None = None) -> int:
         "LINKSTATS_CAMPAIGN_POKE_INTERVAL": "5",
         "LINKSTATS_CAMPAIGN_WAIT_TIMEOUT": "300",
     }
-    demo = Demo(emulator, options.api_version)
+    demo = Demo(emulator, options.api_version, options.move_clock)
     results: dict[str, bool] = {}
     emulators, runners, lanes = [emulator], [], []
     try:

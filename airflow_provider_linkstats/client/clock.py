@@ -337,10 +337,6 @@ class ServiceClock:
         whichever way the measurement errs. Use it to decide that something is over."""
         return dt.datetime.fromtimestamp(self.time() - self.margin, dt.timezone.utc)
 
-    def to_worker(self, service_epoch: float) -> float:
-        """The worker's epoch second at which the service's clock reads ``service_epoch``."""
-        return service_epoch - self.offset
-
     def describe(self) -> str:
         """One phrase for logs: ``the service's clock (12.0 s behind this worker's, ±0.5 s)``."""
         if not self.known:

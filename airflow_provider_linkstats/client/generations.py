@@ -427,10 +427,6 @@ def generations(service: str) -> tuple[Generation, ...]:
     return tuple(found.values())
 
 
-def oldest(service: str) -> Generation:
-    return generations(service)[0]
-
-
 def generation_for(service: str, api_version: str | int | None) -> Generation | None:
     """The generation an ``api_version`` extra names; None for ``auto`` (detect on first use).
 

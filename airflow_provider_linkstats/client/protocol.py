@@ -66,11 +66,6 @@ class ApiRequest:
     # Extra request headers (the cleanup's confirming read asks caches for a fresh answer).
     headers: tuple[tuple[str, str], ...] = field(default=(), compare=False)
 
-    @property
-    def idempotent(self) -> bool:
-        """Whether sending it twice has the effect of sending it once (so a lost answer may be retried)."""
-        return self.method != "POST"
-
     def describe(self) -> str:
         """For logs and errors: method and path only, never the body (it may hold passwords)."""
         return f"{self.method} {self.path}"

@@ -223,16 +223,17 @@ _CHECKS: dict[Kind, Callable[[Any, Any, Bad, Any], Any]] = {
 
 def validate_list_params(resource: Resource, params: Mapping[str, Any]) -> dict[str, Any]:
     """Normalise listing filters; unknown names and values outside the contract are rejected."""
-    specs = {p.name: p for p in resource.list_params}
-    clean: dict[str, Any] = {}
+    return _checked_params(resource.list_params, params, f"a {resource.name} listing parameter", {})
+
+
+def _checked_params(specs_list: Iterable[Any], params: Mapping[str, Any], what: str, clean: dict) -> dict[str, Any]:
+    """``clean`` with each of ``params`` that is not None checked against its spec; an unknown name is refused."""
+    specs = {p.name: p for p in specs_list}
     for name, value in params.items():
         if name not in specs:
-            raise LinkstatsInputError(
-                name, value, f"a {resource.name} listing parameter: " + ", ".join(specs)
-            )
-        if value is None:
-            continue
-        clean[name] = validate_value(specs[name], value)
+            raise LinkstatsInputError(name, value, f"{what}: " + ", ".join(specs))
+        if value is not None:
+            clean[name] = validate_value(specs[name], value)
     return clean
 
 
@@ -245,14 +246,8 @@ def validate_stats_query(
     start, end = stats_date("date_from", date_from), stats_date("date_to", date_to)
     if end < start:
         raise LinkstatsInputError("date_to", end, f"a date on or after date_from ({start})")
-    specs = {p.name: p for p in spec.list_params}
-    query: dict[str, Any] = {"name": name, "from": start, "to": end}
-    for key, value in filters.items():
-        if key not in specs:
-            raise LinkstatsInputError(key, value, "a statistics parameter: " + ", ".join(specs))
-        if value is not None:
-            query[key] = validate_value(specs[key], value)
-    return query
+    query = {"name": name, "from": start, "to": end}
+    return _checked_params(spec.list_params, filters, "a statistics parameter", query)
 
 
 def stats_date(field: str, value: Any) -> str:
@@ -261,14 +256,13 @@ def stats_date(field: str, value: Any) -> str:
         return value.date().isoformat()
     if isinstance(value, dt.date):
         return value.isoformat()
-    if isinstance(value, str) and _DATE.match(value.strip()):
-        try:
-            return dt.date.fromisoformat(value.strip()).isoformat()
-        except ValueError:
-            pass
-    elif isinstance(value, str):
-        try:  # a rendered {{ data_interval_start }} and the like
-            return dt.datetime.fromisoformat(value.strip().replace("Z", "+00:00")).date().isoformat()
+    if isinstance(value, str):
+        text = value.strip()
+        try:  # a date, or a rendered {{ data_interval_start }} and the like
+            day = dt.date.fromisoformat(text) if _DATE.match(text) else dt.datetime.fromisoformat(
+                text.replace("Z", "+00:00")
+            ).date()
+            return day.isoformat()
         except ValueError:
             pass
     raise LinkstatsInputError(field, value, "a date: a date or datetime object, or an ISO string such as 2026-05-01")
@@ -315,14 +309,9 @@ def normalize_domain(value: str) -> str:
 
 
 def _positive_int(value: Any) -> int | None:
-    if isinstance(value, bool):
-        return None
-    if isinstance(value, int):
-        return value if value > 0 else None
     if isinstance(value, str) and value.strip().isdigit():
-        number = int(value.strip())
-        return number if number > 0 else None
-    return None
+        value = int(value.strip())
+    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else None
 
 
 def split_list(value: Any, *, split_commas: bool = True) -> list | None:

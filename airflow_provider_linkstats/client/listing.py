@@ -85,11 +85,9 @@ class Lister:
             response = self.client.call(request)
             page = parse_page(request, response, per_page, self.client.learner.known(resource_of(request)))
             guard.read(page_number, page.items, url=response.url or request.describe(), total=page.total)
-            for item in page.items:
-                if max_items is not None and yielded >= max_items:
-                    return
-                yielded += 1
-                yield item
+            items = list(itertools.islice(page.items, None if max_items is None else max_items - yielded))
+            yielded += len(items)
+            yield from items
             if not page.has_next:
                 return
             page_number += 1

@@ -337,15 +337,14 @@ class GaplessWalk:
         if self._forward is None:
             self.unsorted = True
             self._asc, self._probe = [], None
-            if self.pages == 1:  # page 1 itself: kept, and on from page 2 in the order it came in
-                # (served oldest first when asked newest first: a proxy or cache that dropped 'sort'
-                # on page 1 only would otherwise have pages 2.. newest first, and the newest unread)
-                self._order = "asc" if _in_order(items, descending=False) else "desc"
-                self._forward = 2 if has_next and items else None
-                self._done = self._forward is None
-            else:
+            if self.pages != 1:
                 self._forward = 1
-            return self.fresh(items)
+                return self.fresh(items)
+            # page 1 itself: kept, and on from page 2 in the order it came in (served oldest first
+            # when asked newest first: a proxy or cache that dropped 'sort' on page 1 only would
+            # otherwise have pages 2.. newest first, and the newest unread)
+            self._order = "asc" if _in_order(items, descending=False) else "desc"
+            self._forward = 1
         self._forward = self._forward + 1 if has_next and items else None
         self._done = self._forward is None
         return self.fresh(items)

@@ -265,20 +265,21 @@ def transport_error(
             sent=False,
             transient=False,
         )
-    if kind == "dns":
-        return LinkstatsTransportError(
-            f"{where}: no connection could be made to {host}: the host name {parts.hostname!r} does not resolve"
-            f"{conn}; check the Base URL's host",
-            sent=False,
-        )
-    if kind == "refused":
-        return LinkstatsTransportError(
-            f"{where}: no connection could be made to {host}: connection refused, nothing listens there{conn}; "
-            "check the Base URL's host and port, and that the service is running",
-            sent=False,
-        )
+    if kind in _UNREACHABLE:
+        why = _UNREACHABLE[kind].format(name=parts.hostname, conn=conn)
+        return LinkstatsTransportError(f"{where}: no connection could be made to {host}: {why}", sent=False)
     what = f"no connection could be made to {host}" if not sent else "the answer was lost"
     return LinkstatsTransportError(f"{where}: {what} ({type(cause).__name__}){conn}", sent=sent)
+
+
+_UNREACHABLE = {  # what a connection that could not be made says, by ``_cause_kind``
+    "dns": "the host name {name!r} does not resolve{conn}; check the Base URL's host",
+    "refused": "connection refused, nothing listens there{conn}; check the Base URL's host and port, and that the "
+    "service is running",
+}
+# The causes ``_cause_kind`` tells: by class, or by the class's name (urllib3's, without importing it).
+_CAUSES = (("tls", ssl.SSLError, "SSLError"), ("dns", socket.gaierror, "NameResolutionError"),
+           ("refused", ConnectionRefusedError, None))  # fmt: skip
 
 
 def _cause_kind(error: BaseException) -> str:
@@ -290,12 +291,9 @@ def _cause_kind(error: BaseException) -> str:
         if not isinstance(item, BaseException) or id(item) in seen:
             continue
         seen.add(id(item))
-        if isinstance(item, ssl.SSLError) or type(item).__name__ == "SSLError":
-            return "tls"
-        if isinstance(item, socket.gaierror) or type(item).__name__ == "NameResolutionError":
-            return "dns"
-        if isinstance(item, ConnectionRefusedError):
-            return "refused"
+        kind = next((kind for kind, cls, name in _CAUSES if isinstance(item, cls) or type(item).__name__ == name), "")
+        if kind:
+            return kind
         todo.extend((item.__cause__, item.__context__, getattr(item, "reason", None), *item.args[:1]))
     return ""
 

@@ -248,11 +248,11 @@ def _field_problems(fields: dict[str, Any], from_csv: bool) -> list[str]:
                 check_future(checked["expires_at"], "expires_at")
             return problems
         except LinkstatsInputError as error:
-            if error.field in fields and error.field not in left:
-                return problems  # "required" for a field already named as refused: said once
-            problems.append(error.sentence())
-            if error.field not in left:  # a required field missing, or a pair: nothing more to set aside
+            if error.field not in left:  # nothing more to set aside: a required field missing, or a pair
+                if error.field not in fields:  # (else "required" for a field already named as refused: said once)
+                    problems.append(error.sentence())
                 return problems
+            problems.append(error.sentence())
             left.pop(error.field)
     return problems
 

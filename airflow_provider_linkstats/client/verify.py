@@ -397,12 +397,8 @@ _CHECKS: dict[tuple[str, str], Any] = {
 
 
 def _int(value: Any) -> Any:
-    if isinstance(value, bool):
+    if isinstance(value, bool) or (isinstance(value, str) and value.strip().lstrip("-").isdigit()):
         return int(value)
-    if isinstance(value, int):
-        return value
-    if isinstance(value, str) and value.strip().lstrip("-").isdigit():
-        return int(value.strip())
     return value
 
 
@@ -410,11 +406,9 @@ def _rule_set(rules: Any) -> list[tuple[str, str]]:
     """Targeting rules compared as a set of (key, value); rotation rules have no key."""
     if not isinstance(rules, list):
         return []
-    out = []
-    for rule in rules:
-        if isinstance(rule, Mapping):
-            out.append((str(rule.get("key") or ""), str(rule.get("value") or "")))
-    return sorted(out)
+    return sorted(
+        (str(rule.get("key") or ""), str(rule.get("value") or "")) for rule in rules if isinstance(rule, Mapping)
+    )
 
 
 def _iso(moment: dt.datetime) -> str:

@@ -134,12 +134,13 @@ class FieldSpec:
         """Human description of what the field accepts, used in error messages."""
         if self.kind is Kind.CHOICE:
             return "one of " + ", ".join(_describe_choice(c) for c in self.choices)
-        if self.kind is Kind.TARGETING and not self.key_required:
-            return 'a list of {"value": ...} dicts'
-        if self.kind is Kind.TARGETING and self.choices:
-            return f"{_KIND_DESCRIPTIONS[self.kind]}, key one of " + ", ".join(map(repr, self.choices))
-        if self.kind is Kind.TARGETING and self.key_doc:
-            return f"{_KIND_DESCRIPTIONS[self.kind]}, key {self.key_doc}"
+        if self.kind is Kind.TARGETING:
+            if not self.key_required:
+                return 'a list of {"value": ...} dicts'
+            if self.choices:
+                return f"{_KIND_DESCRIPTIONS[self.kind]}, key one of " + ", ".join(map(repr, self.choices))
+            if self.key_doc:
+                return f"{_KIND_DESCRIPTIONS[self.kind]}, key {self.key_doc}"
         return _KIND_DESCRIPTIONS[self.kind]
 
 

@@ -318,17 +318,14 @@ class KnownService:
     def _recalled(self, facts: Facts | ServiceProfile, recalled: bool) -> ServiceProfile:
         profile = facts if isinstance(facts, ServiceProfile) else self._from_facts(facts)
         assert profile is not None
-        if recalled and _first_time(("found", self.conn_id, profile.root, profile.learned_at)):
-            self.log.info(
-                "Linkstats connection %r: %s at %s, %s (host cache; no request sent)",
-                self.conn_id, profile.spoken.label, profile.root,
-                _learned_when(profile.learned_at, "found"),
-            )  # fmt: skip
-        if recalled and profile.account_read and _first_time(("read", self.conn_id, profile.account_read_at)):
-            self.log.info(
-                "Linkstats connection %r: %s", self.conn_id,
-                describe_account(profile, _learned_when(profile.account_read_at, "read")),
-            )  # fmt: skip
+        if recalled:  # each said once per process
+            if _first_time(("found", self.conn_id, profile.root, profile.learned_at)):
+                when = _learned_when(profile.learned_at, "found")
+                self.log.info("Linkstats connection %r: %s at %s, %s (host cache; no request sent)", self.conn_id,
+                              profile.spoken.label, profile.root, when)  # fmt: skip
+            if profile.account_read and _first_time(("read", self.conn_id, profile.account_read_at)):
+                self.log.info("Linkstats connection %r: %s", self.conn_id,
+                              describe_account(profile, _learned_when(profile.account_read_at, "read")))  # fmt: skip
         if self.pinned is not None and profile.generation != self.pinned.name:
             profile = replace(profile, generation=self.pinned.name)  # the extra decides
         return profile

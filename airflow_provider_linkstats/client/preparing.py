@@ -90,13 +90,13 @@ class FieldPreparer:
 
     def _account_unread(self, error: BaseException, generation: Generation, zone_needed: bool) -> None:
         """Reading the account failed: fatal when an end needs its zone, else the create goes without domain_id."""
-        if zone_needed and isinstance(error, LinkstatsApiError):
-            raise error.reworded(
-                f"{error.message}; {generation.label} reads expires_at in the account's time zone and "
-                f"reading it failed: set the timezone extra of connection {self.client.settings.conn_id!r} "
-                "(e.g. Europe/Paris)"
-            ) from error
         if zone_needed:
+            if isinstance(error, LinkstatsApiError):
+                raise error.reworded(
+                    f"{error.message}; {generation.label} reads expires_at in the account's time zone and "
+                    f"reading it failed: set the timezone extra of connection {self.client.settings.conn_id!r} "
+                    "(e.g. Europe/Paris)"
+                ) from error
             raise error
         self.account_error["links"] = str(error)
         log.warning(

@@ -409,10 +409,11 @@ def parse_record(request: ApiRequest, response: ApiResponse, generation: Generat
     if payload is None:
         return {}
     resource = resource_of(request)
-    if isinstance(payload, dict) and isinstance(payload.get("data"), dict):
-        return normalize(resource, payload["data"], generation)
-    if isinstance(payload, dict) and "data" not in payload:
-        return normalize(resource, payload, generation)
+    if isinstance(payload, dict):
+        if isinstance(payload.get("data"), dict):
+            return normalize(resource, payload["data"], generation)
+        if "data" not in payload:
+            return normalize(resource, payload, generation)
     raise _shape_error(request, response, "a record object")
 
 

@@ -169,8 +169,8 @@ class RateLimiter:
                 self._counted(now, limit, remaining, others, sent_at)
         if self.shared is not None:  # the limits the service announces size the deployment's windows
             self.shared.announced(limit, remaining, status)
-        if self.shared is not None and self.window != window_before and self.learned_from != "assumed":
-            self.shared.learned_window(self.window)
+            if self.window != window_before and self.learned_from != "assumed":
+                self.shared.learned_window(self.window)
 
     def _throttled(self, lower: Mapping[str, str], now: float, remaining: int | None) -> None:
         """A 429: the window ends when Retry-After (or X-RateLimit-Reset) says; without either

@@ -157,12 +157,12 @@ class LearnedStore:
         saved. ``learn`` raising saves nothing: the next waiter tries in turn.
         """
         roots = tuple(allowed_roots)
-        facts = self.recall(key, roots)
-        if facts is not None and enough(facts):
+        facts, ready = self._recall_enough(key, roots, enough)
+        if ready:
             return facts, True
         with self._locked(key, wait):
-            facts = self.recall(key, roots)
-            if facts is not None and enough(facts):
+            facts, ready = self._recall_enough(key, roots, enough)
+            if ready:
                 return facts, True
             facts = learn(facts)
             self.remember(key, facts)
@@ -179,16 +179,21 @@ class LearnedStore:
     ) -> tuple[dict[str, Any], bool]:
         """``recall_or_learn`` for the triggerer: the lock is waited for without blocking the loop."""
         roots = tuple(allowed_roots)
-        facts = self.recall(key, roots)
-        if facts is not None and enough(facts):
+        facts, ready = self._recall_enough(key, roots, enough)
+        if ready:
             return facts, True
         async with self._alocked(key, wait):
-            facts = self.recall(key, roots)
-            if facts is not None and enough(facts):
+            facts, ready = self._recall_enough(key, roots, enough)
+            if ready:
                 return facts, True
             facts = await learn(facts)
             self.remember(key, facts)
             return facts, False
+
+    def _recall_enough(self, key: EntryKey, roots: tuple[str, ...], enough: Callable[[dict[str, Any]], bool]):
+        """What ``recall`` gives, and whether it is enough (then nothing is learned)."""
+        facts = self.recall(key, roots)
+        return facts, facts is not None and enough(facts)
 
     @contextlib.contextmanager
     def _locked(self, key: EntryKey, wait: float) -> Iterator[bool]:

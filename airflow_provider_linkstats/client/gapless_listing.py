@@ -8,6 +8,7 @@ cannot tell growth or the service ignores ``sort``, and yields the records.
 from __future__ import annotations
 
 import datetime as dt
+import itertools
 import logging
 import time
 from collections.abc import Callable, Iterator
@@ -66,13 +67,11 @@ class GaplessListing:
     def _walk(self, max_items: int | None) -> Iterator[dict[str, Any]]:
         yielded = 0
         while (step := self.walk.next()) is not None and (max_items is None or yielded < max_items):
-            for item in self._step(*step):
-                if self.keep is not None and not self.keep(item):
-                    continue
-                if max_items is not None and yielded >= max_items:
-                    return
-                yielded += 1
-                yield item
+            page = self._step(*step)
+            kept = filter(self.keep, page) if self.keep is not None else page
+            items = list(itertools.islice(kept, None if max_items is None else max_items - yielded))
+            yielded += len(items)
+            yield from items
 
     def _step(self, order: str, number: int) -> list[dict[str, Any]]:
         """Read the page the walk asked for, bound it, and return its records not yielded before."""

@@ -354,7 +354,7 @@ class GaplessWalk:
         kept = []
         for item in items:
             key = str(item.get("id")) if isinstance(item, dict) and item.get("id") is not None else None
-            if key is None or key not in self._seen:
+            if key not in self._seen:  # (None never is: a record without an id is always kept)
                 if key is not None:
                     self._seen.add(key)
                 kept.append(item)

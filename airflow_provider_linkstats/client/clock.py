@@ -245,10 +245,11 @@ class ServiceClock:
         """Whether an answer was made after ``sent`` (a ``stamp()`` reading before its request): no
         ``Age`` header and a ``Date`` not older than the send by the clock as known. None: it has no
         ``Date`` (nothing tells). Learns nothing (``observe`` does)."""
-        date = parse_http_date((headers or {}).get("date") or (headers or {}).get("Date"))
+        headers = headers or {}
+        date = parse_http_date(headers.get("date") or headers.get("Date"))
         if date is None:
             return None
-        if _aged(headers or {}):
+        if _aged(headers):
             return False
         low = self._low
         # The earliest the service's clock can have read at the send is sent + low; an answer made

@@ -125,15 +125,13 @@ def version_untold(
     service: str, request: ApiRequest, response: ApiResponse | None = None, note: str = ""
 ) -> LinkstatsResponseError:
     said = f" (it answered {note})" if note else ""
+    answered = (response.status, response.url, response.conn_id) if response is not None else (None, "", None)
+    status, url, conn_id = answered
     return LinkstatsResponseError(
         f"set the connection's api_version extra to the service's version: no known version of the {service} "
         f"service answered the probe as expected (HTTP 422 or 404 in JSON){said}",
-        status=response.status if response is not None else None,
-        method=request.method,
-        path=request.path,
-        url=response.url if response is not None else "",
-        conn_id=response.conn_id if response is not None else None,
-    )
+        status=status, method=request.method, path=request.path, url=url, conn_id=conn_id,
+    )  # fmt: skip
 
 
 def no_api_answered(service: str, tried: list[str], conn_id: str | None) -> LinkstatsNotFoundError:

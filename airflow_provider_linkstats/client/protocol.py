@@ -358,8 +358,8 @@ def _not_found(request: ApiRequest, response: ApiResponse, payload: Any, message
     if model:
         name, values = _referencing_field(request, model.group(1))
         if name:
-            shown = values[0] if len(values) == 1 else "[" + ", ".join(values) + "]"
-            which = "is not" if len(values) == 1 else "holds one that is not"
+            one = len(values) == 1
+            shown, which = (values[0], "is not") if one else ("[" + ", ".join(values) + "]", "holds one that is not")
             noun = model.group(1).lower()
             return (
                 f"{name}={shown} {which} a {noun} of this account (the service answered {message!r})",

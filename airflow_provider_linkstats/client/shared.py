@@ -158,8 +158,7 @@ class SharedBudget:
         from limits import RateLimitItemPerSecond
 
         seconds = math.ceil(self.window + _WINDOW_PAD)
-        limit = self.address_limit if kind == "address" else self.key_limit
-        bucket = self.address_id if kind == "address" else self.key_id
+        limit, bucket = (self.address_limit, self.address_id) if kind == "address" else (self.key_limit, self.key_id)
         return RateLimitItemPerSecond(limit, seconds), f"LIMITER/{kind}/{bucket}/{seconds}/second"
 
     def _window_key(self) -> str:

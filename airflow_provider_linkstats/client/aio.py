@@ -28,7 +28,7 @@ from urllib.parse import urlencode
 from airflow_provider_linkstats.client.auth import ApiKey
 from airflow_provider_linkstats.client.clock import ServiceClock, adopt_profile_clock
 from airflow_provider_linkstats.client.discovery import ServiceProfile, discover
-from airflow_provider_linkstats.client.errors import RETRY_STATUSES, LinkstatsApiError, transport_error
+from airflow_provider_linkstats.client.errors import TRANSIENT_STATUSES, LinkstatsApiError, transport_error
 from airflow_provider_linkstats.client.generations import Generation
 from airflow_provider_linkstats.client.learned import contradiction
 from airflow_provider_linkstats.client.protocol import ApiRequest, ApiResponse, adrive, raise_for_status, request_url
@@ -228,7 +228,7 @@ class AsyncLinkstatsClient:
             async for attempt in self.retry.async_retrying(request, log):
                 with attempt:
                     response = await self.send(request)
-                    if response.status == 429 or response.status in RETRY_STATUSES:
+                    if response.status in TRANSIENT_STATUSES:
                         raise_for_status(request, response, redact_key=self._auth.redact)
                     return response
         except LinkstatsApiError as error:

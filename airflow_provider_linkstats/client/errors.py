@@ -11,6 +11,7 @@ from urllib.parse import urlsplit
 # briefly unavailable. A 500 is a bug on the server side, and sending the same request again
 # gives the same answer.
 RETRY_STATUSES = frozenset({502, 503, 504})
+TRANSIENT_STATUSES = RETRY_STATUSES | {429}  # and a 429: every answer waited out and sent again
 
 
 class LinkstatsError(Exception):
@@ -211,7 +212,7 @@ def is_transient(error: BaseException) -> bool:
     """
     if isinstance(error, LinkstatsTransportError):
         return error.transient
-    return isinstance(error, LinkstatsApiError) and (error.status == 429 or error.status in RETRY_STATUSES)
+    return isinstance(error, LinkstatsApiError) and error.status in TRANSIENT_STATUSES
 
 
 def is_permanent(error: BaseException) -> bool:

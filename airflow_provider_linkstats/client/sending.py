@@ -13,7 +13,7 @@ from contextvars import ContextVar
 from typing import Any
 
 from airflow_provider_linkstats.client import windows
-from airflow_provider_linkstats.client.errors import RETRY_STATUSES, LinkstatsApiError, LinkstatsNotFoundError
+from airflow_provider_linkstats.client.errors import TRANSIENT_STATUSES, LinkstatsApiError, LinkstatsNotFoundError
 from airflow_provider_linkstats.client.learned import contradiction
 from airflow_provider_linkstats.client.protocol import ApiRequest, ApiResponse, raise_for_status
 
@@ -70,7 +70,7 @@ class Sender:
         return response
 
     def _raw(self, request: ApiRequest, response: ApiResponse, attempt: Any) -> ApiResponse:
-        if response.status == 429 or response.status in RETRY_STATUSES:
+        if response.status in TRANSIENT_STATUSES:
             raise_for_status(request, response, redact_key=self.client._auth.redact)
         return response
 

@@ -219,7 +219,7 @@ class GaplessWalk:
         self.size = len(items)
         if not has_next or not items:
             self._done = True
-        elif (total is not None and total > self.size) or (total is None and (last_page or 0) > 1):
+        elif total > self.size if total is not None else (last_page or 0) > 1:
             self._plan_oldest_first(items, total, last_page)
         else:  # no total, or one that says a page while another follows
             self._probe = 2
@@ -229,14 +229,14 @@ class GaplessWalk:
     def _plan_oldest_first(self, items: list[Any], total: int | None, last_page: int | None) -> None:
         """The oldest-first pages below the newest-first page 1, highest first, by the total (else
         the page count); the first of them checks the total."""
-        pages = math.ceil(total / self.size) if total is not None else int(last_page or 1)
+        pages, self._check = int(last_page or 1), False
+        if total is not None:  # the newest records: every one at rank total - len(items) or above
+            pages, self._check = math.ceil(total / self.size), total % self.size != 0
+            self._read_part = (total - len(items), self.pages)
         self._asc = list(range(pages - 1, 0, -1))
         self._planned = len(self._asc)
         ids = _ids(items)
         self._newest_low = min(ids) if ids else None
-        self._check = total is not None and total % self.size != 0
-        if total is not None:  # the newest records: every one at rank total - len(items) or above
-            self._read_part = (total - len(items), self.pages)
 
     def _oldest_first(self, items: list[Any]) -> list[Any]:
         """An oldest-first page of the plan: joined to the part read (the first one checks the total)."""

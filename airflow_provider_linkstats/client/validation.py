@@ -259,10 +259,9 @@ def stats_date(field: str, value: Any) -> str:
     if isinstance(value, str):
         text = value.strip()
         try:  # a date, or a rendered {{ data_interval_start }} and the like
-            day = dt.date.fromisoformat(text) if _DATE.match(text) else dt.datetime.fromisoformat(
-                text.replace("Z", "+00:00")
-            ).date()
-            return day.isoformat()
+            if _DATE.match(text):
+                return dt.date.fromisoformat(text).isoformat()
+            return dt.datetime.fromisoformat(text.replace("Z", "+00:00")).date().isoformat()
         except ValueError:
             pass
     raise LinkstatsInputError(field, value, "a date: a date or datetime object, or an ISO string such as 2026-05-01")

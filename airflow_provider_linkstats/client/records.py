@@ -65,10 +65,10 @@ def _link_vocabulary(record: Mapping[str, Any], generation: Any) -> JsonDict:
     from airflow_provider_linkstats.client.generations import ONE_LIST
 
     out: JsonDict = {}
-    lists = set(TARGETING_FIELDS.values())
     one_list = generation.targeting == ONE_LIST
+    read_below = {*TARGETING_FIELDS.values(), "target_type"} if one_list else set()
     for name, key in generation.record_keys.items():
-        if key is None or (one_list and (name in lists or name == "target_type")):
+        if key is None or name in read_below:
             continue  # one list of targets: read below, into the provider's lists
         value = _link_field(record, name, key)
         if value is not _DROPPED:

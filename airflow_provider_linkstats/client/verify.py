@@ -353,7 +353,7 @@ def _nested_id(name: str, key: str):
 
 
 def _pixels(value: Any, record: Mapping[str, Any], asked: Mapping[str, Any], zone: str | None):
-    if "pixels" not in record and "pixel_ids" not in record:
+    if record.keys().isdisjoint(("pixels", "pixel_ids")):
         return None
     items = record.get("pixels")  # the pixels' records, else their ids
     items = items if isinstance(items, list) else record.get("pixel_ids") or []

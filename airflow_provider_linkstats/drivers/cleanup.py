@@ -34,6 +34,7 @@ from airflow_provider_linkstats.client.errors import LinkstatsError
 from airflow_provider_linkstats.drivers.cleanup_deletes import Batch, Deleter
 from airflow_provider_linkstats.drivers.cleanup_progress import Reporter
 from airflow_provider_linkstats.drivers.cleanup_reading import DATE_SECOND, STALE_REREADS, ListingPage, ListingReader
+from airflow_provider_linkstats.drivers.progress import waits_told
 
 # Confirming reads of a page in a row that get no delete through before its matches are left.
 IDLE_ROUNDS_MAX = 2
@@ -176,17 +177,12 @@ class StreamingCleanup:
         outcome = CleanupOutcome(dry_run=self.dry_run, rules=self.rules.describe())
         outcome.evidence_max_age = self.evidence_max_age
         reporter = self._reporter = Reporter(self, outcome, reader)
-        limiter = getattr(self.client, "limiter", None)
-        told = getattr(limiter, "on_wait", None)
-        if limiter is not None:
-            limiter.on_wait = reporter.on_wait
-        reporter.start()
-        try:
-            self._run(reader, filters, outcome, reporter)
-        finally:
-            reporter.stop()
-            if limiter is not None:
-                limiter.on_wait = told
+        with waits_told(getattr(self.client, "limiter", None), reporter.on_wait):
+            reporter.start()
+            try:
+                self._run(reader, filters, outcome, reporter)
+            finally:
+                reporter.stop()
         outcome.pages = reader.pages_read
         outcome.seconds = round(time.monotonic() - started, 3)
         self.log.info(

@@ -213,6 +213,11 @@ def duration(seconds: float) -> str:
     return f"{seconds / 3600:.1f} h"
 
 
+def thousands(number: int | None, unknown: str = "?") -> str:
+    """``12,345``, or ``unknown`` for a number not known."""
+    return unknown if number is None else f"{number:,}"
+
+
 def counted(number: int, noun: str) -> str:
     """``1 day``, ``3 days``: a count and its noun, singular for one."""
     return f"{number} {noun}{'' if number == 1 else 's'}"

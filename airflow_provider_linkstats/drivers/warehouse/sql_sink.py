@@ -151,12 +151,11 @@ class SqlSink:
         )
         rows = self._query(sql, (statistic, self.selection, LEGACY))
         own = [r for r in rows if r[0] == self.selection]
-        if own:
-            mine = [r for r in own if str(r[5]) in ("", self.generation)]
-            if not mine:  # another generation's counters only (an upgrade): they say nothing
-                return {}
-            held = {int(r[1]) for r in own}
-            rows = [r for r in rows if r[0] == LEGACY and int(r[1]) not in held] + mine
+        mine = [r for r in own if str(r[5]) in ("", self.generation)]
+        if own and not mine:  # another generation's counters only (an upgrade): they say nothing
+            return {}
+        held = {int(r[1]) for r in own}  # without own rows, every row is a legacy one
+        rows = [r for r in rows if r[0] == LEGACY and int(r[1]) not in held] + mine
         return {int(r[1]): Counter(int(r[2]), dt.datetime.fromisoformat(str(r[3])), str(r[4] or "")) for r in rows}
 
     def incomplete_days(self, statistic: str, zone: str) -> list[dt.date]:

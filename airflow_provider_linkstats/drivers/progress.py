@@ -116,7 +116,7 @@ class Progress:
 
     @property
     def pace(self) -> float | None:
-        learned = budget_pace(self.limiter) if self.limiter is not None else None
+        learned = budget_pace(self.limiter)  # None without a limiter
         return learned or (self._pace() if callable(self._pace) else self._pace)
 
     @pace.setter
@@ -174,7 +174,7 @@ class Progress:
         budget's pace while no rate is known)."""
         if remaining <= 0:
             return 0.0
-        if burst is None and self.limiter is not None:
+        if burst is None:
             burst = getattr(self.limiter, "burst", None)
         rate = self.rate or self.unit_pace
         if burst and self.measured > (rate or 0):

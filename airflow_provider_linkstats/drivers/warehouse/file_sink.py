@@ -7,6 +7,7 @@ other's flags, and two runs of one day leave the last writer's, whose rows are t
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import json
 import re
@@ -243,12 +244,8 @@ class FileSink:
             self._mark_incomplete(statistic, day, zone)
             return
         self._note_complete(statistic, day, zone, span)
-        mark = self.state_dir(statistic) / "incomplete" / f"{day.isoformat()}.json"
-        if mark.exists():
-            try:
-                mark.unlink()
-            except FileNotFoundError:  # a concurrent run of this selection unmarked it first
-                pass
+        with contextlib.suppress(FileNotFoundError):  # not marked, or a concurrent run of this selection unmarked it
+            (self.state_dir(statistic) / "incomplete" / f"{day.isoformat()}.json").unlink()
         if target.read_bytes() != data:  # another run's rows since ours: their flag may be ours
             self._mark_incomplete(statistic, day, zone)
 

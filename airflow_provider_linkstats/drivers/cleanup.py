@@ -34,6 +34,7 @@ from airflow_provider_linkstats.client.errors import LinkstatsError
 from airflow_provider_linkstats.drivers.cleanup_deletes import Batch, Deleter
 from airflow_provider_linkstats.drivers.cleanup_progress import Reporter
 from airflow_provider_linkstats.drivers.cleanup_reading import DATE_SECOND, STALE_REREADS, ListingPage, ListingReader
+from airflow_provider_linkstats.drivers.progress import thousands, waits_told
 
 # Confirming reads of a page in a row that get no delete through before its matches are left.
 IDLE_ROUNDS_MAX = 2
@@ -176,17 +177,12 @@ class StreamingCleanup:
         outcome = CleanupOutcome(dry_run=self.dry_run, rules=self.rules.describe())
         outcome.evidence_max_age = self.evidence_max_age
         reporter = self._reporter = Reporter(self, outcome, reader)
-        limiter = getattr(self.client, "limiter", None)
-        told = getattr(limiter, "on_wait", None)
-        if limiter is not None:
-            limiter.on_wait = reporter.on_wait
-        reporter.start()
-        try:
-            self._run(reader, filters, outcome, reporter)
-        finally:
-            reporter.stop()
-            if limiter is not None:
-                limiter.on_wait = told
+        with waits_told(getattr(self.client, "limiter", None), reporter.on_wait):
+            reporter.start()
+            try:
+                self._run(reader, filters, outcome, reporter)
+            finally:
+                reporter.stop()
         outcome.pages = reader.pages_read
         outcome.seconds = round(time.monotonic() - started, 3)
         self.log.info(
@@ -229,10 +225,10 @@ class StreamingCleanup:
         self.log.info(
             "cleanup of links matching: %s; %s listed (%s page(s) of %d); ceiling %s%s",
             outcome.rules,
-            "?" if first.total is None else f"{first.total:,}",
-            "?" if first.last_page is None else f"{first.last_page:,}",
+            thousands(first.total),
+            thousands(first.last_page),
             filters["per_page"],
-            "none" if outcome.ceiling is None else f"{outcome.ceiling:,}",
+            thousands(outcome.ceiling, "none"),
             " (dry run: nothing is deleted)" if self.dry_run else "",
         )
         self.log.info(
@@ -260,18 +256,14 @@ class StreamingCleanup:
 
     def _ceiling(self, first: ListingPage, filters: dict[str, Any]) -> tuple[int | None, int | None]:
         """(links in the account, the most this run may delete) from ``max_deletes`` and ``max_share``."""
-        total_links = None
+        total_links, limits = None, [] if self.max_deletes is None else [self.max_deletes]
         if self.max_share is not None:
             narrowed = any(k in filters for k in ("status", "search", "space_id", "domain_id"))
             total_links = first.total if not narrowed else None
             if total_links is None:
                 total_links = self._count_all_links()
-        limits = []
-        if self.max_deletes is not None:
-            limits.append(self.max_deletes)
-        if self.max_share is not None and total_links is not None:
             limits.append(int(self.max_share * total_links))
-        return total_links, (min(limits) if limits else None)
+        return total_links, min(limits, default=None)
 
     def _count_all_links(self) -> int:
         """The account's links: one small listing request (its meta's total), or a walk if it has none
@@ -330,7 +322,7 @@ class StreamingCleanup:
                 "goes forward page by page instead (at most %s pages)",
                 first.url,
                 first.last_page,
-                "?" if first.total is None else f"{first.total:,}",
+                thousands(first.total),
                 walk.size,
                 f"{walk.guard.bound:,}",
             )
@@ -472,7 +464,7 @@ class StreamingCleanup:
             stale = batch.stale_records if batch is not None else []
             if stale:
                 plan.requeue(stale)
-            run.idle_rounds = run.idle_rounds + 1 if batch is not None and batch.sent == 0 and stale else 0
+            run.idle_rounds = run.idle_rounds + 1 if stale and batch.sent == 0 else 0  # stale: from a batch
             if not plan.pending:
                 break
             if run.idle_rounds >= IDLE_ROUNDS_MAX or plan.rounds >= ROUNDS_MAX:

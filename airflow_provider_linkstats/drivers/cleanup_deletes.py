@@ -135,7 +135,7 @@ class Deleter:
         except LinkstatsError as error:
             self._failed(record_id, batch, error)
             return
-        if gone_now is None or gone_now == UNANSWERED:  # back to its page for another confirming read
+        if gone_now in (None, UNANSWERED):  # back to its page for another confirming read
             if gone_now is None:
                 self.submitted -= 1  # not sent (one sent counts towards the ceiling, as sent)
             batch.stale_records.append({"id": record_id, UNANSWERED: gone_now == UNANSWERED})

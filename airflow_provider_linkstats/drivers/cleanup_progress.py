@@ -7,7 +7,7 @@ import threading
 import time
 from typing import Any
 
-from airflow_provider_linkstats.drivers.progress import Progress, duration
+from airflow_provider_linkstats.drivers.progress import Progress, duration, thousands
 
 
 class Reporter:
@@ -90,7 +90,7 @@ class Reporter:
             f"{done:,}",
             f"{outcome.matched:,}",
             f"{examined:,}",
-            "?" if listed is None else f"{listed:,}",
+            thousands(listed),
             f"{self.reader.pages_read:,}",
             ", ".join(parts),
         )

@@ -53,7 +53,7 @@ class Launch:
     def run(self) -> Outcome:
         from concurrent.futures import ThreadPoolExecutor, as_completed
 
-        from airflow_provider_linkstats.drivers.progress import FAILED, LaunchProgress, budget_pace
+        from airflow_provider_linkstats.drivers.progress import FAILED, LaunchProgress, budget_pace, waits_told
 
         # Checked and made ready once; a duration (expires_at="PT2H") is resolved again at each
         # create by the service's clock, and a fixed end checked again then (``client.prepare``).
@@ -67,29 +67,26 @@ class Launch:
             total, log=self.log, pace=lambda: budget_pace(limiter), requests=lambda: getattr(limiter, "answered", None)
         )
         every = max(1, min(100, total // 10))
-        told = getattr(limiter, "on_wait", None)
-        if limiter is not None:
-            limiter.on_wait = progress.waiting
-        try:
-            with progress, ThreadPoolExecutor(max_workers=self.workers, thread_name_prefix="linkstats-launch") as pool:
-                futures = {
-                    pool.submit(self.one, item, fields, existing.get(item.alias)): item for item, fields in prepared
-                }
-                for done, future in enumerate(as_completed(futures), start=1):
-                    item = futures[future]
-                    try:
-                        record, outcome, made_by = future.result()
-                    except Exception as error:  # every item is tried; failures are reported together
-                        self.outcome.failed[item.alias] = error
-                        progress.add(FAILED)
-                    else:
-                        self.outcome.links[item.alias] = entry(record, outcome, made_by)
-                        progress.add(outcome)
-                    if done % every == 0 or done == total:
-                        progress.report()
-        finally:
-            if limiter is not None:
-                limiter.on_wait = told
+        with (
+            waits_told(limiter, progress.waiting),
+            progress,
+            ThreadPoolExecutor(max_workers=self.workers, thread_name_prefix="linkstats-launch") as pool,
+        ):
+            futures = {
+                pool.submit(self.one, item, fields, existing.get(item.alias)): item for item, fields in prepared
+            }
+            for done, future in enumerate(as_completed(futures), start=1):
+                item = futures[future]
+                try:
+                    record, outcome, made_by = future.result()
+                except Exception as error:  # every item is tried; failures are reported together
+                    self.outcome.failed[item.alias] = error
+                    progress.add(FAILED)
+                else:
+                    self.outcome.links[item.alias] = entry(record, outcome, made_by)
+                    progress.add(outcome)
+                if done % every == 0 or done == total:
+                    progress.report()
         summary = self.outcome.summary()
         self.log.info(
             "bulk create finished in %.1f s: %d created, %d created by an earlier try of this run, %d skipped, "

@@ -23,16 +23,30 @@ Imported by the jobs' drivers when a task runs, not at DAG parse.
 
 from __future__ import annotations
 
+import contextlib
 import math
 import threading
 import time
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 # -- progress: the rate of the last minute, never above the budget ----------------------------------
 
 PROGRESS_WINDOW = 60.0  # seconds of work the rate is measured over
+
+
+@contextlib.contextmanager
+def waits_told(limiter: Any, on_wait: Callable[[float], None]) -> Iterator[None]:
+    """Meanwhile, the rate limiter's (if any) holding a request back is told to ``on_wait``."""
+    if limiter is None:
+        yield
+        return
+    told, limiter.on_wait = getattr(limiter, "on_wait", None), on_wait
+    try:
+        yield
+    finally:
+        limiter.on_wait = told
 
 
 def budget_pace(limiter: Any) -> float | None:
@@ -102,7 +116,7 @@ class Progress:
 
     @property
     def pace(self) -> float | None:
-        learned = budget_pace(self.limiter) if self.limiter is not None else None
+        learned = budget_pace(self.limiter)  # None without a limiter
         return learned or (self._pace() if callable(self._pace) else self._pace)
 
     @pace.setter
@@ -160,13 +174,13 @@ class Progress:
         budget's pace while no rate is known)."""
         if remaining <= 0:
             return 0.0
-        if burst is None and self.limiter is not None:
+        if burst is None:
             burst = getattr(self.limiter, "burst", None)
         rate = self.rate or self.unit_pace
         if burst and self.measured > (rate or 0):
             quick = min(remaining, burst / (self.per_unit or 1.0))  # the burst is requests, not units
             rest = remaining - quick
-            return quick / self.measured + (rest / rate if rest and rate else 0.0)
+            return quick / self.measured + (rest / rate if rate else 0.0)
         return remaining / rate if rate else None
 
     def line(self, done: int, total: int, failed: int, noun: str) -> str:
@@ -197,6 +211,11 @@ def duration(seconds: float) -> str:
     if seconds < 5400:
         return f"{seconds / 60:.0f} min"
     return f"{seconds / 3600:.1f} h"
+
+
+def thousands(number: int | None, unknown: str = "?") -> str:
+    """``12,345``, or ``unknown`` for a number not known."""
+    return unknown if number is None else f"{number:,}"
 
 
 def counted(number: int, noun: str) -> str:
@@ -282,7 +301,7 @@ class LaunchProgress:
         done, rate = self.done, self.rate()
         parts = [f"{rate:.1f}/s over the last minute"]
         left = self.total - done
-        seconds = self.progress.seconds_left(left) if left > 0 else None
+        seconds = self.progress.seconds_left(left)  # 0.0 when none is left
         if seconds:
             parts.append(f"about {duration(seconds)} left")
         wait = self._waiting_until - self.clock()

@@ -3,22 +3,5 @@
 
 from __future__ import annotations
 
-from airflow_provider_linkstats.drivers.warehouse.sinks import (
-    FORMATS,
-    LINK_BREAKDOWN,
-    LINK_DAILY,
-    STATE_TABLES,
-    WEBSITE_BREAKDOWN,
-    WEBSITE_DAILY,
-    FileSink,
-    Schema,
-    SqlSink,
-    beside,
-    check_table,
-    sink_for,
-)
-
-__all__ = [  # fmt: skip
-    "FORMATS", "LINK_BREAKDOWN", "LINK_DAILY", "STATE_TABLES", "WEBSITE_BREAKDOWN", "WEBSITE_DAILY", "FileSink",
-    "Schema", "SqlSink", "beside", "check_table", "sink_for",
-]
+from airflow_provider_linkstats.drivers.warehouse.sinks import *  # noqa: F403
+from airflow_provider_linkstats.drivers.warehouse.sinks import __all__  # noqa: F401

@@ -141,11 +141,11 @@ def raise_for_event(event: Any, *, soft_fail: bool = False) -> list[dict[str, An
     if event["status"] == "success":
         return list(event.get("links") or [])
     reason = event.get("reason")
-    if soft_fail and (event["status"] == "timeout" or reason == "gone"):
-        raise AirflowSkipException(f"{message} (soft_fail)")
-    if event["status"] == "timeout":
-        raise AirflowSensorTimeout(message)
-    if reason == "gone":
+    if event["status"] == "timeout" or reason == "gone":
+        if soft_fail:
+            raise AirflowSkipException(f"{message} (soft_fail)")
+        if event["status"] == "timeout":
+            raise AirflowSensorTimeout(message)
         raise AirflowFailException(f"{message}{STOPPED}")
     status = event.get("http_status")
     if reason == "input" or (reason == "api" and isinstance(status, int) and 400 <= status < 500 and status != 429):

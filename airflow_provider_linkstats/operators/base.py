@@ -19,7 +19,7 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable, Iterable, Mapping
 from functools import cached_property
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
 
 from airflow.providers.common.compat.sdk import BaseOperator
 
@@ -158,13 +158,13 @@ class LinkstatsBaseOperator(BaseOperator):
         self.mask_secrets()
 
     def mask_secrets(self) -> None:
-        values = [getattr(self, self._argument_for(name), None) for name in self.resource.secret_fields]
-        if any(isinstance(value, str) and value for value in values):
+        values = (getattr(self, self._argument_for(name), None) for name in self.resource.secret_fields)
+        secrets = [value for value in values if isinstance(value, str) and value]
+        if secrets:
             from airflow.providers.common.compat.sdk import mask_secret
 
-            for value in values:
-                if isinstance(value, str) and value:
-                    mask_secret(value)
+            for value in secrets:
+                mask_secret(value)
 
     # -- gathering and checking arguments -----------------------------------------------------
 
@@ -225,6 +225,28 @@ def id_of(value: Any, argument: str) -> int:
     except LinkstatsInputError:
         why = f"this record's 'id' is {record['id']!r}" if "id" in record else "this record has no 'id'"
         raise LinkstatsInputError(argument, value, f"{RECORD_ALLOWED}; {why}") from None
+
+
+def fail_task(message: str, errors: Iterable[BaseException]) -> NoReturn:
+    """Fail the task with ``message``: for good (no retry) when no error of ``errors`` could mend."""
+    from airflow.providers.common.compat.sdk import AirflowException, AirflowFailException
+
+    from airflow_provider_linkstats.client.errors import is_permanent
+
+    if all(is_permanent(error) for error in errors):
+        raise AirflowFailException(message)
+    raise AirflowException(message)
+
+
+def rendered_list(value: Any) -> Any:
+    """A list a template rendered without native types (``"[1, 2]"``, ``"1,2"`` or records) read
+    back; anything but text as it is."""
+    from airflow_provider_linkstats.client.validation import split_list
+
+    if not isinstance(value, str):
+        return value
+    listed = _literal(value) if value.strip().startswith("[") else None
+    return listed if isinstance(listed, list) else split_list(value)
 
 
 def _literal(text: str) -> Any:
@@ -451,13 +473,10 @@ class LinkstatsDeleteOperatorBase(LinkstatsLineageMixin, LinkstatsBaseOperator):
 
     def _delete_many(self, many: Any, missing_ok: bool) -> list[int]:
         from airflow_provider_linkstats.client.checks import check_whole_number
-        from airflow_provider_linkstats.client.errors import LinkstatsInputError, is_permanent
-        from airflow_provider_linkstats.client.validation import split_list
+        from airflow_provider_linkstats.client.errors import LinkstatsInputError
         from airflow_provider_linkstats.operators.bulk import delete_many
 
-        if isinstance(many, str):  # a template rendered without native types: "[1, 2]", "1,2" or records
-            listed = _literal(many) if many.strip().startswith("[") else None
-            many = listed if isinstance(listed, list) else split_list(many)
+        many = rendered_list(many)
         if isinstance(many, (bytes, dict)) or not hasattr(many, "__iter__"):
             raise LinkstatsInputError(self.ids_argument, many, "a list of positive integer ids, or of records")
         workers = check_whole_number("max_workers", self.max_workers, minimum=1, maximum=POOL_SIZE)
@@ -471,17 +490,12 @@ class LinkstatsDeleteOperatorBase(LinkstatsLineageMixin, LinkstatsBaseOperator):
             limiter=getattr(self.hook.client, "limiter", None),
         )
         if result.failed:
-            from airflow.providers.common.compat.sdk import AirflowException, AirflowFailException
-
             sample = "; ".join(f"id {i}: {why}" for i, why in sorted(result.failed.items())[:5])
             message = (
                 f"{len(result.failed)} of {len(ids)} {self.resource.name} could not be deleted "
                 f"({len(result.deleted)} deleted). First failures: {sample}"
             )
-            # A retry of the task deletes only what is left, so it is worth one unless nothing could mend it.
-            if all(is_permanent(error) for error in result.errors.values()):
-                raise AirflowFailException(message)
-            raise AirflowException(message)
+            fail_task(message, result.errors.values())  # a retry deletes only what is left
         self.touched_ids = tuple(sorted(result.deleted + result.already_gone))
         return list(self.touched_ids)
 

@@ -22,6 +22,7 @@ from airflow_provider_linkstats.operators.base import (
     IF_EXISTS_CHOICES,
     LinksServiceMixin,
     LinkstatsBaseOperator,
+    fail_task,
     fails_fast,
 )
 from airflow_provider_linkstats.operators.lineage import LinkstatsLineageMixin
@@ -164,10 +165,6 @@ def mask_passwords(rows: Sequence[Any]) -> None:
 
 def raise_failures(outcome: Any, total: int) -> None:
     """Fail the task naming the links that failed: for good when every failure is permanent."""
-    from airflow.providers.common.compat.sdk import AirflowException, AirflowFailException
-
-    from airflow_provider_linkstats.client.errors import is_permanent
-
     named = sorted(outcome.failed.items(), key=lambda pair: outcome.order.get(pair[0], 0))
     shown = "; ".join(f"{outcome.rows.get(alias, alias)}: {error}" for alias, error in named[:10])
     more = f"; and {len(outcome.failed) - 10} more" if len(outcome.failed) > 10 else ""
@@ -175,9 +172,7 @@ def raise_failures(outcome: Any, total: int) -> None:
         f"{len(outcome.failed)} of {total} links failed ({len(outcome.links)} done; a retry creates only what is "
         f"missing): {shown}{more}"
     )
-    if all(is_permanent(error) for error in outcome.failed.values()):
-        raise AirflowFailException(message)
-    raise AirflowException(message)
+    fail_task(message, outcome.failed.values())
 
 
 def launch_result(value: Mapping[str, Any]) -> dict[str, dict[str, Any]]:

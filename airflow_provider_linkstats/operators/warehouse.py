@@ -63,16 +63,12 @@ class LinkstatsStatsToWarehouseOperatorBase(LinkstatsBaseOperator):
     # -- checks before any request -----------------------------------------------------------
 
     def _ids(self) -> list[int] | None:
-        from airflow_provider_linkstats.client.validation import split_list
-        from airflow_provider_linkstats.operators.base import _literal, id_of
+        from airflow_provider_linkstats.operators.base import id_of, rendered_list
 
         given = getattr(self, self.ids_argument)
         if given is None:
             return None
-        if isinstance(given, str):
-            listed = _literal(given) if given.strip().startswith("[") else None
-            given = listed if isinstance(listed, list) else split_list(given)
-        return list(dict.fromkeys(id_of(value, self.ids_argument) for value in given))
+        return list(dict.fromkeys(id_of(value, self.ids_argument) for value in rendered_list(given)))
 
     # -- the run -------------------------------------------------------------------------------
 

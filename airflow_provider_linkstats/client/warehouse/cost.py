@@ -11,7 +11,6 @@ from airflow_provider_linkstats.client.warehouse.days import ServiceDay
 PAGE_SIZE = 100  # links per listing page (the largest per_page the services take)
 
 
-
 def listing_pages(records: int, per_page: int = PAGE_SIZE) -> int:
     """Pages a listing of ``records`` takes (an empty listing still answers one page)."""
     return max(1, math.ceil(records / per_page))

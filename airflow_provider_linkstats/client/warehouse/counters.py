@@ -112,11 +112,9 @@ def links_to_fetch(
     aliases = {counter.alias: link_id for link_id, counter in known.items() if counter.alias}
     wanted = {}
     for link_id, link in listed.items():
-        previous = aliases.get(link.alias) if link.alias and link_id not in known else None
-        reason = why_fetch(
-            link, known.get(link_id), first, new_selection=new_selection,
-            reused_alias_of=previous if previous != link_id else None,
-        )  # fmt: skip
+        # Only a link not saved under its id takes another's alias (``aliases`` holds no empty one).
+        previous = None if link_id in known else aliases.get(link.alias)
+        reason = why_fetch(link, known.get(link_id), first, new_selection=new_selection, reused_alias_of=previous)
         if reason is not None:
             wanted[link_id] = reason
     return wanted

@@ -109,8 +109,6 @@ def days_ending_in(start: dt.datetime, end: dt.datetime, zone: str) -> list[dt.d
     return found
 
 
-
-
 def aware(value: Any, name: str) -> dt.datetime:
     """A datetime with a zone (pendulum's too), or an ISO string with an offset; else refused naming ``name``."""
     moment = value

@@ -123,8 +123,6 @@ class DayPlan:
         return latest if latest > start else end  # every moment excluded: the answers disagree, keep the bound
 
 
-
-
 def plan_days(
     interval_start: Any,
     interval_end: Any,
@@ -176,8 +174,6 @@ def _refuse_days_not_begun(days: Sequence[ServiceDay], now: dt.datetime, end: dt
                 f"UTC, after the service's now ({now:%Y-%m-%d %H:%M:%S} UTC); a day in the future has no statistics "
                 "yet",
             )
-
-
 
 
 def daily_counts(rows: Iterable[Mapping[str, Any]]) -> dict[dt.date, int]:

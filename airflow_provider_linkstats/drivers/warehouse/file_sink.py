@@ -7,10 +7,11 @@ other's flags, and two runs of one day leave the last writer's, whose rows are t
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import json
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 from airflow_provider_linkstats.client.errors import LinkstatsInputError
@@ -115,18 +116,8 @@ class FileSink:
 
     def incomplete_zones(self, statistic: str) -> dict[dt.date, str]:
         """Every day this selection loaded incomplete, with the zone it was loaded in."""
-        state = self.state_dir(statistic)
         self._adopt_legacy_days(statistic)
-        marks = state / "incomplete"
-        days = {}
-        for mark in marks.iterdir() if marks.exists() else ():
-            if not mark.name.endswith(".json") or mark.name.startswith("."):
-                continue
-            try:
-                days[dt.date.fromisoformat(mark.name[: -len(".json")])] = str(json.loads(mark.read_text()).get("zone"))
-            except FileNotFoundError:  # completed by a concurrent load of this selection meanwhile
-                continue
-        return days
+        return {day: str(mark.get("zone")) for day, mark in _flags(self.state_dir(statistic) / "incomplete")}
 
     def complete_days(self, statistic: str) -> dict[dt.date, ServiceDay]:
         """Every day this selection holds complete, with its zone and span (``complete/``), less
@@ -140,16 +131,7 @@ class FileSink:
         folder = self.state_dir(statistic) / "complete"
         if not folder.exists():
             self._adopt_held_days(statistic, folder)
-        found = {}
-        for flag in folder.iterdir() if folder.exists() else ():
-            if not flag.name.endswith(".json") or flag.name.startswith("."):
-                continue
-            day = dt.date.fromisoformat(flag.name[: -len(".json")])
-            try:
-                found[day] = _held(day, json.loads(flag.read_text()))
-            except FileNotFoundError:  # replaced by a concurrent load of this selection meanwhile
-                continue
-        return found
+        return {day: _held(day, entry) for day, entry in _flags(folder)}
 
     def _adopt_held_days(self, statistic: str, folder: Any) -> None:
         """``complete/`` made from the state of the builds before it, read once: ``zones.json``'s
@@ -262,12 +244,8 @@ class FileSink:
             self._mark_incomplete(statistic, day, zone)
             return
         self._note_complete(statistic, day, zone, span)
-        mark = self.state_dir(statistic) / "incomplete" / f"{day.isoformat()}.json"
-        if mark.exists():
-            try:
-                mark.unlink()
-            except FileNotFoundError:  # a concurrent run of this selection unmarked it first
-                pass
+        with contextlib.suppress(FileNotFoundError):  # not marked, or a concurrent run of this selection unmarked it
+            (self.state_dir(statistic) / "incomplete" / f"{day.isoformat()}.json").unlink()
         if target.read_bytes() != data:  # another run's rows since ours: their flag may be ours
             self._mark_incomplete(statistic, day, zone)
 
@@ -389,6 +367,18 @@ def _entry(day: dt.date, held: ServiceDay) -> Any:
     if held.natural:
         return held.zone
     return [held.zone, held.start.isoformat(), held.end.isoformat()]
+
+
+def _flags(folder: Any) -> Iterator[tuple[dt.date, Any]]:
+    """(day, contents) of each ``<day>.json`` of ``folder``."""
+    for flag in folder.iterdir() if folder.exists() else ():
+        if not flag.name.endswith(".json") or flag.name.startswith("."):
+            continue
+        try:
+            entry = json.loads(flag.read_text())
+        except FileNotFoundError:  # replaced or completed by a concurrent load of this selection meanwhile
+            continue
+        yield dt.date.fromisoformat(flag.name[: -len(".json")]), entry
 
 
 def _held(day: dt.date, entry: Any) -> ServiceDay:

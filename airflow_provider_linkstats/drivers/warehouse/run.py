@@ -206,7 +206,7 @@ def _merged(rows: list[tuple], key_size: int) -> list[tuple]:
     does not (None and "" both stored as "") are summed."""
     merged: dict[tuple, list] = {}
     for row in rows:
-        key = tuple(row[:2]) + tuple(row[3 : 3 + key_size - 2]) if key_size > 2 else tuple(row[:2])
+        key = tuple(row[:2]) + tuple(row[3 : 3 + key_size - 2])  # empty past row[:2] for a key of 2
         if key in merged:
             merged[key][-1] += row[-1]
         else:

@@ -76,11 +76,9 @@ def check_table(table: Any, name: str = "table") -> str:
     return text
 
 
-
 def beside(table: str, suffix: str) -> str:
     """The name of a table kept beside ``table`` (same schema)."""
     return f"{table}_{suffix}"
-
 
 
 def _format_span(span: tuple[dt.datetime, dt.datetime] | None) -> str | None:

@@ -56,28 +56,25 @@ class SqlSink:
 
     def asset_uri(self) -> str:
         """The table as an Asset URI in its SQL provider's spelling (``postgres://host:5432/db/schema/table``)."""
-        conn, table = self.connection, self.table
-        schema_name, _, name = table.rpartition(".")
-        if conn.conn_type in ("postgres", "postgresql"):
-            authority = f"{conn.host or 'localhost'}:{conn.port or 5432}"
-            return f"postgres://{authority}/{conn.schema}/{schema_name or 'public'}/{name}"
-        if conn.conn_type == "sqlite":  # Airflow's connection URI: sqlite:// + the file's path
-            return f"sqlite://{conn.host}/{table}"
-        authority = f"{conn.host or ''}" + (f":{conn.port}" if conn.port else "")
-        database = f"/{conn.schema}" if conn.schema else ""
-        return f"{conn.conn_type}://{authority}{database}/{table}"
+        namespace, parts = self._location()
+        return f"{namespace}/{'/'.join(parts)}"
 
     def lineage_dataset(self) -> tuple[str, str]:
         """(namespace, name) of the table in OpenLineage's naming: ``postgres://host:port``, ``db.schema.table``."""
+        namespace, parts = self._location()
+        return namespace, ".".join(parts)
+
+    def _location(self) -> tuple[str, list[str]]:
+        """The server's URI and the table's names on it (database, schema, table where known)."""
         conn, table = self.connection, self.table
         schema_name, _, name = table.rpartition(".")
         if conn.conn_type in ("postgres", "postgresql"):
             space = f"postgres://{conn.host or 'localhost'}:{conn.port or 5432}"
-            return space, f"{conn.schema}.{schema_name or 'public'}.{name}"
-        if conn.conn_type == "sqlite":
-            return f"sqlite://{conn.host}", table
+            return space, [f"{conn.schema}", schema_name or "public", name]
+        if conn.conn_type == "sqlite":  # Airflow's connection URI: sqlite:// + the file's path
+            return f"sqlite://{conn.host}", [table]
         authority = f"{conn.host or ''}" + (f":{conn.port}" if conn.port else "")
-        return f"{conn.conn_type}://{authority}", ".".join(part for part in (conn.schema, table) if part)
+        return f"{conn.conn_type}://{authority}", [part for part in (conn.schema, table) if part]
 
     def describe(self) -> str:
         return f"table {self.table} of connection {self.conn_id!r}"
@@ -154,12 +151,11 @@ class SqlSink:
         )
         rows = self._query(sql, (statistic, self.selection, LEGACY))
         own = [r for r in rows if r[0] == self.selection]
-        if own:
-            mine = [r for r in own if str(r[5]) in ("", self.generation)]
-            if not mine:  # another generation's counters only (an upgrade): they say nothing
-                return {}
-            held = {int(r[1]) for r in own}
-            rows = [r for r in rows if r[0] == LEGACY and int(r[1]) not in held] + mine
+        mine = [r for r in own if str(r[5]) in ("", self.generation)]
+        if own and not mine:  # another generation's counters only (an upgrade): they say nothing
+            return {}
+        held = {int(r[1]) for r in own}  # without own rows, every row is a legacy one
+        rows = [r for r in rows if r[0] == LEGACY and int(r[1]) not in held] + mine
         return {int(r[1]): Counter(int(r[2]), dt.datetime.fromisoformat(str(r[3])), str(r[4] or "")) for r in rows}
 
     def incomplete_days(self, statistic: str, zone: str) -> list[dt.date]:
@@ -174,10 +170,9 @@ class SqlSink:
             f"AND selection IN ({self.mark}, {self.mark})"
         )
         rows = self._query(sql, (statistic, self.selection, LEGACY))
+        legacy = {_as_date(r[1]): (int(r[2]), str(r[3])) for r in rows if r[0] == LEGACY}
         own = {_as_date(r[1]): (int(r[2]), str(r[3])) for r in rows if r[0] == self.selection}
-        legacy = {_as_date(r[1]): (int(r[2]), str(r[3])) for r in rows if r[0] == LEGACY and r[0] != self.selection}
-        found = {day: zone for day, (complete, zone) in legacy.items() if not complete and day not in own}
-        return found | {day: zone for day, (complete, zone) in own.items() if not complete}
+        return {day: zone for day, (complete, zone) in (legacy | own).items() if not complete}
 
     def complete_days(self, statistic: str) -> dict[dt.date, ServiceDay]:
         """Every day this selection holds complete, with its zone and span (a zone change shows

@@ -277,23 +277,19 @@ class LinkstatsLinkExpiredSensor(BaseSensorOperator):
         from airflow.triggers.base import StartTriggerArgs
 
         inputs = {name: getattr(self, name) for name in ("linkstats_conn_id", "link_id", "alias", "link_ids")}
-        unknown = [name for name, value in inputs.items() if not _plain(value)]
-        templated = [name for name, value in inputs.items() if not _plain(value, static=True)]
-        if unknown or (templated and not AIRFLOW_V_3_3_PLUS):
-            names = ", ".join(unknown or templated)
-            why = (
-                "is an XComArg (use a Jinja template string instead)"
-                if unknown
-                else "is templated and Airflow < 3.3 cannot render it in the triggerer"
-            )
-            warnings.warn(
-                f"{type(self).__name__} {self.task_id!r}: start_from_trigger is ignored because {names} {why}; "
-                "the task defers from a worker instead.",
-                UserWarning,
-                stacklevel=3,
-            )
-            self.start_from_trigger = False
-            return
+        # The first rule that names inputs wins; on 3.3+ the second names only what the first did.
+        rules = (("is an XComArg (use a Jinja template string instead)", False),
+                 ("is templated and Airflow < 3.3 cannot render it in the triggerer", not AIRFLOW_V_3_3_PLUS))
+        for why, static in rules:
+            if names := ", ".join(name for name, value in inputs.items() if not _plain(value, static=static)):
+                warnings.warn(
+                    f"{type(self).__name__} {self.task_id!r}: start_from_trigger is ignored because {names} {why}; "
+                    "the task defers from a worker instead.",
+                    UserWarning,
+                    stacklevel=3,
+                )
+                self.start_from_trigger = False
+                return
         self.start_trigger_args = StartTriggerArgs(
             trigger_cls=TRIGGER_CLASSPATH,
             # The deadline is unknown until the task starts: Airflow's trigger timeout applies.
@@ -306,10 +302,10 @@ class LinkstatsLinkExpiredSensor(BaseSensorOperator):
 
 def _reschedule_count(context: Any) -> int | None:
     """How many times this try was rescheduled (Airflow 3 puts it in the context; 2.x has a table)."""
-    count = context.get("task_reschedule_count") if hasattr(context, "get") else None
-    if count is not None:
+    get = getattr(context, "get", lambda _key: None)
+    if (count := get("task_reschedule_count")) is not None:
         return int(count)
-    ti = context.get("ti") if hasattr(context, "get") else None
+    ti = get("ti")
     if ti is None:
         return None
     try:

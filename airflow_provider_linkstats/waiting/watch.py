@@ -296,7 +296,7 @@ class Poll:
         # When (the worker's time) the earliest end they contradicted passes by those answers' own
         # Date: the next read, the first time only (a cached copy's Date never moves on).
         self.answers_wake: float | None = None
-        self._doubt_said: float | None = None  # when that was last logged (the worker's clock)
+        self._doubt_said = float("-inf")  # when that was last logged (the worker's clock)
 
     def polling(self) -> bool:
         """Whether some link must be asked about every interval: never checked, or only clicks can end it."""
@@ -495,12 +495,13 @@ class Poll:
         (``answers_wake``: a clock stepped back, whose next read confirms the step; a cached copy's
         fixed ``Date`` gets no second such read), and the log says so, once a minute at most."""
         told = self._contradicted(state)
-        first, self.doubted = not self.doubted, bool(told)
+        first, self.doubted, self.answers_wake = not self.doubted, bool(told), None
+        if not told:
+            return
         ends = {i: next(w.known[i][0] for w in state.live if i in w.known) for i in told}
-        self.answers_wake = None
-        if told and first:  # each end as far ahead of its answer as that answer's own Date says, plus the margin
+        if first:  # each end as far ahead of its answer as that answer's own Date says, plus the margin
             self.answers_wake = state.now + min(ends[i] - told[i] for i in told) + plan.margin(self.clock)
-        if told and (self._doubt_said is None or state.now - self._doubt_said >= DOUBT_LOG_EVERY):
+        if state.now - self._doubt_said >= DOUBT_LOG_EVERY:
             self._doubt_said = state.now
             self._say_doubt(state.now, told, ends)
 
@@ -535,7 +536,7 @@ class Poll:
         if self.pages.newest is None:
             return None
         listable = [*ends, *(clicks if self.expired_pages is None else [])]
-        hints = Pages(dict(self.pages.first_ids), max(self.pages.newest or 0, *pending))
+        hints = Pages(dict(self.pages.first_ids), max(self.pages.newest, *pending))
         left = [i for i in to_read if i not in set(listable)]
         rest = len(left) if len(left) <= GETS_MAX else hints.all_cost(left)
         budget = hints.all_cost(to_read) - rest - 1
@@ -546,9 +547,7 @@ class Poll:
         """``dates_listed`` from the records' end keys (each generation names the end its own way)."""
         if self.dates_listed is False:
             return
-        for record in records:
-            if record is None:
-                continue
+        for record in filter(None, records):  # None: a 404
             told = {g.lists_date_expiry for g in generations("links") if g.record_keys.get("expires_at") in record}
             if False in told:
                 self.dates_listed = False

@@ -226,11 +226,12 @@ class LinkstatsLinkExpiredSensor(BaseSensorOperator):
         from airflow_provider_linkstats.triggers.links import LinkstatsLinkExpiredTrigger
 
         watch = self._watch
+        watched = (  # the other inputs are the trigger's None
+            {"link_id": watch.link_ids[0], "alias": watch.alias} if watch.single else {"link_ids": list(watch.link_ids)}
+        )
         trigger = LinkstatsLinkExpiredTrigger(
             **self._trigger_kwargs(
-                link_id=watch.link_ids[0] if watch.single else None,
-                alias=watch.alias if watch.single else None,
-                link_ids=None if watch.single else list(watch.link_ids),
+                **watched,
                 known=watch.to_known() or None,
                 deadline=dt.datetime.fromtimestamp(deadline, dt.timezone.utc).isoformat(),
                 verified=watch.verified,
@@ -246,10 +247,9 @@ class LinkstatsLinkExpiredSensor(BaseSensorOperator):
     def _handed_profile(self) -> dict[str, Any] | None:
         """Where the hook found the API and its version, if it did (no request, no secret): the
         triggerer then needs no look-up of its own (``KnownService.adopt``)."""
-        hook = self.__dict__.get("hook")
-        known = hook.__dict__.get("known") if hook is not None else None
-        profile = known.profile if known is not None else None
-        if profile is None or not profile.generation:
+        known = getattr(self.__dict__.get("hook"), "__dict__", {}).get("known")  # None: no hook, or no look-up yet
+        profile = getattr(known, "profile", None)
+        if not getattr(profile, "generation", None):
             return None
         return {"service": profile.service, "root": profile.root, "generation": profile.generation}
 

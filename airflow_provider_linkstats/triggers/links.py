@@ -52,7 +52,7 @@ class _Arguments:
     _shown: tuple[str, ...] = ()
 
     def serialize(self) -> tuple[str, dict[str, Any]]:
-        names = [n for n in inspect.signature(type(self).__init__).parameters if n != "self"]
+        names = list(inspect.signature(type(self).__init__).parameters)[1:]  # after self
         return f"{type(self).__module__}.{type(self).__qualname__}", {n: getattr(self, n) for n in names}
 
     def __repr__(self) -> str:

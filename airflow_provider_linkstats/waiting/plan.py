@@ -172,9 +172,8 @@ class Pages:
     def all_cost(self, wanted: list[int]) -> int:
         """About how many pages a walk of the All listing for ``wanted`` reads (``plan``'s end, ids
         one apart): from the newest id down to the lowest wanted, or across the wanted ids' spread
-        plus the page before; a large number before anything is known of the newest id."""
-        if not wanted:
-            return 0
+        plus the page before; a large number before anything is known of the newest id. ``wanted``
+        is never empty (``Poll._walk_budget`` asks only about more than ``GETS_MAX`` links)."""
         filters, _ = self.plan(wanted)
         low, high = min(wanted), max(wanted)
         if self.newest is None:
@@ -210,8 +209,9 @@ def read_links(
         gets_max = 1  # all on the first page newest first (unless links were created since): one request
     if len(wanted) > gets_max:
         yield from _walk_all(wanted, set(riders) - set(wanted), hints, records, dates)
-    for link_id in [i for i in wanted if i not in records]:
-        records[link_id] = yield from _read_one(link_id, hints, missing, dates)
+    for link_id in wanted:  # those the walk did not find
+        if link_id not in records:
+            records[link_id] = yield from _read_one(link_id, hints, missing, dates)
     return records
 
 

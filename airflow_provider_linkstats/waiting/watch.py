@@ -396,7 +396,7 @@ class Poll:
         every = [w.existence_check_every for w in state.live if w.existence_check_every > 0]
         due_at = self.check_due()
         stale = due_at is not None and state.now >= due_at - min(0.5, self.interval / 10)  # a timer's early wake
-        return (bool(every) and self.rounds_since_check >= min(every)) or stale
+        return self.rounds_since_check >= min(every, default=float("inf")) or stale
 
     def _confirming(self, at: float) -> bool:
         """Whether ends that passed (by the clock as measured) are confirmed now: their batch is

@@ -96,15 +96,11 @@ class LinkstatsLinkExpiredSensor(BaseSensorOperator):
         if start_from_trigger:
             self._prepare_start_from_trigger()
 
-    # -- the hook, created on first use in the worker -------------------------------------------
-
     @cached_property
     def hook(self) -> LinkstatsLinksHook:
         from airflow_provider_linkstats.hooks.linkstats import LinkstatsLinksHook
 
         return LinkstatsLinksHook(self.linkstats_conn_id)
-
-    # -- execution -------------------------------------------------------------------------------
 
     def execute(self, context: Any) -> Any:
         started = time.time()
@@ -172,8 +168,6 @@ class LinkstatsLinkExpiredSensor(BaseSensorOperator):
         from airflow_provider_linkstats.hooks.outcomes import raise_for_event
 
         return self._result(raise_for_event(event, soft_fail=self.soft_fail))
-
-    # -- internals -------------------------------------------------------------------------------
 
     def _watch_from_inputs(self) -> Watch:
         from airflow_provider_linkstats.waiting.watch import Poll, Watch

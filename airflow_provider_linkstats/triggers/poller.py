@@ -116,8 +116,6 @@ class SharedPoller:
     def min_interval(self) -> float:
         return min((s.interval for s in self.subscriptions.values()), default=0.0)
 
-    # -- the loop ------------------------------------------------------------------------------
-
     async def _run(self) -> None:
         from airflow_provider_linkstats.hooks.linkstats import LinkstatsLinksHook
 

@@ -125,9 +125,6 @@ class LinkGoneError(LinkstatsNotFoundError):
         return cls(link_id, url=getattr(answer, "url", ""), conn_id=getattr(answer, "conn_id", None))
 
 
-# -- the page walker and the reads ---------------------------------------------------------------------
-
-
 def walk_pages(
     request_for_page: Callable[[int], ApiRequest],
     take: Callable[[list[JsonDict]], bool],

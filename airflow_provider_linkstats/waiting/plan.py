@@ -103,17 +103,13 @@ class LinkGoneError(LinkstatsNotFoundError):
     ) -> None:
         self.link_id = link_id
         conn = f"connection {conn_id!r}" if conn_id else "the connection"
-        if message is None and link_id is not None:
-            asked = f"GET {url or f'/links/{link_id}'} answered 404"
+        if message is None:
             message = (
                 f"Check link_id {link_id}, or whether the link was deleted: link {link_id} does not exist "
-                f"on {conn} ({asked})"
-            )
-        elif message is None:
-            asked = f"GET {url or '/links?search_by=alias'} listed none"
-            message = (
-                f"Check the alias {alias!r}, or whether the link was deleted: no link on {conn} has it "
-                f"({asked})"
+                f"on {conn} (GET {url or f'/links/{link_id}'} answered 404)"
+                if link_id is not None
+                else f"Check the alias {alias!r}, or whether the link was deleted: no link on {conn} has it "
+                f"(GET {url or '/links?search_by=alias'} listed none)"
             )
         super().__init__(message)
         self.status, self.method, self.url, self.conn_id = 404, "GET", url, conn_id

@@ -170,12 +170,12 @@ class Watch:
 
     def learn(self, link_id: int, record: Mapping[str, Any]) -> LinkstatsError | None:
         """Take in a fresh record of a watched link; an alias that belongs to another link is an error."""
-        actual = record.get("alias")
-        if self.check_alias and isinstance(actual, str) and actual != self.alias:
-            allowed = f"the alias of link {link_id}, which is {actual!r}; or give only one of them"
-            return LinkstatsInputError("alias", self.alias, allowed)
-        if self.single and self.alias is None and isinstance(actual, str) and actual:
-            self.alias = actual
+        if isinstance(actual := record.get("alias"), str):
+            if self.check_alias and actual != self.alias:
+                allowed = f"the alias of link {link_id}, which is {actual!r}; or give only one of them"
+                return LinkstatsInputError("alias", self.alias, allowed)
+            if self.single and self.alias is None:
+                self.alias = actual or None
         self.known[link_id] = known_from(record)
         return None
 
@@ -380,7 +380,9 @@ class Poll:
 
     def _resolve_aliases(self, state: _Round) -> Plan[None]:
         """1. The link of a watch that knows only an alias; then the live watches and pending links."""
-        for watch in [w for w in self.watches if not w.link_ids]:
+        for watch in self.watches:
+            if watch.link_ids:
+                continue
             try:
                 yield from watch.resolve()
             except (LinkGoneError, LinkstatsInputError) as error:
@@ -477,7 +479,9 @@ class Poll:
         periodic check is done. An end the clock still says has passed, which the answer's own
         ``Date`` says has not, is doubted (``_doubt``)."""
         found, records = state.found, state.records
-        for watch in [w for w in state.live if w not in state.result.failed]:
+        for watch in state.live:
+            if watch in state.result.failed:
+                continue
             watch.pending = [i for i in watch.link_ids if i not in found]
             if not watch.pending:
                 state.result.expired[watch] = [found[i] for i in watch.link_ids]
@@ -509,7 +513,7 @@ class Poll:
         """The links read this round whose end has passed by the clock (as the answers left it) and
         not by their answer's own ``Date``: that ``Date`` for each."""
         at = plan.service_time(self.clock, state.now)
-        return {i: state.dated[i] for i, record in state.records.items() if record is not None and i in state.dated
+        return {i: state.dated[i] for i in state.records if i in state.dated  # a 404 has no Date there
                 and i not in state.found and any(w.ends_by(i, at) for w in state.live)}  # fmt: skip
 
     def _say_doubt(self, now: float, told: dict[int, float], ends: dict[int, float]) -> None:

@@ -324,4 +324,4 @@ def _plain(value: Any, *, static: bool = False) -> bool:
         return all(_plain(v, static=static) for v in value)
     if isinstance(value, Mapping):
         return all(isinstance(k, str) and _plain(v, static=static) for k, v in value.items())
-    return value is None or isinstance(value, (int, float, bool))
+    return isinstance(value, (int, float, bool, type(None)))

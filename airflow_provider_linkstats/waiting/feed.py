@@ -48,7 +48,7 @@ class ExpiredFeed:
         ended once its end is at or before the page's own ``Date`` (the service's time when it answered:
         no offset the answer contradicts decides); a page without one is read by the service's
         ``clock`` (the client's) less its margin, the worker's clock without a clock."""
-        decide = dialect is not None and not dialect.lists_date_expiry
+        decide = not getattr(dialect, "lists_date_expiry", True)  # no dialect: the listing decides
         filters = {**self.filters, "status": int(LinkStatus.ALL)} if decide else self.filters
         records: list[JsonDict] = []
         answered: list[Any] = []

@@ -9,6 +9,7 @@ alias that belongs to another link ends it with that error.
 
 from __future__ import annotations
 
+import bisect
 import datetime as dt
 import logging
 from collections.abc import Iterable, Mapping
@@ -308,7 +309,7 @@ class Poll:
         Each end waits at most ``batch`` seconds, and only when another end will share the read.
         Both are the service's times (``plan.service_time`` says when they have passed)."""
         ends = sorted(end for w in self.watches for i in w.pending if (end := w.known.get(i, (None,))[0]) is not None)
-        return (ends[0], max(e for e in ends if e <= ends[0] + self.batch)) if ends else None
+        return (ends[0], ends[bisect.bisect_right(ends, ends[0] + self.batch) - 1]) if ends else None
 
     def end_wake(self) -> float | None:
         """When (the worker's time) the next pending ends count as passed by the service's clock, as

@@ -96,15 +96,11 @@ class LinkstatsLinkExpiredSensor(BaseSensorOperator):
         if start_from_trigger:
             self._prepare_start_from_trigger()
 
-    # -- the hook, created on first use in the worker -------------------------------------------
-
     @cached_property
     def hook(self) -> LinkstatsLinksHook:
         from airflow_provider_linkstats.hooks.linkstats import LinkstatsLinksHook
 
         return LinkstatsLinksHook(self.linkstats_conn_id)
-
-    # -- execution -------------------------------------------------------------------------------
 
     def execute(self, context: Any) -> Any:
         started = time.time()
@@ -173,8 +169,6 @@ class LinkstatsLinkExpiredSensor(BaseSensorOperator):
 
         return self._result(raise_for_event(event, soft_fail=self.soft_fail))
 
-    # -- internals -------------------------------------------------------------------------------
-
     def _watch_from_inputs(self) -> Watch:
         from airflow_provider_linkstats.waiting.watch import Poll, Watch
 
@@ -226,11 +220,12 @@ class LinkstatsLinkExpiredSensor(BaseSensorOperator):
         from airflow_provider_linkstats.triggers.links import LinkstatsLinkExpiredTrigger
 
         watch = self._watch
+        watched = (  # the other inputs are the trigger's None
+            {"link_id": watch.link_ids[0], "alias": watch.alias} if watch.single else {"link_ids": list(watch.link_ids)}
+        )
         trigger = LinkstatsLinkExpiredTrigger(
             **self._trigger_kwargs(
-                link_id=watch.link_ids[0] if watch.single else None,
-                alias=watch.alias if watch.single else None,
-                link_ids=None if watch.single else list(watch.link_ids),
+                **watched,
                 known=watch.to_known() or None,
                 deadline=dt.datetime.fromtimestamp(deadline, dt.timezone.utc).isoformat(),
                 verified=watch.verified,
@@ -246,10 +241,9 @@ class LinkstatsLinkExpiredSensor(BaseSensorOperator):
     def _handed_profile(self) -> dict[str, Any] | None:
         """Where the hook found the API and its version, if it did (no request, no secret): the
         triggerer then needs no look-up of its own (``KnownService.adopt``)."""
-        hook = self.__dict__.get("hook")
-        known = hook.__dict__.get("known") if hook is not None else None
-        profile = known.profile if known is not None else None
-        if profile is None or not profile.generation:
+        known = getattr(self.__dict__.get("hook"), "__dict__", {}).get("known")  # None: no hook, or no look-up yet
+        profile = getattr(known, "profile", None)
+        if not getattr(profile, "generation", None):
             return None
         return {"service": profile.service, "root": profile.root, "generation": profile.generation}
 
@@ -277,23 +271,19 @@ class LinkstatsLinkExpiredSensor(BaseSensorOperator):
         from airflow.triggers.base import StartTriggerArgs
 
         inputs = {name: getattr(self, name) for name in ("linkstats_conn_id", "link_id", "alias", "link_ids")}
-        unknown = [name for name, value in inputs.items() if not _plain(value)]
-        templated = [name for name, value in inputs.items() if not _plain(value, static=True)]
-        if unknown or (templated and not AIRFLOW_V_3_3_PLUS):
-            names = ", ".join(unknown or templated)
-            why = (
-                "is an XComArg (use a Jinja template string instead)"
-                if unknown
-                else "is templated and Airflow < 3.3 cannot render it in the triggerer"
-            )
-            warnings.warn(
-                f"{type(self).__name__} {self.task_id!r}: start_from_trigger is ignored because {names} {why}; "
-                "the task defers from a worker instead.",
-                UserWarning,
-                stacklevel=3,
-            )
-            self.start_from_trigger = False
-            return
+        # The first rule that names inputs wins; on 3.3+ the second names only what the first did.
+        rules = (("is an XComArg (use a Jinja template string instead)", False),
+                 ("is templated and Airflow < 3.3 cannot render it in the triggerer", not AIRFLOW_V_3_3_PLUS))
+        for why, static in rules:
+            if names := ", ".join(name for name, value in inputs.items() if not _plain(value, static=static)):
+                warnings.warn(
+                    f"{type(self).__name__} {self.task_id!r}: start_from_trigger is ignored because {names} {why}; "
+                    "the task defers from a worker instead.",
+                    UserWarning,
+                    stacklevel=3,
+                )
+                self.start_from_trigger = False
+                return
         self.start_trigger_args = StartTriggerArgs(
             trigger_cls=TRIGGER_CLASSPATH,
             # The deadline is unknown until the task starts: Airflow's trigger timeout applies.
@@ -306,10 +296,10 @@ class LinkstatsLinkExpiredSensor(BaseSensorOperator):
 
 def _reschedule_count(context: Any) -> int | None:
     """How many times this try was rescheduled (Airflow 3 puts it in the context; 2.x has a table)."""
-    count = context.get("task_reschedule_count") if hasattr(context, "get") else None
-    if count is not None:
+    get = getattr(context, "get", lambda _key: None)
+    if (count := get("task_reschedule_count")) is not None:
         return int(count)
-    ti = context.get("ti") if hasattr(context, "get") else None
+    ti = get("ti")
     if ti is None:
         return None
     try:
@@ -334,4 +324,4 @@ def _plain(value: Any, *, static: bool = False) -> bool:
         return all(_plain(v, static=static) for v in value)
     if isinstance(value, Mapping):
         return all(isinstance(k, str) and _plain(v, static=static) for k, v in value.items())
-    return value is None or isinstance(value, (int, float, bool))
+    return isinstance(value, (int, float, bool, type(None)))

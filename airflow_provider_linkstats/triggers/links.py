@@ -52,7 +52,7 @@ class _Arguments:
     _shown: tuple[str, ...] = ()
 
     def serialize(self) -> tuple[str, dict[str, Any]]:
-        names = [n for n in inspect.signature(type(self).__init__).parameters if n != "self"]
+        names = list(inspect.signature(type(self).__init__).parameters)[1:]  # after self
         return f"{type(self).__module__}.{type(self).__qualname__}", {n: getattr(self, n) for n in names}
 
     def __repr__(self) -> str:
@@ -140,30 +140,33 @@ class LinkstatsLinkExpiredTrigger(_Arguments, BaseTrigger):
         )
         poller = SharedPoller.join(self.linkstats_conn_id, subscription)
         try:
-            while True:
-                remaining = None if deadline is None else deadline - time.time()
-                try:
-                    if remaining is not None and remaining <= 0:
-                        raise asyncio.TimeoutError
-                    note = await asyncio.wait_for(subscription.notes.get(), remaining)
-                except asyncio.TimeoutError:
-                    message = f"{watch.describe()} did not expire before the sensor's timeout ({self.deadline})"
-                    event = {"status": "timeout", "message": message, "pending": list(watch.pending)}
-                    break
-                if note.event is not None:
-                    event = note.event
-                    break
-                failure, failures, budget = note.error, note.failures, self.max_transport_failures
-                if failures >= budget:
-                    message = f"{failures} polls in a row failed, the last with: {failure}"
-                    event = {**error_event(failure), "message": message}
-                    break
-                self.log.warning("Poll %d of %d failed (%s); next try in %.1f s", failures, budget, failure, note.wait)
+            event = await self._event(subscription, deadline)
         finally:
             poller.leave(subscription)
         if event["status"] == "success":
             self.log.info("%s expired", watch.describe())
         yield TriggerEvent(event)
+
+    async def _event(self, subscription: Any, deadline: float | None) -> JsonDict:
+        """The wait's end: the poller's event, a timeout at the deadline, or an error once the
+        failed polls in a row reach ``max_transport_failures``."""
+        watch = subscription.watch
+        while True:
+            remaining = None if deadline is None else deadline - time.time()
+            try:
+                if remaining is not None and remaining <= 0:
+                    raise asyncio.TimeoutError
+                note = await asyncio.wait_for(subscription.notes.get(), remaining)
+            except asyncio.TimeoutError:
+                message = f"{watch.describe()} did not expire before the sensor's timeout ({self.deadline})"
+                return {"status": "timeout", "message": message, "pending": list(watch.pending)}
+            if note.event is not None:
+                return note.event
+            failure, failures, budget = note.error, note.failures, self.max_transport_failures
+            if failures >= budget:
+                message = f"{failures} polls in a row failed, the last with: {failure}"
+                return {**error_event(failure), "message": message}
+            self.log.warning("Poll %d of %d failed (%s); next try in %.1f s", failures, budget, failure, note.wait)
 
 
 def _handed_clock(value: Any) -> tuple[float, float] | None:
@@ -177,15 +180,15 @@ def _handed_clock(value: Any) -> tuple[float, float] | None:
 
 def _deadline(value: Any) -> float | None:
     """The deadline as epoch seconds, from an ISO-8601 string with offset (or epoch seconds)."""
-    if value is None or value == "":
+    if value in (None, ""):
         return None
     if isinstance(value, (int, float)) and not isinstance(value, bool):
         return float(value)
     try:
         moment = dt.datetime.fromisoformat(str(value))
     except ValueError:
-        moment = None
-    if moment is None or moment.utcoffset() is None:
+        moment = dt.datetime.min  # no offset: refused below, as a naive one is
+    if moment.utcoffset() is None:
         raise LinkstatsInputError("deadline", value, "an ISO-8601 date-time with a UTC offset")
     return moment.timestamp()
 
@@ -267,16 +270,10 @@ class LinkstatsLinksExpiredEventTrigger(_Arguments, BaseEventTrigger):
                     if dialect is None:  # the api_version extra, or one probe (kept by the hook)
                         dialect = await hook.aget_dialect(client)
                     records = await adrive(feed.walk(dialect, client.clock), client.call)
-                except LinkstatsError as error:
-                    wait = retry_wait(error, interval)
-                    level = logging.WARNING if is_transient(error) else logging.ERROR
-                    self.log.log(level, "Poll of the Expired listing failed (%s); next try in %.1f s", error, wait)
-                except Exception as error:  # connection missing or unusable: say which, never its content
-                    conn, what = self.linkstats_conn_id, describe(error)
-                    self.log.error("Connection %r is unusable (%s); next try in %.1f s", conn, what, wait)
+                except Exception as error:
+                    wait = self._failed(error, interval)
                 else:
-                    fresh = feed.news(records)
-                    if fresh:
+                    if fresh := feed.news(records):
                         self.log.info("%d links expired since the last poll", len(fresh))
                         # Yielded before the memory is saved: a crash in between repeats, never loses.
                         yield TriggerEvent({"links": fresh})
@@ -286,6 +283,17 @@ class LinkstatsLinksExpiredEventTrigger(_Arguments, BaseEventTrigger):
         finally:
             if client is not None:
                 await client.aclose()
+
+    def _failed(self, error: Exception, interval: float) -> float:
+        """Log a failed poll; the seconds until the next one."""
+        if not isinstance(error, LinkstatsError):  # connection missing or unusable: say which, never its content
+            self.log.error("Connection %r is unusable (%s); next try in %.1f s", self.linkstats_conn_id,
+                           describe(error), interval)  # fmt: skip
+            return interval
+        wait = retry_wait(error, interval)
+        level = logging.WARNING if is_transient(error) else logging.ERROR
+        self.log.log(level, "Poll of the Expired listing failed (%s); next try in %.1f s", error, wait)
+        return wait
 
     async def _state(self, method: str, *args: Any) -> Any:
         """Read or write the memory in the asset_state_store Airflow (>= 3.3) gave this watcher,

@@ -10,6 +10,7 @@ yields its own event, logs its own failed polls and keeps its own deadline and f
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import contextvars
 import logging
 import weakref
@@ -115,8 +116,6 @@ class SharedPoller:
     def min_interval(self) -> float:
         return min((s.interval for s in self.subscriptions.values()), default=0.0)
 
-    # -- the loop ------------------------------------------------------------------------------
-
     async def _run(self) -> None:
         from airflow_provider_linkstats.hooks.linkstats import LinkstatsLinksHook
 
@@ -153,10 +152,8 @@ class SharedPoller:
                 wake = started + max(self.poll.next_round(last) - last, extra_wait)
                 if wake > loop.time():
                     self._changed.clear()
-                    try:
+                    with contextlib.suppress(asyncio.TimeoutError):
                         await asyncio.wait_for(self._changed.wait(), wake - loop.time())
-                    except asyncio.TimeoutError:
-                        pass
                     continue  # woken early: a trigger came or went, so the pace may have changed
             started, last = loop.time(), plan.now()
             extra_wait = await self._round(client, last)

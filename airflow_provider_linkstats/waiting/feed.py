@@ -28,11 +28,14 @@ if TYPE_CHECKING:
     from airflow_provider_linkstats.client.clock import ServiceClock
 
 
+_DUMPED = (("listed", 0), ("missed_once", 1))  # dump()'s keys, by walks in a row that missed the link
+
+
 class ExpiredFeed:
     """Ended links, minus what was already reported. Filters are validated on creation."""
 
     def __init__(self, filters: Mapping[str, Any] | None = None) -> None:
-        given = {name: value for name, value in (filters or {}).items() if value is not None and value != ""}
+        given = {name: value for name, value in (filters or {}).items() if value not in (None, "")}
         # Oldest first: new expiries append at the end, so pages shift less while walking.
         order = {"sort_by": "id", "sort": "asc"}
         self.filters = {**given, "status": int(LinkStatus.EXPIRED), "per_page": MAX_PER_PAGE, **order}
@@ -45,7 +48,7 @@ class ExpiredFeed:
         ended once its end is at or before the page's own ``Date`` (the service's time when it answered:
         no offset the answer contradicts decides); a page without one is read by the service's
         ``clock`` (the client's) less its margin, the worker's clock without a clock."""
-        decide = dialect is not None and not dialect.lists_date_expiry
+        decide = not getattr(dialect, "lists_date_expiry", True)  # no dialect: the listing decides
         filters = {**self.filters, "status": int(LinkStatus.ALL)} if decide else self.filters
         records: list[JsonDict] = []
         answered: list[Any] = []
@@ -67,7 +70,7 @@ class ExpiredFeed:
             if (link_id := record_id(record)) is not None:
                 current.setdefault(link_id, record)
         fresh = [record for link_id, record in current.items() if link_id not in self.reported]
-        remembered = {i: 0 for i in current}
+        remembered = dict.fromkeys(current, 0)
         remembered.update({i: 1 for i, misses in self.reported.items() if i not in current and misses == 0})
         self.changed, self.reported = remembered != self.reported, remembered
         return fresh
@@ -75,17 +78,14 @@ class ExpiredFeed:
     # -- persistence (asset_state_store on Airflow >= 3.3) -----------------------------------
 
     def dump(self) -> JsonDict:
-        return {
-            "listed": sorted(i for i, misses in self.reported.items() if misses == 0),
-            "missed_once": sorted(i for i, misses in self.reported.items() if misses),
-        }
+        return {key: sorted(i for i, m in self.reported.items() if m == misses) for key, misses in _DUMPED}
 
     def load(self, value: Any) -> None:
         """Restore a ``dump()``; anything else (nothing stored yet, another shape) starts afresh."""
         if not isinstance(value, Mapping):
             return
         reported: dict[int, int] = {}
-        for key, misses in (("listed", 0), ("missed_once", 1)):
+        for key, misses in _DUMPED:
             ids = value.get(key)
             if isinstance(ids, list):
                 reported.update({i: misses for i in ids if isinstance(i, int) and not isinstance(i, bool)})

@@ -103,17 +103,13 @@ class LinkGoneError(LinkstatsNotFoundError):
     ) -> None:
         self.link_id = link_id
         conn = f"connection {conn_id!r}" if conn_id else "the connection"
-        if message is None and link_id is not None:
-            asked = f"GET {url or f'/links/{link_id}'} answered 404"
+        if message is None:
             message = (
                 f"Check link_id {link_id}, or whether the link was deleted: link {link_id} does not exist "
-                f"on {conn} ({asked})"
-            )
-        elif message is None:
-            asked = f"GET {url or '/links?search_by=alias'} listed none"
-            message = (
-                f"Check the alias {alias!r}, or whether the link was deleted: no link on {conn} has it "
-                f"({asked})"
+                f"on {conn} (GET {url or f'/links/{link_id}'} answered 404)"
+                if link_id is not None
+                else f"Check the alias {alias!r}, or whether the link was deleted: no link on {conn} has it "
+                f"(GET {url or '/links?search_by=alias'} listed none)"
             )
         super().__init__(message)
         self.status, self.method, self.url, self.conn_id = 404, "GET", url, conn_id
@@ -123,9 +119,6 @@ class LinkGoneError(LinkstatsNotFoundError):
     def from_answer(cls, link_id: int, answer: LinkstatsNotFoundError | None) -> LinkGoneError:
         """The link's 404, as the wait reports it (with the URL and connection the answer names)."""
         return cls(link_id, url=getattr(answer, "url", ""), conn_id=getattr(answer, "conn_id", None))
-
-
-# -- the page walker and the reads ---------------------------------------------------------------------
 
 
 def walk_pages(
@@ -172,9 +165,8 @@ class Pages:
     def all_cost(self, wanted: list[int]) -> int:
         """About how many pages a walk of the All listing for ``wanted`` reads (``plan``'s end, ids
         one apart): from the newest id down to the lowest wanted, or across the wanted ids' spread
-        plus the page before; a large number before anything is known of the newest id."""
-        if not wanted:
-            return 0
+        plus the page before; a large number before anything is known of the newest id. ``wanted``
+        is never empty (``Poll._walk_budget`` asks only about more than ``GETS_MAX`` links)."""
         filters, _ = self.plan(wanted)
         low, high = min(wanted), max(wanted)
         if self.newest is None:
@@ -210,8 +202,9 @@ def read_links(
         gets_max = 1  # all on the first page newest first (unless links were created since): one request
     if len(wanted) > gets_max:
         yield from _walk_all(wanted, set(riders) - set(wanted), hints, records, dates)
-    for link_id in [i for i in wanted if i not in records]:
-        records[link_id] = yield from _read_one(link_id, hints, missing, dates)
+    for link_id in wanted:  # those the walk did not find
+        if link_id not in records:
+            records[link_id] = yield from _read_one(link_id, hints, missing, dates)
     return records
 
 

@@ -9,6 +9,7 @@ alias that belongs to another link ends it with that error.
 
 from __future__ import annotations
 
+import bisect
 import datetime as dt
 import logging
 from collections.abc import Iterable, Mapping
@@ -170,12 +171,12 @@ class Watch:
 
     def learn(self, link_id: int, record: Mapping[str, Any]) -> LinkstatsError | None:
         """Take in a fresh record of a watched link; an alias that belongs to another link is an error."""
-        actual = record.get("alias")
-        if self.check_alias and isinstance(actual, str) and actual != self.alias:
-            allowed = f"the alias of link {link_id}, which is {actual!r}; or give only one of them"
-            return LinkstatsInputError("alias", self.alias, allowed)
-        if self.single and self.alias is None and isinstance(actual, str) and actual:
-            self.alias = actual
+        if isinstance(actual := record.get("alias"), str):
+            if self.check_alias and actual != self.alias:
+                allowed = f"the alias of link {link_id}, which is {actual!r}; or give only one of them"
+                return LinkstatsInputError("alias", self.alias, allowed)
+            if self.single and self.alias is None:
+                self.alias = actual or None
         self.known[link_id] = known_from(record)
         return None
 
@@ -296,7 +297,7 @@ class Poll:
         # When (the worker's time) the earliest end they contradicted passes by those answers' own
         # Date: the next read, the first time only (a cached copy's Date never moves on).
         self.answers_wake: float | None = None
-        self._doubt_said: float | None = None  # when that was last logged (the worker's clock)
+        self._doubt_said = float("-inf")  # when that was last logged (the worker's clock)
 
     def polling(self) -> bool:
         """Whether some link must be asked about every interval: never checked, or only clicks can end it."""
@@ -308,7 +309,7 @@ class Poll:
         Each end waits at most ``batch`` seconds, and only when another end will share the read.
         Both are the service's times (``plan.service_time`` says when they have passed)."""
         ends = sorted(end for w in self.watches for i in w.pending if (end := w.known.get(i, (None,))[0]) is not None)
-        return (ends[0], max(e for e in ends if e <= ends[0] + self.batch)) if ends else None
+        return (ends[0], ends[bisect.bisect_right(ends, ends[0] + self.batch) - 1]) if ends else None
 
     def end_wake(self) -> float | None:
         """When (the worker's time) the next pending ends count as passed by the service's clock, as
@@ -380,7 +381,9 @@ class Poll:
 
     def _resolve_aliases(self, state: _Round) -> Plan[None]:
         """1. The link of a watch that knows only an alias; then the live watches and pending links."""
-        for watch in [w for w in self.watches if not w.link_ids]:
+        for watch in self.watches:
+            if watch.link_ids:
+                continue
             try:
                 yield from watch.resolve()
             except (LinkGoneError, LinkstatsInputError) as error:
@@ -396,7 +399,7 @@ class Poll:
         every = [w.existence_check_every for w in state.live if w.existence_check_every > 0]
         due_at = self.check_due()
         stale = due_at is not None and state.now >= due_at - min(0.5, self.interval / 10)  # a timer's early wake
-        return (bool(every) and self.rounds_since_check >= min(every)) or stale
+        return self.rounds_since_check >= min(every, default=float("inf")) or stale
 
     def _confirming(self, at: float) -> bool:
         """Whether ends that passed (by the clock as measured) are confirmed now: their batch is
@@ -477,7 +480,9 @@ class Poll:
         periodic check is done. An end the clock still says has passed, which the answer's own
         ``Date`` says has not, is doubted (``_doubt``)."""
         found, records = state.found, state.records
-        for watch in [w for w in state.live if w not in state.result.failed]:
+        for watch in state.live:
+            if watch in state.result.failed:
+                continue
             watch.pending = [i for i in watch.link_ids if i not in found]
             if not watch.pending:
                 state.result.expired[watch] = [found[i] for i in watch.link_ids]
@@ -495,12 +500,13 @@ class Poll:
         (``answers_wake``: a clock stepped back, whose next read confirms the step; a cached copy's
         fixed ``Date`` gets no second such read), and the log says so, once a minute at most."""
         told = self._contradicted(state)
-        first, self.doubted = not self.doubted, bool(told)
+        first, self.doubted, self.answers_wake = not self.doubted, bool(told), None
+        if not told:
+            return
         ends = {i: next(w.known[i][0] for w in state.live if i in w.known) for i in told}
-        self.answers_wake = None
-        if told and first:  # each end as far ahead of its answer as that answer's own Date says, plus the margin
+        if first:  # each end as far ahead of its answer as that answer's own Date says, plus the margin
             self.answers_wake = state.now + min(ends[i] - told[i] for i in told) + plan.margin(self.clock)
-        if told and (self._doubt_said is None or state.now - self._doubt_said >= DOUBT_LOG_EVERY):
+        if state.now - self._doubt_said >= DOUBT_LOG_EVERY:
             self._doubt_said = state.now
             self._say_doubt(state.now, told, ends)
 
@@ -508,7 +514,7 @@ class Poll:
         """The links read this round whose end has passed by the clock (as the answers left it) and
         not by their answer's own ``Date``: that ``Date`` for each."""
         at = plan.service_time(self.clock, state.now)
-        return {i: state.dated[i] for i, record in state.records.items() if record is not None and i in state.dated
+        return {i: state.dated[i] for i in state.records if i in state.dated  # a 404 has no Date there
                 and i not in state.found and any(w.ends_by(i, at) for w in state.live)}  # fmt: skip
 
     def _say_doubt(self, now: float, told: dict[int, float], ends: dict[int, float]) -> None:
@@ -535,7 +541,7 @@ class Poll:
         if self.pages.newest is None:
             return None
         listable = [*ends, *(clicks if self.expired_pages is None else [])]
-        hints = Pages(dict(self.pages.first_ids), max(self.pages.newest or 0, *pending))
+        hints = Pages(dict(self.pages.first_ids), max(self.pages.newest, *pending))
         left = [i for i in to_read if i not in set(listable)]
         rest = len(left) if len(left) <= GETS_MAX else hints.all_cost(left)
         budget = hints.all_cost(to_read) - rest - 1
@@ -546,9 +552,7 @@ class Poll:
         """``dates_listed`` from the records' end keys (each generation names the end its own way)."""
         if self.dates_listed is False:
             return
-        for record in records:
-            if record is None:
-                continue
+        for record in filter(None, records):  # None: a 404
             told = {g.lists_date_expiry for g in generations("links") if g.record_keys.get("expires_at") in record}
             if False in told:
                 self.dates_listed = False

@@ -12,10 +12,12 @@
     Expired listing every interval, which on phpShort 49 never lists a link whose window ended.
     The connection gives the bare site URL with ``api_version``, so the API root must be found:
     the worker's sensor finds it before deferring (``GET /stats/0``, not counted: it is the
-    worker's) and hands it over in the trigger's kwargs (``service_profile``), so the triggerer,
-    whose host has nothing learned yet (a private, empty learned-service cache), asks nothing; a
-    provider without the handover looks the root up once there. With ``--api-url`` the
-    connection gives the API URL, as the connections page recommends, and nobody looks it up.
+    worker's) and hands it over in the trigger's kwargs (``service_profile``), with the service's
+    clock that answer told (``service_clock``), so the triggerer, whose host has nothing learned
+    yet (a private, empty learned-service cache), asks nothing; a provider without the handover
+    looks the root up once there (and, without the clock, reads it once: ``GET /account``). With
+    ``--api-url`` the connection gives the API URL, as the connections page recommends, and nobody
+    looks it up (the sensor reads the clock in the worker).
     Every request the emulator got during the wait is counted, whatever its root, and sorted into
     look-ups and the waits' reads; the goal is at most 8 for 20 waits.
 (b) **1,000 waits ending over an hour** (``poke_interval`` 60 s, one existence check every 10
@@ -67,9 +69,12 @@ def child(links_file: str, result_file: str, poke_interval: float, limit: float)
     while not Path(links_file).exists():
         time.sleep(0.05)
     links = json.loads(Path(links_file).read_text())
-    knows_ends = "known" in inspect.signature(LinkstatsLinkExpiredTrigger).parameters
-    handover = json.loads(Path(links_file + ".profile").read_text()) if Path(links_file + ".profile").exists() else None
-    takes_profile = handover and "service_profile" in inspect.signature(LinkstatsLinkExpiredTrigger).parameters
+    accepted = inspect.signature(LinkstatsLinkExpiredTrigger).parameters
+    knows_ends = "known" in accepted
+    handover_file = Path(links_file + ".handover")
+    handover = json.loads(handover_file.read_text()) if handover_file.exists() else {}
+    # What the deferring sensor hands over, as far as this provider's trigger takes it.
+    handed = {name: value for name, value in handover.items() if value is not None and name in accepted}
     triggers = [
         LinkstatsLinkExpiredTrigger(
             linkstats_conn_id=CONN,
@@ -78,7 +83,7 @@ def child(links_file: str, result_file: str, poke_interval: float, limit: float)
             poke_interval=poke_interval,
             verified=True,  # as the sensor defers from a create task's record
             **({"known": {str(link["id"]): [link["ends"], False]}} if knows_ends else {}),
-            **({"service_profile": handover} if takes_profile else {}),
+            **handed,
         )
         for link in links
     ]
@@ -100,7 +105,7 @@ def child(links_file: str, result_file: str, poke_interval: float, limit: float)
 
     asyncio.run(fleet())
     delays = [fired[i] - link["ends"] for i, link in enumerate(links) if i in fired]
-    result = {"fired": len(fired), "delays": delays, "knows_ends": knows_ends, "handed_profile": bool(takes_profile)}
+    result = {"fired": len(fired), "delays": delays, "knows_ends": knows_ends, "handed": sorted(handed)}
     Path(result_file).write_text(json.dumps(result))
 
 
@@ -159,8 +164,8 @@ def run_waits(
                     end = link_timing(record).ends_at
                     ends_at = end.timestamp() if end else None
                     links.append({"id": record["id"], "alias": record["alias"], "ends": ends_at})
-                if not api_url:  # what the sensor's hook found in the worker before deferring
-                    (workdir / "links.json.profile").write_text(json.dumps(_worker_profile(emu.url, version)))
+                # What the sensor found in the worker before deferring (its requests are the worker's).
+                (workdir / "links.json.handover").write_text(json.dumps(_worker_handover(emu.url, version, api_url)))
                 emu.reset_stats()
                 (workdir / "links.tmp").write_text(json.dumps(links))
                 (workdir / "links.tmp").rename(links_file)
@@ -180,25 +185,36 @@ def run_waits(
     return result
 
 
-def _worker_profile(url: str, version: str) -> dict[str, Any] | None:
-    """The service profile a deferring sensor hands over: the worker's discovery of the API root
-    (in the worker, so not counted with the triggerer's requests); None with a provider without it."""
+def _worker_handover(url: str, version: str, api_url: bool) -> dict[str, Any]:
+    """What a deferring sensor hands its trigger besides the inputs (``LinkstatsLinkExpiredSensor._defer``):
+    the service profile its hook found (none when the connection gives the API URL: no look-up) and
+    the service's clock it measured before deferring (``_handed_clock``: from the look-up's answer,
+    else one ``GET /account``). Both are the worker's requests, made before the count starts; empty
+    with a provider that has neither."""
     try:
         from airflow_provider_linkstats.client.api import LinkstatsClient
         from airflow_provider_linkstats.client.auth import ApiKey
         from airflow_provider_linkstats.client.generations import generation_for
         from airflow_provider_linkstats.client.protocol import api_roots
         from airflow_provider_linkstats.client.settings import ClientSettings
-        from benchmarks.common import API_KEY
+        from benchmarks.common import API_KEY, API_PREFIX
     except ImportError:
-        return None
-    roots = api_roots(url)
+        return {}
+    roots = (url + API_PREFIX,) if api_url else api_roots(url)
     client = LinkstatsClient(ClientSettings(root=roots[0]), ApiKey(API_KEY))
+    handover: dict[str, Any] = {}
     try:
-        profile = client.discover("links", roots=roots, generation=generation_for("links", version))
+        if not api_url:
+            profile = client.discover("links", roots=roots, generation=generation_for("links", version))
+            handover["service_profile"] = {
+                "service": profile.service, "root": profile.root, "generation": profile.generation,
+            }  # fmt: skip
+        clock = client.ensure_clock() if hasattr(client, "ensure_clock") else None
+        if clock is not None and clock.known:
+            handover["service_clock"] = {"offset": round(clock.offset, 3), "uncertainty": round(clock.uncertainty, 3)}
     finally:
         client.close()
-    return {"service": profile.service, "root": profile.root, "generation": profile.generation}
+    return handover
 
 
 def _shown(request: dict[str, Any]) -> str:

@@ -16,7 +16,10 @@ plan's kinds and no more than its count:
   pending link: the periodic check),
 - one page of the All listing per batch of ends (each is the periodic check too),
 - never a request per link: no ``GET /links/{id}``, no Expired listing (nothing has a click limit),
-- one read of the service's clock (``GET /account``): no sensor handed one over.
+- one read of the service's clock (``GET /account``): no sensor handed one over; none when the
+  triggers come from the sensors' own deferral (the last test), which hands the clock the look-up's
+  answer told: what ``benchmarks/end_times.py`` models, 8 requests there on phpShort 49 (its 9th was
+  that read: the benchmark handed the trigger the profile but not the clock).
 
 Not a timed test: a slow machine can only merge batches (fewer requests), never add one.
 """
@@ -162,3 +165,72 @@ def test_20_waits_ending_at_one_minute_on_44_cost_the_plans_requests(emulators, 
     finally:
         emu.reset()
     check(result, links, ends, start)
+
+
+def test_20_sensors_deferring_on_49_hand_over_what_the_triggerer_needs_and_cost_the_plans_pages(
+    emulators, monkeypatch, fast_batches
+):
+    """The benchmark's case end to end: each ``LinkstatsLinkExpiredSensor(deferrable=True)`` is given
+    its link's record (a create task's XCom) on a connection with the bare site URL, defers, and its
+    trigger runs with the kwargs the sensor built; the 20 triggers share one poller. What the
+    sensors sent in the worker is not counted. The triggerer asks nothing but pages of the All
+    listing: no look-up of the root (``service_profile``), no read of the clock (``service_clock``;
+    without it, one ``GET /account`` more), at most the plan's count."""
+    from airflow.providers.common.compat.sdk import TaskDeferred
+
+    from airflow_provider_linkstats.hooks.linkstats import LinkstatsLinksHook
+    from airflow_provider_linkstats.sensors.links import LinkstatsLinkExpiredSensor
+    from airflow_provider_linkstats.triggers.links import LinkstatsLinkExpiredTrigger
+
+    emu = emulators("49")
+    emu.reset()
+    monkeypatch.setenv(
+        "AIRFLOW_CONN_LINKSTATS_LINKS_DEFAULT", connection_json(emu.url, probing=True, api_version="49")
+    )
+    # Ends over 7 whole seconds, the first far enough ahead that no sensor sees it pass before deferring.
+    first = math.ceil(emu.clock.now().timestamp()) + 8
+    ends = [float(first + i // 3) for i in range(WAITS)]
+    fmt = "%Y-%m-%dT%H:%M:%S"
+    for i, end in enumerate(ends):
+        moment = dt.datetime.fromtimestamp(end, dt.timezone.utc)
+        window = {
+            "active_period_start_at": (moment - dt.timedelta(hours=1)).strftime(fmt),
+            "active_period_end_at": moment.strftime(fmt),
+        }
+        emu.store.add_link(url=f"https://example.com/{i}", alias=f"d{i}", **window)
+    try:
+        hook = LinkstatsLinksHook()
+        try:
+            links = sorted(hook.list_links(), key=lambda record: record["id"])  # the create tasks' records
+        finally:
+            hook.close()
+        kwargs = []
+        for link in links:
+            sensor = LinkstatsLinkExpiredSensor(
+                task_id=f"wait_{link['id']}", link_id=link, poke_interval=INTERVAL,
+                existence_check_every=EVERY, deferrable=True,
+            )  # fmt: skip
+            with pytest.raises(TaskDeferred) as deferred:
+                sensor.execute({})
+            kwargs.append(deferred.value.trigger.serialize()[1])
+        assert all(k["service_profile"] and k["service_clock"] for k in kwargs), kwargs[0]
+        emu.stats.reset()
+        start = emu.clock.now().timestamp()
+
+        async def scenario() -> list[dict]:
+            async def first_event(trigger) -> dict:
+                async for event in trigger.run():
+                    return event.payload
+                return {}
+
+            triggers = [LinkstatsLinkExpiredTrigger(**k) for k in kwargs]
+            return await asyncio.wait_for(asyncio.gather(*(first_event(t) for t in triggers)), 60)
+
+        events = asyncio.run(scenario())
+        sent = [(r["method"], r["path"], r["query"].get("status")) for r in emu.stats.requests()]
+    finally:
+        emu.reset()
+    assert [e["status"] for e in events] == ["success"] * WAITS, events
+    assert [e["links"][0]["id"] for e in events] == [link["id"] for link in links]
+    assert all(s[:2] == ("GET", PAGE) and s[2] == ["0"] for s in sent), sent  # no look-up, no clock, no GET each
+    assert len(sent) <= planned(ends, start), (len(sent), planned(ends, start), sent)

@@ -1,9 +1,7 @@
 """Wait until a short link (or every link of a list) has expired.
 
 The scheduler imports this module on every DAG parse, so it imports no HTTP library and not the
-hooks module (nor the dialect tables behind it): the hook and the trigger are imported inside the
-methods that use them, and the default connection id is read from ``hooks/connection.py``, where the
-hook reads it too.
+hooks module: the hook and the trigger are imported inside the methods that use them.
 """
 
 from __future__ import annotations
@@ -136,9 +134,8 @@ class LinkstatsLinkExpiredSensor(BaseSensorOperator):
         return False
 
     def _get_next_poke_interval(self, started_at: Any, run_duration: Callable[[], float], poke_count: int) -> float:
-        """Airflow's next poke (a sleep in poke mode, a reschedule in reschedule mode). When nothing
-        needs polling it goes to the watched link's end, or sooner to the periodic read that bounds
-        how stale the known end can be (``Poll.next_round``), never past the sensor's timeout."""
+        """Airflow's next poke: when nothing needs polling, at the watched link's end or sooner at
+        the periodic read (``Poll.next_round``), never past the sensor's timeout."""
         interval = super()._get_next_poke_interval(started_at, run_duration, poke_count)
         if self._poll.end_wake() is None:  # a poke came first: _poll is set
             return interval
@@ -164,7 +161,7 @@ class LinkstatsLinkExpiredSensor(BaseSensorOperator):
         return max(until, END_GAP if at_end else float(self.poke_interval))
 
     def execute_complete(self, context: Any, event: Any = None) -> Any:
-        """Turn the trigger's event into the records, or the failure a poke would have raised."""
+        """The trigger's event as the records, or the failure a poke would have raised."""
         from airflow_provider_linkstats.hooks.outcomes import raise_for_event
 
         return self._result(raise_for_event(event, soft_fail=self.soft_fail))
@@ -186,7 +183,7 @@ class LinkstatsLinkExpiredSensor(BaseSensorOperator):
         return self._watch
 
     def _poke_once(self, check: bool | None = None) -> RoundResult:
-        """One round of the wait's plan; a failed watch raises its error, as fail-fast as an operator's."""
+        """One round of the wait's plan; a failed watch raises its error."""
         from airflow_provider_linkstats.client.protocol import drive
         from airflow_provider_linkstats.hooks.outcomes import failing_fast
 
@@ -202,7 +199,7 @@ class LinkstatsLinkExpiredSensor(BaseSensorOperator):
         return result
 
     def _first_poke(self) -> RoundResult:
-        """The worker's one poke before deferring, failing as a poke in BaseSensorOperator would."""
+        """The worker's one poke before deferring, failing as BaseSensorOperator's poke would."""
         try:
             return self._poke_once()
         except Exception as error:
@@ -239,8 +236,7 @@ class LinkstatsLinkExpiredSensor(BaseSensorOperator):
         self.defer(trigger=trigger, method_name="execute_complete", timeout=backstop)
 
     def _handed_profile(self) -> dict[str, Any] | None:
-        """Where the hook found the API and its version, if it did (no request, no secret): the
-        triggerer then needs no look-up of its own (``KnownService.adopt``)."""
+        """Where the hook found the API and its version, if it did: the triggerer needs no look-up."""
         known = getattr(self.__dict__.get("hook"), "__dict__", {}).get("known")  # None: no hook, or no look-up yet
         profile = getattr(known, "profile", None)
         if not getattr(profile, "generation", None):
@@ -248,15 +244,14 @@ class LinkstatsLinkExpiredSensor(BaseSensorOperator):
         return {"service": profile.service, "root": profile.root, "generation": profile.generation}
 
     def _handed_clock(self) -> dict[str, float] | None:
-        """The service's clock as this worker measured it (no request, no secret), so the triggerer
-        sleeps towards an end by the service's clock before its own first answer corrects it."""
+        """The service's clock as this worker measured it, for the triggerer's first sleep."""
         clock = self._poll.clock
         if clock is None or not clock.known:
             return None
         return {"offset": round(clock.offset, 3), "uncertainty": round(clock.uncertainty, 3)}
 
     def _trigger_kwargs(self, **inputs: Any) -> dict[str, Any]:
-        """The trigger's kwargs: what the wait is about (``inputs``), and the sensor's settings."""
+        """The trigger's kwargs: what the wait is about, and the sensor's settings."""
         return {
             "linkstats_conn_id": self.linkstats_conn_id,
             **inputs,
@@ -295,7 +290,7 @@ class LinkstatsLinkExpiredSensor(BaseSensorOperator):
 
 
 def _reschedule_count(context: Any) -> int | None:
-    """How many times this try was rescheduled (Airflow 3 puts it in the context; 2.x has a table)."""
+    """How many times this try was rescheduled (in Airflow 3's context; 2.x has a table)."""
     get = getattr(context, "get", lambda _key: None)
     if (count := get("task_reschedule_count")) is not None:
         return int(count)
@@ -316,8 +311,7 @@ def _reschedule_count(context: Any) -> int | None:
 
 
 def _plain(value: Any, *, static: bool = False) -> bool:
-    """JSON-like data (no XComArg or other object that only a worker can resolve); ``static``: and
-    no Jinja either, so known at DAG parse time."""
+    """JSON-like data (nothing only a worker can resolve); ``static``: and no Jinja either."""
     if isinstance(value, str):
         return not static or not any(marker in value for marker in _JINJA_MARKERS)
     if isinstance(value, (list, tuple)):

@@ -1,15 +1,8 @@
-"""The deferrable half of ``LinkstatsLinkExpiredSensor``: the same pokes, sent from the triggerer.
+"""The deferrable half of ``LinkstatsLinkExpiredSensor``, and the expiry watcher's trigger.
 
-Its arguments are plain JSON and never hold the API key: the connection is read (with
-common-compat's async helper) when polling starts. The polling is shared (``triggers/poller.py``;
-what it sends: docs/waiting.md) by every trigger of one connection in one triggerer; each trigger
-still yields its own event. This module imports no HTTP library and not the hooks module (DAG
-files import it for the expiry watcher): the hook and the async client are loaded when a trigger
-runs.
-
-Failures are bounded (docs/waiting.md): a transient one waits the poke interval or a longer
-``Retry-After``, ``max_transport_failures`` in a row end the wait with an error event, anything
-else ends it at once. At the deadline it yields a timeout event.
+Their arguments are plain JSON and never hold the API key: the connection is read when polling
+starts. This module imports no HTTP library and not the hooks module (DAG files import it for the
+expiry watcher): the hook and the async client are loaded when a trigger runs.
 """
 
 from __future__ import annotations
@@ -46,8 +39,7 @@ __all__ = ["LinkstatsLinkExpiredTrigger", "LinkstatsLinksExpiredEventTrigger"]
 
 
 class _Arguments:
-    """For both triggers: the kwargs are exactly the arguments of ``__init__``, as the instance holds
-    them; the repr names the connection and what is watched (``_shown``), never the key."""
+    """The kwargs are exactly the arguments of ``__init__``; the repr never shows the key."""
 
     _shown: tuple[str, ...] = ()
 
@@ -104,8 +96,7 @@ class LinkstatsLinkExpiredTrigger(_Arguments, BaseTrigger):
         service_clock: dict[str, Any] | None = None,
     ) -> None:
         super().__init__()
-        # Named like the sensor's template fields: on Airflow >= 3.3, start_from_trigger renders
-        # them here, in the triggerer, before run().
+        # Named like the sensor's template fields: start_from_trigger renders them here (3.3+).
         self.linkstats_conn_id = linkstats_conn_id
         self.link_id = link_id
         self.alias = alias
@@ -148,8 +139,8 @@ class LinkstatsLinkExpiredTrigger(_Arguments, BaseTrigger):
         yield TriggerEvent(event)
 
     async def _event(self, subscription: Any, deadline: float | None) -> JsonDict:
-        """The wait's end: the poller's event, a timeout at the deadline, or an error once the
-        failed polls in a row reach ``max_transport_failures``."""
+        """The poller's event, a timeout at the deadline, or an error once the failed polls in a row
+        reach ``max_transport_failures``."""
         watch = subscription.watch
         while True:
             remaining = None if deadline is None else deadline - time.time()
@@ -170,7 +161,7 @@ class LinkstatsLinkExpiredTrigger(_Arguments, BaseTrigger):
 
 
 def _handed_clock(value: Any) -> tuple[float, float] | None:
-    """``service_clock`` as (offset, uncertainty); anything else (none handed, another shape) is None."""
+    """``service_clock`` as (offset, uncertainty), or None for anything else."""
     if not isinstance(value, dict):
         return None
     offset, uncertainty = value.get("offset"), value.get("uncertainty", 0.0)
@@ -193,10 +184,8 @@ def _deadline(value: Any) -> float | None:
     return moment.timestamp()
 
 
-# Reported links of event triggers without an asset_state_store (Airflow < 3.3, or run directly),
-# by the trigger's kwargs: a run() started again in the same process (Airflow restarts a watcher
-# whose run() ended) does not report them twice. Lost with the process: after a triggerer restart
-# the links still Expired are reported once more.
+# Reported links of event triggers without an asset_state_store (Airflow < 3.3), by the trigger's
+# kwargs: a run() started again in the same process does not report them twice.
 _REPORTED_IN_MEMORY: dict[str, JsonDict] = {}
 
 
@@ -285,7 +274,7 @@ class LinkstatsLinksExpiredEventTrigger(_Arguments, BaseEventTrigger):
                 await client.aclose()
 
     def _failed(self, error: Exception, interval: float) -> float:
-        """Log a failed poll; the seconds until the next one."""
+        """Log a failed poll; the seconds until the next."""
         if not isinstance(error, LinkstatsError):  # connection missing or unusable: say which, never its content
             self.log.error("Connection %r is unusable (%s); next try in %.1f s", self.linkstats_conn_id,
                            describe(error), interval)  # fmt: skip
@@ -296,8 +285,7 @@ class LinkstatsLinksExpiredEventTrigger(_Arguments, BaseEventTrigger):
         return wait
 
     async def _state(self, method: str, *args: Any) -> Any:
-        """Read or write the memory in the asset_state_store Airflow (>= 3.3) gave this watcher,
-        else (or once it failed) in this process's memory."""
+        """The memory in the watcher's asset_state_store (Airflow >= 3.3), else in this process."""
         store = getattr(self, "asset_state_store", None)
         if store is not None:
             try:

@@ -1,10 +1,8 @@
 """One poller per connection in a triggerer: every waiting ``LinkstatsLinkExpiredTrigger`` shares it.
 
-Each trigger joins the poller of its connection id in its event loop (the triggerer runs all its
-triggers in one loop) and waits for a note addressed to it. The poller owns one HTTP client (a
-pool of at most ``MAX_CONNECTIONS``, one rate limiter) and runs ``waiting.watch.Poll`` rounds at
-the pace of the smallest ``poke_interval`` (what they send: docs/waiting.md). Each trigger still
-yields its own event, logs its own failed polls and keeps its own deadline and failure budget.
+The poller owns one HTTP client (one rate limiter) and runs ``waiting.watch.Poll`` rounds at the
+pace of the smallest ``poke_interval``; each trigger waits for notes addressed to it, and keeps its
+own event, deadline and failure budget.
 """
 
 from __future__ import annotations
@@ -14,7 +12,7 @@ import contextlib
 import contextvars
 import logging
 import weakref
-from dataclasses import dataclass
+from dataclasses import KW_ONLY, dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from airflow_provider_linkstats.client.errors import LinkstatsError, is_transient
@@ -44,23 +42,17 @@ class Note:
     wait: float = 0.0  # seconds until the next poll
 
 
+@dataclass(eq=False)
 class Subscription:
     """One trigger's membership: its watch, its pace, and the notes addressed to it."""
 
-    def __init__(
-        self,
-        watch: Watch,
-        *,
-        interval: float,
-        handed: dict[str, Any] | None = None,
-        clock: tuple[float, float] | None = None,
-    ) -> None:
-        self.watch = watch
-        self.interval = interval
-        self.handed = handed  # the service profile the sensor handed over, if any
-        self.clock = clock  # the service's clock as the sensor measured it: (offset, uncertainty)
-        self.failures = 0
-        self.notes: asyncio.Queue[Note] = asyncio.Queue()
+    watch: Watch
+    _: KW_ONLY
+    interval: float
+    handed: dict[str, Any] | None = None  # the service profile the sensor handed over, if any
+    clock: tuple[float, float] | None = None  # the service's clock as the sensor measured it: (offset, uncertainty)
+    failures: int = 0
+    notes: asyncio.Queue[Note] = field(default_factory=asyncio.Queue)
 
 
 # Pollers of each running event loop, by connection id. A loop that ends takes its pollers along.
@@ -110,7 +102,7 @@ class SharedPoller:
         self._changed.set()
 
     def handed(self) -> dict[str, Any] | None:
-        """The first service profile a trigger was handed (the hook checks it is the connection's)."""
+        """The first service profile a trigger was handed."""
         return next((s.handed for s in self.subscriptions.values() if s.handed), None)
 
     def min_interval(self) -> float:
@@ -140,8 +132,7 @@ class SharedPoller:
             self._finish(subscription, {"status": "error", "reason": reason, "message": message})
 
     async def _poll(self, client: AsyncLinkstatsClient) -> None:
-        """Rounds when ``Poll.next_round`` says (the smallest poke_interval, or the next ends to
-        confirm), or later after a failure, until no trigger is left."""
+        """Rounds when ``Poll.next_round`` says, or later after a failure, until no trigger is left."""
         loop = asyncio.get_running_loop()
         started, last = 0.0, None  # the last round, on the loop's clock and on the waits' clock
         extra_wait = 0.0
@@ -194,10 +185,8 @@ class SharedPoller:
 
     async def _adopt_clock(self, client: AsyncLinkstatsClient) -> None:
         """Before the service has answered this poller, the clock a deferring sensor measured stands
-        in for it (not the triggerer's own): the first answer replaces it where they disagree (the
-        worker's and the triggerer's clocks, both kept by NTP, usually differ by far less than a
-        second). With none handed, and an end to sleep towards, the clock is read first (one request:
-        ``ensure_clock``), so the read at the end counts it as passed and fires."""
+        in for it (the first answer replaces it where they disagree). With none handed, and an end
+        to sleep towards, the clock is read first, so the read at the end counts it as passed."""
         if client.clock.known:
             return
         handed = next((s.clock for s in self.subscriptions.values() if s.clock is not None), None)

@@ -1,14 +1,11 @@
 """Expired links as a feed: each poll, the links that ended and were not reported before.
 
-phpShort 44-45 list them under the Expired filter (``status=2``); 46+ list there only links that
-reached their click limit, so there the walk reads the All listing and decides each record
-(``LinkTiming.ended``): one walk either way, ceil(links walked / 100) requests, narrowed by the
-optional ``search``/``search_by``/``domain_id``/``space_id`` filters. A link whose window has not
-started yet is not reported: it has not ended, and deleting it would cancel a scheduled campaign.
+phpShort 44-45 list them under the Expired filter; 46+ list there only links that reached their
+click limit, so there the walk reads the All listing and decides each record. A link whose window
+has not started yet is not reported: deleting it would cancel a scheduled campaign.
 
-The memory of what was reported holds only links still ended, plus those missing from the last
-walk alone: a cleanup deleting links while a walk is under way shifts the later pages, so one walk
-may miss a link that is still there; it is forgotten only once two walks in a row did not list it.
+The memory of what was reported holds only links still ended, plus those missing from the last walk
+alone: deletes during a walk shift its later pages, so a link is forgotten once two walks missed it.
 """
 
 from __future__ import annotations
@@ -44,17 +41,14 @@ class ExpiredFeed:
         self.changed = False  # the memory changed in the last news(): worth saving
 
     def walk(self, dialect: Generation | None = None, clock: ServiceClock | None = None) -> Plan[list[JsonDict]]:
-        """Every ended link the (filtered) listing holds. Where the walk decides (46+), a link has
-        ended once its end is at or before the page's own ``Date`` (the service's time when it answered:
-        no offset the answer contradicts decides); a page without one is read by the service's
-        ``clock`` (the client's) less its margin, the worker's clock without a clock."""
+        """Every ended link the (filtered) listing holds. Where the walk decides (46+), by each page's
+        own ``Date``; a page without one by the service's ``clock`` less its margin."""
         decide = not getattr(dialect, "lists_date_expiry", True)  # no dialect: the listing decides
         filters = {**self.filters, "status": int(LinkStatus.ALL)} if decide else self.filters
         records: list[JsonDict] = []
         answered: list[Any] = []
 
         def take(items: list[JsonDict]) -> bool:
-            # By the page's own Date where it has one: no offset the answer contradicts decides.
             told = plan.answered_at(answered[-1]) if answered else None
             moment = dt.datetime.fromtimestamp(plan.service_time(clock) if told is None else told, dt.timezone.utc)
             records.extend(r for r in items if not decide or link_timing(r).ended(moment))

@@ -39,29 +39,25 @@ ALL_NEWEST_FIRST = {**ALL_OLDEST_FIRST, "sort": "desc"}
 
 
 def now() -> float:
-    """The worker's clock (epoch seconds): the waits' pace (when the next round is due) counts on
-    it. An end time is the service's: ``offset`` converts between the two."""
+    """The worker's clock (epoch seconds): the waits' pace counts on it; ends are the service's."""
     return time.time()
 
 
 def offset(clock: ServiceClock | None) -> float:
-    """Seconds to add to ``now()`` to read the service's clock: what ``clock`` (the client's) learnt
-    from the ``Date`` of its answers; 0 before any answer, where the worker's clock stands in. A
-    test whose emulator's clock jumps (a real one does not) makes the waits follow it here."""
+    """Seconds to add to ``now()`` to read the service's clock (learnt from the ``Date`` of its
+    answers); 0 without a clock, where the worker's stands in."""
     return clock.offset if clock is not None else 0.0
 
 
 def margin(clock: ServiceClock | None) -> float:
-    """Seconds an end must be past, by the service's clock as measured, before a wait counts it
-    as past (``ServiceClock.wait_margin``: the measurement's uncertainty and a stated margin of
-    1 s; a cleanup's delete waits out 2 s); 0 with no clock (a plan run on its own, in tests)."""
+    """Seconds an end must be past, by the service's clock as measured, before a wait counts it as
+    past (``ServiceClock.wait_margin``); 0 with no clock (a plan run on its own, in tests)."""
     return clock.wait_margin if clock is not None else 0.0
 
 
 def service_time(clock: ServiceClock | None, worker: float | None = None) -> float:
-    """The service's time when the worker's clock reads ``worker`` (epoch seconds; default: now),
-    less the margin: an end at or before it has passed by the service's clock, whichever way the
-    measurement errs."""
+    """The service's time at ``worker`` (default: now) less the margin: an end at or before it has
+    passed by the service's clock, whichever way the measurement errs."""
     return (now() if worker is None else worker) + offset(clock) - margin(clock)
 
 
@@ -76,9 +72,8 @@ def worker_time(clock: ServiceClock | None, end: float) -> float:
 
 
 def answered_at(response: ApiResponse | None) -> float | None:
-    """The service's own time when it answered (its ``Date``, epoch seconds), or None without one.
-    A wait decides that a link ended by it, never by an offset the answer in hand contradicts: the
-    service's clock had reached ``Date`` when it answered (a cached page's older ``Date`` says less)."""
+    """The service's own time when it answered (its ``Date``, epoch seconds), or None without one:
+    a wait decides that a link ended by it, never by an offset the answer in hand contradicts."""
     from airflow_provider_linkstats.client.clock import parse_http_date
 
     headers = getattr(response, "headers", None) or {}
@@ -86,11 +81,8 @@ def answered_at(response: ApiResponse | None) -> float | None:
 
 
 class LinkGoneError(LinkstatsNotFoundError):
-    """A watched link does not exist (any more): waiting for it to expire would never end.
-
-    The text leads with the fix, then names the connection and the request that told (method and
-    full URL, from the answer: ``url`` and ``conn_id``); ``alias`` for a link looked up by alias.
-    """
+    """A watched link does not exist (any more): waiting for it to expire would never end. The text
+    leads with the fix, then names the connection and the request that told."""
 
     def __init__(
         self,
@@ -117,7 +109,7 @@ class LinkGoneError(LinkstatsNotFoundError):
 
     @classmethod
     def from_answer(cls, link_id: int, answer: LinkstatsNotFoundError | None) -> LinkGoneError:
-        """The link's 404, as the wait reports it (with the URL and connection the answer names)."""
+        """The link's 404, as the wait reports it."""
         return cls(link_id, url=getattr(answer, "url", ""), conn_id=getattr(answer, "conn_id", None))
 
 
@@ -127,9 +119,8 @@ def walk_pages(
     answered: list[ApiResponse] | None = None,
 ) -> Plan[int]:
     """Yield a listing's pages until ``take(items)`` has seen enough or the pages run out; returns
-    the requests made (``answered`` collects the answers, for error texts). Page requests are
-    built from our own filters, never from ``links.next`` (real installs drop the status filter
-    from it)."""
+    the pages read. Built from our own filters, never from ``links.next`` (real installs drop the
+    status filter from it)."""
     page_number = 1
     guard = PageGuard(MAX_PER_PAGE)  # a listing whose paging lies (no meta, pages that repeat) still ends
     while True:
@@ -154,19 +145,16 @@ class Pages:
     newest: int | None = None
 
     def plan(self, wanted: list[int]) -> tuple[dict[str, Any], int]:
-        """Filters and first page: newest first for links among the newest (a wait's usual case, and
-        all that is known before a first walk), else oldest first from one page before the lowest
-        id's page (links deleted meanwhile shift pages towards the start)."""
+        """Filters and first page: newest first for links among the newest (and before a first
+        walk), else oldest first from the page before the lowest id's (deletes shift pages down)."""
         low, high = min(wanted), max(wanted)
         if self.newest is None or self.newest - high < low:
             return ALL_NEWEST_FIRST, 1
         return ALL_OLDEST_FIRST, max(1, max((p for p, i in self.first_ids.items() if i <= low), default=1) - 1)
 
     def all_cost(self, wanted: list[int]) -> int:
-        """About how many pages a walk of the All listing for ``wanted`` reads (``plan``'s end, ids
-        one apart): from the newest id down to the lowest wanted, or across the wanted ids' spread
-        plus the page before; a large number before anything is known of the newest id. ``wanted``
-        is never empty (``Poll._walk_budget`` asks only about more than ``GETS_MAX`` links)."""
+        """About how many pages a walk of the All listing for ``wanted`` reads (ids one apart); a
+        large number before the newest id is known."""
         filters, _ = self.plan(wanted)
         low, high = min(wanted), max(wanted)
         if self.newest is None:
@@ -187,12 +175,10 @@ def read_links(
 ) -> Plan[dict[int, JsonDict | None]]:
     """Each link's record, or None for one that does not exist: the one existence check.
 
-    More than ``gets_max`` links are looked for in the All listing first (stopping once all are
-    seen; ``Pages`` picks the end to start from), so the cost is pages, not links; only those it
-    missed are read one by one, so nothing but a real 404 says a link is gone. The records of
-    ``riders`` that the walked pages hold come along too, at no extra request (a rider not seen
-    is simply left out: never a GET, never taken for gone). ``missing`` collects each 404, ``dated``
-    the ``Date`` of the answer each record came in (``answered_at``).
+    More than ``gets_max`` links are looked for in the All listing first, so the cost is pages, not
+    links; only those it missed are read one by one, so nothing but a real 404 says a link is gone.
+    ``riders`` on the walked pages come along at no extra request (one not seen is left out).
+    ``missing`` collects each 404, ``dated`` the ``Date`` of the answer each record came in.
     """
     wanted = list(dict.fromkeys(link_ids))
     records: dict[int, JsonDict | None] = {}
@@ -211,7 +197,6 @@ def read_links(
 def _walk_all(
     wanted: list[int], along: set[int], hints: Pages, records: dict[int, JsonDict | None], dates: dict[int, float]
 ) -> Plan[None]:
-    """``read_links``' walk of the All listing: the records of ``wanted`` and ``along`` it holds."""
     remaining = set(wanted)
     answered: list[ApiResponse] = []
     filters, start = hints.plan(wanted)
@@ -242,7 +227,6 @@ def _walk_all(
 def _read_one(
     link_id: int, hints: Pages, missing: dict[int, LinkstatsNotFoundError] | None, dates: dict[int, float]
 ) -> Plan[JsonDict | None]:
-    """``read_links``' GET /links/{id}: the record, or None for a 404 (the link is gone)."""
     request = build_get(LINKS, link_id)
     try:
         response = yield request
@@ -261,10 +245,8 @@ def _read_one(
 def expired_listed(
     link_ids: Iterable[int], alias: str | None = None, *, max_pages: int | None = None
 ) -> Plan[tuple[dict[int, JsonDict], int]]:
-    """The watched links the Expired listing (status=2) holds, narrowed to ``alias`` when given,
-    stopping once every one was seen (or after ``max_pages`` pages). It lists links that reached
-    their click limit on every version (and, up to phpShort 45, links whose date passed). Returns
-    them and the pages read."""
+    """The watched links the Expired listing (status=2) holds, and the pages read: narrowed to
+    ``alias`` when given, stopping once every one was seen (or after ``max_pages``)."""
     wanted = set(link_ids)
     found: dict[int, JsonDict] = {}
     filters: JsonDict = {"status": int(LinkStatus.EXPIRED), "per_page": MAX_PER_PAGE}
@@ -283,7 +265,7 @@ def expired_listed(
 
 
 def record_id(record: Mapping[str, Any]) -> int | None:
-    """A record's id as an int (the service may send it as a string)."""
+    """A record's id as an int (the service may send a string)."""
     value = record.get("id")
     if isinstance(value, str) and value.strip().isdigit():
         return int(value.strip())

@@ -1,10 +1,7 @@
 """One wait (``Watch``) and the rounds that answer many of them at once (``Poll``), without I/O.
 
-How a link ends (an end time in its record, confirmed by one read when it comes; a click limit,
-seen only in the Expired listing) and when existence is checked: docs/waiting.md. A round's steps
-are in ``Poll.round``. A record decides by itself (``LinkTiming.ended``); a window not started yet
-(46+) is not an end. A watch is over when all its links are ended in the same round; a 404 or an
-alias that belongs to another link ends it with that error.
+How a link ends and when existence is checked: docs/waiting.md. A watch is over when all its links
+are ended in the same round; a 404 or an alias that belongs to another link ends it with that error.
 """
 
 from __future__ import annotations
@@ -48,23 +45,21 @@ log = logging.getLogger(__name__)
 # What a record says about a link's end: (end as epoch seconds or None, whether a click limit is set).
 Known = tuple[float | None, bool]
 
-# The longest a wait goes without reading its pending links' records, whatever poke_interval and
-# existence_check_every say (existence_check_every=0 included): an end moved earlier, or a deleted
-# link, is noticed within an hour even when the known end is days away.
+# The longest a wait goes without reading its pending links' records, whatever the settings say:
+# an end moved earlier, or a deleted link, is noticed within an hour even with the end days away.
 STALENESS_CAP = 3600.0
-# The least time between two rounds when an end, not the interval, sets the pace: a read that found
-# the end not passed yet by the clock it corrected is followed by one at the corrected end.
+# The least time between two rounds when an end, not the interval, sets the pace.
 END_GAP = 1.0
 # A wait that cannot tell whether an end passed (its answers contradict the clock) says so this often.
 DOUBT_LOG_EVERY = 60.0
 
 
 def staleness_bound(interval: float, every: int) -> float:
-    """Seconds between reads of a waiting link's record (docs/waiting.md, "Bounded staleness"):
-    ``interval * every`` (``existence_check_every`` pokes), at most ``STALENESS_CAP`` (the cap
-    alone when ``every`` is 0, or with no known interval), and never less than one ``interval``."""
+    """Seconds between reads of a waiting link's record (docs/waiting.md, "Bounded staleness")."""
     period = interval * every if every > 0 and interval > 0 else STALENESS_CAP
     return max(interval, min(period, STALENESS_CAP))
+
+
 _TIMING_KEYS = ("ends_at", "active_period_end_at", "expires_at", "expiration_clicks", "clicks_limit")
 
 
@@ -75,9 +70,7 @@ def known_from(record: Mapping[str, Any]) -> Known:
 
 class Watch:
     """One wait: its links, the alias when known, and what their records said about their end.
-
-    Build it with ``from_inputs`` (which validates). It holds no key and no connection.
-    """
+    Build it with ``from_inputs`` (which validates); it holds no key and no connection."""
 
     def __init__(
         self,
@@ -109,14 +102,9 @@ class Watch:
         verified: bool = False,
         known: Any = None,
     ) -> Watch:
-        """Validate what a DAG gave (after rendering) and build the watch.
-
-        ``link_id`` may be a link record (a create task's XCom): its ``id`` and ``alias`` are used,
-        and its end time and click limit are known without a request (the record is a read of the
-        link: the first existence check comes after ``existence_check_every`` rounds). ``link_ids``
-        may hold records too.
-        ``known`` is what a sensor learnt before deferring: ``{"<id>": [end epoch or None, limit set]}``.
-        """
+        """Validate what a DAG gave (after rendering) and build the watch. A record given as
+        ``link_id`` (or in ``link_ids``) counts as a read of the link: its end is known without a
+        request. ``known``: what a sensor learnt before deferring, ``{"<id>": [end or None, limit]}``."""
         every = check_existence_check_every(existence_check_every)
         learnt = {int(k): (v[0], bool(v[1])) for k, v in known.items()} if isinstance(known, Mapping) else {}
         if is_blank(link_ids):
@@ -132,7 +120,7 @@ class Watch:
 
     @classmethod
     def _one(cls, link_id: Any, alias: Any, every: int, verified: bool, learnt: dict[int, Known]) -> Watch:
-        """A wait for one link, by its id, its record, or its alias (``from_inputs``)."""
+        """A wait for one link, by its id, its record, or its alias."""
         if isinstance(link_id, Mapping):
             link_id, alias, records = link_id.get("id"), _alias_of(link_id, alias), _known_records([link_id])
             learnt.update(records)
@@ -152,7 +140,7 @@ class Watch:
         return f"{what} (alias {self.alias!r})" if self.alias else what
 
     def to_known(self) -> dict[str, list[Any]]:
-        """``known`` as plain JSON, for the trigger's kwargs."""
+        """``known`` as JSON, for the trigger's kwargs."""
         return {str(i): [end, limit] for i, (end, limit) in self.known.items() if i in self.link_ids}
 
     def must_read(self, link_id: int) -> bool:
@@ -160,7 +148,7 @@ class Watch:
         return not self.verified or link_id not in self.known or (self.single and self.alias is None)
 
     def ends_by(self, link_id: int, at: float) -> bool:
-        """Whether the known end is at or before ``at`` (the service's time, ``plan.service_time``)."""
+        """Whether the known end is at or before ``at`` (the service's time)."""
         end = self.known.get(link_id, (None, True))[0]
         return end is not None and end <= at
 
@@ -170,7 +158,7 @@ class Watch:
         return limit or end is None
 
     def learn(self, link_id: int, record: Mapping[str, Any]) -> LinkstatsError | None:
-        """Take in a fresh record of a watched link; an alias that belongs to another link is an error."""
+        """Take in a fresh record; an alias that belongs to another link is an error."""
         if isinstance(actual := record.get("alias"), str):
             if self.check_alias and actual != self.alias:
                 allowed = f"the alias of link {link_id}, which is {actual!r}; or give only one of them"
@@ -206,7 +194,6 @@ class Watch:
 
 
 def _alias_of(record: Mapping[str, Any], alias: Any) -> Any:
-    """The alias a wait given a record watches: the one given, else the record's."""
     return record["alias"] if is_blank(alias) and isinstance(record.get("alias"), str) else alias
 
 
@@ -220,7 +207,7 @@ def _known_records(values: Iterable[Any]) -> dict[int, Known]:
 
 @dataclass
 class RoundResult:
-    """What a round decided per watch: over (its records) or failed (gone, wrong alias)."""
+    """What a round decided per watch: over (its records) or failed."""
 
     expired: dict[Watch, list[JsonDict]] = field(default_factory=dict)
     failed: dict[Watch, LinkstatsError] = field(default_factory=dict)
@@ -228,7 +215,7 @@ class RoundResult:
 
 @dataclass
 class _Round:
-    """What one round learns as its steps go (``Poll.round``)."""
+    """What one round learns as its steps go."""
 
     now: float  # the worker's clock at the round
     at: float  # the service's time then, less the margin, by the clock as measured before the round
@@ -244,13 +231,12 @@ class _Round:
     dated: dict[int, float] = field(default_factory=dict)  # the Date of the answer each record came in
 
     def by_clicks(self) -> list[int]:
-        """The live watches' links only the Expired listing can tell ended (``Watch.by_clicks``)."""
+        """The live watches' links only the Expired listing can tell ended."""
         return list(dict.fromkeys(i for w in self.live for i in w.link_ids if w.by_clicks(i)))
 
 
 def _weighed(to_read: list[int], clicks: list[int], ends: list[int]) -> bool:
-    """Whether a walk of the Expired listing must cost less than the reads it spares: the read
-    covers every click limit it would ask about, and it has those or many date ends to list."""
+    """Whether a walk of the Expired listing must cost less than the reads it spares."""
     return len(to_read) > GETS_MAX and set(clicks) <= set(to_read) and (bool(clicks) or len(ends) > GETS_MAX)
 
 
@@ -263,14 +249,9 @@ class Poll:
     earlier rounds learnt, and when the next round is due.
 
     ``interval``: seconds between rounds while something needs polling (the smallest poke_interval).
-    ``batch``: seconds an end that passed may wait for the next ends to pass too, so that one read
-    confirms them all (one page of the All listing confirms up to 100). The shared poller batches;
-    0 (a sensor's one watch) confirms every end at once. The rule is ``confirm_at``.
-    ``clock``: the service's clock (the client's, ``client.clock``). A link ends at its end time by
-    the service's clock: an end counts as passed once the service's clock, as measured, is past it
-    by ``ServiceClock.wait_margin``, and a wait sleeps in worker time until then (``plan.service_time``,
-    ``plan.worker_time``). The pace (``last``, ``checked_at``, ``next_round``) is the worker's clock.
-    Without a clock (a plan run on its own) an end is compared with the worker's clock as is.
+    ``batch``: seconds an end that passed may wait for the next ends, so that one read confirms
+    them all (``confirm_at``); 0 (a sensor) confirms every end at once. ``clock``: the service's
+    (the client's): ends are compared with it, less its margin; the pace is the worker's clock.
     """
 
     def __init__(
@@ -305,26 +286,22 @@ class Poll:
 
     def confirm_at(self) -> tuple[float, float] | None:
         """The earliest pending end, and when to confirm it: once the last pending end within
-        ``batch`` seconds of it has passed too (at once for an end alone, or with ``batch`` 0).
-        Each end waits at most ``batch`` seconds, and only when another end will share the read.
-        Both are the service's times (``plan.service_time`` says when they have passed)."""
+        ``batch`` seconds of it has passed too (the service's times). Each end waits at most
+        ``batch`` seconds, and only when another end will share the read."""
         ends = sorted(end for w in self.watches for i in w.pending if (end := w.known.get(i, (None,))[0]) is not None)
         return (ends[0], ends[bisect.bisect_right(ends, ends[0] + self.batch) - 1]) if ends else None
 
     def end_wake(self) -> float | None:
-        """When (the worker's time) the next pending ends count as passed by the service's clock, as
-        measured now (None: no end known). A read then confirms them."""
+        """When (the worker's time) the next pending ends count as passed (None: no end known)."""
         batch = self.confirm_at()
         return None if batch is None else plan.worker_time(self.clock, batch[1])
 
     def next_end(self) -> float | None:
-        """When (the worker's time) to confirm the next ends, if nothing needs polling meanwhile
-        (None: poll at the interval)."""
+        """When to confirm the next ends, if nothing needs polling meanwhile (None: poll)."""
         return None if self.polling() else self.end_wake()
 
     def bound(self) -> float:
-        """The staleness bound of these watches: seconds between reads of every pending link
-        (``staleness_bound`` of the interval and the smallest ``existence_check_every``)."""
+        """The staleness bound of these watches (their smallest ``existence_check_every``)."""
         every = [w.existence_check_every for w in self.watches if w.existence_check_every > 0]
         return staleness_bound(self.interval, min(every, default=0))
 
@@ -334,10 +311,9 @@ class Poll:
 
     def next_round(self, last: float) -> float:
         """When the round after one at ``last`` is due: at the next end when it comes before the
-        interval is over (a wait reads at the end, never a whole ``poke_interval`` after it; at
-        least ``END_GAP`` after the last round); else an interval later while something needs
-        polling, else at the end or when the periodic check is due, whichever comes first (no
-        sooner than an interval). Sleeping towards an end never outlasts the bound."""
+        interval is over (a wait reads at the end, never a whole ``poke_interval`` after it); else
+        an interval later while something needs polling, else at the end or the periodic check,
+        whichever comes first. Sleeping towards an end never outlasts the bound."""
         wake, end = last + self.interval, self.end_wake()
         if end is None:
             return wake
@@ -354,11 +330,7 @@ class Poll:
 
     def round(self, now: float | None = None, *, check: bool | None = None) -> Plan[RoundResult]:
         """One round at ``now`` (the worker's epoch seconds), for every watch at once. ``check``
-        forces or skips the periodic existence check (reschedule mode counts its pokes itself).
-
-        Its steps: resolve aliases; choose what needs a record; the Expired listing for what only
-        clicks can end; one read for the rest; decide each link by the answer it came in; settle
-        the watches and the pace."""
+        forces or skips the periodic existence check (reschedule mode counts its pokes itself)."""
         now = plan.now() if now is None else now
         self._count_time(now)
         state = _Round(now=now, at=plan.service_time(self.clock, now))  # ends are compared less the margin
@@ -371,8 +343,8 @@ class Poll:
         return state.result
 
     def _count_time(self, now: float) -> None:
-        """Intervals slept through count towards the periodic check; what the watches know (records
-        given, or read before) counts from the first round."""
+        """Intervals slept through count towards the periodic check; what the watches know counts
+        from the first round."""
         if self.last is not None:
             self.rounds_since_check += max(1, int((now - self.last) / self.interval)) if self.interval > 0 else 1
         if self.checked_at is None:
@@ -392,8 +364,8 @@ class Poll:
         state.pending = list(dict.fromkeys(i for w in state.live for i in w.pending))
 
     def _periodic(self, state: _Round, check: bool | None) -> bool:
-        """Whether this round reads every pending link (docs/waiting.md, "Bounded staleness"): after
-        ``existence_check_every`` rounds, or once the bound has passed since the last check."""
+        """Whether this round reads every pending link: after ``existence_check_every`` rounds, or
+        once the bound has passed since the last check."""
         if check is not None:
             return check
         every = [w.existence_check_every for w in state.live if w.existence_check_every > 0]
@@ -402,8 +374,8 @@ class Poll:
         return self.rounds_since_check >= min(every, default=float("inf")) or stale
 
     def _confirming(self, at: float) -> bool:
-        """Whether ends that passed (by the clock as measured) are confirmed now: their batch is
-        complete, or the next round (an interval on) would come after the earliest one's ``batch``."""
+        """Whether ends that passed are confirmed now: their batch is complete, or the next round
+        would come after the earliest one's ``batch``."""
         first, complete = self.confirm_at() or (float("inf"), float("inf"))  # inf: no end pending
         return first <= at and (complete <= at or at + self.interval > first + self.batch)
 
@@ -417,12 +389,10 @@ class Poll:
 
     def _walk_expired(self, state: _Round) -> Plan[None]:
         """3. The Expired listing, for what only clicks can end: a listed link exists and is over, so
-        it needs no read (a few links about to be read anyway are not asked). A walk happening
-        anyway asks about every pending link (on 44-45 it sees a date end early too). Ended links
-        are asked about too: a watch ends when all its links do in the same round. When the read
-        covers every link the walk would ask about (the periodic check), or many date ends are due
-        on 44-45 (whose listing holds them), the walk is made only if it is expected to cost less
-        than the reads it spares, and never further than that."""
+        it needs no read. A walk happening anyway asks about every pending link (a watch ends when
+        all its links do in the same round). When the read covers what the walk would ask (the
+        periodic check), or many date ends are due on 44-45, the walk is made only if it is
+        expected to cost less than the reads it spares, and never further than that."""
         asked, ends, budget = self._walk_plan(state)
         if asked or budget:  # with nothing else to ask, date ends only (44-45)
             listed = asked or ends
@@ -430,8 +400,7 @@ class Poll:
             state.found = yield from self._listing(listed, state.live, riders, budget)
 
     def _walk_plan(self, state: _Round) -> tuple[list[int], list[int], int | None]:
-        """What the walk asks about (click limits not read anyway), the due date ends it may list
-        (44-45), and its budget of pages (None: all it takes)."""
+        """What the walk asks about, the due date ends it may list (44-45), and its budget of pages."""
         to_read, clicks = state.to_read, state.by_clicks()
         ends = [i for i in state.pending if i in state.due_by_clock] if self.dates_listed else []
         budget = self._walk_budget(to_read, clicks, ends, state.pending) if _weighed(to_read, clicks, ends) else None
@@ -439,8 +408,8 @@ class Poll:
         return [i for i in clicks if i not in read_anyway], ends, budget
 
     def _read_records(self, state: _Round) -> Plan[None]:
-        """4. One read for the rest; the other pending links on the pages walked anyway come along
-        (a read of a page that holds every pending link is a periodic check at no extra cost)."""
+        """4. One read for the rest; the other pending links on the pages walked come along (a page
+        that holds every pending link is the periodic check at no extra cost)."""
         if state.confirm:  # the watched links exist, so the newest id is at least theirs: ends just
             self.pages.newest = max(self.pages.newest or 0, *state.pending)  # passed are often one page
         if rest := [i for i in state.to_read if i not in state.found]:
@@ -450,8 +419,7 @@ class Poll:
         self._learn_generation([*state.records.values(), *state.found.values()])
 
     def _decide(self, state: _Round) -> None:
-        """5. Each record read decides by itself, by the answer it came in (``_ended``); a 404 or
-        another link's alias ends its watch with that error."""
+        """5. Each record read decides by itself, by the answer it came in."""
         answers = {**state.found, **state.records}  # a record read this round over the listing's copy
         for watch in state.live:
             for link_id in [i for i in watch.link_ids if i in answers]:
@@ -468,17 +436,15 @@ class Poll:
             state.found[link_id] = record  # type: ignore[assignment]
 
     def _ended(self, state: _Round, link_id: int, record: JsonDict) -> bool:
-        """Whether ``record`` says its link ended, by its own answer's ``Date`` (the service's time
-        when it answered); without one, by the service's clock as the round's answers corrected it
-        (before any answer the worker's clock stood in for what to read)."""
+        """Whether ``record`` says its link ended, by its own answer's ``Date``; without one, by the
+        service's clock as the round's answers corrected it."""
         told = state.dated.get(link_id)
         moment = plan.service_time(self.clock, state.now) if told is None else told
         return link_timing(record).ended(dt.datetime.fromtimestamp(moment, dt.timezone.utc))
 
     def _settle(self, state: _Round) -> None:
         """6. Watches whose links all ended are over; every pending link read: they exist, and the
-        periodic check is done. An end the clock still says has passed, which the answer's own
-        ``Date`` says has not, is doubted (``_doubt``)."""
+        periodic check is done."""
         found, records = state.found, state.records
         for watch in state.live:
             if watch in state.result.failed:
@@ -493,12 +459,10 @@ class Poll:
         self._doubt(state)
 
     def _doubt(self, state: _Round) -> None:
-        """The ends passed by the clock that the answers read this round contradict, after those
-        answers corrected the clock (a step they prove is followed at once; a cached page, or a
-        step one read does not prove, is not): the pace stays at the interval while any is
-        (``next_round``), or the first time sooner, at the end by those answers' own ``Date``
-        (``answers_wake``: a clock stepped back, whose next read confirms the step; a cached copy's
-        fixed ``Date`` gets no second such read), and the log says so, once a minute at most."""
+        """The ends passed by the clock that the answers read this round contradict: the pace stays
+        at the interval while any is (``next_round``), or the first time sooner, at the end by those
+        answers' own ``Date`` (a clock stepped back, whose next read confirms the step; a cached
+        copy's fixed ``Date`` gets no second such read); logged once a minute at most."""
         told = self._contradicted(state)
         first, self.doubted, self.answers_wake = not self.doubted, bool(told), None
         if not told:
@@ -511,8 +475,8 @@ class Poll:
             self._say_doubt(state.now, told, ends)
 
     def _contradicted(self, state: _Round) -> dict[int, float]:
-        """The links read this round whose end has passed by the clock (as the answers left it) and
-        not by their answer's own ``Date``: that ``Date`` for each."""
+        """The links read this round whose end has passed by the clock and not by their answer's
+        own ``Date``: that ``Date`` for each."""
         at = plan.service_time(self.clock, state.now)
         return {i: state.dated[i] for i in state.records if i in state.dated  # a 404 has no Date there
                 and i not in state.found and any(w.ends_by(i, at) for w in state.live)}  # fmt: skip
@@ -531,13 +495,10 @@ class Poll:
         )  # fmt: skip
 
     def _walk_budget(self, to_read: list[int], clicks: list[int], ends: list[int], pending: list[int]) -> int | None:
-        """Pages a walk of the Expired listing may read in a round that reads ``to_read`` anyway:
-        at best it spares the All walk for ``to_read`` down to the one for what it cannot list
-        (the links neither polled for clicks nor due by date), each estimated from the id spread;
-        that, less one, is its budget: 0 unless its expected cost (its last, and a page per 100
-        links it may list) is less still; None (a whole walk) before a walk showed the newest id.
-        What it may list: the due date ends, and the click limits the listing was never asked
-        about (a pending one was not listed at the last walk: it is not expected now)."""
+        """Pages a walk of the Expired listing may read in a round that reads ``to_read`` anyway: the
+        All-listing pages it may spare, less one; 0 unless its expected cost is less still; None (a
+        whole walk) before the newest id is known. It may list the due date ends, and click limits
+        never asked about (one not listed at the last walk is not expected now)."""
         if self.pages.newest is None:
             return None
         listable = [*ends, *(clicks if self.expired_pages is None else [])]
@@ -563,9 +524,8 @@ class Poll:
     def _listing(
         self, asked: list[int], live: list[Watch], riders: list[int], budget: int | None = None
     ) -> Plan[dict[int, JsonDict]]:
-        """The asked links the Expired listing holds: one request per alias when a few aliases cost
-        less than the walk (what the last walk cost), else one walk for them and the riders (of at
-        most ``budget`` pages)."""
+        """The asked links the Expired listing holds: one request per alias when that costs less than
+        the last walk, else one walk for them and the riders (at most ``budget`` pages)."""
         found: dict[int, JsonDict] = {}
         if (aliases := self._aliases_cheaper(asked, live, budget)) is not None:
             for link_id in asked:
@@ -580,7 +540,7 @@ class Poll:
 
     def _aliases_cheaper(self, asked: list[int], live: list[Watch], budget: int | None) -> dict[int, str] | None:
         """Each asked link's alias, when every one has one and a request each costs less than the
-        walk (what the last one cost, within ``budget``); else None."""
+        last walk (within ``budget``); else None."""
         aliases = {w.link_ids[0]: w.alias for w in live if w.single and w.alias}
         few = len(asked) <= (self.expired_pages or 1) and (budget is None or len(asked) <= budget)
         return aliases if all(i in aliases for i in asked) and few else None

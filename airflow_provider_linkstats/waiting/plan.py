@@ -107,11 +107,6 @@ class LinkGoneError(LinkstatsNotFoundError):
         self.status, self.method, self.url, self.conn_id = 404, "GET", url, conn_id
         self.args = (self.message,)  # the message says it all (the 404, the URL, the connection)
 
-    @classmethod
-    def from_answer(cls, link_id: int, answer: LinkstatsNotFoundError | None) -> LinkGoneError:
-        """The link's 404, as the wait reports it."""
-        return cls(link_id, url=getattr(answer, "url", ""), conn_id=getattr(answer, "conn_id", None))
-
 
 def walk_pages(
     request_for_page: Callable[[int], ApiRequest],

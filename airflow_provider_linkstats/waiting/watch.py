@@ -122,7 +122,9 @@ class Watch:
     def _one(cls, link_id: Any, alias: Any, every: int, verified: bool, learnt: dict[int, Known]) -> Watch:
         """A wait for one link, by its id, its record, or its alias."""
         if isinstance(link_id, Mapping):
-            link_id, alias, records = link_id.get("id"), _alias_of(link_id, alias), _known_records([link_id])
+            if is_blank(alias) and isinstance(link_id.get("alias"), str):
+                alias = link_id["alias"]  # the record's, unless one is given
+            link_id, records = link_id.get("id"), _known_records([link_id])
             learnt.update(records)
             verified = verified or bool(records)  # a record an upstream task read (a create's answer)
         if is_blank(link_id) and is_blank(alias):
@@ -191,10 +193,6 @@ class Watch:
         self.link_ids = self.pending = ids
         self.known[ids[0]] = known_from(matches[0])
         self.verified = True
-
-
-def _alias_of(record: Mapping[str, Any], alias: Any) -> Any:
-    return record["alias"] if is_blank(alias) and isinstance(record.get("alias"), str) else alias
 
 
 def _known_records(values: Iterable[Any]) -> dict[int, Known]:
@@ -428,8 +426,11 @@ class Poll:
     def _decide_link(self, state: _Round, watch: Watch, link_id: int, record: JsonDict | None) -> None:
         """A 404 (``record`` None) or another link's alias fails the watch; else the link is over
         when the Expired listing holds it or its record says it ended."""
-        missing = state.missing.get(link_id)
-        error = LinkGoneError.from_answer(link_id, missing) if record is None else watch.learn(link_id, record)
+        if record is None:  # the 404's URL and connection name the request that told
+            missing = state.missing.get(link_id)
+            error = LinkGoneError(link_id, url=getattr(missing, "url", ""), conn_id=getattr(missing, "conn_id", None))
+        else:
+            error = watch.learn(link_id, record)
         if error is not None:
             state.result.failed.setdefault(watch, error)
         elif link_id in state.found or self._ended(state, link_id, record):  # type: ignore[arg-type]

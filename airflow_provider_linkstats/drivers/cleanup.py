@@ -1,12 +1,6 @@
-"""The streaming cleanup's driver: the walk that joins the listing reader and the deleter pool.
-
-What the cleanup decides (which links match, by which clock, when a page is read again, when the
-listing cannot be trusted) is ``client.cleanup``'s plan, without I/O; this module reads the pages
-it asks for (``drivers.cleanup_reading``), sends the deletes it confirms on a bounded thread pool
-(``drivers.cleanup_deletes``) and tells the progress (``drivers.progress``).
-
-Outside ``operators/`` (whose modules import only ``operators.base``): the cleanup operator and
-the bulk delete both use it, and it is imported only when a task runs.
+"""The streaming cleanup's driver: the walk that joins the listing reader (``cleanup_reading``) and
+the deleter pool (``cleanup_deletes``). What it decides (which links match, by which clock, when a
+page is read again) is ``client.cleanup``'s plan, without I/O. Imported only when a task runs.
 """
 
 from __future__ import annotations
@@ -40,9 +34,6 @@ from airflow_provider_linkstats.drivers.progress import thousands, waits_told
 IDLE_ROUNDS_MAX = 2
 
 __all__ = ["CeilingError", "CleanupOutcome", "CleanupRules", "ListingPage", "ListingReader", "StreamingCleanup"]
-
-
-# -- the streaming cleanup: walk the listing, confirm each page, delete as it goes -------------------
 
 
 class CeilingError(LinkstatsError):
@@ -85,14 +76,9 @@ class CleanupOutcome:
 class StreamingCleanup:
     """Walks a links listing and deletes the records ``rules`` match, page by page, as it goes.
 
-    ``client.cleanup.CleanupWalk`` says which page to read and what its records mean. For each
-    page with matches the driver reads the page again (the confirming read) and sends the deletes
-    it confirms; the next page's walk read overlaps them. A delete the rate limiter held past
-    ``evidence_max_age`` is not sent: its page is read again before the rest.
-
-    Memory holds a page or two, the deletes in flight and the counts: nothing grows with the
-    number of links. A run killed half-way can simply run again: the links it deleted are no longer
-    listed, so no answered delete is sent twice.
+    Each page with matches is read again (the confirming read) and the deletes it confirms are sent
+    while the next page is read. Memory holds a page or two and the counts, whatever the number of
+    links; a run killed half-way can run again (the links it deleted are no longer listed).
     """
 
     SAMPLE_MAX = 100
@@ -130,8 +116,7 @@ class StreamingCleanup:
         self._named: dict[str, int] = {}
 
     def now(self) -> Any:
-        """The moment decisions are made at: the service's clock less its margin, read each time.
-        A service whose answers carry no ``Date`` has no known clock: the worker's stands in, less
+        """The service's clock less its margin; without a known clock (no ``Date``), the worker's less
         ``margin_without_date`` (said once), so every link within that margin of its end is kept."""
         if self.clock.known:
             return self.clock.settled_now()
@@ -146,10 +131,8 @@ class StreamingCleanup:
         return self.clock.settled_now() - dt.timedelta(seconds=self.margin_without_date)
 
     def judged_at(self, page: ListingPage, *, deciding: bool = False) -> Any:
-        """The moment ``page``'s records are judged at: ``now()``, but never later than the page's own
-        ``Date`` says (less the margin): the clock's offset is a belief, the answer in hand evidence
-        (``client.cleanup.decision_moment``). A confirming read (``deciding``) without a ``Date`` says
-        nothing of the service's time: its records are judged as without a clock (``margin_without_date``)."""
+        """``now()``, never later than the page's own ``Date`` (``client.cleanup.decision_moment``); a
+        confirming read (``deciding``) without a ``Date`` is judged as without a clock."""
         if page.date is not None:
             return decision_moment(self.now(), page.date, margin=self.clock.margin)
         if deciding and self.clock.known:
@@ -162,8 +145,6 @@ class StreamingCleanup:
                 )
             return self.now() - dt.timedelta(seconds=self.margin_without_date)
         return self.now()
-
-    # -- the run --------------------------------------------------------------------------------
 
     def run(self) -> CleanupOutcome:
         started = time.monotonic()
@@ -188,19 +169,12 @@ class StreamingCleanup:
         self.log.info(
             "cleanup %s in %.1f s: %s matched, %s deleted, %s already gone, %s failed, %s kept%s%s; "
             "%s listing request(s) (%s confirming); the longest from a confirming read to its delete: %.1f s",
-            "dry run finished" if self.dry_run else "finished",
-            outcome.seconds,
-            f"{outcome.matched:,}",
-            f"{outcome.deleted:,}",
-            f"{outcome.already_gone:,}",
-            f"{outcome.failed:,}",
-            f"{outcome.kept:,}",
+            "dry run finished" if self.dry_run else "finished", outcome.seconds, f"{outcome.matched:,}",
+            f"{outcome.deleted:,}", f"{outcome.already_gone:,}", f"{outcome.failed:,}", f"{outcome.kept:,}",
             f" ({outcome.changed:,} of them changed after they were listed)" if outcome.changed else "",
             f", {outcome.unconfirmed:,} not confirmed (left)" if outcome.unconfirmed else "",
-            f"{outcome.pages:,}",
-            f"{outcome.confirming_reads:,}",
-            outcome.evidence_age_max,
-        )
+            f"{outcome.pages:,}", f"{outcome.confirming_reads:,}", outcome.evidence_age_max,
+        )  # fmt: skip
         for kind, count in self._named.items():
             if count > NAMED_MAX:
                 self.log.info("... and %s more link(s) %s", f"{count - NAMED_MAX:,}", kind)
@@ -208,9 +182,8 @@ class StreamingCleanup:
             self.log.warning(
                 "the service listed %s link(s) under the cleanup's filters that their own records do not match "
                 "(%s); they were kept. Its listing filter is not to be trusted on this install.",
-                f"{outcome.listed_not_matching:,}",
-                outcome.rules,
-            )
+                f"{outcome.listed_not_matching:,}", outcome.rules,
+            )  # fmt: skip
         return outcome
 
     def _run(self, reader: ListingReader, filters: dict[str, Any], outcome: CleanupOutcome, reporter: Reporter) -> None:
@@ -223,21 +196,15 @@ class StreamingCleanup:
         outcome.clock = self.clock.describe()
         outcome.total_links, outcome.ceiling = self._ceiling(first, filters)
         self.log.info(
-            "cleanup of links matching: %s; %s listed (%s page(s) of %d); ceiling %s%s",
-            outcome.rules,
-            thousands(first.total),
-            thousands(first.last_page),
-            filters["per_page"],
-            thousands(outcome.ceiling, "none"),
-            " (dry run: nothing is deleted)" if self.dry_run else "",
-        )
+            "cleanup of links matching: %s; %s listed (%s page(s) of %d); ceiling %s%s", outcome.rules,
+            thousands(first.total), thousands(first.last_page), filters["per_page"],
+            thousands(outcome.ceiling, "none"), " (dry run: nothing is deleted)" if self.dry_run else "",
+        )  # fmt: skip
         self.log.info(
             "'now' is %s, less a margin of %.1f s: a link is over only if it ended before that; each delete "
             "follows a confirming read of its page at most %g s before it",
-            outcome.clock,
-            self.clock.margin,
-            self.evidence_max_age,
-        )
+            outcome.clock, self.clock.margin, self.evidence_max_age,
+        )  # fmt: skip
         ceiling = outcome.ceiling
         if ceiling is not None and not self.dry_run and (first.total is None or first.total > ceiling):
             # More are listed than may go: count the matches first, so that an over-ceiling run
@@ -266,8 +233,7 @@ class StreamingCleanup:
         return total_links, min(limits, default=None)
 
     def _count_all_links(self) -> int:
-        """The account's links: one small listing request (its meta's total), or a walk if it has none
-        (``client.iter``: bounded, it stops with an error when the paging cannot be trusted)."""
+        """One small listing request (its meta's total), or a bounded walk if it has none."""
         from airflow_provider_linkstats.client.contract import LINKS, MAX_PER_PAGE, PER_PAGE_CHOICES
 
         page = ListingReader(self.client, {"per_page": min(PER_PAGE_CHOICES)}).read(1)
@@ -288,8 +254,6 @@ class StreamingCleanup:
             f"({', '.join(limits)}). A dry run (dry_run=True) lists what would go."
         )
 
-    # -- the walk -------------------------------------------------------------------------------
-
     def _walk(self, reader: ListingReader, first: ListingPage, outcome: CleanupOutcome, *, delete: bool) -> None:
         walk = self._new_walk(reader, first)
         if not delete:
@@ -304,28 +268,17 @@ class StreamingCleanup:
             outcome.first_failures = deleter.first_failures
 
     def _new_walk(self, reader: ListingReader, first: ListingPage) -> CleanupWalk:
-        """The walk's plan from the first page's answer (a page count it does not trust is said)."""
         walk = CleanupWalk(
-            self.rules,
-            first.items,
-            per_page=reader.filters["per_page"],
-            url=first.url,
-            last_page=first.last_page,
-            total=first.total,
-            meta_per_page=first.per_page,
-            server_rules=self._server_rules,
+            self.rules, first.items, per_page=reader.filters["per_page"], url=first.url, last_page=first.last_page,
+            total=first.total, meta_per_page=first.per_page, server_rules=self._server_rules,
             max_age=self.evidence_max_age,
-        )
+        )  # fmt: skip
         if walk.distrusted:
             self.log.warning(
                 "the listing %s says %s page(s) but %s row(s) at %d a page: its page count is not trusted, the walk "
                 "goes forward page by page instead (at most %s pages)",
-                first.url,
-                first.last_page,
-                thousands(first.total),
-                walk.size,
-                f"{walk.guard.bound:,}",
-            )
+                first.url, first.last_page, thousands(first.total), walk.size, f"{walk.guard.bound:,}",
+            )  # fmt: skip
         self._current = walk
         return walk
 
@@ -333,10 +286,8 @@ class StreamingCleanup:
         self, walk: CleanupWalk, reader: ListingReader, first: ListingPage, *, dry: bool
     ) -> Iterator[tuple[int, ListingPage, bool]]:
         """(number, the walk's read of it, whether page 1 needs its confirming read without a match).
-
-        The walk's read of page 1 is the run's first request. A backward walk reads page 1 last: a
-        delete since may have moved links onto it, so it is read again (its confirming read, which
-        finds them; a dry run has none: it reads page 1 afresh)."""
+        A backward walk reads page 1 last: deletes since may have moved links onto it, so it is read
+        again (its confirming read; a dry run reads it afresh)."""
         first_unread, read_before = True, False  # read_before: a page other than the first was read
         while (number := walk.next_number()) is not None:
             if number == 1 and first_unread and not (read_before and dry):
@@ -347,7 +298,6 @@ class StreamingCleanup:
                 yield number, reader.read(number), False
 
     def _found(self, walk: CleanupWalk, number: int, page: ListingPage, outcome: CleanupOutcome) -> PagePlan:
-        """The walk's read of a page, judged at the moment its own answer allows."""
         plan = walk.page(number, page.items, self.judged_at(page), total=page.total)
         outcome.kept += plan.kept
         outcome.listed_not_matching += plan.listed_not_matching
@@ -356,7 +306,7 @@ class StreamingCleanup:
     def _count_pages(
         self, walk: CleanupWalk, reader: ListingReader, first: ListingPage, outcome: CleanupOutcome
     ) -> None:
-        """A dry run (or the count before an over-ceiling run): every match counted, none deleted."""
+        """A dry run, or the count before an over-ceiling run."""
         for number, page, _ in self._pages(walk, reader, first, dry=True):
             plan = self._found(walk, number, page, outcome)
             for record_id in sorted(plan.candidates):
@@ -367,8 +317,8 @@ class StreamingCleanup:
     def _delete_pages(
         self, walk: CleanupWalk, reader: ListingReader, first: ListingPage, outcome: CleanupOutcome, deleter: Deleter
     ) -> None:
-        """Each page found, confirmed and its deletes sent; a backward walk reads the next page while
-        the deletes of the one before are in flight, a forward walk waits (its offset depends on them)."""
+        """A backward walk reads the next page while the deletes of the one before are in flight; a
+        forward walk waits (its offset depends on them)."""
         previous: _PageRun | None = None  # the page whose deletes are in flight (backward walk)
         for number, page, stale_first in self._pages(walk, reader, first, dry=False):
             plan = self._found(walk, number, page, outcome)
@@ -390,8 +340,7 @@ class StreamingCleanup:
     def _confirm(
         self, run: _PageRun, walk: CleanupWalk, reader: ListingReader, deleter: Deleter, outcome: CleanupOutcome
     ) -> None:
-        """One confirming read of the page and the deletes it allows, until its evidence is
-        ``evidence_max_age`` old (from when the read left, after any rate-limit wait)."""
+        """One confirming read and the deletes it allows until its evidence is ``evidence_max_age`` old."""
         plan = run.plan
         page = self._confirming_read(plan, reader, outcome)
         items = page.items if page.fresh is not False else []  # a cache's copy confirms nothing: left, not deleted
@@ -405,7 +354,6 @@ class StreamingCleanup:
             deleter.submit(record_id, batch)
 
     def _confirming_read(self, plan: PagePlan, reader: ListingReader, outcome: CleanupOutcome) -> ListingPage:
-        """The page read again, uncached: a cache's copy is read again ``STALE_REREADS`` times."""
         for attempt in range(1 + STALE_REREADS):
             pause = reader.received_at.get(plan.number, 0.0) + DATE_SECOND - time.monotonic()
             if pause > 0:
@@ -423,8 +371,6 @@ class StreamingCleanup:
         return page
 
     def _tell_verdict(self, plan: PagePlan, verdict: Confirmation, outcome: CleanupOutcome) -> None:
-        """Count and name what a confirming read kept (changed), left (no longer on the page) and found
-        gone after a delete of its own whose answer was lost."""
         for record, rule in verdict.changed:
             outcome.kept += 1
             outcome.changed += 1
@@ -454,9 +400,8 @@ class StreamingCleanup:
     def _finish(
         self, run: _PageRun, walk: CleanupWalk, reader: ListingReader, deleter: Deleter, outcome: CleanupOutcome
     ) -> None:
-        """Wait for the page's deletes; those held past their evidence's freshness go back to the page,
-        which is read again (as long as one of two rounds in a row gets some through: a 429's one
-        long wait holds one round, a limiter that holds every delete past the window holds all)."""
+        """Wait for the page's deletes; those held past their evidence go back to the page, read again
+        while one of two rounds in a row gets some through (a 429's long wait holds one round only)."""
         plan = run.plan
         while True:
             deleter.collect(block=True)
@@ -479,15 +424,11 @@ class StreamingCleanup:
         self.log.warning(
             "left %d link(s) of page %d: their deletes waited longer than evidence_max_age (%g s) after the page's "
             "confirming read, even right after one (the rate limit holds them): raise evidence_max_age or lower "
-            "max_workers",
-            count,
-            plan.number,
-            self.evidence_max_age,
-        )
+            "max_workers", count, plan.number, self.evidence_max_age,
+        )  # fmt: skip
         plan.candidates.clear()
 
     def _name(self, kind: str, text: str) -> None:
-        """Name the first few links of each kind in the log; the run's last line counts the rest."""
         count = self._named.get(kind, 0) + 1
         self._named[kind] = count
         if count <= NAMED_MAX:

@@ -1,9 +1,6 @@
-"""The streaming cleanup's listing reader: one page at a time, with what its answer tells.
-
-Besides the records, a page carries what the walk decides by: the page count, total and page size
-its ``meta`` told, whether the answer is the service's own (not a cache's copy), its own ``Date``
-(a delete rests on what that answer says, not on the clock's offset: ``client.cleanup.decision_moment``),
-and when its request actually left (after any rate-limit wait), from which its evidence ages.
+"""The streaming cleanup's listing reader: one page at a time, with what the walk decides by (the
+page count, total and page size its ``meta`` told, whether the answer is the service's own, its own
+``Date``, and when its request left after any rate-limit wait, from which its evidence ages).
 """
 
 from __future__ import annotations
@@ -39,8 +36,6 @@ class ListingPage:
 
 
 class ListingReader:
-    """Reads one page of a links listing at a time, with the page count and total the answer tells."""
-
     def __init__(self, client: Any, filters: dict[str, Any]) -> None:
         self.client = client
         self.filters = filters
@@ -49,10 +44,8 @@ class ListingReader:
         self.received_at: dict[int, float] = {}  # page number: when its last read was answered (monotonic)
 
     def read(self, number: int, *, uncached: bool = False) -> ListingPage:
-        """Page ``number``; ``uncached`` (a confirming read): asks every cache on the way for the
-        service's own answer (``Cache-Control: no-cache``, and a query parameter no cached copy has,
-        ``_``, which the service ignores like any parameter it does not read), and says whether the
-        answer is fresh."""
+        """Page ``number``; ``uncached`` (a confirming read) asks every cache for the service's own
+        answer (``no-cache``, and a parameter ``_`` no cached copy has, which the service ignores)."""
         from airflow_provider_linkstats.client.contract import LINKS
         from airflow_provider_linkstats.client.protocol import build_list, parse_page
 
@@ -67,19 +60,13 @@ class ListingReader:
         page = parse_page(request, response, self.filters.get("per_page", 10))
         url = getattr(response, "url", "") or request.describe()
         return ListingPage(
-            page.items,
-            page.last_page,
-            page.total,
-            _told_per_page(response.body),
-            _listing_url(url),
-            fresh=self.client.clock.is_fresh(response.headers, sent),
-            date=_answer_date(response.headers),
+            page.items, page.last_page, page.total, _told_per_page(response.body), _listing_url(url),
+            fresh=self.client.clock.is_fresh(response.headers, sent), date=_answer_date(response.headers),
             sent_at=sent_at,
-        )
+        )  # fmt: skip
 
     def _send(self, request: Any) -> tuple[Any, float, float]:
-        """The answer, and when the request left by the worker's wall clock and by its monotonic one:
-        stamped after the rate limiter let it go (``client.sending.BEFORE_SEND``), not before its wait."""
+        """The answer, and when the request left (wall clock, monotonic), after the rate limiter's wait."""
         from airflow_provider_linkstats.client.sending import BEFORE_SEND
 
         stamps: list[tuple[float, float]] = []

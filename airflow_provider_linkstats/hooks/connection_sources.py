@@ -1,10 +1,8 @@
 """Where this process reads Airflow connections from, for the error of a connection not found.
 
-On Airflow 3 a task reads connections through the API server (the metadata database behind it),
-but a plain Python shell or script reads only environment variables and the configured secrets
-backends: a connection made with ``airflow connections add`` or in the UI is invisible there.
-The hook's "not defined" error names the sources this process read, and gives the fix that
-works from here instead of the command the user may have just run.
+On Airflow 3 a plain Python shell reads only environment variables and the secrets backends, not the
+metadata database where ``airflow connections add`` and the UI store connections: the error names
+the sources this process read, and gives the fix that works from here.
 """
 
 from __future__ import annotations

@@ -14,12 +14,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from airflow_provider_linkstats.client.errors import LinkstatsError
-from airflow_provider_linkstats.client.settings import POOL_SIZE
 from airflow_provider_linkstats.drivers.progress import Progress, budget_pace, progress_line
 
 __all__ = ["BulkResult", "Progress", "budget_pace", "delete_many", "progress_line"]
-
-MAX_WORKERS_LIMIT = POOL_SIZE  # the hook's connection pool size: more threads would only queue
 
 
 @dataclass

@@ -119,7 +119,7 @@ class LinkstatsBaseHook(RecordsMixin, AsyncClientMixin, BaseHook):
         """``AirflowNotFoundException`` as an error saying what to create; any other error unchanged."""
         if type(error).__name__ != "AirflowNotFoundException":
             return error
-        from airflow_provider_linkstats.hooks.connection_sources import connection_sources, not_defined_message
+        from airflow_provider_linkstats.hooks.connection import connection_sources, not_defined_message
 
         conn_id = self.linkstats_conn_id
         return LinkstatsConfigError(not_defined_message(conn_id, self.conn_type, connection_sources(conn_id)))

@@ -141,20 +141,9 @@ def budget_for(state: SharedState, *, service: str, api_key_fingerprint: str, ex
     # The service (the one the key belongs to) and the address it sees: the key names the service
     # whatever URL a host reaches it by (a proxy of its own, an internal name).
     address = digest(api_key_fingerprint, _hostname() if per_host else "the deployment")
-    key_limit = extras.get("rate_limit_per_key")
+    key_limit = extras.get("rate_limit_per_key")  # checked as the form saves it (``extras_of``)
     configured = key_limit not in (None, "")
-    if not configured:
-        key_limit = PER_KEY_LIMITS.get(service)
-    else:
-        try:
-            key_limit = int(key_limit)
-            if key_limit < 1:
-                raise ValueError
-        except (TypeError, ValueError):
-            raise LinkstatsConfigError(
-                f"extra rate_limit_per_key {extras.get('rate_limit_per_key')!r}: allowed is a whole number of "
-                "requests a window, at least 1 (120 on phpShort)"
-            ) from None
+    key_limit = int(key_limit) if configured else PER_KEY_LIMITS.get(service)
     return SharedBudget(
         health=state.health,
         key_id=api_key_fingerprint,

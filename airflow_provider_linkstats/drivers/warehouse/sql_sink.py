@@ -178,28 +178,22 @@ class SqlSink:
         """Replace the day's rows of ``record_ids`` (and ``statistic``, for a breakdown) and this
         selection's flag for the day (with its ``span`` where not its zone's midnights), in one transaction."""
         breakdown = "statistic" in self.schema.names
-        text = day.isoformat()
+        text, names = day.isoformat(), self.schema.names
+        where = f"day = {self.mark}" + (f" AND statistic = {self.mark}" if breakdown else "")
+        params = [text, *([statistic] if breakdown else [])]
 
         def write(cursor: Any) -> None:
-            for start in range(0, len(record_ids), DELETE_BATCH):
-                batch = list(record_ids[start : start + DELETE_BATCH])
-                marks = ", ".join([self.mark] * len(batch))
-                where = f"day = {self.mark}" + (f" AND statistic = {self.mark}" if breakdown else "")
-                params = [text, *([statistic] if breakdown else []), *batch]
-                cursor.execute(f"DELETE FROM {self.table} WHERE {where} AND {self.schema.record} IN ({marks})", params)
+            self._delete_ids(cursor, self.table, where, params, self.schema.record, record_ids)
             if rows:
-                marks = ", ".join([self.mark] * len(self.schema.names))
-                cursor.executemany(
-                    f"INSERT INTO {self.table} ({', '.join(self.schema.names)}) VALUES ({marks})",
-                    [list(r) for r in rows],
-                )
+                sql = f"INSERT INTO {self.table} ({', '.join(names)}) VALUES ({self._marks(len(names))})"
+                cursor.executemany(sql, [list(r) for r in rows])
             days = beside(self.table, "days")
             cursor.execute(
                 f"DELETE FROM {days} WHERE selection = {self.mark} AND statistic = {self.mark} AND day = {self.mark}",
                 (self.selection, statistic, text),
             )
             cursor.execute(
-                f"INSERT INTO {days} ({STATE_TABLES['days'][1]}, span) VALUES ({', '.join([self.mark] * 7)})",
+                f"INSERT INTO {days} ({STATE_TABLES['days'][1]}, span) VALUES ({self._marks(7)})",
                 (self.selection, statistic, text, zone, int(complete), _now(), _format_span(span)),
             )
 
@@ -219,17 +213,11 @@ class SqlSink:
         items = sorted(counters.items())
 
         def write(cursor: Any) -> None:
-            for start in range(0, len(items), DELETE_BATCH):
-                batch = [record_id for record_id, _ in items[start : start + DELETE_BATCH]]
-                marks = ", ".join([self.mark] * len(batch))
-                cursor.execute(
-                    f"DELETE FROM {table} WHERE selection = {self.mark} AND statistic = {self.mark} "
-                    f"AND record_id IN ({marks})",
-                    [self.selection, statistic, *batch],
-                )
+            where = f"selection = {self.mark} AND statistic = {self.mark}"
+            self._delete_ids(cursor, table, where, [self.selection, statistic], "record_id", [i for i, _ in items])
             if items:
                 cursor.executemany(
-                    f"INSERT INTO {table} ({STATE_TABLES['counters'][1]}) VALUES ({', '.join([self.mark] * 7)})",
+                    f"INSERT INTO {table} ({STATE_TABLES['counters'][1]}) VALUES ({self._marks(7)})",
                     [
                         (self.selection, statistic, i, c.clicks, c.steady_since.isoformat(), c.alias, self.generation)
                         for i, c in items
@@ -247,6 +235,16 @@ class SqlSink:
         with self._cursor() as cursor:
             cursor.execute(sql, (statistic, self.selection, LEGACY))
             return list(cursor.fetchall())
+
+    def _marks(self, count: int) -> str:
+        return ", ".join([self.mark] * count)
+
+    def _delete_ids(self, cursor: Any, table: str, where: str, params: list, column: str, ids: Sequence[int]) -> None:
+        """The rows ``where`` holds for ``ids``, deleted ``DELETE_BATCH`` ids at a time."""
+        for start in range(0, len(ids), DELETE_BATCH):
+            batch = list(ids[start : start + DELETE_BATCH])
+            sql = f"DELETE FROM {table} WHERE {where} AND {column} IN ({self._marks(len(batch))})"
+            cursor.execute(sql, [*params, *batch])
 
     @contextlib.contextmanager
     def _cursor(self) -> Iterator[Any]:

@@ -42,12 +42,17 @@ class LinkstatsLineageMixin:
     resource: Any
     hook: Any
 
+    def lineage_outputs(self) -> list[tuple[str, str]]:
+        """(namespace, name) of each output; a subclass with other outputs says which."""
+        if not self.touched_ids:
+            return []
+        space = namespace(self.hook.settings.root)
+        return [(space, f"{self.resource.name}/{i}") for i in self.touched_ids]
+
     def get_openlineage_facets_on_complete(self, task_instance: Any) -> Any:
         classes = openlineage_classes()
-        if classes is None or not self.touched_ids:
+        outputs = self.lineage_outputs() if classes is not None else []
+        if not outputs:
             return None
         operator_lineage, dataset = classes
-        space = namespace(self.hook.settings.root)
-        return operator_lineage(
-            outputs=[dataset(namespace=space, name=f"{self.resource.name}/{i}") for i in self.touched_ids]
-        )
+        return operator_lineage(outputs=[dataset(namespace=space, name=name) for space, name in outputs])

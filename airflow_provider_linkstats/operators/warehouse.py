@@ -18,17 +18,17 @@ from airflow_provider_linkstats.operators.base import (
     LinkstatsBaseOperator,
     fails_fast,
 )
+from airflow_provider_linkstats.operators.lineage import LinkstatsLineageMixin
 
 __all__ = ["LinkstatsLinkStatsToWarehouseOperator", "LinkstatsWebsiteStatsToWarehouseOperator"]
 
 
-class LinkstatsStatsToWarehouseOperatorBase(LinkstatsBaseOperator):
+class LinkstatsStatsToWarehouseOperatorBase(LinkstatsLineageMixin, LinkstatsBaseOperator):
     """Load the days of this run's data interval (in the zone the service counts them in) into a
     table (``sql_conn_id`` + ``table``) or into files (``path``), each day replaced whole."""
 
     stats: StatsSpec
     load_class: str  # the driver's class in drivers.warehouse
-    series_columns: tuple[str, ...]  # the daily table's count columns, one per daily statistic
     ui_color = "#e3f1e5"
 
     @classmethod
@@ -115,17 +115,10 @@ class LinkstatsStatsToWarehouseOperatorBase(LinkstatsBaseOperator):
         names = ["search", *(argument.name for argument in self.selection_arguments())]
         return {name: getattr(self, name) for name in names if not is_blank(getattr(self, name))}
 
-    lineage_output: tuple[str, str] | None = None  # (namespace, name), set by execute()
+    lineage_output: tuple[str, str] | None = None  # (namespace, name) of the table or files, set by execute()
 
-    def get_openlineage_facets_on_complete(self, task_instance: Any) -> Any:
-        from airflow_provider_linkstats.operators.lineage import openlineage_classes
-
-        classes = openlineage_classes()
-        if classes is None or not self.lineage_output:
-            return None
-        operator_lineage, dataset = classes
-        namespace, name = self.lineage_output
-        return operator_lineage(outputs=[dataset(namespace=namespace, name=name)])
+    def lineage_outputs(self) -> list[tuple[str, str]]:
+        return [self.lineage_output] if self.lineage_output else []
 
 
 class LinkstatsLinkStatsToWarehouseOperator(LinksServiceMixin, LinkstatsStatsToWarehouseOperatorBase):

@@ -9,8 +9,6 @@ Imported when a task runs.
 from __future__ import annotations
 
 from airflow_provider_linkstats.drivers.warehouse.links import LinkStatsLoad
-from airflow_provider_linkstats.drivers.warehouse.progress import PROGRESS_EVERY, Progress
-from airflow_provider_linkstats.drivers.warehouse.run import LoadRun, StatsLoad, breakdown_of
 from airflow_provider_linkstats.drivers.warehouse.websites import WebsiteStatsLoad
 
-__all__ = ["PROGRESS_EVERY", "LinkStatsLoad", "LoadRun", "Progress", "StatsLoad", "WebsiteStatsLoad", "breakdown_of"]
+__all__ = ["LinkStatsLoad", "WebsiteStatsLoad"]

@@ -11,7 +11,7 @@ import json
 import logging
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass, field, replace
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 from airflow_provider_linkstats.client.cleanup import (
@@ -78,8 +78,6 @@ class CleanupOutcome:
     seconds: float = 0.0
 
     def as_xcom(self) -> dict[str, Any]:
-        from dataclasses import asdict
-
         return asdict(self)
 
 

@@ -205,7 +205,6 @@ CREATED, CREATED_EARLIER, SKIPPED, UPDATED, FAILED = "created", "created_earlier
 KINDS = (CREATED, CREATED_EARLIER, SKIPPED, UPDATED, FAILED)
 WORDS = {CREATED_EARLIER: "created by an earlier try"}
 WRITTEN = frozenset({CREATED, UPDATED, FAILED})  # cost requests: the rate is theirs
-WINDOW = PROGRESS_WINDOW  # seconds of work the rate is read from
 EVERY = 10.0  # longest silence while work is pending
 
 
@@ -221,7 +220,7 @@ class LaunchProgress:
         log: Any,
         pace: Callable[[], float | None] = lambda: None,
         every: float | None = None,
-        window: float = WINDOW,
+        window: float = PROGRESS_WINDOW,
         clock: Callable[[], float] = time.monotonic,
         requests: Callable[[], int | None] = lambda: None,
     ) -> None:

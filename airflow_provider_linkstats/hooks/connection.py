@@ -82,29 +82,27 @@ def placeholders(conn_type: str) -> dict[str, str]:
 
 def provider_connection_types() -> list[dict[str, Any]]:
     """The ``connection-types`` entries of ``get_provider_info()``."""
-    entries = []
-    for conn_type, (hook_class, hook_name, _, _) in CONNECTION_TYPES.items():
-        entries.append(
-            {
-                "connection-type": conn_type,
-                "hook-class-name": f"airflow_provider_linkstats.hooks.linkstats.{hook_class}",
-                "hook-name": hook_name,
-                "ui-field-behaviour": {
-                    "hidden-fields": HIDDEN_FIELDS,
-                    "relabeling": RELABELING,
-                    "placeholders": placeholders(conn_type),
-                },
-                "conn-fields": {
-                    name: {
-                        "label": label,
-                        "schema": {"type": [kind, "null"], "default": default},
-                        "description": description,
-                    }
-                    for name, (label, kind, default, description) in extra_fields(conn_type).items()
-                },
-            }
-        )
-    return entries
+    return [
+        {
+            "connection-type": conn_type,
+            "hook-class-name": f"airflow_provider_linkstats.hooks.linkstats.{hook_class}",
+            "hook-name": hook_name,
+            "ui-field-behaviour": {
+                "hidden-fields": HIDDEN_FIELDS,
+                "relabeling": RELABELING,
+                "placeholders": placeholders(conn_type),
+            },
+            "conn-fields": {
+                name: {
+                    "label": label,
+                    "schema": {"type": [kind, "null"], "default": default},
+                    "description": description,
+                }
+                for name, (label, kind, default, description) in extra_fields(conn_type).items()
+            },
+        }
+        for conn_type, (hook_class, hook_name, _, _) in CONNECTION_TYPES.items()
+    ]
 
 
 # -- reading a connection ------------------------------------------------------------------------

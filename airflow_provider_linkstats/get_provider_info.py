@@ -12,6 +12,7 @@ INTEGRATIONS = {
     "links": "Linkstats Links",
     "analytics": "Linkstats Analytics",
 }
+DOC_URL = "https://pypi.org/project/airflow-provider-linkstats/"
 
 
 def get_provider_info() -> dict[str, Any]:
@@ -21,16 +22,8 @@ def get_provider_info() -> dict[str, Any]:
         "description": "Manage short links and tracked websites, and wait for links to expire.",
         "versions": [__version__],
         "integrations": [
-            {
-                "integration-name": "Linkstats Links",
-                "external-doc-url": "https://pypi.org/project/airflow-provider-linkstats/",
-                "tags": ["service"],
-            },
-            {
-                "integration-name": "Linkstats Analytics",
-                "external-doc-url": "https://pypi.org/project/airflow-provider-linkstats/",
-                "tags": ["service"],
-            },
+            {"integration-name": name, "external-doc-url": DOC_URL, "tags": ["service"]}
+            for name in INTEGRATIONS.values()
         ],
         "hooks": [
             {"integration-name": name, "python-modules": [f"{PACKAGE}.hooks.linkstats"]}

@@ -1,21 +1,17 @@
-"""The streaming cleanup's driver: the walk that joins the listing reader and the deleter pool.
-
-What the cleanup decides (which links match, by which clock, when a page is read again, when the
-listing cannot be trusted) is ``client.cleanup``'s plan, without I/O; this module reads the pages
-it asks for (``drivers.cleanup_reading``), sends the deletes it confirms on a bounded thread pool
-(``drivers.cleanup_deletes``) and tells the progress (``drivers.progress``).
-
-Outside ``operators/`` (whose modules import only ``operators.base``): the cleanup operator and
-the bulk delete both use it, and it is imported only when a task runs.
+"""The streaming cleanup's driver: the walk that joins the listing reader (one page at a time, with
+what its answer tells the walk) and the deleter pool (``cleanup_deletes``). What it decides (which
+links match, by which clock, when a page is read again) is ``client.cleanup``'s plan, without I/O.
+Imported only when a task runs.
 """
 
 from __future__ import annotations
 
 import datetime as dt
+import json
 import logging
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 from airflow_provider_linkstats.client.cleanup import (
@@ -33,16 +29,21 @@ from airflow_provider_linkstats.client.cleanup import (
 from airflow_provider_linkstats.client.errors import LinkstatsError
 from airflow_provider_linkstats.drivers.cleanup_deletes import Batch, Deleter
 from airflow_provider_linkstats.drivers.cleanup_progress import Reporter
-from airflow_provider_linkstats.drivers.cleanup_reading import DATE_SECOND, STALE_REREADS, ListingPage, ListingReader
 from airflow_provider_linkstats.drivers.progress import thousands, waits_told
 
 # Confirming reads of a page in a row that get no delete through before its matches are left.
 IDLE_ROUNDS_MAX = 2
+# A confirming read asks for the service's own answer, never a cache's copy (RFC 9111 no-cache;
+# Pragma for HTTP/1.0 caches).
+UNCACHED = (("Cache-Control", "no-cache"), ("Pragma", "no-cache"))
+# A confirming read answered from a cache is sent again this many times before its page's matches
+# are left (never deleted on a cache's copy).
+STALE_REREADS = 2
+# A confirming read leaves at least this long after the page's last read was answered: a Date is whole
+# seconds, so only then does a cache's copy of that read (the same Date) show as older than its send.
+DATE_SECOND = 1.1
 
 __all__ = ["CeilingError", "CleanupOutcome", "CleanupRules", "ListingPage", "ListingReader", "StreamingCleanup"]
-
-
-# -- the streaming cleanup: walk the listing, confirm each page, delete as it goes -------------------
 
 
 class CeilingError(LinkstatsError):
@@ -77,22 +78,108 @@ class CleanupOutcome:
     seconds: float = 0.0
 
     def as_xcom(self) -> dict[str, Any]:
-        from dataclasses import asdict
-
         return asdict(self)
+
+
+@dataclass
+class ListingPage:
+    items: list[dict[str, Any]]
+    last_page: int | None  # from the answer's meta; None when the service did not say
+    total: int | None
+    per_page: int | None = None  # the page size the meta told
+    url: str = ""
+    # Whether the answer was made after the request was sent (``ServiceClock.is_fresh``): False for a
+    # cache's copy (an ``Age``, a ``Date`` older than the send), None without a ``Date`` (nothing tells).
+    fresh: bool | None = None
+    date: float | None = None  # the answer's own Date (epoch seconds of the service's clock), if it has one
+    sent_at: float = 0.0  # monotonic: when the request left, after any rate-limit wait
+
+
+class ListingReader:
+    def __init__(self, client: Any, filters: dict[str, Any]) -> None:
+        self.client = client
+        self.filters = filters
+        self.pages_read = 0
+        self.busted = 0  # confirming reads sent with a cache-busting parameter
+        self.received_at: dict[int, float] = {}  # page number: when its last read was answered (monotonic)
+
+    def read(self, number: int, *, uncached: bool = False) -> ListingPage:
+        """Page ``number``; ``uncached`` (a confirming read) asks every cache for the service's own
+        answer (``no-cache``, and a parameter ``_`` no cached copy has, which the service ignores)."""
+        from airflow_provider_linkstats.client.contract import LINKS
+        from airflow_provider_linkstats.client.protocol import build_list, parse_page
+
+        request = build_list(LINKS, self.filters, number)
+        if uncached:
+            self.busted += 1
+            buster = (("_", f"{time.time():.3f}-{self.busted}"),)
+            request = replace(request, params=request.params + buster, headers=UNCACHED)
+        response, sent, sent_at = self._send(request)
+        self.received_at[number] = time.monotonic()
+        self.pages_read += 1
+        page = parse_page(request, response, self.filters.get("per_page", 10))
+        url = getattr(response, "url", "") or request.describe()
+        return ListingPage(
+            page.items, page.last_page, page.total, _told_per_page(response.body), _listing_url(url),
+            fresh=self.client.clock.is_fresh(response.headers, sent), date=_answer_date(response.headers),
+            sent_at=sent_at,
+        )  # fmt: skip
+
+    def _send(self, request: Any) -> tuple[Any, float, float]:
+        """The answer, and when the request left (wall clock, monotonic), after the rate limiter's wait."""
+        from airflow_provider_linkstats.client.sending import BEFORE_SEND
+
+        stamps: list[tuple[float, float]] = []
+        outer = BEFORE_SEND.get()
+
+        def stamp(sending: Any) -> None:
+            if outer is not None:
+                outer(sending)
+            stamps.append((self.client.clock.stamp(), time.monotonic()))
+
+        before = (self.client.clock.stamp(), time.monotonic())
+        token = BEFORE_SEND.set(stamp)
+        try:
+            response = self.client.call(request)
+        finally:
+            BEFORE_SEND.reset(token)
+        sent, sent_at = stamps[-1] if stamps else before
+        return response, sent, sent_at
+
+
+def _told_per_page(body: bytes | str) -> int | None:
+    """The page size the answer's ``meta`` told, if it told a sane one."""
+    try:
+        meta = json.loads(body).get("meta")
+    except (ValueError, AttributeError, TypeError):
+        return None
+    told = meta.get("per_page") if isinstance(meta, dict) else None
+    return told if isinstance(told, int) and not isinstance(told, bool) and told > 0 else None
+
+
+def _answer_date(headers: Any) -> float | None:
+    from airflow_provider_linkstats.client.clock import parse_http_date
+
+    if not headers:
+        return None
+    return parse_http_date(headers.get("date") or headers.get("Date"))
+
+
+def _listing_url(url: str) -> str:
+    """The listing's URL without its page number (the walk reads many)."""
+    from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+
+    parts = urlsplit(url)
+    query = [(k, v) for k, v in parse_qsl(parts.query, keep_blank_values=True) if k not in ("page", "_")]
+    return urlunsplit(parts._replace(query=urlencode(query)))
 
 
 class StreamingCleanup:
     """Walks a links listing and deletes the records ``rules`` match, page by page, as it goes.
 
-    ``client.cleanup.CleanupWalk`` says which page to read and what its records mean. For each
-    page with matches the driver reads the page again (the confirming read) and sends the deletes
-    it confirms; the next page's walk read overlaps them. A delete the rate limiter held past
-    ``evidence_max_age`` is not sent: its page is read again before the rest.
-
-    Memory holds a page or two, the deletes in flight and the counts: nothing grows with the
-    number of links. A run killed half-way can simply run again: the links it deleted are no longer
-    listed, so no answered delete is sent twice.
+    Each page with matches is read again (the confirming read) and the deletes it confirms are sent
+    while the next page is read. Memory holds a page or two and the counts, whatever the number of
+    links; a run killed half-way can run again (the links it deleted are no longer listed).
     """
 
     SAMPLE_MAX = 100
@@ -130,8 +217,7 @@ class StreamingCleanup:
         self._named: dict[str, int] = {}
 
     def now(self) -> Any:
-        """The moment decisions are made at: the service's clock less its margin, read each time.
-        A service whose answers carry no ``Date`` has no known clock: the worker's stands in, less
+        """The service's clock less its margin; without a known clock (no ``Date``), the worker's less
         ``margin_without_date`` (said once), so every link within that margin of its end is kept."""
         if self.clock.known:
             return self.clock.settled_now()
@@ -146,10 +232,8 @@ class StreamingCleanup:
         return self.clock.settled_now() - dt.timedelta(seconds=self.margin_without_date)
 
     def judged_at(self, page: ListingPage, *, deciding: bool = False) -> Any:
-        """The moment ``page``'s records are judged at: ``now()``, but never later than the page's own
-        ``Date`` says (less the margin): the clock's offset is a belief, the answer in hand evidence
-        (``client.cleanup.decision_moment``). A confirming read (``deciding``) without a ``Date`` says
-        nothing of the service's time: its records are judged as without a clock (``margin_without_date``)."""
+        """``now()``, never later than the page's own ``Date`` (``client.cleanup.decision_moment``); a
+        confirming read (``deciding``) without a ``Date`` is judged as without a clock."""
         if page.date is not None:
             return decision_moment(self.now(), page.date, margin=self.clock.margin)
         if deciding and self.clock.known:
@@ -162,8 +246,6 @@ class StreamingCleanup:
                 )
             return self.now() - dt.timedelta(seconds=self.margin_without_date)
         return self.now()
-
-    # -- the run --------------------------------------------------------------------------------
 
     def run(self) -> CleanupOutcome:
         started = time.monotonic()
@@ -188,19 +270,12 @@ class StreamingCleanup:
         self.log.info(
             "cleanup %s in %.1f s: %s matched, %s deleted, %s already gone, %s failed, %s kept%s%s; "
             "%s listing request(s) (%s confirming); the longest from a confirming read to its delete: %.1f s",
-            "dry run finished" if self.dry_run else "finished",
-            outcome.seconds,
-            f"{outcome.matched:,}",
-            f"{outcome.deleted:,}",
-            f"{outcome.already_gone:,}",
-            f"{outcome.failed:,}",
-            f"{outcome.kept:,}",
+            "dry run finished" if self.dry_run else "finished", outcome.seconds, f"{outcome.matched:,}",
+            f"{outcome.deleted:,}", f"{outcome.already_gone:,}", f"{outcome.failed:,}", f"{outcome.kept:,}",
             f" ({outcome.changed:,} of them changed after they were listed)" if outcome.changed else "",
             f", {outcome.unconfirmed:,} not confirmed (left)" if outcome.unconfirmed else "",
-            f"{outcome.pages:,}",
-            f"{outcome.confirming_reads:,}",
-            outcome.evidence_age_max,
-        )
+            f"{outcome.pages:,}", f"{outcome.confirming_reads:,}", outcome.evidence_age_max,
+        )  # fmt: skip
         for kind, count in self._named.items():
             if count > NAMED_MAX:
                 self.log.info("... and %s more link(s) %s", f"{count - NAMED_MAX:,}", kind)
@@ -208,9 +283,8 @@ class StreamingCleanup:
             self.log.warning(
                 "the service listed %s link(s) under the cleanup's filters that their own records do not match "
                 "(%s); they were kept. Its listing filter is not to be trusted on this install.",
-                f"{outcome.listed_not_matching:,}",
-                outcome.rules,
-            )
+                f"{outcome.listed_not_matching:,}", outcome.rules,
+            )  # fmt: skip
         return outcome
 
     def _run(self, reader: ListingReader, filters: dict[str, Any], outcome: CleanupOutcome, reporter: Reporter) -> None:
@@ -223,21 +297,15 @@ class StreamingCleanup:
         outcome.clock = self.clock.describe()
         outcome.total_links, outcome.ceiling = self._ceiling(first, filters)
         self.log.info(
-            "cleanup of links matching: %s; %s listed (%s page(s) of %d); ceiling %s%s",
-            outcome.rules,
-            thousands(first.total),
-            thousands(first.last_page),
-            filters["per_page"],
-            thousands(outcome.ceiling, "none"),
-            " (dry run: nothing is deleted)" if self.dry_run else "",
-        )
+            "cleanup of links matching: %s; %s listed (%s page(s) of %d); ceiling %s%s", outcome.rules,
+            thousands(first.total), thousands(first.last_page), filters["per_page"],
+            thousands(outcome.ceiling, "none"), " (dry run: nothing is deleted)" if self.dry_run else "",
+        )  # fmt: skip
         self.log.info(
             "'now' is %s, less a margin of %.1f s: a link is over only if it ended before that; each delete "
             "follows a confirming read of its page at most %g s before it",
-            outcome.clock,
-            self.clock.margin,
-            self.evidence_max_age,
-        )
+            outcome.clock, self.clock.margin, self.evidence_max_age,
+        )  # fmt: skip
         ceiling = outcome.ceiling
         if ceiling is not None and not self.dry_run and (first.total is None or first.total > ceiling):
             # More are listed than may go: count the matches first, so that an over-ceiling run
@@ -266,8 +334,7 @@ class StreamingCleanup:
         return total_links, min(limits, default=None)
 
     def _count_all_links(self) -> int:
-        """The account's links: one small listing request (its meta's total), or a walk if it has none
-        (``client.iter``: bounded, it stops with an error when the paging cannot be trusted)."""
+        """One small listing request (its meta's total), or a bounded walk if it has none."""
         from airflow_provider_linkstats.client.contract import LINKS, MAX_PER_PAGE, PER_PAGE_CHOICES
 
         page = ListingReader(self.client, {"per_page": min(PER_PAGE_CHOICES)}).read(1)
@@ -288,8 +355,6 @@ class StreamingCleanup:
             f"({', '.join(limits)}). A dry run (dry_run=True) lists what would go."
         )
 
-    # -- the walk -------------------------------------------------------------------------------
-
     def _walk(self, reader: ListingReader, first: ListingPage, outcome: CleanupOutcome, *, delete: bool) -> None:
         walk = self._new_walk(reader, first)
         if not delete:
@@ -304,28 +369,17 @@ class StreamingCleanup:
             outcome.first_failures = deleter.first_failures
 
     def _new_walk(self, reader: ListingReader, first: ListingPage) -> CleanupWalk:
-        """The walk's plan from the first page's answer (a page count it does not trust is said)."""
         walk = CleanupWalk(
-            self.rules,
-            first.items,
-            per_page=reader.filters["per_page"],
-            url=first.url,
-            last_page=first.last_page,
-            total=first.total,
-            meta_per_page=first.per_page,
-            server_rules=self._server_rules,
+            self.rules, first.items, per_page=reader.filters["per_page"], url=first.url, last_page=first.last_page,
+            total=first.total, meta_per_page=first.per_page, server_rules=self._server_rules,
             max_age=self.evidence_max_age,
-        )
+        )  # fmt: skip
         if walk.distrusted:
             self.log.warning(
                 "the listing %s says %s page(s) but %s row(s) at %d a page: its page count is not trusted, the walk "
                 "goes forward page by page instead (at most %s pages)",
-                first.url,
-                first.last_page,
-                thousands(first.total),
-                walk.size,
-                f"{walk.guard.bound:,}",
-            )
+                first.url, first.last_page, thousands(first.total), walk.size, f"{walk.guard.bound:,}",
+            )  # fmt: skip
         self._current = walk
         return walk
 
@@ -333,10 +387,8 @@ class StreamingCleanup:
         self, walk: CleanupWalk, reader: ListingReader, first: ListingPage, *, dry: bool
     ) -> Iterator[tuple[int, ListingPage, bool]]:
         """(number, the walk's read of it, whether page 1 needs its confirming read without a match).
-
-        The walk's read of page 1 is the run's first request. A backward walk reads page 1 last: a
-        delete since may have moved links onto it, so it is read again (its confirming read, which
-        finds them; a dry run has none: it reads page 1 afresh)."""
+        A backward walk reads page 1 last: deletes since may have moved links onto it, so it is read
+        again (its confirming read; a dry run reads it afresh)."""
         first_unread, read_before = True, False  # read_before: a page other than the first was read
         while (number := walk.next_number()) is not None:
             if number == 1 and first_unread and not (read_before and dry):
@@ -347,7 +399,6 @@ class StreamingCleanup:
                 yield number, reader.read(number), False
 
     def _found(self, walk: CleanupWalk, number: int, page: ListingPage, outcome: CleanupOutcome) -> PagePlan:
-        """The walk's read of a page, judged at the moment its own answer allows."""
         plan = walk.page(number, page.items, self.judged_at(page), total=page.total)
         outcome.kept += plan.kept
         outcome.listed_not_matching += plan.listed_not_matching
@@ -356,7 +407,7 @@ class StreamingCleanup:
     def _count_pages(
         self, walk: CleanupWalk, reader: ListingReader, first: ListingPage, outcome: CleanupOutcome
     ) -> None:
-        """A dry run (or the count before an over-ceiling run): every match counted, none deleted."""
+        """A dry run, or the count before an over-ceiling run."""
         for number, page, _ in self._pages(walk, reader, first, dry=True):
             plan = self._found(walk, number, page, outcome)
             for record_id in sorted(plan.candidates):
@@ -367,8 +418,8 @@ class StreamingCleanup:
     def _delete_pages(
         self, walk: CleanupWalk, reader: ListingReader, first: ListingPage, outcome: CleanupOutcome, deleter: Deleter
     ) -> None:
-        """Each page found, confirmed and its deletes sent; a backward walk reads the next page while
-        the deletes of the one before are in flight, a forward walk waits (its offset depends on them)."""
+        """A backward walk reads the next page while the deletes of the one before are in flight; a
+        forward walk waits (its offset depends on them)."""
         previous: _PageRun | None = None  # the page whose deletes are in flight (backward walk)
         for number, page, stale_first in self._pages(walk, reader, first, dry=False):
             plan = self._found(walk, number, page, outcome)
@@ -390,8 +441,7 @@ class StreamingCleanup:
     def _confirm(
         self, run: _PageRun, walk: CleanupWalk, reader: ListingReader, deleter: Deleter, outcome: CleanupOutcome
     ) -> None:
-        """One confirming read of the page and the deletes it allows, until its evidence is
-        ``evidence_max_age`` old (from when the read left, after any rate-limit wait)."""
+        """One confirming read and the deletes it allows until its evidence is ``evidence_max_age`` old."""
         plan = run.plan
         page = self._confirming_read(plan, reader, outcome)
         items = page.items if page.fresh is not False else []  # a cache's copy confirms nothing: left, not deleted
@@ -405,7 +455,6 @@ class StreamingCleanup:
             deleter.submit(record_id, batch)
 
     def _confirming_read(self, plan: PagePlan, reader: ListingReader, outcome: CleanupOutcome) -> ListingPage:
-        """The page read again, uncached: a cache's copy is read again ``STALE_REREADS`` times."""
         for attempt in range(1 + STALE_REREADS):
             pause = reader.received_at.get(plan.number, 0.0) + DATE_SECOND - time.monotonic()
             if pause > 0:
@@ -423,8 +472,6 @@ class StreamingCleanup:
         return page
 
     def _tell_verdict(self, plan: PagePlan, verdict: Confirmation, outcome: CleanupOutcome) -> None:
-        """Count and name what a confirming read kept (changed), left (no longer on the page) and found
-        gone after a delete of its own whose answer was lost."""
         for record, rule in verdict.changed:
             outcome.kept += 1
             outcome.changed += 1
@@ -454,9 +501,8 @@ class StreamingCleanup:
     def _finish(
         self, run: _PageRun, walk: CleanupWalk, reader: ListingReader, deleter: Deleter, outcome: CleanupOutcome
     ) -> None:
-        """Wait for the page's deletes; those held past their evidence's freshness go back to the page,
-        which is read again (as long as one of two rounds in a row gets some through: a 429's one
-        long wait holds one round, a limiter that holds every delete past the window holds all)."""
+        """Wait for the page's deletes; those held past their evidence go back to the page, read again
+        while one of two rounds in a row gets some through (a 429's long wait holds one round only)."""
         plan = run.plan
         while True:
             deleter.collect(block=True)
@@ -479,15 +525,11 @@ class StreamingCleanup:
         self.log.warning(
             "left %d link(s) of page %d: their deletes waited longer than evidence_max_age (%g s) after the page's "
             "confirming read, even right after one (the rate limit holds them): raise evidence_max_age or lower "
-            "max_workers",
-            count,
-            plan.number,
-            self.evidence_max_age,
-        )
+            "max_workers", count, plan.number, self.evidence_max_age,
+        )  # fmt: skip
         plan.candidates.clear()
 
     def _name(self, kind: str, text: str) -> None:
-        """Name the first few links of each kind in the log; the run's last line counts the rest."""
         count = self._named.get(kind, 0) + 1
         self._named[kind] = count
         if count <= NAMED_MAX:

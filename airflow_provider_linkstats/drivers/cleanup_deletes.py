@@ -1,9 +1,7 @@
 """The streaming cleanup's deletes: a bounded thread pool, each delete sent only on fresh evidence.
 
-A confirming read of a page allows a batch of deletes (``Batch``) until its evidence is
-``evidence_max_age`` old; each delete is checked right before it leaves, after any rate-limit wait
-(``client.sending.BEFORE_SEND``). One held too long is not sent: it goes back to its page, which is
-read again before the rest (``drivers.cleanup``).
+A confirming read allows a ``Batch`` of deletes until its evidence is ``evidence_max_age`` old; each
+is checked right before it leaves, after any rate-limit wait. One held too long goes back to its page.
 """
 
 from __future__ import annotations
@@ -49,12 +47,8 @@ class Batch:
 
 
 class Deleter:
-    """Deletes on a bounded thread pool sharing the hook's client (one session and rate limiter).
-
-    At most ``max_pending`` deletes are in flight (a semaphore, released as each is answered), so
-    memory stays bounded; answers queue up as they come and are counted on the walking thread.
-    ``cleanup`` is the running ``StreamingCleanup``: its ceiling error and its sample.
-    """
+    """Deletes on a bounded thread pool sharing the hook's client (one session and rate limiter): at
+    most ``max_pending`` in flight; answers are counted on the walking thread."""
 
     def __init__(self, cleanup: Any, outcome: Any) -> None:
         self.cleanup = cleanup
@@ -119,7 +113,6 @@ class Deleter:
         return getattr(getattr(self.client, "limiter", None), "throttled", 0)
 
     def collect(self, *, block: bool) -> None:
-        """Count the answers so far; with ``block``, first wait for every delete in flight."""
         while True:
             while self.answered:
                 record_id, batch, future = self.answered.popleft()

@@ -11,8 +11,7 @@ from airflow_provider_linkstats.drivers.progress import Progress, duration, thou
 
 
 class Reporter:
-    """A progress line every ``LOG_EVERY`` seconds while the cleanup runs, from a thread of its own
-    (the walking thread may be held by the rate limiter), and the limiter's waits as they begin."""
+    """The lines, from a thread of its own: the walking thread may be held by the rate limiter."""
 
     def __init__(self, cleanup: Any, outcome: Any, reader: Any) -> None:
         self.cleanup = cleanup
@@ -86,11 +85,6 @@ class Reporter:
         self.held_said = self.held
         self.cleanup.log.info(
             "%s %s of %s matching links, %s of %s listed examined, %s listing request(s) (%s)",
-            "would delete" if dry else "deleted",
-            f"{done:,}",
-            f"{outcome.matched:,}",
-            f"{examined:,}",
-            thousands(listed),
-            f"{self.reader.pages_read:,}",
-            ", ".join(parts),
-        )
+            "would delete" if dry else "deleted", f"{done:,}", f"{outcome.matched:,}", f"{examined:,}",
+            thousands(listed), f"{self.reader.pages_read:,}", ", ".join(parts),
+        )  # fmt: skip

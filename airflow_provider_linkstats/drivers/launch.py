@@ -1,9 +1,6 @@
 """The bulk launch's driver: one listing walk for the links that exist, then the creates (or the
-mends) on a bounded thread pool sharing the hook's one rate limiter, telling the progress
-(``drivers.progress.LaunchProgress``); and the full result written to object storage.
-
-What it decides (the rows, which existing link is this run's, what a conflict is, who made a link)
-is ``client.launch``'s plan, without I/O. Imported when a task runs.
+mends) on a bounded thread pool sharing the hook's one rate limiter; and the full result written to
+object storage. What it decides is ``client.launch``'s plan, without I/O. Imported when a task runs.
 """
 
 from __future__ import annotations
@@ -23,11 +20,8 @@ __all__ = ["Launch", "read_result", "read_text", "write_result"]
 class Launch:
     """One bulk create: walk once, then create (or mend) what is missing, concurrently.
 
-    ``claim``: the task instance's ``ownership.Claim``. A link found by the walk is an earlier try's
-    of this task instance by ``ownership.is_ours`` (it holds the row's fields and was created after
-    the task instance's first try began): the records and Airflow's record of the tries both outlive
-    a killed worker and a clear, where the earlier try's XCom and memory do not, and it costs no
-    request (the walk reads ``created_at`` anyway).
+    A link the walk finds is an earlier try's by ``ownership.is_ours`` (``claim``): the records and
+    Airflow's record of the tries outlive a killed worker and a clear, its XCom and memory do not.
     """
 
     def __init__(
@@ -130,7 +124,6 @@ class Launch:
             )
 
     def made_by(self, item: Item, record: dict[str, Any]) -> str:
-        """Who made an existing link (``ownership.made_by``): an earlier try of this run, or nobody of it."""
         client = self.hook.client
         return who_made(LINKS, self.claim, item.fields, record, client.clock, client.zone(LINKS))
 
@@ -174,9 +167,6 @@ class Launch:
     def _kept(self, item: Item, record: dict[str, Any], outcome: str) -> str:
         """A create refused as taken, then skipped or updated: an earlier try's link counts as that."""
         return kept(outcome, self.made_by(item, record)) if outcome == "skipped" else outcome
-
-
-# -- the result --------------------------------------------------------------------------------------
 
 
 def write_result(path: str, outcome: Outcome) -> str:

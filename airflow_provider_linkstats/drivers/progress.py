@@ -1,24 +1,10 @@
 """The one progress every long job tells: rates and time left from the last minute of work,
 never above what the service's budget allows per unit.
 
-``Progress`` counts units done and estimates: the units done over the last minute (since the start
-before a minute has passed), capped by what the budget allows per unit, and the time left from that
-rate. The cleanup, the bulk deletes and the warehouse load tell it their units; ``LaunchProgress``
-(the bulk launch) counts what happened to each link apart and tells its ``Progress`` the links
-written, with the same ``duration`` words.
-
-The bulk launch's lines: ``created 40, created by an earlier try 90, skipped 10, updated 0, failed
-0: 140/300 links done (1.0/s over the last minute, about 3 min left)``. Skipped links (one listing
-walk found them) cost no request and finish at once, so the rate is that of the links that were
-written: created, updated or failed, over the last minute (since the start before a minute has
-passed), capped by what the budget allows per link: the rate limiter's ``limit / window`` requests
-a second over the requests a written link has cost so far (the limiter's requests since the launch
-began, over the links written), so a link that costs 2 requests under a budget of 1 a second is
-promised at 0.5 a second, never more. While work is pending a line is logged at least every
-``every`` seconds, by a ticker thread, with "waiting N s for the service's rate limit" while the
-limiter holds requests back (its ``on_wait``).
-
-Imported by the jobs' drivers when a task runs, not at DAG parse.
+``Progress`` counts a job's units (the cleanup's, the bulk deletes', the warehouse load's);
+``LaunchProgress`` counts what happened to each link of a bulk launch and tells its ``Progress``
+the links written (skipped ones cost no request, so they make no rate), with the same ``duration``
+words. Imported by the jobs' drivers when a task runs, not at DAG parse.
 """
 
 from __future__ import annotations
@@ -58,8 +44,7 @@ def budget_pace(limiter: Any) -> float | None:
 
 
 def requests_sent(limiter: Any) -> int | None:
-    """Requests the rate limiter has let go and heard back from so far (``RateLimiter.answered``), or
-    None without one."""
+    """Requests the rate limiter has heard back from so far (``RateLimiter.answered``), or None."""
     sent = getattr(limiter, "answered", None)
     return sent if isinstance(sent, int) and not isinstance(sent, bool) else None
 
@@ -78,19 +63,14 @@ def unit_pace(pace: float | None, per_unit: float | None) -> float | None:
 
 
 class Progress:
-    """Rate and time left of a long run, in the run's own units, from a sliding window of its last minute.
+    """Rate and time left of a long run, in its own units, from a sliding window of its last minute.
 
-    The rate is the units done over the last ``window`` seconds up to now (since the start before
-    that), not since the start: a slow first page or a burst no longer colours every later line.
-    It is capped by what the budget allows per unit: ``pace``, the rate limiter's requests a
-    second, over the requests one unit has cost so far (the limiter's requests since this progress
-    began, over the units done): a link that costs 2 requests under a budget of 1 a second goes at
-    0.5 a second, and no line promises more. ``limiter`` (optional) gives the pace, the requests
-    sent, and the requests that may still go at once (``burst``): work within that burst is not
-    slowed to the pace, so a run of 3 deletes with the budget untouched does not say "about 2 s
-    left" and then finish at once. Without a limiter, ``pace`` (a number, or a callable read at each
-    estimate) and ``requests`` (a callable giving the requests sent so far) stand in for it.
-    ``clock`` is injectable for tests. Thread-safe.
+    Over the last ``window`` seconds, not since the start: a slow first page or a burst does not
+    colour every later line. Capped by the budget per unit: the limiter's requests a second over
+    the requests one unit has cost so far (2 requests a link under 1 a second: 0.5 links a second).
+    Work within the limiter's ``burst`` is not slowed to the pace, so 3 deletes on an untouched
+    budget do not say "about 2 s left" and finish at once. Without a ``limiter``, ``pace`` (a
+    number or a callable) and ``requests`` (a callable) stand in for it. Thread-safe.
     """
 
     def __init__(
@@ -119,15 +99,10 @@ class Progress:
         learned = budget_pace(self.limiter)  # None without a limiter
         return learned or (self._pace() if callable(self._pace) else self._pace)
 
-    @pace.setter
-    def pace(self, value: float | None) -> None:
-        self._pace = value
-
     def _sent(self) -> int | None:
         return self._requests() if self._requests is not None else requests_sent(self.limiter)
 
     def update(self, done: int) -> None:
-        """Record that ``done`` units are finished now."""
         with self._lock:
             now = self.clock()
             self.samples.append((now, done))
@@ -169,9 +144,9 @@ class Progress:
         return min(self.measured, pace) if pace else self.measured
 
     def seconds_left(self, remaining: float, burst: int | None = None) -> float | None:
-        """Time for ``remaining`` more units: the first ``burst`` (requests the limiter lets go at
-        once; the limiter's own when not given) at the measured rate, the rest at ``rate`` (the
-        budget's pace while no rate is known)."""
+        """Time for ``remaining`` more units: the first ``burst`` (requests the limiter lets go at once;
+        the limiter's own when not given) at the measured rate, the rest at ``rate`` (the budget's pace
+        while no rate is known)."""
         if remaining <= 0:
             return 0.0
         if burst is None:
@@ -230,18 +205,13 @@ CREATED, CREATED_EARLIER, SKIPPED, UPDATED, FAILED = "created", "created_earlier
 KINDS = (CREATED, CREATED_EARLIER, SKIPPED, UPDATED, FAILED)
 WORDS = {CREATED_EARLIER: "created by an earlier try"}
 WRITTEN = frozenset({CREATED, UPDATED, FAILED})  # cost requests: the rate is theirs
-WINDOW = PROGRESS_WINDOW  # seconds of work the rate is read from
 EVERY = 10.0  # longest silence while work is pending
 
 
 class LaunchProgress:
-    """Thread-safe counts of a launch of ``total`` links and the lines that report them; the rate and
-    the time left are its ``Progress``'s, whose units are the links written (created, updated, failed).
-
-    ``pace``: the budget's requests a second (read at each line: learned from the answers meanwhile);
-    ``requests``: the requests sent so far (the rate limiter's ``sent``), from which what one link
-    costs is measured; ``clock`` is injectable for tests.
-    """
+    """Thread-safe counts of a launch of ``total`` links and their lines; the rate and the time left
+    are its ``Progress``'s, over the links written. ``pace`` and ``requests`` are read at each line
+    (the budget is learned from the answers meanwhile)."""
 
     def __init__(
         self,
@@ -250,7 +220,7 @@ class LaunchProgress:
         log: Any,
         pace: Callable[[], float | None] = lambda: None,
         every: float | None = None,
-        window: float = WINDOW,
+        window: float = PROGRESS_WINDOW,
         clock: Callable[[], float] = time.monotonic,
         requests: Callable[[], int | None] = lambda: None,
     ) -> None:
@@ -273,7 +243,6 @@ class LaunchProgress:
         return sum(self.counts.values())
 
     def add(self, kind: str) -> None:
-        """One link finished as ``kind``."""
         with self._lock:
             self.counts[kind] += 1
             if kind in WRITTEN:
@@ -285,15 +254,12 @@ class LaunchProgress:
             self._waiting_until = max(self._waiting_until, self.clock() + seconds)
 
     def rate(self) -> float:
-        """Links written a second over the last ``window`` (since the start before that), at most the pace."""
         return self.progress.rate
 
     def per_link(self) -> float | None:
-        """Requests a written link has cost so far (measured), or None before ``MIN_COSTED_UNITS``."""
         return self.progress.per_unit
 
     def link_pace(self) -> float | None:
-        """Links a second the budget allows: its requests a second over the requests one link costs."""
         return self.progress.unit_pace
 
     def line(self) -> str:

@@ -1,7 +1,6 @@
-"""The hook's async side, for the triggerer: an async client built from the same settings as the
-sync one (``client/aio.py``), the connection fetched without blocking, and the service's profile
-found through that client. Mixed into ``LinkstatsBaseHook`` (``hooks/linkstats.py``), which gives
-the connection, the settings, what is known of the service and the key.
+"""The hook's async side, for the triggerer: an async client from the same settings as the sync one,
+the connection fetched without blocking, the service's profile found through that client. Mixed
+into ``LinkstatsBaseHook``, which gives the connection, the settings, the known service and the key.
 """
 
 from __future__ import annotations
@@ -17,16 +16,14 @@ if TYPE_CHECKING:
 
 
 class AsyncClientMixin:
-    """``get_async_client``, ``get_polling_client``, ``aservice_profile`` and ``aget_generation``."""
-
     # Given by the hook: the connection (held hidden), its settings and roots, what is known of its service.
     linkstats_conn_id: str
     _connection: Hidden | None
     _roots: tuple[str, ...]
 
     async def aservice_profile(self, client: AsyncLinkstatsClient, *, account: bool = False) -> ServiceProfile:
-        """``service_profile`` for the triggerer, through ``client`` (moved to the root that answers),
-        and the service's clock as the host's learned facts keep it, if ``client`` has not heard it."""
+        """``service_profile`` through ``client`` (moved to the root that answers), and the service's
+        clock as the host's learned facts keep it, if ``client`` has not heard it."""
         known = self.__dict__.get("known")
         if known is None:
             from asgiref.sync import sync_to_async
@@ -43,13 +40,9 @@ class AsyncClientMixin:
     aget_dialect = aget_generation
 
     async def get_async_client(self, *, handed: Any = None, **options: Any) -> AsyncLinkstatsClient:
-        """An async client for the triggerer, from the same settings; the connection is fetched without blocking.
-
-        ``options`` go to ``AsyncLinkstatsClient`` (``retry``, ``keep_alive``, ``max_connections``,
-        ``limiter``). ``handed``: a ``ServiceProfile`` as JSON from the task that deferred, used
-        instead of a look-up if it is this connection's (``KnownService.adopt``). Close it with
-        ``async with`` or ``aclose()``.
-        """
+        """An async client for the triggerer (close it with ``async with`` or ``aclose()``); ``options``
+        go to ``AsyncLinkstatsClient``. ``handed``: a ``ServiceProfile`` as JSON from the task that
+        deferred, used instead of a look-up if it is this connection's."""
         from airflow_provider_linkstats.client.aio import AsyncLinkstatsClient
 
         if self._connection is None:

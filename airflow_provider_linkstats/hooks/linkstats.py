@@ -1,19 +1,10 @@
 """Hooks: an Airflow Connection turned into a configured Linkstats client, sync or async.
 
-The connection's host is the service's base URL and its password the API key. Extras
-(``timeout``, ``max_retries``, ``max_rate_limit_wait``, ``verify_ssl``, ``api_version``,
-``timezone`` and, for links, ``default_domain_id``) are settings, never headers. They are parsed
-once into a frozen ``ClientSettings``, from which both the sync ``client`` and
-``get_async_client()`` are built (the async side, for the triggerer, is ``hooks/aio.py``).
-
-The service's domain lives in the client (``client/``): the generations and their spelling
-(``generations.py``), finding the API root and the version (``discovery.py``), a link's fields
-(``links.py``). What the client learns about the connection's service is one ``ServiceProfile``,
-kept by the hook's ``KnownService`` (``known.py``) and obtained here by ``service_profile()``
-(sync) and ``aservice_profile()`` (async) only; creating or reconciling by natural key
-(``reconcile.py``), checking what a write stored (``verify.py``) and what website writes'
-refusals mean (``websites.py``) live there too. The hooks' record methods (``create_link``,
-``list_websites``, ``create_record``, ...) are written once, in ``hooks/records.py``.
+The connection's host is the service's base URL, its password the API key, its extras settings
+(never headers), parsed once into a frozen ``ClientSettings`` from which both the sync ``client``
+and ``get_async_client()`` (``hooks/aio.py``) are built. The service's domain lives in ``client/``;
+what the client learns of the service is one ``ServiceProfile``, kept by the hook's ``KnownService``.
+The record methods (``create_link``, ``list_websites``, ...) are ``hooks/records.py``'s.
 """
 
 from __future__ import annotations
@@ -112,16 +103,10 @@ class LinkstatsBaseHook(RecordsMixin, AsyncClientMixin, BaseHook):
     def __repr__(self) -> str:
         return f"{type(self).__name__}(linkstats_conn_id={self.linkstats_conn_id!r})"
 
-    # -- connection --------------------------------------------------------------------------
-
     @property
     def connection(self) -> Any:
-        """The Airflow Connection, fetched once.
-
-        Held out of sight of ``repr(vars(hook))``: on Airflow 3 a Connection's repr shows its password.
-        A connection that is not defined is a ``LinkstatsConfigError`` saying how to create it: no
-        retry of the task can mend it.
-        """
+        """The Airflow Connection, fetched once, held out of ``repr(vars(hook))`` (on Airflow 3 a
+        Connection's repr shows its password); one not defined is a ``LinkstatsConfigError``."""
         if self._connection is None:
             try:
                 conn = self.get_connection(self.linkstats_conn_id)
@@ -134,7 +119,7 @@ class LinkstatsBaseHook(RecordsMixin, AsyncClientMixin, BaseHook):
         """``AirflowNotFoundException`` as an error saying what to create; any other error unchanged."""
         if type(error).__name__ != "AirflowNotFoundException":
             return error
-        from airflow_provider_linkstats.hooks.connection_sources import connection_sources, not_defined_message
+        from airflow_provider_linkstats.hooks.connection import connection_sources, not_defined_message
 
         conn_id = self.linkstats_conn_id
         return LinkstatsConfigError(not_defined_message(conn_id, self.conn_type, connection_sources(conn_id)))
@@ -171,10 +156,7 @@ class LinkstatsBaseHook(RecordsMixin, AsyncClientMixin, BaseHook):
     @cached_property
     def client(self) -> LinkstatsClient:
         """One client, and so one HTTP session, connection pool and rate limiter, for the hook's life.
-
-        For a base URL not ending in /api/v1 the first use finds where the API answers (one GET,
-        two when the first root is wrong), which also tells the version when api_version is auto.
-        """
+        For a base URL not ending in /api/v1 the first use finds where the API answers (a GET or two)."""
         from airflow_provider_linkstats.client.api import LinkstatsClient
 
         settings, known = self.settings, self.known
@@ -192,12 +174,9 @@ class LinkstatsBaseHook(RecordsMixin, AsyncClientMixin, BaseHook):
                 self.service_profile()
             return self.__dict__["client"]
 
-    # -- what the hook learns about the connection's service (``client/known.py``) ----------------
-
     @cached_property
     def known(self) -> KnownService:
-        """What is known about the connection's service: its profile, found once, shared with the
-        host's other processes through the learned-service cache (``client/learned.py``)."""
+        """The connection's service's profile, found once, shared through the learned-service cache."""
         from airflow_provider_linkstats.client.known import KnownService
 
         settings = self.settings  # reads the roots and the api_version extra
@@ -215,8 +194,7 @@ class LinkstatsBaseHook(RecordsMixin, AsyncClientMixin, BaseHook):
 
     def service_profile(self, *, account: bool = False, domains: bool = False) -> ServiceProfile:
         """The connection's ``ServiceProfile`` (API root, generation; with ``account``, the account's
-        time zone and default domain), discovered once through the sync client and kept: for this
-        hook, and for the host's other processes in the learned-service cache (``client/learned.py``)."""
+        time zone and default domain), discovered once and kept for the host's other processes too."""
         with self._locating:
             return self.known.get(self._sync_client, account=account, domains=domains)
 
@@ -225,18 +203,14 @@ class LinkstatsBaseHook(RecordsMixin, AsyncClientMixin, BaseHook):
         cache, and from this hook, so that its next request finds out again."""
         self.known.forget(reason)
 
-    def forget_version(self) -> None:
-        """Drop what was learned about the service's version (the next request detects it again)."""
-        self.known.forget_version()
-
     def _learned_store(self) -> LearnedStore | SharedLearnedStore:
         from airflow_provider_linkstats.client.learned import resolve
+        from airflow_provider_linkstats.hooks.shared_state import linkstats_setting, shared_state
 
         try:
-            host = resolve(_linkstats_setting("cache_dir"), _linkstats_setting("cache_ttl"))
+            host = resolve(linkstats_setting("cache_dir"), linkstats_setting("cache_ttl"))
         except ValueError as error:
             raise LinkstatsConfigError(f"[linkstats] {error}") from None
-        from airflow_provider_linkstats.hooks.shared_state import shared_state
 
         state = shared_state()  # [linkstats] shared_state_conn_id: the deployment's Redis in front
         if state is None:
@@ -294,7 +268,12 @@ class LinkstatsBaseHook(RecordsMixin, AsyncClientMixin, BaseHook):
         from airflow_provider_linkstats.client.auth import ApiKey
 
         api_key = str(self.connection.password)
-        _mask(api_key)
+        try:
+            from airflow.providers.common.compat.sdk import mask_secret
+
+            mask_secret(api_key)
+        except Exception:  # masking is defence in depth; the key is never logged by this code anyway
+            pass
         return ApiKey(api_key)
 
     def close(self) -> None:
@@ -304,10 +283,8 @@ class LinkstatsBaseHook(RecordsMixin, AsyncClientMixin, BaseHook):
             self.known.client = None
 
     def test_connection(self) -> tuple[bool, str]:
-        """One GET of the first listing page (never a write); the message never holds the key.
-
-        With the learned-service cache on, what was learned is dropped and found out again first.
-        """
+        """One GET of the first listing page (never a write; the message never holds the key), what was
+        learned found out afresh first."""
         try:
             unreachable = self._shared_store_problem()
             if unreachable:
@@ -381,28 +358,3 @@ class LinkstatsAnalyticsHook(WebsiteRecordsMixin, LinkstatsBaseHook):
     stats = WEBSITE_STATS
     get_ui_field_behaviour = LinkstatsBaseHook.__dict__["get_ui_field_behaviour"]
     get_connection_form_widgets = LinkstatsBaseHook.__dict__["get_connection_form_widgets"]
-
-
-# -- helpers -----------------------------------------------------------------------------------
-
-
-def _linkstats_setting(name: str) -> str | None:
-    """``[linkstats] <name>`` from Airflow's configuration (or its AIRFLOW__LINKSTATS__ variable)."""
-    try:
-        from airflow.providers.common.compat.sdk import conf
-
-        return conf.get("linkstats", name, fallback=None)
-    except Exception:  # an Airflow without the option or the section
-        import os
-
-        return os.environ.get(f"AIRFLOW__LINKSTATS__{name.upper()}")
-
-
-def _mask(secret: str) -> None:
-    """Register the key with Airflow's secret masker so no log line can show it."""
-    try:
-        from airflow.providers.common.compat.sdk import mask_secret
-
-        mask_secret(secret)
-    except Exception:  # masking is defence in depth; the key is never logged by this code anyway
-        pass

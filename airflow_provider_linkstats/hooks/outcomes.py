@@ -1,17 +1,12 @@
 """What a client error means for Airflow, decided in one place for operators, sensor and triggers.
 
-- In a worker (operators, a sensor's poke): an error no retry can mend (bad input, 401/403, 404,
-  422 and other 4xx but 429, a create whose outcome is unknown) fails the task at once with
-  ``AirflowFailException``; anything else is raised as it is, for Airflow's retries.
-- On Airflow 3.3+ an operator's retry policy decides instead (``operators.base.uses_retry_policy``
-  gives it): the provider's (``operators/retry_policy.py``, from ``retry_advice``) unless the DAG
-  gives one, so the decision and its reason are Airflow's own, stored with the try. This module
-  never imports the operators: they are a higher room.
-- In the triggerer: an error becomes an event (``error_event``), and the resumed task turns the
-  event back into the same outcome (``raise_for_event``), so a deferred wait fails exactly as a
-  poking one would.
-- A transient failure in the triggerer waits the poll interval, or the server's longer
-  ``Retry-After`` up to ``MAX_RETRY_AFTER``.
+- In a worker: an error no retry can mend (bad input, 401/403, 404, 422 and other 4xx but 429, a
+  create whose outcome is unknown) fails the task at once with ``AirflowFailException``; on Airflow
+  3.3+ an operator's retry policy decides instead (``retry_advice``). This module never imports the
+  operators: they are a higher room.
+- In the triggerer: an error becomes an event (``error_event``), which the resumed task turns back
+  into the same outcome (``raise_for_event``); a transient failure waits the poll interval, or a
+  longer ``Retry-After`` up to ``MAX_RETRY_AFTER``.
 
 Cheap to import (operators import it on every parse): Airflow's exceptions are imported on use.
 """
@@ -48,11 +43,8 @@ def fail_fast(error: LinkstatsError) -> None:
 
 @contextlib.contextmanager
 def failing_fast(policy_decides: bool = False) -> Iterator[None]:
-    """Within it, an error no retry can mend fails the task (``fail_fast``); others pass as they are.
-
-    With ``policy_decides`` (an operator on Airflow 3.3+: ``operators.base.uses_retry_policy``),
-    every error passes as it is: the task's retry policy decides.
-    """
+    """Within it, an error no retry can mend fails the task (``fail_fast``); with ``policy_decides``
+    (Airflow 3.3+) every error passes as it is: the task's retry policy decides."""
     try:
         yield
     except LinkstatsError as error:
@@ -77,12 +69,9 @@ PERMANENT_WHY = {
 
 
 def retry_advice(error: BaseException) -> tuple[str, float | None, str] | None:
-    """What the task's retry should do after ``error``: ``("fail", None, reason)`` or ``("retry", seconds, reason)``.
-
-    ``seconds`` is the service's ``Retry-After`` (429, 503) or None for the task's own
-    ``retry_delay``. None when no provider error is in ``error``'s chain of causes: Airflow's
-    default. The one rule for ``LinkstatsRetryPolicy``, pure so that every Airflow version tests it.
-    """
+    """``("fail", None, reason)`` or ``("retry", seconds, reason)`` (``seconds``: the service's
+    ``Retry-After``, or None for the task's ``retry_delay``); None when no provider error is in
+    ``error``'s causes. The one rule for ``LinkstatsRetryPolicy``, pure so every Airflow version tests it."""
     found = _provider_error(error)
     if found is None:
         return None

@@ -1,10 +1,7 @@
-"""The hooks' record methods: create, read, update, delete and list each collection by name, the
-account and statistics, written once over the hook's client (``client/api.py``).
-
-The hook (``hooks/linkstats.py``) is Airflow's glue: the connection, the form, ``test_connection``,
-the learned-service cache and the clients. These mixins are what DAG code calls on it
-(``hook.create_link``, ``hook.list_websites``, ...); the operators use the resource-neutral ones
-(``create_record``, ``iter_records``, ``create_or_reconcile``, ...).
+"""The hooks' record methods, written once over the hook's client: DAG code calls the named ones
+(``hook.create_link``, ``hook.list_websites``, ...), the operators the resource-neutral ones
+(``create_record``, ``iter_records``, ``create_or_reconcile``, ...). The hook itself
+(``hooks/linkstats.py``) is Airflow's glue: the connection, the form, the clients.
 """
 
 from __future__ import annotations
@@ -41,15 +38,11 @@ class RecordsMixin:
     known: KnownService
     generation: Generation
 
-    # -- generic record operations ------------------------------------------------------------
-
-    resource: Resource  # the service's main collection (links, websites)
+    resource: Resource  # the service's main collection (links, websites): the default ``resource``
     stats: StatsSpec
 
-    # The resource-neutral methods below serve the operators, which are written once for every
-    # collection (``resource`` defaults to the main one); DAG code reads better with the named
-    # ones (create_link, get_website, list_spaces, ...). Every write's answer must hold what was
-    # sent, else ``LinkstatsWriteMismatchError`` saying what to do (``KnownService.verified``).
+    # Every write's answer must hold what was sent, else ``LinkstatsWriteMismatchError`` saying what
+    # to do (``KnownService.verified``).
 
     def create_record(self, fields: JsonDict, resource: Resource | None = None) -> JsonDict:
         resource = resource or self.resource
@@ -79,16 +72,27 @@ class RecordsMixin:
         *,
         complete: bool = False,
     ) -> Iterator[JsonDict]:
-        """Every record matching ``filters``, page by page (``LinkstatsClient.iter`` reads them);
-        ``complete``: a walk that skips no record listed from its start to its end, however the
-        listing changes meanwhile (in its own order; ``pages`` once read)."""
-        return self.client.iter(resource or self.resource, filters, max_items=max_items, complete=complete)
+        """Every record matching ``filters``, page by page; ``complete``: a walk that skips no record
+        listed from its start to its end, however the listing changes meanwhile. A links ``status``
+        means the same on every version (``LinkstatsClient.iter_links``)."""
+        resource = resource or self.resource
+        if resource is LINKS:
+            return self.client.iter_links(filters, max_items=max_items, complete=complete)
+        return self.client.iter(resource, filters, max_items=max_items, complete=complete)
 
     def find(
         self, natural_key: str, domain_id: int | str | None = None, resource: Resource | None = None
     ) -> JsonDict | None:
-        """The record whose alias (links), domain (websites) or name (spaces, pixels) is exactly ``natural_key``."""
-        return self.client.find_by_natural_key(resource or self.resource, natural_key, domain_id)
+        """The record whose alias (links, on the default domain unless ``domain_id``), domain (websites,
+        as the connected version stores it) or name (spaces, pixels) is exactly ``natural_key``."""
+        resource = resource or self.resource
+        if resource is LINKS and is_blank(domain_id):
+            domain_id = self.client.default_domain_id()
+        elif resource is WEBSITES:
+            from airflow_provider_linkstats.client.websites import stored_key
+
+            natural_key = stored_key(natural_key, self.generation)
+        return self.client.find_by_natural_key(resource, natural_key, domain_id)
 
     def create_or_reconcile(
         self,
@@ -101,12 +105,10 @@ class RecordsMixin:
         run_start: Any = None,
     ) -> tuple[JsonDict, str]:
         """Create, or meet the record with the same natural key: (record, "created" | "created_earlier" |
-        "skipped" | "updated"); ``if_exists`` "fail", "skip" or "update" (``client/reconcile.py`` says how).
-        ``claim``: the task instance's ``ownership.Claim`` (``operators.ownership.task_claim``): a link
-        without alias carries its key, and a record under the key that is this task's
-        (``ownership.is_ours``) is returned as "created_earlier", unset fields filled in.
-        ``tries_since`` (or ``run_start``, its former name): when the task's first try began, for a
-        claim without a key."""
+        "skipped" | "updated"); ``if_exists`` "fail", "skip" or "update" (``client/reconcile.py``).
+        ``claim``: the task instance's ``ownership.Claim``: a record that is this task's is returned
+        as "created_earlier". ``tries_since`` (or ``run_start``, its former name): when the task's
+        first try began, for a claim without a key."""
         from airflow_provider_linkstats.client.ownership import Claim
         from airflow_provider_linkstats.client.reconcile import create_or_reconcile
 
@@ -126,15 +128,13 @@ class RecordsMixin:
         return is_ours(resource, claim, fields, record, self.client.clock, self.client.zone(resource))
 
     def service_now(self) -> Any:
-        """The service's "now" (an aware UTC datetime): its clock as its answers' ``Date`` told this
-        hook, else the host's learned facts, else one read (``GET /account``) at most once per hook.
-        Pass it to ``link_status(record, now=...)`` to judge a record by the service's clock."""
+        """The service's "now" (aware, UTC): its answers' ``Date``, else the host's learned facts, else
+        one ``GET /account``. Pass it to ``link_status(record, now=...)``."""
         return self.client.ensure_clock(self.resource.service).now()
 
     def on_service_clock(self, moment: Any, *, latest: bool = False) -> Any:
-        """``moment`` (an aware datetime stamped by Airflow, whose clock is the worker's) on the service's
-        clock, taken at its earliest within the offset's uncertainty (``latest``: at its latest, for a
-        claim that something came after it); None stays None."""
+        """``moment`` (stamped by Airflow, on the worker's clock) on the service's clock, at its earliest
+        within the offset's uncertainty (``latest``: at its latest); None stays None."""
         import datetime as dt
 
         if not isinstance(moment, dt.datetime):
@@ -150,8 +150,6 @@ class RecordsMixin:
 
         resource = resource or self.resource
         return unset_fields(resource, record, fields, lambda: self.client.zone(resource))
-
-    # -- the account and statistics --------------------------------------------------------------
 
     def get_account(self) -> JsonDict:
         """The API key's account (time zone, default domain and space, plan); read once per hook."""
@@ -171,11 +169,8 @@ class RecordsMixin:
         max_items: int | None = None,
         **filters: Any,
     ) -> Iterator[JsonDict]:
-        """Rows ``{"value": ..., "count": int}`` of one statistic between two dates (inclusive), every page.
-
-        ``filters``: search, sort_by ("count" or "value"), sort, per_page. The name and the dates
-        are checked before any request.
-        """
+        """Rows ``{"value": ..., "count": int}`` of one statistic between two dates (inclusive), every
+        page; ``filters``: search, sort_by ("count" or "value"), sort, per_page. Checked before any request."""
         from airflow_provider_linkstats.client.validation import validate_stats_query
 
         query = validate_stats_query(self.stats, name, date_from, date_to, filters)
@@ -186,31 +181,20 @@ class LinkRecordsMixin(RecordsMixin):
     """Links, domains, spaces, pixels and link statistics by name (``LinkstatsLinksHook``'s)."""
 
     def create_link(self, url: str, *, expires_at: Any = None, **fields: Any) -> JsonDict:
-        """Create a link. ``fields`` take the vocabulary's names (alias, domain_id, country, ...) on every version.
+        """Create a link; ``fields`` take the vocabulary's names (alias, domain_id, country, ...) on every version.
 
-        ``expires_at`` (an aware datetime, pendulum DateTime or ISO-8601 string with offset, or a
-        duration from the create such as ``timedelta(days=7)`` or ``"P7D"``): on
-        phpShort 44-45 expiration_date and expiration_time in the service's time zone, seconds
-        rounded up to the minute; on 46+ the end of the link's active window, sent in UTC, whose
-        start is ``starts_at`` (default: now). A field the connected version lacks, or an expiry
-        that has passed, is refused before any request.
+        ``expires_at`` (an aware datetime, an ISO-8601 string with offset, or a duration such as ``"P7D"``): on
+        phpShort 44-45 expiration_date and time in the service's zone, rounded up to the minute; on 46+
+        the end of the active window from ``starts_at`` (default: now). A field the version lacks, or a
+        past expiry, is refused before any request.
         """
         return self.create_record({"url": url, **fields, "expires_at": expires_at})
 
     def prepare_link_fields(self, fields: JsonDict, operation: str) -> JsonDict:
-        """The fields checked once and made ready for the connected version, before any write
-        (``client/links.py``): a field the version lacks or a past expiry is refused; ``expires_at``
-        becomes the version's expiry; a create gets the default domain."""
+        """The fields checked once and made ready for the connected version before any write
+        (``client/links.py``): ``expires_at`` becomes the version's expiry, a create gets the default domain."""
         checked = _checked(fields, operation, LINKS)
         return self.client.prepare(LINKS, checked, operation)
-
-    def find(
-        self, natural_key: str, domain_id: int | str | None = None, resource: Resource | None = None
-    ) -> JsonDict | None:
-        if resource not in (None, LINKS):
-            return super().find(natural_key, domain_id, resource)
-        domain = domain_id if not is_blank(domain_id) else self.default_domain_id()
-        return super().find(natural_key, domain)
 
     def default_domain_id(self) -> int | None:
         """The ``default_domain_id`` extra, else the account's default domain (read once), else None."""
@@ -231,24 +215,9 @@ class LinkRecordsMixin(RecordsMixin):
         """Every link matching the listing filters, walking the pages at per_page=100."""
         return self.iter_records(filters, max_items)
 
-    def iter_records(
-        self,
-        filters: JsonDict,
-        max_items: int | None = None,
-        resource: Resource | None = None,
-        *,
-        complete: bool = False,
-    ) -> Iterator[JsonDict]:
-        """As the base class; a links ``status`` means the same on every version (``LinkstatsClient.iter_links``)."""
-        if resource not in (None, LINKS):
-            return super().iter_records(filters, max_items, resource, complete=complete)
-        return self.client.iter_links(filters, max_items=max_items, complete=complete)
-
     def list_links(self, *, max_items: int | None = None, **filters: Any) -> list[JsonDict]:
         """Filters: search, search_by, status, space_id, domain_id, pixel_id, sort_by, sort, per_page."""
         return list(self.iter_records(filters, max_items))
-
-    # -- domains, spaces, pixels ------------------------------------------------------------------
 
     def list_domains(self, *, max_items: int | None = None, **filters: Any) -> list[JsonDict]:
         """The account's own domains (the install's global ones are not listed). Filters: search, sort_by, sort."""
@@ -289,8 +258,6 @@ class LinkRecordsMixin(RecordsMixin):
     def list_pixels(self, *, max_items: int | None = None, **filters: Any) -> list[JsonDict]:
         return list(self.iter_records(filters, max_items, PIXELS))
 
-    # -- statistics ------------------------------------------------------------------------------
-
     def iter_link_stats(self, link_id: int | str, name: str, date_from: Any, date_to: Any, **filters: Any):
         """Clicks of a link by ``name`` (country, platform, referrer, browser, ...) per value, every page."""
         return self.iter_stats(link_id, name, date_from, date_to, **filters)
@@ -303,21 +270,9 @@ class WebsiteRecordsMixin(RecordsMixin):
     """Websites and website statistics by name (``LinkstatsAnalyticsHook``'s)."""
 
     def create_website(self, domain: str, **fields: Any) -> JsonDict:
-        """Create a website; ``fields``: privacy, password, email, exclude_bots, exclude_params, exclude_ips.
-
-        On phpAnalytics 31 the domain is sent as that version stores it (without any ``www.``).
-        """
+        """``fields``: privacy, password, email, exclude_bots, exclude_params, exclude_ips. On phpAnalytics
+        31 the domain is sent as that version stores it (without any ``www.``)."""
         return self.create_record({"domain": domain, **fields})
-
-    def find(
-        self, natural_key: str, domain_id: int | str | None = None, resource: Resource | None = None
-    ) -> JsonDict | None:
-        """The website whose domain, as the connected version stores it, is ``natural_key``'s."""
-        if resource in (None, WEBSITES):
-            from airflow_provider_linkstats.client.websites import stored_key
-
-            natural_key = stored_key(natural_key, self.generation)
-        return super().find(natural_key, domain_id, resource)
 
     def get_website(self, website_id: int | str) -> JsonDict:
         return self.get_record(website_id)
@@ -342,9 +297,6 @@ class WebsiteRecordsMixin(RecordsMixin):
 
     def get_website_stats(self, website_id: int | str, name: str, date_from: Any, date_to: Any, **filters: Any):
         return list(self.iter_stats(website_id, name, date_from, date_to, **filters))
-
-
-# -- helpers ---------------------------------------------------------------------------------
 
 
 def _checked(fields: JsonDict, operation: str, resource: Resource) -> JsonDict:

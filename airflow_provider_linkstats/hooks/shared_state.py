@@ -1,20 +1,10 @@
 """The deployment's shared store, from ``[linkstats] shared_state_conn_id`` (docs/many-hosts.md).
 
-Empty (the default): nothing here runs, and every host paces itself and keeps what it learned as
-before. Set to the id of an Airflow connection of type ``redis``: the Redis provider's
-``RedisHook`` builds the client (host, port, password, ``db``, the TLS extras) and this module
-hands its connection settings, with a timeout of their own (``STORE_TIMEOUT``), to a ``limits``
-storage (the shared budget, ``client/shared.py``) and to the shared learned facts
-(``client/shared_learned.py``).
-
-A setting that cannot work fails before any request, saying how to fix it (an unknown connection,
-one that is not a Redis one, the Redis provider not installed); an unreachable Redis fails the
-connection test, and only slows nothing else (the task goes on alone, with one warning).
-
-The connection's own extras say how its service counts: ``address_per_host`` (true when each host
-reaches the service from an address of its own; default false, the whole deployment behind one
-address) and ``rate_limit_per_key`` (requests a window for the key; default the generation's,
-then what the service announces: ``client/shared_limits.py``).
+Empty (the default): nothing here runs. Set to a ``redis`` connection: the Redis provider's
+``RedisHook`` builds the client, and its settings, with a timeout of their own (``STORE_TIMEOUT``),
+go to a ``limits`` storage (the shared budget, ``client/shared.py``) and to the shared learned facts
+(``client/shared_learned.py``). A setting that cannot work fails before any request, saying how to
+fix it; an unreachable Redis fails the connection test, and slows nothing else.
 """
 
 from __future__ import annotations
@@ -50,7 +40,7 @@ class SharedState:
         return RedisStorage("redis://", connection_pool=self.client.connection_pool, key_prefix=f"{PREFIX}:budget")
 
     def astorage(self) -> Any:
-        """The async twin of ``storage`` for the running event loop (the triggerer's)."""
+        """The async twin of ``storage``, per event loop (the triggerer's)."""
         import asyncio
 
         loop = id(asyncio.get_running_loop())
@@ -81,15 +71,19 @@ _STATES: dict[str, SharedState] = {}
 _LOCK = threading.Lock()
 
 
-def configured() -> str | None:
-    """The setting's connection id, or None when it is empty."""
+def linkstats_setting(name: str) -> str | None:
+    """``[linkstats] <name>`` from Airflow's configuration (or its AIRFLOW__LINKSTATS__ variable)."""
     try:
         from airflow.providers.common.compat.sdk import conf
 
-        value = conf.get("linkstats", SETTING, fallback=None)
-    except Exception:  # an Airflow without the section
-        value = os.environ.get(f"AIRFLOW__LINKSTATS__{SETTING.upper()}")
-    return (value or "").strip() or None
+        return conf.get("linkstats", name, fallback=None)
+    except Exception:  # an Airflow without the option or the section
+        return os.environ.get(f"AIRFLOW__LINKSTATS__{name.upper()}")
+
+
+def configured() -> str | None:
+    """The setting's connection id, or None when it is empty."""
+    return (linkstats_setting(SETTING) or "").strip() or None
 
 
 def shared_state() -> SharedState | None:
@@ -147,20 +141,9 @@ def budget_for(state: SharedState, *, service: str, api_key_fingerprint: str, ex
     # The service (the one the key belongs to) and the address it sees: the key names the service
     # whatever URL a host reaches it by (a proxy of its own, an internal name).
     address = digest(api_key_fingerprint, _hostname() if per_host else "the deployment")
-    key_limit = extras.get("rate_limit_per_key")
+    key_limit = extras.get("rate_limit_per_key")  # checked as the form saves it (``extras_of``)
     configured = key_limit not in (None, "")
-    if not configured:
-        key_limit = PER_KEY_LIMITS.get(service)
-    else:
-        try:
-            key_limit = int(key_limit)
-            if key_limit < 1:
-                raise ValueError
-        except (TypeError, ValueError):
-            raise LinkstatsConfigError(
-                f"extra rate_limit_per_key {extras.get('rate_limit_per_key')!r}: allowed is a whole number of "
-                "requests a window, at least 1 (120 on phpShort)"
-            ) from None
+    key_limit = int(key_limit) if configured else PER_KEY_LIMITS.get(service)
     return SharedBudget(
         health=state.health,
         key_id=api_key_fingerprint,

@@ -1,8 +1,6 @@
-"""An operator's keyword arguments, declared once: each an ``Argument`` (name, default, annotation,
-``:param`` text), the contract's fields and query parameters as arguments, and the ``__init__``
-built from them (``operators/base.py`` gives each operator class its own).
-
-Imported at every DAG parse: only the contract's tables and the connection types, no HTTP library.
+"""An operator's keyword arguments, declared once (``Argument``s, the contract's fields and query
+parameters among them), and the ``__init__`` built from them. Imported at every DAG parse: only the
+contract's tables and the connection types, no HTTP library.
 """
 
 from __future__ import annotations
@@ -18,11 +16,8 @@ REQUIRED = inspect.Parameter.empty
 
 
 class Argument:
-    """One keyword argument of an operator: its name, default, annotation and ``:param`` text.
-
-    A plain class rather than a dataclass: this module is imported at every DAG parse, and a
-    dataclass costs about half a millisecond to define.
-    """
+    """One keyword argument of an operator. A plain class: a dataclass costs about half a millisecond
+    to define, at every DAG parse."""
 
     __slots__ = ("name", "doc", "default", "annotation", "templated", "renderer")
 
@@ -104,11 +99,8 @@ def conn_doc(conn_type: str) -> str:
 
 
 def build_init(cls: type, arguments: tuple[Argument, ...]) -> Callable[..., None]:
-    """An ``__init__`` taking exactly ``arguments`` (keyword-only) plus BaseOperator's ``**kwargs``.
-
-    Like a dataclass's: a missing required argument is a TypeError here, an unknown one reaches
-    BaseOperator, which refuses it; Airflow reads the signature for ``default_args`` and mapping.
-    """
+    """An ``__init__`` taking exactly ``arguments`` (keyword-only) plus BaseOperator's ``**kwargs``: a
+    missing required one is a TypeError, an unknown one BaseOperator's; Airflow reads the signature."""
     own = tuple(argument for argument in arguments if argument.name != "linkstats_conn_id")
     required = [argument.name for argument in arguments if argument.default is REQUIRED]
 

@@ -1,17 +1,10 @@
-"""What every Linkstats operator shares: the hook, failing fast (or the retry policy), masking, the arguments.
+"""What every Linkstats operator shares: the hook, failing fast (or the retry policy), masking, the
+arguments, the service mixins and the five operations written once.
 
-Operator modules are imported by the scheduler at every DAG parse, so nothing here imports an
-HTTP library, the hooks module or the validation rules at module level: the contract's tables
-(cheap, no imports) are all a DAG parse needs.
-
-The path from operator to hook is straight: each operator module imports from this one only
-(never a sibling), which holds the service mixins (which hook, which resource) and the operation
-bases. An operator's keyword arguments are declared once (``operators/arguments.py``): the
-contract's fields of its resource (``client/contract.py``) and the arguments of its operation
-(``declared_arguments``). From that one list each operator class gets its ``__init__`` (an
-explicit keyword-only signature: unknown and missing arguments are TypeErrors,
-``inspect.signature`` and ``help()`` show every argument),
-its ``template_fields`` and the ``:param`` lines of its docstring.
+Imported at every DAG parse: nothing here imports an HTTP library, the hooks or the validation rules
+at module level. Each operator module imports from this one (never a sibling but ``lineage`` and
+``ownership``); its keyword arguments are declared once (``operators/arguments.py``), and from that
+list each class gets its ``__init__``, ``template_fields`` and the ``:param`` lines of its docstring.
 """
 
 from __future__ import annotations
@@ -48,12 +41,8 @@ Execute = TypeVar("Execute", bound=Callable[..., Any])
 
 
 def fails_fast(execute: Execute) -> Execute:
-    """Spend no task retry on an error no retry can mend.
-
-    On Airflow 3.3+ the task's retry policy decides (the provider's ``LinkstatsRetryPolicy`` unless
-    the DAG gives one); before 3.3 such an error becomes ``AirflowFailException``. The rule is
-    ``hooks.outcomes``', shared with the sensor and the triggers.
-    """
+    """Spend no task retry on an error no retry can mend (``hooks.outcomes``' rule): on Airflow 3.3+
+    the task's retry policy decides, before 3.3 such an error becomes ``AirflowFailException``."""
 
     @functools.wraps(execute)
     def run(self: BaseOperator, context: Any, *args: Any, **kwargs: Any) -> Any:
@@ -66,12 +55,9 @@ def fails_fast(execute: Execute) -> Execute:
 
 
 def uses_retry_policy(task: Any) -> bool:
-    """Whether ``task``'s retry policy decides its retries (Airflow 3.3+, in a task run); gives it ours if it has none.
-
-    Set here, in the worker, when the task runs: importing Airflow's retry-policy module when the
-    operator is built would add about 2 ms to every DAG parse. A policy the DAG gives (the operator's
-    or ``default_args``' ``retry_policy``) is kept as it is.
-    """
+    """Whether ``task``'s retry policy decides its retries (Airflow 3.3+, in a task run); gives it ours
+    if the DAG gave none. Set when the task runs: importing the policy's module at build time would
+    add about 2 ms to every DAG parse."""
     if not hasattr(task, "retry_policy"):  # Airflow before 3.3
         return False
     # Only in Airflow's task runner, which consults the policy: it runs the copy prepare_for_execution()
@@ -88,13 +74,9 @@ def uses_retry_policy(task: Any) -> bool:
 
 
 class LinkstatsBaseOperator(BaseOperator):
-    """Base of the Linkstats operators.
-
-    A concrete operator class (one with a resource, from its service mixin, and a docstring of its
-    own) gets from ``declared_arguments()``: its ``__init__``, ``template_fields``,
-    ``template_fields_renderers`` and the ``:param`` lines appended to its docstring
-    (``argument_notes`` adds a class's own words to an argument's line).
-    """
+    """Base of the Linkstats operators. A concrete class (a resource and a docstring of its own) gets
+    from ``declared_arguments()`` its ``__init__``, ``template_fields``, ``template_fields_renderers``
+    and ``:param`` lines (``argument_notes`` adds a class's own words to an argument's line)."""
 
     resource: Resource
     service_conn_type: str  # set by the service mixin: whose hook, and so whose default connection
@@ -126,13 +108,11 @@ class LinkstatsBaseOperator(BaseOperator):
 
     @classmethod
     def all_arguments(cls) -> tuple[Argument, ...]:
-        """The connection id, then the operation's arguments (``declared_arguments``)."""
         conn = Argument("linkstats_conn_id", conn_doc(cls.service_conn_type), annotation="str")
         return (conn, *cls.declared_arguments())
 
     @classmethod
     def declared_arguments(cls) -> tuple[Argument, ...]:
-        """The operation's keyword arguments, from the contract; each operation base says which."""
         return ()
 
     @classmethod
@@ -149,11 +129,10 @@ class LinkstatsBaseOperator(BaseOperator):
 
     @property
     def hook(self) -> LinkstatsBaseHook:
-        """The service's hook, created on first use in the worker (links or analytics)."""
         raise NotImplementedError
 
     def render_template_fields(self, context: Any, jinja_env: Any = None) -> None:
-        """Render, then register password values with the secret masker before anything logs them."""
+        """Render, then mask password values before anything logs them."""
         super().render_template_fields(context, jinja_env)
         self.mask_secrets()
 
@@ -165,8 +144,6 @@ class LinkstatsBaseOperator(BaseOperator):
 
             for value in secrets:
                 mask_secret(value)
-
-    # -- gathering and checking arguments -----------------------------------------------------
 
     def _argument_for(self, field_name: str) -> str:
         reverse = {api: arg for arg, api in self.field_arguments.items()}
@@ -183,14 +160,7 @@ class LinkstatsBaseOperator(BaseOperator):
                 values[spec.name] = value
         return validate_fields(self.resource, operation, values)
 
-    def given_filters(self, names: Iterable[str]) -> dict[str, Any]:
-        from airflow_provider_linkstats.client.validation import validate_list_params
-
-        filters = {name: getattr(self, name) for name in names if getattr(self, name) is not None}
-        return validate_list_params(self.resource, filters)
-
     def record_id(self, argument: str) -> int:
-        """The id argument named ``argument`` (an id or a record), checked."""
         return id_of(getattr(self, argument), argument)
 
     @property
@@ -206,11 +176,8 @@ RECORD_ALLOWED = "a positive integer id, or a record with one (the dict a create
 
 
 def id_of(value: Any, argument: str) -> int:
-    """A record's id from an id (int or digits) or from the record itself (``create.output``).
-
-    A record rendered by a plain (non-native) template arrives as its text, ``"{'id': 1, ...}"``,
-    and is read back. A record without a usable ``id`` is refused naming the argument and showing it.
-    """
+    """A record's id from an id (int or digits) or from the record itself (``create.output``); a
+    record rendered by a plain (non-native) template arrives as its text and is read back."""
     from airflow_provider_linkstats.client.errors import LinkstatsInputError
     from airflow_provider_linkstats.client.validation import validate_id
 
@@ -259,11 +226,8 @@ def _literal(text: str) -> Any:
         return None
 
 
-# -- which service: the hook and the resource, for every operator of it --------------------------------
-
-
 class LinksServiceMixin:
-    """The links service's resource and hook (its ``default_conn_name`` when no connection id is given)."""
+    """The links service's resource and hook."""
 
     resource: Resource = LINKS
     service_conn_type = "linkstats_links"
@@ -282,7 +246,7 @@ WEBSITE_ARGUMENTS = {"email_reports": "email"}  # operator argument -> API field
 
 
 class AnalyticsServiceMixin:
-    """The analytics service's resource and hook (its ``default_conn_name`` when no connection id is given)."""
+    """The analytics service's resource and hook."""
 
     resource: Resource = WEBSITES
     service_conn_type = "linkstats_analytics"
@@ -316,31 +280,31 @@ def _reject_email_switch(value: Any) -> None:
         )
 
 
-# -- the five operations, written once for both resources ----------------------------------------
+class _WriteOperatorBase(LinkstatsLineageMixin, LinkstatsBaseOperator):
+    """Create and update: the fields given, checked for ``operation``, and a hook after the write."""
+
+    operation: str
+
+    def prepare_fields(self) -> dict[str, Any]:
+        return self.given_fields(self.operation)
+
+    def after_write(self, record: dict[str, Any], context: Any) -> None:
+        """Hook for subclasses (links push the short URL for their extra link)."""
 
 
-class LinkstatsCreateOperatorBase(LinkstatsLineageMixin, LinkstatsBaseOperator):
-    """Create a record; ``if_exists`` decides what a record with the same natural key means.
+class LinkstatsCreateOperatorBase(_WriteOperatorBase):
+    """Create a record; ``if_exists`` decides what a record with the same natural key (alias, domain
+    or name) means, so a retried task never creates a twin (a link with another long URL under
+    "skip" fails the task, nothing written to it)."""
 
-    The natural key is the alias (links), domain (websites) or name (spaces, pixels): with "fail"
-    an existing one fails the task, with "skip" it is returned as is (unless it is another's: a link
-    with another long URL fails the task, nothing written to it), with "update" the given
-    fields are written to it. So a retried task never creates a twin.
-    """
+    operation = "create"
 
     @classmethod
     def declared_arguments(cls) -> tuple[Argument, ...]:
-        if_exists = Argument(
-            "if_exists",
-            f'what an existing {cls.resource.singular} with the same ``{cls.resource.natural_key}`` means: "fail" '
-            '(default), "skip" (return it unchanged) or "update" (write the given fields to it).',
-            "fail",
-            "str",
-        )
+        if_exists = Argument("if_exists", f"what an existing {cls.resource.singular} with the same "
+                             f'``{cls.resource.natural_key}`` means: "fail" (default), "skip" (return it unchanged) '
+                             'or "update" (write the given fields to it).', "fail", "str")  # fmt: skip
         return (*field_arguments(cls.resource, "create", cls.field_arguments), if_exists)
-
-    def prepare_fields(self) -> dict[str, Any]:
-        return self.given_fields("create")
 
     @fails_fast
     def execute(self, context: Any) -> dict[str, Any]:
@@ -365,9 +329,6 @@ class LinkstatsCreateOperatorBase(LinkstatsLineageMixin, LinkstatsBaseOperator):
         self.after_write(record, context)
         return record
 
-    def after_write(self, record: dict[str, Any], context: Any) -> None:
-        """Hook for subclasses (links push the short URL for their extra link)."""
-
 
 class LinkstatsGetOperatorBase(LinkstatsBaseOperator):
     @classmethod
@@ -379,16 +340,15 @@ class LinkstatsGetOperatorBase(LinkstatsBaseOperator):
         return self.hook.get_record(self.record_id(self.id_argument), self.resource)
 
 
-class LinkstatsUpdateOperatorBase(LinkstatsLineageMixin, LinkstatsBaseOperator):
+class LinkstatsUpdateOperatorBase(_WriteOperatorBase):
     """Send only the fields given; a field left as None is not sent and stays as it is."""
+
+    operation = "update"
 
     @classmethod
     def declared_arguments(cls) -> tuple[Argument, ...]:
         record = cls.record_argument(f"the {cls.resource.singular} to change")
         return (record, *field_arguments(cls.resource, "update", cls.field_arguments))
-
-    def prepare_fields(self) -> dict[str, Any]:
-        return self.given_fields("update")
 
     @fails_fast
     def execute(self, context: Any) -> dict[str, Any]:
@@ -405,42 +365,24 @@ class LinkstatsUpdateOperatorBase(LinkstatsLineageMixin, LinkstatsBaseOperator):
         self.after_write(record, context)
         return record
 
-    def after_write(self, record: dict[str, Any], context: Any) -> None:
-        """Hook for subclasses (links push the short URL for their extra link)."""
-
 
 class LinkstatsDeleteOperatorBase(LinkstatsLineageMixin, LinkstatsBaseOperator):
-    """Delete one record (``<id>``) or many (``<ids>``, on a bounded thread pool).
-
-    Returns the id, or the list of ids deleted or already gone. With ``missing_ok`` a record
-    that no longer exists counts as deleted; without it, that fails the task (after every other
-    id of a bulk delete was tried).
-    """
+    """Delete one record (``<id>``) or many (``<ids>``, on a bounded thread pool); returns the id(s)
+    deleted or already gone. Without ``missing_ok`` a record gone fails the task (after every other
+    id of a bulk delete was tried)."""
 
     @classmethod
     def declared_arguments(cls) -> tuple[Argument, ...]:
         noun = cls.resource.singular
         return (
             cls.record_argument(f"one {noun}", default=None),
-            cls.record_argument(
-                "many ids or records, e.g. the XCom of a list task; deleted on ``max_workers`` threads "
-                "with progress lines in the log.",
-                many=True,
-            ),
-            Argument(
-                "missing_ok",
-                f"a {noun} that is already gone counts as deleted instead of failing.",
-                False,
-                "bool",
-                templated=False,
-            ),
-            Argument(
-                "max_workers",
-                f"concurrent deletes of a bulk delete (1-{POOL_SIZE}, default {DEFAULT_MAX_WORKERS}).",
-                DEFAULT_MAX_WORKERS,
-                "int",
-            ),
-        )
+            cls.record_argument("many ids or records, e.g. the XCom of a list task; deleted on ``max_workers`` "
+                                "threads with progress lines in the log.", many=True),
+            Argument("missing_ok", f"a {noun} that is already gone counts as deleted instead of failing.", False,
+                     "bool", templated=False),
+            Argument("max_workers", f"concurrent deletes of a bulk delete (1-{POOL_SIZE}, default "
+                     f"{DEFAULT_MAX_WORKERS}).", DEFAULT_MAX_WORKERS, "int"),
+        )  # fmt: skip
 
     @fails_fast
     def execute(self, context: Any) -> int | list[int]:
@@ -501,10 +443,7 @@ class LinkstatsDeleteOperatorBase(LinkstatsLineageMixin, LinkstatsBaseOperator):
 
 
 class LinkstatsListOperatorBase(LinkstatsBaseOperator):
-    """Walk every page of a listing (per_page 100 unless given) and return the records.
-
-    The task log gets a count, not the records.
-    """
+    """Walk every page of a listing (per_page 100 unless given) and return the records (the log gets a count)."""
 
     @classmethod
     def declared_arguments(cls) -> tuple[Argument, ...]:
@@ -514,8 +453,10 @@ class LinkstatsListOperatorBase(LinkstatsBaseOperator):
     @fails_fast
     def execute(self, context: Any) -> list[dict[str, Any]]:
         from airflow_provider_linkstats.client.checks import check_whole_number, is_blank
+        from airflow_provider_linkstats.client.validation import validate_list_params
 
-        filters = self.given_filters(spec.name for spec in self.resource.list_params)
+        given = {spec.name: getattr(self, spec.name) for spec in self.resource.list_params}
+        filters = validate_list_params(self.resource, {k: v for k, v in given.items() if v is not None})
         max_items = None
         if not is_blank(self.max_items):
             max_items = check_whole_number(

@@ -1,11 +1,7 @@
-"""Deleting many records at once, for cleanup jobs.
-
-The ids are fixed before the first delete (a listing walked while deleting would shift under
-us and skip records), deletes run on a bounded thread pool sharing one hook (one HTTP session
-and one rate limiter, so the pool together stays under the service's budget), progress is
-logged as "deleted 300/1200 links (5.0/s, about 3 min left)" (``Progress``: the rate of the last
-seconds, never above the rate limiter's budget, and the time left from it), and a failure of one
-id does not stop the others: every id is tried, then the failures are reported together.
+"""Deleting many records at once, for cleanup jobs: the ids are fixed before the first delete (a
+listing walked while deleting would shift and skip records), deletes run on a bounded thread pool
+sharing one hook (one session and rate limiter), progress is logged ("deleted 300/1200 links (5.0/s,
+about 3 min left)"), and every id is tried before the failures are reported together.
 """
 
 from __future__ import annotations
@@ -18,12 +14,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from airflow_provider_linkstats.client.errors import LinkstatsError
-from airflow_provider_linkstats.client.settings import POOL_SIZE
 from airflow_provider_linkstats.drivers.progress import Progress, budget_pace, progress_line
 
 __all__ = ["BulkResult", "Progress", "budget_pace", "delete_many", "progress_line"]
-
-MAX_WORKERS_LIMIT = POOL_SIZE  # the hook's connection pool size: more threads would only queue
 
 
 @dataclass
@@ -46,11 +39,8 @@ def delete_many(
     log: logging.Logger,
     limiter: Any = None,
 ) -> BulkResult:
-    """Call ``delete_one(id)`` for every id (True: deleted, False: already gone).
-
-    ``limiter`` is the hook's rate limiter, read only for its public ``limit`` and ``window``: the
-    budget's pace caps the rate the time left is estimated from.
-    """
+    """Call ``delete_one(id)`` for every id (True: deleted, False: already gone); ``limiter``'s budget
+    caps the rate the time left is estimated from."""
     result = BulkResult()
     total = len(ids)
     every = max(1, min(100, total // 10))  # about ten progress lines, at least one per 100
@@ -74,11 +64,6 @@ def delete_many(
     result.already_gone.sort()
     log.info(
         "bulk delete finished in %.1f s: %d deleted, %d already gone, %d failed, of %d %s",
-        time.monotonic() - started,
-        len(result.deleted),
-        len(result.already_gone),
-        len(result.errors),
-        total,
-        noun,
-    )
+        time.monotonic() - started, len(result.deleted), len(result.already_gone), len(result.errors), total, noun,
+    )  # fmt: skip
     return result

@@ -8,21 +8,23 @@ and the deletes live in ``airflow_provider_linkstats/drivers/cleanup.py`` (the d
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import Any
 
 from airflow_provider_linkstats.client.checks import not_given as is_blank  # noqa: F401 (DAG code imports it here)
 from airflow_provider_linkstats.client.settings import DEFAULT_MAX_WORKERS, POOL_SIZE
-from airflow_provider_linkstats.operators.base import LinksServiceMixin, LinkstatsBaseOperator, fails_fast
+from airflow_provider_linkstats.operators.base import Argument, LinksServiceMixin, LinkstatsBaseOperator, fails_fast
 
 __all__ = ["LinkstatsCleanupLinksOperator"]
 
 DEFAULT_EVIDENCE_MAX_AGE = 15  # seconds; client.cleanup's default, repeated here to keep the import cheap
 DEFAULT_MARGIN_WITHOUT_DATE = 3600  # seconds; client.cleanup's default, likewise
+RULES = ("expired", "older_than_days", "search", "search_by", "space_id", "domain_id")
+LIMITS = ("dry_run", "max_deletes", "max_share", "max_workers", "sample_size", "evidence_max_age",
+          "margin_without_date")  # fmt: skip
 
 
 class LinkstatsCleanupLinksOperator(LinksServiceMixin, LinkstatsBaseOperator):
-    """Delete the links that match every rule given, walking the listing once and deleting as it goes.
+    """Delete the links that match every rule given (at least one), walking the listing once, deleting as it goes.
 
     Each link is decided from its own record before it is deleted, by the provider's reading of the
     connected phpShort generation and by the service's clock (learned from its answers' ``Date``,
@@ -37,112 +39,56 @@ class LinkstatsCleanupLinksOperator(LinksServiceMixin, LinkstatsBaseOperator):
     continues where the listing stands: the links already deleted are no longer listed, so no
     answered delete is sent again.
 
-    Rules (every one given must hold; at least one):
-
-    :param expired: the link is over: its end time passed or its click limit was reached (a phpShort
-        46+ window that has not started yet is not over). Default True. Templated.
-    :param older_than_days: its ``created_at`` is more than this many days ago by the service's
-        clock (a record without ``created_at`` is kept). Templated.
-    :param search: text its ``search_by`` field contains (SQL LIKE, as the service searches:
-        case-insensitive, ``%`` and ``_`` are wildcards). Templated.
-    :param search_by: title (default), alias or url. Templated.
-    :param space_id: the space it is filed in (0: in no space). Templated.
-    :param domain_id: the domain it lives on. Templated.
-
-    Safety:
-
-    :param dry_run: delete nothing; return what would go (count and sample ids) and whether that
-        is over the ceiling. Templated.
-    :param max_deletes: the most links one run may delete (default: no count limit). Templated.
-    :param max_share: the most links one run may delete as a share of all the account's links
-        (0 to 1, default 0.5; None: no share limit). Templated.
-
-        The ceiling is the lower of the two. When more links are listed than the ceiling, the
-        matches are counted first (one more walk, no delete) and a run over the ceiling fails
-        before its first delete; links that come to match during the run stop it before the delete
-        that would pass the ceiling. Either way the error says by how much, and Airflow does not
-        retry it. Each try of the task has the whole ceiling.
-
-    :param max_workers: concurrent deletes (1-16, default 8), paced together by the connection's
-        rate limiter. Templated.
-    :param sample_size: ids kept in the returned sample (0-100, default 20). Templated.
-    :param evidence_max_age: the most seconds between a page's confirming read and a delete it
-        allows (1-3600, default 15). A delete the rate limiter holds longer is not sent: the page
-        is read again before the rest (at the real limit, 60 requests a minute, a page of 100
-        expired links costs about 7 reads more). Templated.
-    :param margin_without_date: seconds (0-86400, default 3600). A service whose answers carry no
-        ``Date`` header has no known clock: the worker's stands in, and a link counts as over (or
-        older than ``older_than_days``) only when it is so by more than this margin; the log says so
-        once. Unused when the service sends ``Date`` (every real install does). Templated.
+    The ceiling is the lower of ``max_deletes`` and ``max_share``. When more links are listed than
+    the ceiling, the matches are counted first (one more walk, no delete) and a run over the ceiling
+    fails before its first delete; links that come to match during the run stop it before the
+    delete that would pass the ceiling. Either way the error says by how much, and Airflow does not
+    retry it. Each try of the task has the whole ceiling.
 
     Returns (XCom) ``{"matched", "deleted", "already_gone", "failed", "kept", "listed_not_matching",
     "changed", "unconfirmed", "pages", "confirming_reads", "stale_reads", "total_links", "ceiling", "over_ceiling",
     "clock", "evidence_age_max", "sample_ids", "dry_run", ...}``.
     """
 
-    template_fields: Sequence[str] = (
-        "linkstats_conn_id",
-        "expired",
-        "older_than_days",
-        "search",
-        "search_by",
-        "space_id",
-        "domain_id",
-        "dry_run",
-        "max_deletes",
-        "max_share",
-        "max_workers",
-        "sample_size",
-        "evidence_max_age",
-        "margin_without_date",
-    )
     ui_color = "#fde8e8"
 
-    def __init__(
-        self,
-        *,
-        expired: bool | str = True,
-        older_than_days: float | str | None = None,
-        search: str | None = None,
-        search_by: str = "title",
-        space_id: int | str | None = None,
-        domain_id: int | str | None = None,
-        dry_run: bool | str = False,
-        max_deletes: int | str | None = None,
-        max_share: float | str | None = 0.5,
-        max_workers: int | str = DEFAULT_MAX_WORKERS,
-        sample_size: int | str = 20,
-        evidence_max_age: float | str = DEFAULT_EVIDENCE_MAX_AGE,
-        margin_without_date: float | str = DEFAULT_MARGIN_WITHOUT_DATE,
-        **kwargs: Any,
-    ) -> None:
-        super().__init__(**kwargs)
-        self.expired = expired
-        self.older_than_days = older_than_days
-        self.search = search
-        self.search_by = search_by
-        self.space_id = space_id
-        self.domain_id = domain_id
-        self.dry_run = dry_run
-        self.max_deletes = max_deletes
-        self.max_share = max_share
-        self.max_workers = max_workers
-        self.sample_size = sample_size
-        self.evidence_max_age = evidence_max_age
-        self.margin_without_date = margin_without_date
+    @classmethod
+    def declared_arguments(cls) -> tuple[Argument, ...]:
+        return (
+            Argument("expired", "rule: the link is over: its end time passed or its click limit was reached (a "
+                     "phpShort 46+ window that has not started yet is not over). Default True.", True, "bool | str"),
+            Argument("older_than_days", "rule: its ``created_at`` is more than this many days ago by the service's "
+                     "clock (a record without ``created_at`` is kept).", annotation="float | str"),
+            Argument("search", "rule: text its ``search_by`` field contains (SQL LIKE, as the service searches: "
+                     "case-insensitive, ``%`` and ``_`` are wildcards).", annotation="str"),
+            Argument("search_by", "title (default), alias or url.", "title", "str"),
+            Argument("space_id", "rule: the space it is filed in (0: in no space).", annotation="int | str"),
+            Argument("domain_id", "rule: the domain it lives on.", annotation="int | str"),
+            Argument("dry_run", "delete nothing; return what would go (count and sample ids) and whether that is "
+                     "over the ceiling.", False, "bool | str"),
+            Argument("max_deletes", "the most links one run may delete (default: no count limit).",
+                     annotation="int | str"),
+            Argument("max_share", "the most links one run may delete as a share of all the account's links (0 to "
+                     "1, default 0.5; None: no share limit).", 0.5, "float | str | None"),
+            Argument("max_workers", f"concurrent deletes (1-{POOL_SIZE}, default {DEFAULT_MAX_WORKERS}), paced "
+                     "together by the connection's rate limiter.", DEFAULT_MAX_WORKERS, "int | str"),
+            Argument("sample_size", "ids kept in the returned sample (0-100, default 20).", 20, "int | str"),
+            Argument("evidence_max_age", "the most seconds between a page's confirming read and a delete it allows "
+                     f"(1-3600, default {DEFAULT_EVIDENCE_MAX_AGE}). A delete the rate limiter holds longer is not "
+                     "sent: the page is read again before the rest (at the real limit, 60 requests a minute, a page "
+                     "of 100 expired links costs about 7 reads more).", DEFAULT_EVIDENCE_MAX_AGE, "float | str"),
+            Argument("margin_without_date", f"seconds (0-86400, default {DEFAULT_MARGIN_WITHOUT_DATE}). A service "
+                     "whose answers carry no ``Date`` header has no known clock: the worker's stands in, and a link "
+                     "counts as over (or older than ``older_than_days``) only when it is so by more than this "
+                     "margin; the log says so once. Unused when the service sends ``Date`` (every real install "
+                     "does).", DEFAULT_MARGIN_WITHOUT_DATE, "float | str"),
+        )  # fmt: skip
 
     def rules(self) -> Any:
         """The rules, checked (each error names its argument and what is allowed), before any request."""
         from airflow_provider_linkstats.client.cleanup import checked_rules
 
-        return checked_rules(
-            expired=self.expired,
-            older_than_days=self.older_than_days,
-            search=self.search,
-            search_by=self.search_by,
-            space_id=self.space_id,
-            domain_id=self.domain_id,
-        )
+        return checked_rules(**{name: getattr(self, name) for name in RULES})
 
     @fails_fast
     def execute(self, context: Any) -> dict[str, Any]:
@@ -151,16 +97,7 @@ class LinkstatsCleanupLinksOperator(LinksServiceMixin, LinkstatsBaseOperator):
         from airflow_provider_linkstats.drivers.cleanup import CeilingError, StreamingCleanup
 
         rules = self.rules()
-        limits = CleanupLimits.checked(
-            dry_run=self.dry_run,
-            max_deletes=self.max_deletes,
-            max_share=self.max_share,
-            max_workers=self.max_workers,
-            sample_size=self.sample_size,
-            evidence_max_age=self.evidence_max_age,
-            margin_without_date=self.margin_without_date,
-            pool_size=POOL_SIZE,
-        )
+        limits = CleanupLimits.checked(**{name: getattr(self, name) for name in LIMITS}, pool_size=POOL_SIZE)
         cleanup = StreamingCleanup(self.hook, rules, **limits.as_kwargs(), log=self.log)
         try:
             outcome = cleanup.run()

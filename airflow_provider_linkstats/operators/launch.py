@@ -20,6 +20,7 @@ from airflow_provider_linkstats.client.contract import LINKS
 from airflow_provider_linkstats.client.settings import DEFAULT_MAX_WORKERS, POOL_SIZE
 from airflow_provider_linkstats.operators.base import (
     IF_EXISTS_CHOICES,
+    Argument,
     LinksServiceMixin,
     LinkstatsBaseOperator,
     fail_task,
@@ -52,61 +53,31 @@ class LinkstatsBulkCreateLinksOperator(LinksServiceMixin, LinkstatsLineageMixin,
     "total"}``; for more than ``xcom_limit`` links the mapping is written as JSON to ``result_path``
     and the XCom holds ``"result_path"`` and the counts instead. ``launch_result(xcom)`` reads
     either back.
-
-    :param links: the links: a list of dicts of create fields (``url`` required, ``alias`` unless
-        ``alias_column`` is given). Templated.
-    :param source: an object-storage URL of a ``.json`` or ``.csv`` file of links, instead of ``links``. Templated.
-    :param alias_column: derive each alias from this column (lower-cased, other characters than
-        letters, digits, ``-`` and ``_`` turned into ``-``), after ``alias_prefix``. Templated.
-    :param alias_prefix: put before each derived alias, e.g. ``spring-``. Templated.
-    :param defaults: create fields for every link unless the link gives its own (e.g.
-        ``expires_at``, ``domain_id``, ``space_id``). Templated.
-    :param if_exists: "skip" (default), "update" or "fail": what an existing link with the alias means. Templated.
-    :param max_workers: concurrent requests (1-16, default 8); the rate limiter sets the pace. Templated.
-    :param result_path: object-storage URL the full result is written to when it is too big for the
-        XCom (default: ``source`` with ``.result.json`` appended). Templated.
-    :param xcom_limit: the most links listed in the XCom itself (default 500).
     """
 
-    template_fields: Sequence[str] = (
-        "linkstats_conn_id",
-        "links",
-        "source",
-        "alias_column",
-        "alias_prefix",
-        "defaults",
-        "if_exists",
-        "max_workers",
-        "result_path",
-    )
-    template_fields_renderers = {"links": "json", "defaults": "json"}
     ui_color = "#d6ecfa"
 
-    def __init__(
-        self,
-        *,
-        links: Sequence[Mapping[str, Any]] | str | None = None,
-        source: str | None = None,
-        alias_column: str | None = None,
-        alias_prefix: str = "",
-        defaults: Mapping[str, Any] | None = None,
-        if_exists: str = "skip",
-        max_workers: int = DEFAULT_MAX_WORKERS,
-        result_path: str | None = None,
-        xcom_limit: int = XCOM_LIMIT,
-        **kwargs: Any,
-    ) -> None:
-        super().__init__(**kwargs)
-        self.links = links
-        self.source = source
-        self.alias_column = alias_column
-        self.alias_prefix = alias_prefix
-        self.defaults = defaults
-        self.if_exists = if_exists
-        self.max_workers = max_workers
-        self.result_path = result_path
-        self.xcom_limit = xcom_limit
-        self.mask_secrets()
+    @classmethod
+    def declared_arguments(cls) -> tuple[Argument, ...]:
+        return (
+            Argument("links", "the links: a list of dicts of create fields (``url`` required, ``alias`` unless "
+                     "``alias_column`` is given).", annotation="Sequence[Mapping[str, Any]] | str", renderer="json"),
+            Argument("source", "an object-storage URL of a ``.json`` or ``.csv`` file of links, instead of "
+                     "``links``.", annotation="str"),
+            Argument("alias_column", "derive each alias from this column (lower-cased, other characters than "
+                     "letters, digits, ``-`` and ``_`` turned into ``-``), after ``alias_prefix``.", annotation="str"),
+            Argument("alias_prefix", "put before each derived alias, e.g. ``spring-``.", "", "str"),
+            Argument("defaults", "create fields for every link unless the link gives its own (e.g. ``expires_at``, "
+                     "``domain_id``, ``space_id``).", annotation="Mapping[str, Any]", renderer="json"),
+            Argument("if_exists", '"skip" (default), "update" or "fail": what an existing link with the alias means.',
+                     "skip", "str"),
+            Argument("max_workers", f"concurrent requests (1-{POOL_SIZE}, default {DEFAULT_MAX_WORKERS}); the rate "
+                     "limiter sets the pace.", DEFAULT_MAX_WORKERS, "int"),
+            Argument("result_path", "object-storage URL the full result is written to when it is too big for the "
+                     "XCom (default: ``source`` with ``.result.json`` appended).", annotation="str"),
+            Argument("xcom_limit", f"the most links listed in the XCom itself (default {XCOM_LIMIT}).", XCOM_LIMIT,
+                     "int", templated=False),
+        )  # fmt: skip
 
     def mask_secrets(self) -> None:
         """The links' passwords (in ``links`` or ``defaults``) go to the secret masker before any log line."""

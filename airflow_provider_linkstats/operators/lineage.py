@@ -1,12 +1,8 @@
-"""OpenLineage for the write operators: every record a task created, changed or deleted is an output.
+"""OpenLineage for the write operators: every record a task created, changed or deleted is an output,
+``links/<id>`` or ``websites/<id>`` in the namespace ``linkstats://<host>`` (never the API key).
 
-An output is named ``links/<id>`` or ``websites/<id>`` in the namespace ``linkstats://<host>``,
-the host (and port, if any) of the connection's base URL. Nothing else of the connection, and
-never the API key, goes into an event.
-
-The openlineage provider is optional: nothing here imports it at module level, and without it
-the operators return no lineage. Its listener calls ``get_openlineage_facets_on_complete`` in the
-process that ran ``execute()``, so the ids remembered there are still on the operator.
+The openlineage provider is optional (imported on use). Its listener calls
+``get_openlineage_facets_on_complete`` in the process that ran ``execute()``, where the ids are.
 """
 
 from __future__ import annotations
@@ -46,12 +42,17 @@ class LinkstatsLineageMixin:
     resource: Any
     hook: Any
 
+    def lineage_outputs(self) -> list[tuple[str, str]]:
+        """(namespace, name) of each output; a subclass with other outputs says which."""
+        if not self.touched_ids:
+            return []
+        space = namespace(self.hook.settings.root)
+        return [(space, f"{self.resource.name}/{i}") for i in self.touched_ids]
+
     def get_openlineage_facets_on_complete(self, task_instance: Any) -> Any:
         classes = openlineage_classes()
-        if classes is None or not self.touched_ids:
+        outputs = self.lineage_outputs() if classes is not None else []
+        if not outputs:
             return None
         operator_lineage, dataset = classes
-        space = namespace(self.hook.settings.root)
-        return operator_lineage(
-            outputs=[dataset(namespace=space, name=f"{self.resource.name}/{i}") for i in self.touched_ids]
-        )
+        return operator_lineage(outputs=[dataset(namespace=space, name=name) for space, name in outputs])

@@ -1,7 +1,7 @@
 """Operators for short links on the links service.
 
 Every field is a keyword argument with the contract's name, templated, and checked against the
-contract after rendering and before any request (the arguments are declared in ``base.py``).
+contract after rendering and before any request.
 """
 
 from __future__ import annotations
@@ -40,7 +40,6 @@ class _LinkWriteMixin(base.LinksServiceMixin):
     """Shared by create and update: the fields checked against the connected version, the short-URL link."""
 
     operator_extra_links = (LinkstatsShortUrlLink(),)
-    operation: str
 
     def prepare_fields(self) -> dict[str, Any]:
         """The arguments checked against the contract, then against the connected version, before any write."""
@@ -62,7 +61,6 @@ class LinkstatsCreateLinkOperator(_LinkWriteMixin, base.LinkstatsCreateOperatorB
     start is ``starts_at`` (default: the task's run time).
     """
 
-    operation = "create"
     argument_notes = {
         "expires_at": "On 44-45 the hook rounds it up to the next whole minute (the service keeps minutes: "
         "16:30:20 ends at 16:31); on 46+ it is sent with its offset. A moment already past is refused "
@@ -73,7 +71,6 @@ class LinkstatsCreateLinkOperator(_LinkWriteMixin, base.LinkstatsCreateOperatorB
 class LinkstatsUpdateLinkOperator(_LinkWriteMixin, base.LinkstatsUpdateOperatorBase):
     """Change a link; only the fields given are sent, the others stay as they are."""
 
-    operation = "update"
     argument_notes = {
         "expires_at": "As for create (on 46+ the window restarts at ``starts_at``, default now); rounded up to "
         "the minute on 44-45; a moment already past is refused.",

@@ -1,9 +1,5 @@
-"""A task instance's ``ownership.Claim`` from its Airflow context: its key (what identifies it and
-never changes across its tries) and when its first try began (Airflow's record of its tries).
-
-The rule itself ("is this record ours?") is ``client/ownership.py``'s; this module only reads
-Airflow: the context, the ``[linkstats] deployment_id`` option or the deployment's own Variable,
-and on Airflow 2 the task instance's history.
+"""A task instance's ``ownership.Claim`` from its Airflow context: its key (the same across its tries)
+and when its first try began. The rule ("is this record ours?") is ``client/ownership.py``'s.
 """
 
 from __future__ import annotations
@@ -56,12 +52,9 @@ def _map_index(ti: Any) -> int:
 
 
 def first_try_began(context: Any) -> tuple[dt.datetime | None, bool]:
-    """(moment, known): when this task instance's first try began (an aware datetime, Airflow's
-    clock), which neither a retry nor a clear moves. The first try: its own start. Airflow 2.11: the
-    earliest start in the task instance's history (TaskInstanceHistory). Airflow 3 (a task reads no
-    metadata database): the run's start_date while the run was never cleared (``clear_number`` 0:
-    no try of it began before), else the run's ``run_after`` (the only moment a clear leaves). Outside
-    a DAG run: (None, False)."""
+    """(moment, known): when this task instance's first try began, which neither a retry nor a clear
+    moves: the first try's own start; on Airflow 2.11 the earliest in its history; on Airflow 3 (no
+    database) the run's start_date while never cleared, else its ``run_after``. Outside a run: (None, False)."""
     getter = getattr(context, "get", None)
     dag_run = getter("dag_run") if getter is not None else None
     if dag_run is None:
@@ -92,8 +85,7 @@ def _aware(moment: Any) -> dt.datetime | None:
 
 
 def _first_start_in_history(ti: Any) -> dt.datetime | None:
-    """The earliest start among the task instance's earlier tries (Airflow 2.10+'s
-    TaskInstanceHistory); None on Airflow 3 (no database from a task) or without one."""
+    """The earliest start of the task instance's earlier tries (Airflow 2's history), or None."""
     import airflow
 
     if not airflow.__version__.startswith("2.") or not hasattr(ti, "dag_id") or not hasattr(ti, "run_id"):
@@ -120,9 +112,8 @@ def _first_start_in_history(ti: Any) -> dt.datetime | None:
 
 def deployment_id() -> str | None:
     """What tells this deployment from another running the same DAGs against the same account: the
-    ``[linkstats] deployment_id`` option, else the deployment's ``linkstats_deployment_id``
-    Variable (made at random on first use). None when neither can be read: then the service names
-    a link's alias (a lost answer stops as "outcome unknown")."""
+    ``[linkstats] deployment_id`` option, else the ``linkstats_deployment_id`` Variable (made at random
+    on first use); None when neither can be read."""
     global _deployment, _warned
     from airflow.providers.common.compat.sdk import conf
 
@@ -145,9 +136,8 @@ def deployment_id() -> str | None:
 
 
 def _deployment_variable() -> str:
-    """The Variable's value, made once: two tasks making it at the same moment both read back the
-    one that was kept (the last write). In a task, through the Task SDK; elsewhere (a script, a
-    test calling ``execute``) through the metadata database."""
+    """The Variable's value, made once (two tasks making it at once both read back the last write),
+    through the Task SDK in a task, else through the metadata database."""
     from airflow.providers.common.compat.sdk import Variable
 
     try:

@@ -1,20 +1,12 @@
 """The provider's retry policy for Airflow 3.3+ (AIP-105 ``retry_policy=``): retries that know the service.
 
-- An error no retry can mend (bad input, a refused key 401/403, 404, a 422, a create whose answer
-  was lost) fails the task at once.
-- A 429 or 503 that carries ``Retry-After`` is retried when the service said it would take
-  requests again, not after the task's fixed ``retry_delay``.
-- Any other provider error (a 502/504, no answer, a 500) keeps the task's own ``retry_delay``.
-- An error that is not the provider's is left to Airflow (and to the task's ``retries``).
+An error no retry can mend fails the task at once; a 429 or 503 with ``Retry-After`` is retried when
+the service said; any other provider error keeps the task's ``retry_delay``; other errors are left
+to Airflow. The rule is ``hooks.outcomes.retry_advice``; the reason is logged and stored with the try.
 
-The reason is Airflow's: logged as "Retry policy decision" in the try's log, and stored with the
-try (``retry_reason``) when it retries. The rule itself is ``outcomes.retry_advice``.
-
-Every Linkstats operator uses it on Airflow 3.3+ unless the DAG gives a ``retry_policy`` of its own
-(set when the task runs, so a DAG parse does not pay for this module). To add rules of your own and
-keep these, chain them: ``ChainRetryPolicy([your_policy, LinkstatsRetryPolicy()])``. On Airflow
-before 3.3 the operators fail such errors with ``AirflowFailException`` themselves, and building
-this class raises ``RuntimeError``.
+Every Linkstats operator uses it on Airflow 3.3+ unless the DAG gives a ``retry_policy`` of its own.
+To add rules and keep these: ``ChainRetryPolicy([your_policy, LinkstatsRetryPolicy()])``. Before
+3.3 building this class raises ``RuntimeError``.
 """
 
 from __future__ import annotations

@@ -22,12 +22,8 @@ __all__ = ["LinkstatsLinkStatsOperator", "LinkstatsWebsiteStatsOperator"]
 
 
 class LinkstatsStatsOperatorBase(LinkstatsBaseOperator):
-    """One statistic of one record between two dates, every page walked.
-
-    Returns the rows (``[{"value": ..., "count": int}, ...]``), or, with ``output_path``, writes
-    them to that CSV file (columns value, count) and returns its path, so a large table stays out
-    of XCom.
-    """
+    """One statistic of one record between two dates, every page walked: the rows, or with
+    ``output_path`` the path of a CSV file of them (columns value, count), out of XCom."""
 
     stats: StatsSpec
 
@@ -62,14 +58,8 @@ class LinkstatsStatsOperatorBase(LinkstatsBaseOperator):
         total = sum(row["count"] for row in rows if isinstance(row.get("count"), int))
         self.log.info(
             "%s %s %s: %d values, %d in all (%s to %s)",
-            self.stats.subject,
-            record_id,
-            self.name,
-            len(rows),
-            total,
-            self.date_from,
-            self.date_to,
-        )
+            self.stats.subject, record_id, self.name, len(rows), total, self.date_from, self.date_to,
+        )  # fmt: skip
         if is_blank(self.output_path):
             return rows
         return write_csv(str(self.output_path), rows)

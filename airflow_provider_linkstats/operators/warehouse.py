@@ -2,11 +2,8 @@
 website (optionally a breakdown: country, referrer, device, ...), into a SQL table of any
 database common-sql connects to, or into one file per day on object storage.
 
-The days a run loads and the links that need a request are ``client.warehouse``'s plan (the day
-rule, the counters; the checks of the interval and the breakdown before any request, too);
-``drivers.warehouse`` sends the requests and writes the rows through
-``drivers.sinks``. The rows never enter XCom: the task returns
-counts. Nothing heavy is imported here (the scheduler parses this module).
+The plan is ``client.warehouse``'s, the requests and writes ``drivers.warehouse``'s. The rows never
+enter XCom: the task returns counts. Nothing heavy is imported here (the scheduler parses this module).
 """
 
 from __future__ import annotations
@@ -21,17 +18,17 @@ from airflow_provider_linkstats.operators.base import (
     LinkstatsBaseOperator,
     fails_fast,
 )
+from airflow_provider_linkstats.operators.lineage import LinkstatsLineageMixin
 
 __all__ = ["LinkstatsLinkStatsToWarehouseOperator", "LinkstatsWebsiteStatsToWarehouseOperator"]
 
 
-class LinkstatsStatsToWarehouseOperatorBase(LinkstatsBaseOperator):
+class LinkstatsStatsToWarehouseOperatorBase(LinkstatsLineageMixin, LinkstatsBaseOperator):
     """Load the days of this run's data interval (in the zone the service counts them in) into a
     table (``sql_conn_id`` + ``table``) or into files (``path``), each day replaced whole."""
 
     stats: StatsSpec
     load_class: str  # the driver's class in drivers.warehouse
-    series_columns: tuple[str, ...]  # the daily table's count columns, one per daily statistic
     ui_color = "#e3f1e5"
 
     @classmethod
@@ -60,8 +57,6 @@ class LinkstatsStatsToWarehouseOperatorBase(LinkstatsBaseOperator):
     def selection_arguments(cls) -> tuple[Argument, ...]:
         return ()
 
-    # -- checks before any request -----------------------------------------------------------
-
     def _ids(self) -> list[int] | None:
         from airflow_provider_linkstats.operators.base import id_of, rendered_list
 
@@ -69,8 +64,6 @@ class LinkstatsStatsToWarehouseOperatorBase(LinkstatsBaseOperator):
         if given is None:
             return None
         return list(dict.fromkeys(id_of(value, self.ids_argument) for value in rendered_list(given)))
-
-    # -- the run -------------------------------------------------------------------------------
 
     @fails_fast
     def execute(self, context: Any) -> dict[str, Any]:
@@ -85,7 +78,7 @@ class LinkstatsStatsToWarehouseOperatorBase(LinkstatsBaseOperator):
         check_days_begun(start, end, now)
         ids = self._ids()
         filters = self.selection()
-        from airflow_provider_linkstats.drivers.warehouse.sinks import sink_for
+        from airflow_provider_linkstats.drivers.sinks import sink_for
 
         # a bad table name or a missing connection fails here, before any request
         sink = sink_for(self.sql_conn_id, self.table, self.path, self.file_format, self.storage_conn_id, schema)
@@ -99,8 +92,8 @@ class LinkstatsStatsToWarehouseOperatorBase(LinkstatsBaseOperator):
         return {"days": result["days"], "zone": result["zone"], "asset": asset, **result}
 
     def _asset_uri(self, uri: str) -> str:
-        """``uri`` as Airflow normalises an Asset's (``sqlite:///path`` becomes ``sqlite:/path``); a note
-        in the log when no declared outlet is this table, so that no downstream DAG waits on it in vain."""
+        """``uri`` as Airflow normalises an Asset's, noted in the log when no declared outlet is this table
+        (no downstream DAG waits on it in vain)."""
         from airflow.providers.common.compat.sdk import Asset
 
         try:
@@ -112,7 +105,6 @@ class LinkstatsStatsToWarehouseOperatorBase(LinkstatsBaseOperator):
         return uri
 
     def driver_class(self) -> Any:
-        """The load's driver (``drivers.warehouse``): its class, named by ``load_class``."""
         from airflow_provider_linkstats.drivers import warehouse
 
         return getattr(warehouse, self.load_class)
@@ -123,19 +115,10 @@ class LinkstatsStatsToWarehouseOperatorBase(LinkstatsBaseOperator):
         names = ["search", *(argument.name for argument in self.selection_arguments())]
         return {name: getattr(self, name) for name in names if not is_blank(getattr(self, name))}
 
-    # -- OpenLineage: the table or the files are the output ----------------------------------------
+    lineage_output: tuple[str, str] | None = None  # (namespace, name) of the table or files, set by execute()
 
-    lineage_output: tuple[str, str] | None = None  # (namespace, name), set by execute()
-
-    def get_openlineage_facets_on_complete(self, task_instance: Any) -> Any:
-        from airflow_provider_linkstats.operators.lineage import openlineage_classes
-
-        classes = openlineage_classes()
-        if classes is None or not self.lineage_output:
-            return None
-        operator_lineage, dataset = classes
-        namespace, name = self.lineage_output
-        return operator_lineage(outputs=[dataset(namespace=namespace, name=name)])
+    def lineage_outputs(self) -> list[tuple[str, str]]:
+        return [self.lineage_output] if self.lineage_output else []
 
 
 class LinkstatsLinkStatsToWarehouseOperator(LinksServiceMixin, LinkstatsStatsToWarehouseOperatorBase):

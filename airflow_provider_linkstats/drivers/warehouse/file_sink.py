@@ -1,14 +1,19 @@
-"""The file sink: one file per selection and day on object storage (``ObjectStoragePath``: local,
-S3, GCS), and beside them the selection's state, one file per day for each flag: a day loaded
-before it was over (``incomplete/<day>.json``), a day loaded complete with its zone and span
-(``complete/<day>.json``). Object storage has no locks: each file is written under a temporary name
-and renamed, and no file holds two days, so two runs writing different days cannot lose each
-other's flags, and two runs of one day leave the last writer's, whose rows are the file's."""
+"""The file sink: ``<path>/<YYYY-MM-DD>/<selection>.<format>`` on object storage, ``<selection>`` a
+digest of the selection and statistic (``_state/<selection>/selection.json`` says which), and beside
+them the selection's state: ``counters.json``, one ``incomplete/<day>.json`` per day loaded before it
+was over and one ``complete/<day>.json`` per day loaded complete (its zone, and its span where not
+the zone's midnights). Object storage has no locks: each file is written under a temporary name and
+renamed, and no file holds two days, so two runs writing different days cannot lose each other's
+flags, and two runs of one day leave the last writer's, whose rows are the file's. The layout before
+selections (``<path>/<day>.<format>``, ``_days.json``, ``_counters.json``) and the ``zones.json`` of
+the builds before ``complete/`` are read and adopted."""
 
 from __future__ import annotations
 
 import contextlib
+import csv
 import datetime as dt
+import io
 import json
 import re
 from collections.abc import Iterator, Mapping, Sequence
@@ -20,17 +25,7 @@ from airflow_provider_linkstats.drivers.warehouse.schema import FORMATS, LEGACY,
 
 
 class FileSink:
-    """One file per day and selection under a directory on object storage:
-    ``<path>/<YYYY-MM-DD>/<selection>.<format>``, where ``<selection>`` is a digest of the
-    selection and statistic (``_state/<selection>/selection.json`` says which). Each file is written
-    only by loads of its selection, under a temporary name then renamed: object storage has no locks,
-    and two loads of different selections never write the same file. Beside them, per selection:
-    ``_state/<selection>/counters.json``, one ``incomplete/<day>.json`` per day loaded before it
-    was over (with its zone), and one ``complete/<day>.json`` per day loaded complete (its zone,
-    and its span where not the zone's midnights): no flag shares a file with another day's, so two
-    runs never lose each other's. Files of the layout before selections (``<path>/<day>.<format>``,
-    ``_days.json``, ``_counters.json``) and the ``zones.json`` of the builds before ``complete/``
-    are read as the module says."""
+    """A load's rows and state as files under one directory (the module says which)."""
 
     def __init__(
         self,
@@ -76,8 +71,6 @@ class FileSink:
     def create_tables(self) -> None:
         self.base.mkdir(parents=True, exist_ok=True)
 
-    # -- naming ---------------------------------------------------------------------------------
-
     def slug(self, statistic: str) -> str:
         """The file name of this selection and statistic: a digest (a selection may be long)."""
         import hashlib
@@ -93,11 +86,8 @@ class FileSink:
     def state_dir(self, statistic: str) -> Any:
         return self.base / "_state" / self.slug(statistic)
 
-    # -- state ----------------------------------------------------------------------------------
-
     def counters(self, statistic: str) -> dict[int, Counter]:
-        """This selection's counters (of its generation), the legacy ``_counters.json``'s for the
-        records it has none of its own for (as ``SqlSink.counters``)."""
+        """As ``SqlSink.counters``: this selection's, else the legacy ``_counters.json``'s."""
         own = self.state_dir(statistic) / "counters.json"
         legacy = self._json("_counters.json").get(statistic, {})
         found = {int(i): Counter(int(c), dt.datetime.fromisoformat(s)) for i, (c, s) in legacy.items()}
@@ -126,18 +116,14 @@ class FileSink:
         return {day: held for day, held in self._held_days(statistic).items() if day not in marked}
 
     def _held_days(self, statistic: str) -> dict[dt.date, ServiceDay]:
-        """The days of ``complete/``, one file each, with their zone and span (adopted once from the
-        state of the builds before them: ``_adopt_held_days``)."""
         folder = self.state_dir(statistic) / "complete"
         if not folder.exists():
             self._adopt_held_days(statistic, folder)
         return {day: _held(day, entry) for day, entry in _flags(folder)}
 
     def _adopt_held_days(self, statistic: str, folder: Any) -> None:
-        """``complete/`` made from the state of the builds before it, read once: ``zones.json``'s
-        days; where it kept none (no file, or the last day per zone only), the zone of the rows of
-        each of the selection's day files, and the complete days of ``_days.json`` (the layout
-        before selections). A day a concurrent load wrote meanwhile keeps its own file."""
+        """``complete/`` made once from the builds before it: ``zones.json``'s days, else the zone of
+        each day file's rows and ``_days.json``'s complete days. A day a concurrent load wrote keeps its file."""
         target = self.state_dir(statistic) / "zones.json"
         saved = json.loads(target.read_text()) if target.exists() else {}
         if isinstance(saved.get("days"), dict):
@@ -152,9 +138,6 @@ class FileSink:
                 self._replace(flag, json.dumps(_entry(day, held)).encode())
 
     def _held_in_day_files(self, statistic: str) -> dict[dt.date, ServiceDay]:
-        """The zone of each of the selection's day files (one zone in its rows), and the complete
-        days of ``_days.json`` with their zone (the layout before selections: every selection's, as
-        its incomplete ones are: ``_adopt_legacy_days``)."""
         found = {}
         if self.base.exists():
             for part in self.base.iterdir():
@@ -171,8 +154,6 @@ class FileSink:
         return found
 
     def _note_complete(self, statistic: str, day: dt.date, zone: str, span: Any = None) -> None:
-        """``complete/<day>.json``: the day loaded complete, with its zone (and span, where not the
-        zone's midnights). One file per day: a run writing another day never touches it."""
         folder = self.state_dir(statistic) / "complete"
         if not folder.exists():  # the state of the builds before adopted first: it never overwrites this day
             self._adopt_held_days(statistic, folder)
@@ -187,15 +168,12 @@ class FileSink:
             return
         for day, flag in self._json("_days.json").get(statistic, {}).items():
             if not flag.get("complete"):
-                self._mark_incomplete(statistic, dt.date.fromisoformat(day), flag.get("zone", ""))
+                self.mark_incomplete(statistic, dt.date.fromisoformat(day), flag.get("zone", ""))
         self._describe_state(statistic)
         self._replace(adopted, b"")
 
     def mark_incomplete(self, statistic: str, day: dt.date, zone: str) -> None:
         """``day`` flagged incomplete (its rows stay): the next run of this selection loads it again."""
-        self._mark_incomplete(statistic, day, zone)
-
-    def _mark_incomplete(self, statistic: str, day: dt.date, zone: str) -> None:
         marks = self.state_dir(statistic) / "incomplete"
         marks.mkdir(parents=True, exist_ok=True)
         self._replace(marks / f"{day.isoformat()}.json", json.dumps({"zone": zone, "loaded_at": _now()}).encode())
@@ -219,19 +197,16 @@ class FileSink:
         complete: bool,
         span: tuple[dt.datetime, dt.datetime] | None = None,
     ) -> None:
-        """This selection's file of the day, rows of ``record_ids`` replaced, and the day's flag
-        (with its ``span`` where not its zone's midnights).
+        """This selection's file of the day, rows of ``record_ids`` replaced, and the day's flag.
 
-        Without a lock, two runs of one selection may write the day at once (overlapping
-        backfills), so the flag follows the rows it describes: an incomplete day is marked before
-        and again after its rows (a kill between leaves the day to reload); a complete one is
-        unmarked after its rows, then the file is read back, and marked again when another run's
-        rows replaced it meanwhile. Whatever the order, rows written incomplete are marked."""
+        Two runs of one selection may write the day at once (no lock), so the flag follows the rows:
+        an incomplete day is marked before and after its rows; a complete one is unmarked after
+        them, the file read back, and marked again if another run's rows replaced it meanwhile."""
         names = self.schema.names
         replaced = set(record_ids)
         self._describe_state(statistic)
         if not complete:
-            self._mark_incomplete(statistic, day, zone)
+            self.mark_incomplete(statistic, day, zone)
         target = self.day_file(day, statistic)
         kept = [row for row in self._read(target) if int(row[self.schema.record]) not in replaced]
         records = kept + [dict(zip(names, row, strict=True)) for row in rows]
@@ -241,19 +216,17 @@ class FileSink:
         self._replace(target, data)
         self._drop_from_legacy(day, statistic, replaced)
         if not complete:
-            self._mark_incomplete(statistic, day, zone)
+            self.mark_incomplete(statistic, day, zone)
             return
         self._note_complete(statistic, day, zone, span)
         with contextlib.suppress(FileNotFoundError):  # not marked, or a concurrent run of this selection unmarked it
             (self.state_dir(statistic) / "incomplete" / f"{day.isoformat()}.json").unlink()
         if target.read_bytes() != data:  # another run's rows since ours: their flag may be ours
-            self._mark_incomplete(statistic, day, zone)
+            self.mark_incomplete(statistic, day, zone)
 
     def _drop_from_legacy(self, day: dt.date, statistic: str, replaced: set[int]) -> None:
-        """The legacy day file (one per day, every selection's rows) loses the rows now in this
-        selection's file; emptied, it is removed. Read back and done again while another
-        selection's rewrite (from an older read) put them back: a row is never lost, and left in
-        both files only when that rewrite lands after the last read back."""
+        """The legacy day file (every selection's rows) loses the rows now in this selection's file
+        (emptied, it goes), again while another selection's rewrite puts them back: no row is lost."""
         legacy = self.legacy_day_file(day)
         breakdown = "statistic" in self.schema.names
         for _ in range(WRITE_ATTEMPTS):
@@ -295,8 +268,6 @@ class FileSink:
                     found.extend(self._read(part))
         return found
 
-    # -- plumbing -------------------------------------------------------------------------------
-
     def _read(self, target: Any) -> list[dict[str, Any]]:
         if not target.exists():
             return []
@@ -304,12 +275,7 @@ class FileSink:
         if self.format == "jsonl":
             return [json.loads(line) for line in data.decode().splitlines() if line.strip()]
         if self.format == "csv":
-            import csv
-            import io
-
             return [self._typed(row) for row in csv.DictReader(io.StringIO(data.decode()))]
-        import io
-
         import pyarrow.parquet as pq
 
         return [self._typed(row) for row in pq.read_table(io.BytesIO(data)).to_pylist()]
@@ -323,16 +289,11 @@ class FileSink:
         if self.format == "jsonl":
             return "".join(json.dumps(row, sort_keys=False) + "\n" for row in records).encode()
         if self.format == "csv":
-            import csv
-            import io
-
             out = io.StringIO()
             writer = csv.DictWriter(out, fieldnames=names, lineterminator="\n")
             writer.writeheader()
             writer.writerows(records)
             return out.getvalue().encode()
-        import io
-
         import pyarrow as pa
         import pyarrow.parquet as pq
 
@@ -362,15 +323,12 @@ def _arrow_schema(schema: Schema) -> Any:
 
 
 def _entry(day: dt.date, held: ServiceDay) -> Any:
-    """One day's ``complete/<day>.json`` (as ``zones.json`` kept it): its zone, or [zone, start, end]
-    when not its zone's midnights."""
     if held.natural:
         return held.zone
     return [held.zone, held.start.isoformat(), held.end.isoformat()]
 
 
 def _flags(folder: Any) -> Iterator[tuple[dt.date, Any]]:
-    """(day, contents) of each ``<day>.json`` of ``folder``."""
     for flag in folder.iterdir() if folder.exists() else ():
         if not flag.name.endswith(".json") or flag.name.startswith("."):
             continue

@@ -20,10 +20,9 @@ from airflow_provider_linkstats.drivers.warehouse.service import confirm_gone, c
 
 @dataclass(frozen=True)
 class Listing:
-    """What the list stage found: each link's counter (None: asked for by id) and alias, the pages
-    read, the listing itself (its first page's moment), when the first request left (``began``,
-    the worker's clock), the service's moment the counters held at least from (``listed_at``), and
-    the counters saved for the selection (``known``)."""
+    """What the list stage found: each link's counter (None: asked for by id) and alias, when the
+    first request left (``began``, the worker's clock), the service's moment the counters held at
+    least from (``listed_at``), and the counters saved for the selection (``known``)."""
 
     listed: dict[int, Any]
     pages: int
@@ -37,9 +36,9 @@ class Listing:
 
 @dataclass
 class Fetched:
-    """What the fetch stage found, per link fetched: clicks per day (None: a day asked alone by its
-    breakdown), the counters learned, the links gone meanwhile, the requests, and per link whose
-    counter grew by more than its answers hold the first day short."""
+    """What the fetch stage found: clicks per link and day (None: a day its breakdown asks alone), the
+    counters learned, the links gone meanwhile, and the first day short of each link whose counter
+    grew by more than its answers hold."""
 
     wanted: list[int]
     counts: dict[int, dict[dt.date, int | None]] = field(default_factory=dict)
@@ -66,8 +65,6 @@ class LinkGone(Exception):
 
 
 class LinkStatsLoad(StatsLoad):
-    noun = "links"
-
     @staticmethod
     def schema_for(breakdown: str | None) -> Any:
         from airflow_provider_linkstats.drivers.warehouse.schema import LINK_BREAKDOWN, LINK_DAILY
@@ -101,8 +98,6 @@ class LinkStatsLoad(StatsLoad):
     def settle(self, listing: Listing, run: LoadRun) -> LoadRun:
         return run.settled(self.clock, listing.began, listing.reader, listing.clock_known)
 
-    # -- list --------------------------------------------------------------------------------------
-
     def listed(self, run: LoadRun) -> Listing:
         from airflow_provider_linkstats.client.warehouse import Listed
 
@@ -119,8 +114,6 @@ class LinkStatsLoad(StatsLoad):
         now = self.clock.now()
         listed_at = now - dt.timedelta(seconds=time.time() - began + 1)
         return Listing(listed, pages, reader, began, now, listed_at, self.clock.known, known)
-
-    # -- decide ------------------------------------------------------------------------------------
 
     def decided(self, run: LoadRun, listing: Listing) -> list[int]:
         from airflow_provider_linkstats.client.warehouse import links_to_fetch, untrusted_counters
@@ -144,8 +137,6 @@ class LinkStatsLoad(StatsLoad):
             self.log.warning("%d links fetched whatever their counter: %s", len(unusual), shown)
         return list(reasons)
 
-    # -- fetch -------------------------------------------------------------------------------------
-
     def fetched(self, run: LoadRun, listing: Listing, wanted: list[int], progress: Progress) -> Fetched:
         """The daily series of each link ``wanted`` (and its days asked alone and fitted hours)."""
         found = Fetched(wanted)
@@ -162,8 +153,8 @@ class LinkStatsLoad(StatsLoad):
         return found
 
     def fetch_link(self, run: LoadRun, link_id: int, windows: list, found: Fetched) -> tuple[dict[dt.date, int], int]:
-        """One link's counts per day into ``found`` (raises ``LinkGone``); its clicks per label, and
-        the clicks of fitted hours before the first window's day."""
+        """One link's counts per day into ``found`` (or ``LinkGone``): its clicks per label, and those
+        of fitted hours before the first window's day."""
         from airflow_provider_linkstats.client.errors import LinkstatsNotFoundError
 
         try:
@@ -203,9 +194,8 @@ class LinkStatsLoad(StatsLoad):
         return alone
 
     def fitted_hours(self, run: LoadRun, link_id: int, windows: list, found: Fetched) -> int:
-        """A day fitted between the zones: the hours of its span, from the hour series of the days it
-        reaches into (a day asked alone is answered in hours). Returns the clicks of those hours
-        before the first window's day (the windows do not hold them)."""
+        """A day fitted between the zones counts the hours of its span, from the hour series of the
+        days it reaches into. Returns the clicks of those hours before the first window's day."""
         from airflow_provider_linkstats.client.warehouse import hours_from
 
         inexact, counts = self.inexact(run), found.counts[link_id]
@@ -253,8 +243,8 @@ class LinkStatsLoad(StatsLoad):
 
     @staticmethod
     def expected(run: LoadRun, found: Fetched, links_left: int, windows: int) -> int:
-        """The requests this pass is expected to make in all: those made, the breakdown days found
-        so far, and for the links left as many as the links fetched cost on average."""
+        """The requests this pass is expected to make: those made, the breakdown days found so far, and
+        the links left at the average cost of those fetched."""
         fetched = len(found.counts) + len(found.gone)
         pending = found.breakdown_days
         first_guess = windows + (len(run.plan.days) if run.breakdown else 0)
@@ -262,8 +252,7 @@ class LinkStatsLoad(StatsLoad):
         return found.requests + pending + round(links_left * per_link)
 
     def fetch_breakdowns(self, run: LoadRun, found: Fetched, progress: Progress) -> None:
-        """The rows per day: a daily load's counts, or a breakdown's rows of each day with clicks
-        (a request per link and day, counted in the progress)."""
+        """The rows per day: a daily load's counts, or a breakdown's rows of each day with clicks."""
         plan = run.plan
         found.rows_by_day = {day.day: [] for day in plan.days}
         pending = [(link_id, day) for link_id, per_day in found.counts.items()
@@ -279,7 +268,6 @@ class LinkStatsLoad(StatsLoad):
             progress.step(found.requests, found.requests + len(pending) - index - 1)
 
     def fetch_breakdown(self, run: LoadRun, link_id: int, day: dt.date, found: Fetched) -> None:
-        """One link's breakdown of one day into ``found``'s rows (or the link gone)."""
         from airflow_provider_linkstats.client.errors import LinkstatsNotFoundError
 
         try:
@@ -291,8 +279,6 @@ class LinkStatsLoad(StatsLoad):
         found.requests += pages
         zone = run.plan.zone
         found.rows_by_day[day].extend((link_id, day.isoformat(), zone, run.breakdown, value, n) for value, n in rows)
-
-    # -- write and record ----------------------------------------------------------------------------
 
     def written(self, run: LoadRun, listing: Listing, found: Fetched) -> dict[str, Any]:
         gone = set(found.gone)
@@ -316,9 +302,8 @@ class LinkStatsLoad(StatsLoad):
         )  # fmt: skip
 
     def widened(self, run: LoadRun, earliest: dt.date, links: int, spent: int) -> LoadRun:
-        """The run again from ``earliest``: days an earlier run loaded (and may have marked complete)
-        before clicks on them were counted, found by links whose counters grew by more than the
-        answers from this run's first day hold. Nothing was written yet."""
+        """The run again from ``earliest``: days an earlier run loaded before clicks on them were
+        counted (links' counters grew by more than the answers hold). Nothing was written yet."""
         from airflow_provider_linkstats.client.warehouse import zone_change
 
         first = run.plan.days[0].day

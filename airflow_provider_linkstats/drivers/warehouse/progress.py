@@ -1,7 +1,6 @@
-"""The warehouse load's progress lines: a line every ``PROGRESS_EVERY`` seconds while requests are
-pending, and a last one once the last request is answered (after a line was told), in requests: the
-daily requests, the days asked alone and the breakdown requests alike, so that the time left is the
-time of every request still to send."""
+"""The warehouse load's progress lines, in requests (daily, days asked alone, breakdowns alike, so the
+time left is that of every request still to send): one every ``PROGRESS_EVERY`` seconds while some
+are pending, and a last one once all are answered (if a line was told)."""
 
 from __future__ import annotations
 
@@ -12,9 +11,8 @@ PROGRESS_EVERY = 30.0  # seconds between progress lines of a long load
 
 
 class Progress:
-    """Done, total, the rate and the time left, from the project's sliding-window progress
-    (``drivers.progress.Progress``), capped by the hook's rate limiter. ``total`` may grow as the
-    load learns of more work (``step``'s own total)."""
+    """Done, total, rate and time left (``drivers.progress.Progress``); ``total`` may grow as the load
+    learns of more work."""
 
     def __init__(self, log: Any, total: int, what: str, limiter: Any = None) -> None:
         from airflow_provider_linkstats.drivers.progress import Progress as Window

@@ -1,8 +1,6 @@
-"""A warehouse load's run as plain stages over one value, ``LoadRun``: what was asked (the interval,
-the selection, the statistic), what the destination holds (its days, in other zones too) and the
-plan of the days. ``StatsLoad.run`` plans it; a driver's ``load`` lists, decides which records to
-fetch, fetches, and hands the rows to ``write`` (and the counters to the sink). No stage keeps
-state on the driver: each takes the run and returns what it found."""
+"""A warehouse load's run as plain stages over one value, ``LoadRun``. ``StatsLoad.run`` plans it; a
+driver's ``load`` lists, decides which records to fetch, fetches, and hands the rows to ``write``.
+No stage keeps state on the driver: each takes the run and returns what it found."""
 
 from __future__ import annotations
 
@@ -19,11 +17,10 @@ from airflow_provider_linkstats.drivers.warehouse.service import ServiceClock
 class LoadRun:
     """One run of a load: what was asked, what the destination held when it began, and its plan.
 
-    ``reload`` are the days loaded again (incomplete before, or found short), ``change`` the zone
-    change the days held in another zone make (``held``: the days held complete and the days held
-    incomplete with their zone, read once), ``planned_in`` the account's zone the days were planned
-    in when taken from the account (confirmed after the answers), ``spent`` the requests of a pass
-    that found days short, ``widened`` whether the run already reaches back for them."""
+    ``reload``: the days loaded again (incomplete before, or found short); ``change``: the zone change
+    the days ``held`` in another zone make (complete days, incomplete ones with their zone);
+    ``planned_in``: the account's zone the days were planned in, if taken from the account (confirmed
+    after the answers); ``spent``: the requests of a pass that found days short."""
 
     sink: Any
     statistic: str
@@ -66,10 +63,7 @@ class LoadRun:
 
 
 class StatsLoad:
-    """One load of a selection's statistics into ``sink``: the plan of the days, the requests and
-    the writes. ``hook`` is the service's hook, ``log`` the task's logger."""
-
-    noun = "records"
+    """One load of a selection's statistics into a sink: the plan of the days, the requests, the writes."""
 
     def __init__(self, hook: Any, log: Any) -> None:
         self.hook, self.log = hook, log
@@ -105,8 +99,6 @@ class StatsLoad:
         )  # fmt: skip
         self.loaded = True
         return {"days": [d.isoformat() for d in plan.dates], "zone": run.zone, **result}
-
-    # -- the stage before any statistics request: the plan ---------------------------------------
 
     def planned(self, sink: Any, start: Any, end: Any, breakdown: str | None, ids: list[int] | None,
                 filters: dict[str, Any]) -> LoadRun:  # fmt: skip
@@ -145,8 +137,6 @@ class StatsLoad:
     def load(self, run: LoadRun) -> dict[str, Any]:
         raise NotImplementedError
 
-    # -- the stage after the answers: the writes ---------------------------------------------------
-
     def write(self, run: LoadRun, record_ids: list[int], rows_by_day: dict, learned: dict,
               keep_counters: bool = True) -> int:  # fmt: skip
         """Each day's rows of ``record_ids`` replaced whole, its flag with them; then the counters
@@ -167,11 +157,10 @@ class StatsLoad:
         return rows
 
     def overlapping(self, run: LoadRun, written: bool = False) -> set[Any]:
-        """The plan's days whose hours a day held complete now shares (read again just before the
-        write, and after it: ``written``): another run of this selection wrote it since this one
-        planned, across a change of the account's zone. Written incomplete, so the next run fits
-        them afresh. Before the write, a held day of a date this run writes is not another's (this
-        run replaces it); after, only one with this run's span for it is this run's."""
+        """The plan's days whose hours a day held complete now shares (read just before the write, and
+        after it: ``written``): another run of this selection wrote it across a zone change since this
+        one planned; written incomplete, so the next run fits them afresh. After the write, a held day
+        is this run's only with this run's span for it."""
         held = run.sink.complete_days(run.statistic)
         mine = {day.day: day for day in run.plan.days}
 

@@ -13,8 +13,7 @@ UTC = dt.timezone.utc
 
 
 class ServiceClock:
-    """The hook's client's clock (learned from the services' Date headers), as the load reads it;
-    the worker's where the client has none."""
+    """The hook's client's clock (learned from the services' Date headers); the worker's without one."""
 
     def __init__(self, hook: Any) -> None:
         self.hook = hook
@@ -25,7 +24,6 @@ class ServiceClock:
         return bool(getattr(self.clock, "known", False))
 
     def now(self) -> dt.datetime:
-        """The service's clock, where the client has one; else the worker's."""
         worker_now = dt.datetime.now(UTC)
         now = getattr(self.clock, "now", None)
         try:
@@ -34,8 +32,7 @@ class ServiceClock:
             return worker_now
 
     def watch_reads(self) -> float:
-        """From here the client's clock notes the earliest moment an answer was read (``settled``);
-        returns the worker's moment before the first request whose answer the load uses."""
+        """From here the client's clock notes the earliest answer read; returns the worker's moment now."""
         watch = getattr(self.clock, "watch_reads", None)
         if callable(watch):
             watch()
@@ -43,12 +40,9 @@ class ServiceClock:
 
     def read_after(self, worker_moment: float, listing: Any = None) -> dt.datetime:
         """The service's moment before which no answer this load uses was read, less the clock's
-        margin, so that an answer read before a day ended never makes the day complete.
-
-        The first answer is the earliest (everything else is asked after it): with a listing, its
-        first page's own ``Date`` less the round trip (``GaplessListing.read_from``); without one,
-        ``worker_moment`` (the worker's epoch seconds, noted before the first request) on the
-        service's clock."""
+        margin, so an answer read before a day ended never makes it complete: the listing's first
+        page's ``Date`` less the round trip (``GaplessListing.read_from``), else ``worker_moment``
+        (epoch seconds before the first request) on the service's clock."""
         from airflow_provider_linkstats.client.clock import SAFETY_MARGIN
 
         margin = dt.timedelta(seconds=SAFETY_MARGIN)
@@ -60,12 +54,9 @@ class ServiceClock:
         return dt.datetime.fromtimestamp(worker_moment + self.clock.offset - self.clock.margin, UTC)
 
     def earliest_read(self, began: float, listing: Any, clock_known: bool) -> dt.datetime:
-        """The earliest moment the service may have read an answer of this load, once every answer
-        is in: the moment the first request left (``began``) on its clock as known now, and the
-        earliest ``Date`` of any answer less its round trip (``watch_reads``), if earlier. Without a
-        listing (ids given) the plan was made before any answer, on the worker's clock (a worker
-        ahead made complete a day the service had not ended when it answered); and a service clock
-        stepped back during the load answered its later requests before the first answer showed."""
+        """The earliest moment the service may have read an answer of this load, once all are in: the
+        first request's moment (``began``) on its clock as known now, or the earliest ``Date`` of any
+        answer less its round trip, if earlier (a clock stepped back during the load shows there)."""
         from airflow_provider_linkstats.client.clock import SAFETY_MARGIN
 
         read_after = self.read_after(began)
@@ -78,9 +69,8 @@ class ServiceClock:
 
 
 def confirm_gone(hook: Any, record_id: int, error: Exception) -> int:
-    """A statistics 404 counts as the record deleted only if the record itself answers 404 too
-    (not a route or a proxy that answers 404 for statistics): else ``error`` is raised. Returns
-    the requests made (1)."""
+    """A statistics 404 counts as the record deleted only if the record answers 404 too (not a proxy's
+    404 for statistics): else ``error`` is raised. Returns the requests made (1)."""
     from airflow_provider_linkstats.client.errors import LinkstatsNotFoundError
 
     try:
@@ -91,12 +81,9 @@ def confirm_gone(hook: Any, record_id: int, error: Exception) -> int:
 
 
 def confirm_zone(hook: Any, log: Any, planned_in: str | None, plan: Any) -> tuple[Any, bool]:
-    """The plan, and whether the zone the days were planned in went unconfirmed: the account's zone
-    read again once every statistics answer is in, when the days were planned in a zone taken from
-    the account (``planned_in``) and one would be complete. The account's zone may have changed
-    during the run, or before it while the host's learned facts still held the old one: the answers
-    were then counted in another zone's days, and every day is written incomplete (the next run, in
-    the zone now, loads them again)."""
+    """The plan, and whether the zone the days were planned in (``planned_in``, the account's) went
+    unconfirmed when read again after the answers: it may have changed during the run, or before it
+    while the host's learned facts held the old one. Then every day is written incomplete."""
     if planned_in is None or set(plan.dates) <= set(plan.incomplete):
         return plan, False
     from airflow_provider_linkstats.client.errors import LinkstatsError

@@ -5,8 +5,9 @@ concurrent writer of the same rows makes it fail and run again)."""
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 from airflow_provider_linkstats.client.errors import LinkstatsInputError
@@ -27,12 +28,9 @@ from airflow_provider_linkstats.drivers.warehouse.schema import (
 
 
 class SqlSink:
-    """A load's rows, counters and day states in three tables of one SQL database.
-
-    ``<table>``: the rows. ``<table>_counters``: per selection, statistic and record, the counter,
+    """``<table>``: the rows. ``<table>_counters``: per selection, statistic and record, the counter,
     since when it held, the link's alias and the generation that counted it. ``<table>_days``: per
-    selection, statistic and day, whether it was complete when loaded.
-    """
+    selection, statistic and day, whether it was complete when loaded (its zone and span)."""
 
     def __init__(self, conn_id: str, table: str, schema: Schema, selection: str = LEGACY, generation: str = "") -> None:
         from airflow.providers.common.compat.sdk import BaseHook
@@ -51,8 +49,6 @@ class SqlSink:
                 secret=False,
             )
         self.mark = getattr(self.hook, "placeholder", "%s")
-
-    # -- naming ---------------------------------------------------------------------------------
 
     def asset_uri(self) -> str:
         """The table as an Asset URI in its SQL provider's spelling (``postgres://host:5432/db/schema/table``)."""
@@ -78,8 +74,6 @@ class SqlSink:
 
     def describe(self) -> str:
         return f"table {self.table} of connection {self.conn_id!r}"
-
-    # -- tables ---------------------------------------------------------------------------------
 
     def create_tables(self) -> None:
         columns = ", ".join(f"{name} {kind} NOT NULL" for name, kind in self.schema.columns)
@@ -128,28 +122,17 @@ class SqlSink:
 
     def _columns(self, name: str) -> set[str] | None:
         """The columns of table ``name`` (lower case), or None when there is no such table."""
-        from contextlib import closing
-
-        with closing(self.hook.get_conn()) as conn:
-            cursor = conn.cursor()
+        with self._cursor() as cursor:
             try:
                 cursor.execute(f"SELECT * FROM {name} WHERE 1 = 0")
                 return {str(column[0]).lower() for column in cursor.description or ()}
             except Exception:
                 return None
-            finally:
-                cursor.close()
 
     def counters(self, statistic: str) -> dict[int, Counter]:
-        """The counters saved for this selection (of its generation), the legacy ones for the records
-        it has none of its own for (a run saves only the links it fetched: the others' legacy
-        counters still hold); empty: none, or only another generation's."""
-        table = beside(self.table, "counters")
-        sql = (
-            f"SELECT selection, record_id, clicks, steady_since, alias, generation FROM {table} "
-            f"WHERE statistic = {self.mark} AND selection IN ({self.mark}, {self.mark})"
-        )
-        rows = self._query(sql, (statistic, self.selection, LEGACY))
+        """This selection's counters (of its generation), the legacy ones for the records it has none
+        of its own for (a run saves only the links it fetched); empty: only another generation's."""
+        rows = self._selected("selection, record_id, clicks, steady_since, alias, generation", "counters", statistic)
         own = [r for r in rows if r[0] == self.selection]
         mine = [r for r in own if str(r[5]) in ("", self.generation)]
         if own and not mine:  # another generation's counters only (an upgrade): they say nothing
@@ -165,11 +148,7 @@ class SqlSink:
     def incomplete_zones(self, statistic: str) -> dict[dt.date, str]:
         """Every day this selection loaded incomplete (and legacy ones it has not loaded since), with
         the zone it was loaded in."""
-        sql = (
-            f"SELECT selection, day, complete, zone FROM {beside(self.table, 'days')} WHERE statistic = {self.mark} "
-            f"AND selection IN ({self.mark}, {self.mark})"
-        )
-        rows = self._query(sql, (statistic, self.selection, LEGACY))
+        rows = self._selected("selection, day, complete, zone", "days", statistic)
         legacy = {_as_date(r[1]): (int(r[2]), str(r[3])) for r in rows if r[0] == LEGACY}
         own = {_as_date(r[1]): (int(r[2]), str(r[3])) for r in rows if r[0] == self.selection}
         return {day: zone for day, (complete, zone) in (legacy | own).items() if not complete}
@@ -178,11 +157,7 @@ class SqlSink:
         """Every day this selection holds complete, with its zone and span (a zone change shows
         here), and those of a table written before selections that it has not loaded since (their
         days are the selection's too: a zone change before its first run would otherwise go unseen)."""
-        sql = (
-            f"SELECT selection, day, zone, span, complete FROM {beside(self.table, 'days')} "
-            f"WHERE statistic = {self.mark} AND selection IN ({self.mark}, {self.mark})"
-        )
-        rows = self._query(sql, (statistic, self.selection, LEGACY))
+        rows = self._selected("selection, day, zone, span, complete", "days", statistic)
         mine = {_as_date(r[1]) for r in rows if r[0] == self.selection}
         return {
             _as_date(day): ServiceDay.of(_as_date(day), str(zone), _parse_span(span))
@@ -203,28 +178,22 @@ class SqlSink:
         """Replace the day's rows of ``record_ids`` (and ``statistic``, for a breakdown) and this
         selection's flag for the day (with its ``span`` where not its zone's midnights), in one transaction."""
         breakdown = "statistic" in self.schema.names
-        text = day.isoformat()
+        text, names = day.isoformat(), self.schema.names
+        where = f"day = {self.mark}" + (f" AND statistic = {self.mark}" if breakdown else "")
+        params = [text, *([statistic] if breakdown else [])]
 
         def write(cursor: Any) -> None:
-            for start in range(0, len(record_ids), DELETE_BATCH):
-                batch = list(record_ids[start : start + DELETE_BATCH])
-                marks = ", ".join([self.mark] * len(batch))
-                where = f"day = {self.mark}" + (f" AND statistic = {self.mark}" if breakdown else "")
-                params = [text, *([statistic] if breakdown else []), *batch]
-                cursor.execute(f"DELETE FROM {self.table} WHERE {where} AND {self.schema.record} IN ({marks})", params)
+            self._delete_ids(cursor, self.table, where, params, self.schema.record, record_ids)
             if rows:
-                marks = ", ".join([self.mark] * len(self.schema.names))
-                cursor.executemany(
-                    f"INSERT INTO {self.table} ({', '.join(self.schema.names)}) VALUES ({marks})",
-                    [list(r) for r in rows],
-                )
+                sql = f"INSERT INTO {self.table} ({', '.join(names)}) VALUES ({self._marks(len(names))})"
+                cursor.executemany(sql, [list(r) for r in rows])
             days = beside(self.table, "days")
             cursor.execute(
                 f"DELETE FROM {days} WHERE selection = {self.mark} AND statistic = {self.mark} AND day = {self.mark}",
                 (self.selection, statistic, text),
             )
             cursor.execute(
-                f"INSERT INTO {days} ({STATE_TABLES['days'][1]}, span) VALUES ({', '.join([self.mark] * 7)})",
+                f"INSERT INTO {days} ({STATE_TABLES['days'][1]}, span) VALUES ({self._marks(7)})",
                 (self.selection, statistic, text, zone, int(complete), _now(), _format_span(span)),
             )
 
@@ -244,17 +213,11 @@ class SqlSink:
         items = sorted(counters.items())
 
         def write(cursor: Any) -> None:
-            for start in range(0, len(items), DELETE_BATCH):
-                batch = [record_id for record_id, _ in items[start : start + DELETE_BATCH]]
-                marks = ", ".join([self.mark] * len(batch))
-                cursor.execute(
-                    f"DELETE FROM {table} WHERE selection = {self.mark} AND statistic = {self.mark} "
-                    f"AND record_id IN ({marks})",
-                    [self.selection, statistic, *batch],
-                )
+            where = f"selection = {self.mark} AND statistic = {self.mark}"
+            self._delete_ids(cursor, table, where, [self.selection, statistic], "record_id", [i for i, _ in items])
             if items:
                 cursor.executemany(
-                    f"INSERT INTO {table} ({STATE_TABLES['counters'][1]}) VALUES ({', '.join([self.mark] * 7)})",
+                    f"INSERT INTO {table} ({STATE_TABLES['counters'][1]}) VALUES ({self._marks(7)})",
                     [
                         (self.selection, statistic, i, c.clicks, c.steady_since.isoformat(), c.alias, self.generation)
                         for i, c in items
@@ -263,16 +226,32 @@ class SqlSink:
 
         self._transaction(write)
 
-    # -- plumbing -------------------------------------------------------------------------------
+    def _selected(self, columns: str, suffix: str, statistic: str) -> list[tuple]:
+        """``columns`` of the state table ``suffix``'s rows of ``statistic``, this selection's and legacy ones."""
+        sql = (
+            f"SELECT {columns} FROM {beside(self.table, suffix)} "
+            f"WHERE statistic = {self.mark} AND selection IN ({self.mark}, {self.mark})"
+        )
+        with self._cursor() as cursor:
+            cursor.execute(sql, (statistic, self.selection, LEGACY))
+            return list(cursor.fetchall())
 
-    def _query(self, sql: str, params: Sequence[Any]) -> list[tuple]:
-        from contextlib import closing
+    def _marks(self, count: int) -> str:
+        return ", ".join([self.mark] * count)
 
-        with closing(self.hook.get_conn()) as conn:
+    def _delete_ids(self, cursor: Any, table: str, where: str, params: list, column: str, ids: Sequence[int]) -> None:
+        """The rows ``where`` holds for ``ids``, deleted ``DELETE_BATCH`` ids at a time."""
+        for start in range(0, len(ids), DELETE_BATCH):
+            batch = list(ids[start : start + DELETE_BATCH])
+            sql = f"DELETE FROM {table} WHERE {where} AND {column} IN ({self._marks(len(batch))})"
+            cursor.execute(sql, [*params, *batch])
+
+    @contextlib.contextmanager
+    def _cursor(self) -> Iterator[Any]:
+        with contextlib.closing(self.hook.get_conn()) as conn:
             cursor = conn.cursor()
             try:
-                cursor.execute(sql, params)
-                return list(cursor.fetchall())
+                yield cursor
             finally:
                 cursor.close()
 
@@ -280,10 +259,9 @@ class SqlSink:
         """``work(cursor)`` in one transaction, committed or rolled back whole; again when a concurrent
         writer of the same rows made it fail (a unique key taken, a lock), up to ``attempts``."""
         import time
-        from contextlib import closing
 
         for attempt in range(1, attempts + 1):
-            with closing(self.hook.get_conn()) as conn:
+            with contextlib.closing(self.hook.get_conn()) as conn:
                 if getattr(self.hook, "supports_autocommit", False):
                     self.hook.set_autocommit(conn, False)
                 cursor = conn.cursor()

@@ -23,8 +23,6 @@ class Tally:
 
 
 class WebsiteStatsLoad(StatsLoad):
-    noun = "websites"
-
     @staticmethod
     def schema_for(breakdown: str | None) -> Any:
         from airflow_provider_linkstats.drivers.warehouse.schema import WEBSITE_BREAKDOWN, WEBSITE_DAILY

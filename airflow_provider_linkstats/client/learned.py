@@ -1,34 +1,24 @@
 """What a hook learned about a connection's service, kept for the host's other task processes.
 
-Every task instance of a deployment runs in a process of its own (and the triggerer in another),
-so what one hook finds out (the API root, the service's generation, the account's time zone and
-default domain) would be found out again by each: one to two requests per task before its real
-work. ``LearnedStore`` keeps those findings in small JSON files, one per connection, base URL and
-API key, for an hour (``ttl``), so that a campaign of many tasks pays one discovery.
-
-The rules that keep it from being turned against the key:
+Every task instance runs in a process of its own (the triggerer in another), so what one hook
+finds out (the API root, the generation, the account's time zone and default domain, the
+service's clock) would be found out again by each. ``LearnedStore`` keeps it in small JSON files,
+one per connection, base URL and API key, for ``ttl`` seconds: a campaign of many tasks pays one
+discovery (docs/connections.md). The rules that keep it from being turned against the key:
 
 - The directory is created 0700; a directory or file owned by another user, or writable by the
-  group or others, is not read (nor written). Every access goes through a descriptor of the
+  group or others, is neither read nor written. Every access goes through a descriptor of the
   checked directory and never follows a symbolic link inside it.
-- An entry is found by a one-way fingerprint of (connection id, base URL, API key): two
+- An entry is named by a one-way fingerprint of (connection id, base URL, API key): two
   connections or two keys never share one, and the key is in no file (HMAC-SHA256 of it only).
-- A remembered API root is used only if it is one of the roots the connection's own base URL
-  yields (``allowed_roots``): an entry written by anyone can never send the key to another address.
-- An entry is dropped when an answer contradicts it (``forget``): the hook tells it.
+- A remembered API root is used only if the connection's own base URL yields it
+  (``allowed_roots``): an entry written by anyone can never send the key to another address.
 - An entry is checked before it is parsed (at most ``MAX_ENTRY_BYTES``, nested at most
-  ``MAX_DEPTH`` deep, no NaN or infinity) and its facts after (the caller's ``check``: types,
-  sizes, finite times); one that fails is ignored, said in the log, and learned again.
+  ``MAX_DEPTH`` deep, no NaN or infinity) and its facts after (the caller's ``enough``); one that
+  fails is ignored, said in the log, and learned again. An answer that contradicts it drops it.
 
 Concurrent tasks: the first to miss takes the entry's lock (``fcntl.flock``) and discovers; the
-others wait on the lock, then read what it saved (``recall_or_learn``). Waiting is bounded: past
-``wait`` seconds a task discovers by itself, as it would without the store.
-
-The location (``resolve``): the ``[linkstats] cache_dir`` setting (environment variable
-``AIRFLOW__LINKSTATS__CACHE_DIR``), empty or ``off`` to disable it; by default the user's cache
-directory, ``$XDG_CACHE_HOME/airflow-provider-linkstats`` (``~/.cache/...``). See, or clear it with
-``python -m airflow_provider_linkstats.client.learned --list`` / ``--clear``.
-
+others wait on the lock, at most ``wait`` seconds, then read what it saved (``recall_or_learn``).
 No Airflow import here: the hook reads Airflow's configuration and hands the values in.
 """
 
@@ -36,6 +26,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import hashlib
+import hmac
 import json
 import logging
 import math
@@ -45,19 +37,10 @@ import stat
 import sys
 import tempfile
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Iterator
-from dataclasses import astuple
+from collections.abc import Awaitable, Callable, Iterable, Iterator
+from dataclasses import astuple, dataclass
 from pathlib import Path
 from typing import Any
-
-from airflow_provider_linkstats.client.learned_entry import (
-    FORMAT,
-    MAX_ENTRY_BYTES,
-    EntryKey,
-    entry_bytes,
-    fingerprint,  # noqa: F401 (imported from here by the hooks)
-    parse_entry,
-)
 
 log = logging.getLogger(__name__)
 
@@ -69,14 +52,95 @@ OFF = ("", "off", "none", "false", "0", "disabled")  # settings that disable the
 CLOCK_SKEW = 300.0  # an entry saved further in the future than this is not believed
 _POLL = 0.05  # seconds between tries of a lock another process holds
 _ENTRY, _LOCK = ".json", ".lock"
+FORMAT = 1  # of an entry; another one is ignored
+MAX_ENTRY_BYTES = 64 * 1024
+MAX_DEPTH = 8  # of nested objects and lists in an entry (ours have 2): deeper is not parsed at all
+_FINGERPRINT_LABEL = b"airflow-provider-linkstats learned-service key fingerprint v1"
+
+
+# -- an entry: whose it is, and its bytes (a file here, a value in the shared store) ----------------
+
+
+@dataclass(frozen=True)
+class EntryKey:
+    """Which entry: a connection, its base URL and a fingerprint of its key (never the key)."""
+
+    conn_id: str
+    base_url: str
+    fingerprint: str
+
+    @classmethod
+    def of(cls, conn_id: str, base_url: str, api_key: str) -> EntryKey:
+        return cls(conn_id, base_url, fingerprint(api_key))
+
+    @property
+    def name(self) -> str:
+        """The entry's file name stem: one-way, so listing the directory tells nothing either."""
+        text = json.dumps([self.conn_id, self.base_url, self.fingerprint])
+        return hashlib.sha256(text.encode()).hexdigest()[:40]
+
+
+def fingerprint(api_key: str) -> str:
+    """HMAC-SHA256 of the key: tells two keys apart, and cannot be turned back into one."""
+    return hmac.new(_FINGERPRINT_LABEL, api_key.encode(), hashlib.sha256).hexdigest()
+
+
+def entry_bytes(key: EntryKey, facts: dict[str, Any]) -> bytes:
+    if not isinstance(facts.get("root"), str):
+        raise ValueError("learned facts need the API root ('root')")
+    record = {"format": FORMAT, "conn_id": key.conn_id, "base_url": key.base_url,
+              "key_fingerprint": key.fingerprint, "saved_at": time.time(), "facts": facts}  # fmt: skip
+    return json.dumps(record, sort_keys=True).encode()
+
+
+def parse_entry(raw: bytes) -> tuple[dict[str, Any] | None, str | None]:
+    """(entry, None), or (None, why not) for bytes too large, too deep or not a JSON object."""
+    if len(raw) > MAX_ENTRY_BYTES:
+        return None, f"larger than {MAX_ENTRY_BYTES} bytes"
+    if _depth(raw) > MAX_DEPTH:
+        return None, f"nested deeper than {MAX_DEPTH} levels"
+    try:
+        data = json.loads(raw, parse_constant=_no_constant)
+    except (ValueError, RecursionError):
+        data = None
+    if not isinstance(data, dict):
+        return None, "not an entry (unreadable JSON)"
+    return data, None
+
+
+def _depth(raw: bytes) -> int:
+    """How deeply ``raw``'s JSON nests objects and lists (strings skipped), without parsing it:
+    a file nested thousands deep would make the parser raise RecursionError."""
+    depth = deepest = 0
+    in_string = escaped = False
+    for byte in raw:
+        if in_string:
+            if escaped:
+                escaped = False
+            elif byte == 0x5C:  # backslash
+                escaped = True
+            elif byte == 0x22:  # quote
+                in_string = False
+        elif byte == 0x22:
+            in_string = True
+        elif byte in (0x5B, 0x7B):  # [ {
+            depth += 1
+            deepest = max(deepest, depth)
+        elif byte in (0x5D, 0x7D):
+            depth -= 1
+    return deepest
+
+
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not a number an entry holds")
+
+
+# -- the store -------------------------------------------------------------------------------------
 
 
 class LearnedStore:
-    """Entries of learned facts (a JSON object holding at least ``root``), in one private directory.
-
-    ``directory`` None: a store that keeps nothing (the setting disabled it, or the directory could
-    not be used); every method still works, ``recall`` always misses.
-    """
+    """Entries of learned facts (a JSON object holding at least ``root``), in one private directory;
+    ``directory`` None: a store that keeps nothing (``recall`` always misses)."""
 
     def __init__(self, directory: str | os.PathLike[str] | None, *, ttl: float = DEFAULT_TTL) -> None:
         self.directory = Path(directory) if directory is not None else None
@@ -88,16 +152,17 @@ class LearnedStore:
 
     @property
     def enabled(self) -> bool:
-        return self.directory is not None and _flock is not None
+        return self.directory is not None and fcntl is not None
 
     # -- reading and writing ------------------------------------------------------------------
 
     def recall(self, key: EntryKey, allowed_roots: Iterable[str]) -> dict[str, Any] | None:
         """The facts saved for ``key`` if they are fresh, whole and point at an allowed root; else None."""
+        name = key.name + _ENTRY
         with self._dir() as dfd:
-            if dfd is None:
-                return None
-            data = self._read(dfd, key.name + _ENTRY)
+            data, problem = self._read_checked(dfd, name) if dfd is not None else (None, None)
+            if problem:
+                self._warn_once(f"file {name}", f"ignored {self.directory}/{name}: {problem}")
             if data is None:
                 return None
             problem = self.problem(data, key, tuple(allowed_roots))
@@ -105,11 +170,11 @@ class LearnedStore:
                 return dict(data["facts"])
             log.info("Linkstats connection %r: not using what was learned before (%s)", key.conn_id, problem)
             if problem.startswith("its API root"):
-                self._unlink(dfd, key.name + _ENTRY)  # ours, but not what this connection may use
+                self._unlink(dfd, name)  # ours, but not what this connection may use
             return None
 
     def remember(self, key: EntryKey, facts: dict[str, Any]) -> bool:
-        """Save ``facts`` (a JSON object with ``root``) for ``key``; False when the store keeps nothing."""
+        """Save ``facts`` for ``key``; False when the store keeps nothing."""
         data = entry_bytes(key, facts)
         with self._dir(create=True) as dfd:
             if dfd is None:
@@ -151,16 +216,21 @@ class LearnedStore:
     ) -> tuple[dict[str, Any], bool]:
         """(facts, True) from the store, or (facts ``learn`` found, False), saved for the others.
 
-        Saved facts count when ``enough(facts)``; otherwise they are handed to ``learn`` (which may
-        build on them: an entry without the account, when the account is wanted). While one
-        process learns, the others wait for it (at most ``wait`` seconds), then read what it
-        saved. ``learn`` raising saves nothing: the next waiter tries in turn.
+        Saved facts not ``enough`` are handed to ``learn`` to build on (an entry without the account,
+        when the account is wanted). One process learns, holding the entry's lock; the others wait
+        for it at most ``wait`` seconds. ``learn`` raising saves nothing: the next waiter tries in turn.
         """
         roots = tuple(allowed_roots)
         facts, ready = self._recall_enough(key, roots, enough)
         if ready:
             return facts, True
-        with self._locked(key, wait):
+        with self._lock_file(key) as fd:
+            deadline = time.monotonic() + wait
+            while fd is not None and not (held := _try_lock(fd)) and time.monotonic() < deadline:
+                time.sleep(_POLL)
+            if fd is not None and not held:
+                log.warning("Linkstats connection %r: another task is still discovering after %.0f s; "
+                            "discovering here too", key.conn_id, wait)  # fmt: skip
             facts, ready = self._recall_enough(key, roots, enough)
             if ready:
                 return facts, True
@@ -182,7 +252,10 @@ class LearnedStore:
         facts, ready = self._recall_enough(key, roots, enough)
         if ready:
             return facts, True
-        async with self._alocked(key, wait):
+        with self._lock_file(key) as fd:
+            deadline = time.monotonic() + wait
+            while fd is not None and not _try_lock(fd) and time.monotonic() < deadline:
+                await asyncio.sleep(_POLL)
             facts, ready = self._recall_enough(key, roots, enough)
             if ready:
                 return facts, True
@@ -191,46 +264,20 @@ class LearnedStore:
             return facts, False
 
     def _recall_enough(self, key: EntryKey, roots: tuple[str, ...], enough: Callable[[dict[str, Any]], bool]):
-        """What ``recall`` gives, and whether it is enough (then nothing is learned)."""
         facts = self.recall(key, roots)
         return facts, facts is not None and enough(facts)
 
     @contextlib.contextmanager
-    def _locked(self, key: EntryKey, wait: float) -> Iterator[bool]:
-        """Hold ``key``'s lock (True), or go on without it after ``wait`` seconds or when unusable (False)."""
-        fd = self._lock_file(key)
-        if fd is None:
-            yield False
-            return
+    def _lock_file(self, key: EntryKey) -> Iterator[int | None]:
+        """``key``'s lock file, open (closing it releases the lock), or None when it cannot be used."""
+        fd = self._open_lock(key)
         try:
-            deadline = time.monotonic() + wait
-            while not (held := _try_lock(fd)) and time.monotonic() < deadline:
-                time.sleep(_POLL)
-            if not held:
-                log.warning(
-                    "Linkstats connection %r: another task is still discovering after %.0f s; discovering here too",
-                    key.conn_id,
-                    wait,
-                )
-            yield held
+            yield fd
         finally:
-            os.close(fd)  # closing the descriptor releases the lock
+            if fd is not None:
+                os.close(fd)
 
-    @contextlib.asynccontextmanager
-    async def _alocked(self, key: EntryKey, wait: float) -> AsyncIterator[bool]:
-        fd = self._lock_file(key)
-        if fd is None:
-            yield False
-            return
-        try:
-            deadline = time.monotonic() + wait
-            while not (held := _try_lock(fd)) and time.monotonic() < deadline:
-                await asyncio.sleep(_POLL)
-            yield held
-        finally:
-            os.close(fd)
-
-    def _lock_file(self, key: EntryKey) -> int | None:
+    def _open_lock(self, key: EntryKey) -> int | None:
         with self._dir(create=True) as dfd:
             if dfd is None:
                 return None
@@ -249,7 +296,7 @@ class LearnedStore:
     # -- seeing and clearing it ----------------------------------------------------------------
 
     def entries(self) -> list[dict[str, Any]]:
-        """Every entry file, read as ``recall`` reads it: conn id, base URL, facts, age, and why one is unused."""
+        """Every entry file as ``recall`` reads it: conn id, base URL, facts, age, and why one is unused."""
         found: list[dict[str, Any]] = []
         with self._dir() as dfd:
             if dfd is None:
@@ -316,13 +363,6 @@ class LearnedStore:
         finally:
             os.close(dfd)
 
-    def _read(self, dfd: int, name: str) -> dict[str, Any] | None:
-        data, problem = self._read_checked(dfd, name)
-        if problem:
-            self._warn_once(f"file {name}", f"ignored {self.directory}/{name}: {problem}")
-            return None
-        return data
-
     def _read_checked(self, dfd: int, name: str) -> tuple[dict[str, Any] | None, str | None]:
         try:
             fd = os.open(name, os.O_RDONLY | _NOFOLLOW | os.O_NONBLOCK, dir_fd=dfd)
@@ -385,11 +425,8 @@ class LearnedStore:
 
 
 def contradiction(status: int, body: bytes) -> str | None:
-    """Why an answer of an ordinary request (not a probe) says the learned root or key is wrong.
-
-    A 401: the key is refused there (a revoked key, or another install at that address). A 404
-    that is not the API's JSON: a web server's page, so the API is no longer at that root.
-    """
+    """Why an answer of an ordinary request (not a probe) says the learned root or key is wrong: a 401
+    (a revoked key, or another install at that address), a 404 that is not the API's JSON (a web page)."""
     if status == 401:
         return "the service refused the key (HTTP 401)"
     if status == 404:
@@ -406,11 +443,8 @@ def contradiction(status: int, body: bytes) -> str | None:
 
 
 def default_directory() -> Path:
-    """``$XDG_CACHE_HOME/airflow-provider-linkstats``, else ``~/.cache/airflow-provider-linkstats``.
-
-    Without a usable home (an arbitrary uid with HOME=/), a per-user directory in the system's
-    temporary directory, which the ownership check protects like any other.
-    """
+    """``$XDG_CACHE_HOME/airflow-provider-linkstats``, else ``~/.cache/...``; without a usable home (an
+    arbitrary uid with HOME=/), a per-user directory in the temporary one (the ownership check holds)."""
     xdg = os.environ.get("XDG_CACHE_HOME", "")
     if os.path.isabs(xdg):
         return Path(xdg) / DIRECTORY_NAME
@@ -443,18 +477,15 @@ def resolve(setting: str | None = None, ttl: float | str | None = None) -> Learn
 
 try:  # POSIX only; elsewhere (Windows, where Airflow does not run either) nothing is kept
     import fcntl
-
-    _flock: Callable[[int, int], None] | None = fcntl.flock
 except ImportError:  # pragma: no cover
-    _flock = None
+    fcntl = None  # type: ignore[assignment]
 
 _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 
 
 def _try_lock(fd: int) -> bool:
-    assert _flock is not None
     try:
-        _flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:
         return False
     return True
@@ -532,8 +563,7 @@ def _shown(name: str, value: Any, now: float) -> str:
 
 
 def _airflow_setting() -> str | None:
-    """``[linkstats] cache_dir`` from Airflow's configuration when Airflow is installed and the
-    environment variable is not set (the hooks read it the same way)."""
+    """The environment variable, else ``[linkstats] cache_dir`` when Airflow is installed (as the hooks read it)."""
     if SETTING_ENV in os.environ:
         return os.environ[SETTING_ENV]
     try:

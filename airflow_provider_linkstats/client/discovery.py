@@ -1,18 +1,14 @@
 """What a client learns about a connection's service, once: where the API answers, which
-generation it is, and the account's time zone and default domain.
-
-``discover`` is one plan run by ``drive`` (sync) or ``adrive`` (async) with a sender that hands
-back every answer whatever its status: it probes each candidate root until one answers as the
-API (``detection``), which also tells the generation unless it is given, then reads the account
-when asked. What it returns, a ``ServiceProfile``, is small and JSON-able: it holds no secret, so
-it can be kept across processes.
+generation it is (``detection``), and the account's time zone and default domain. ``discover``
+is a plan (run by ``drive`` or ``adrive`` with a sender that hands back every answer whatever its
+status); its answer, a ``ServiceProfile``, holds no secret, so it can be kept across processes.
 
 A fresh phpShort account has no default domain, and ``GET /domains`` lists only the account's own
 domains, never the install's global ones (the one made at install, id 1, is usable by every
 account: the web form offers it to all). So when the account names no default, the plan also reads
-its domains (one ``GET /domains``): with none of its own, the install's domain is the only one it
-can use (``sole_domain_id``); with some, there are several and the caller must choose
-(``domain_choices``, kept in memory only: names are the service's text, not stored).
+its domains: with none of its own, the install's domain is the only one it can use
+(``sole_domain_id``); with some, the caller must choose (``domain_choices``, kept in memory only:
+names are the service's text, not stored).
 """
 
 from __future__ import annotations
@@ -20,7 +16,7 @@ from __future__ import annotations
 import math
 import re
 import time
-from collections.abc import Callable, Generator, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
@@ -39,6 +35,7 @@ from airflow_provider_linkstats.client.generations import Generation, by_name
 from airflow_provider_linkstats.client.protocol import (
     ApiRequest,
     ApiResponse,
+    Plan,
     build_account,
     build_list,
     parse_page,
@@ -89,8 +86,7 @@ class ServiceProfile:
     domain_choices: tuple[tuple[int, str], ...] | None = field(default=None, compare=False)
 
     def knows_domain(self, domains: bool) -> bool:
-        """Whether the account's facts answer which domain a create gets (when ``domains`` is asked),
-        read at most ``ACCOUNT_FRESH`` seconds ago."""
+        """Whether the account's facts, read at most ``ACCOUNT_FRESH`` s ago, tell a create's domain."""
         if not domains:
             return True
         return self.account_read and self.fresh() and (self.default_domain_id is not None or self.domains_read)
@@ -111,7 +107,7 @@ class ServiceProfile:
         return by_name(self.service, self.generation)
 
     def to_json(self) -> dict[str, Any]:
-        """What may be kept on disk or handed to another process: no text the service wrote."""
+        """What may be kept or handed to another process: no text the service wrote."""
         return {key: value for key, value in asdict(self).items() if key not in _NOT_STORED}
 
     @classmethod
@@ -150,14 +146,6 @@ def known_zone(name: Any) -> bool:
     return True
 
 
-def _domain_number(value: Any) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool) and 1 <= value < 2**31
-
-
-def _number(value: Any) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
-
-
 def with_clock(profile: ServiceProfile, clock: Any) -> ServiceProfile:
     """``profile`` carrying what ``clock`` (a ``ServiceClock``) measured, when it heard the service
     itself (an offset adopted from elsewhere is not passed on as a measurement)."""
@@ -169,8 +157,16 @@ def with_clock(profile: ServiceProfile, clock: Any) -> ServiceProfile:
     )  # fmt: skip
 
 
+def _number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
 def _moment(value: Any) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value) and value >= 0
+    return _number(value) and value >= 0
+
+
+def _domain_number(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and 1 <= value < 2**31
 
 
 def _null_or(valid: Callable[[Any], bool]) -> Callable[[Any], bool]:
@@ -181,18 +177,6 @@ def _text_matching(pattern: re.Pattern[str]) -> Callable[[Any], bool]:
     return lambda value: isinstance(value, str) and pattern.fullmatch(value) is not None
 
 
-def _is_bool(value: Any) -> bool:
-    return isinstance(value, bool)
-
-
-def _clock_offset(value: Any) -> bool:
-    return _number(value) and abs(value) < 864000  # under 10 days
-
-
-def _clock_uncertainty(value: Any) -> bool:
-    return _number(value) and 0 <= value < 3600  # under an hour
-
-
 # Each kept fact's check and what it allows, in the order ``facts_problem`` reads them.
 _FACT_CHECKS: dict[str, tuple[Callable[[Any], bool], str]] = {
     "service": (lambda v: v in ("links", "analytics"), "'links' or 'analytics'"),
@@ -201,17 +185,14 @@ _FACT_CHECKS: dict[str, tuple[Callable[[Any], bool], str]] = {
     "timezone": (_null_or(known_zone), "null or a time zone name"),
     "default_domain_id": (_null_or(_domain_number), "null or a domain id"),
     "sole_domain_id": (_null_or(_domain_number), "null or a domain id"),
-    "account_read": (_is_bool, "true or false"),
-    "domains_read": (_is_bool, "true or false"),
+    "account_read": (lambda v: isinstance(v, bool), "true or false"),
+    "domains_read": (lambda v: isinstance(v, bool), "true or false"),
     "learned_at": (_moment, "a finite time"),
     "account_read_at": (_moment, "a finite time"),
-    "clock_offset": (_null_or(_clock_offset), "null or seconds (under 10 days)"),
-    "clock_uncertainty": (_null_or(_clock_uncertainty), "null or seconds (under an hour)"),
+    "clock_offset": (_null_or(lambda v: _number(v) and abs(v) < 864000), "null or seconds (under 10 days)"),
+    "clock_uncertainty": (_null_or(lambda v: _number(v) and 0 <= v < 3600), "null or seconds (under an hour)"),
     "clock_at": (_moment, "a finite time"),
 }
-
-
-Plan = Generator[ApiRequest, ApiResponse, ServiceProfile]
 
 
 def discover(
@@ -222,13 +203,10 @@ def discover(
     account: bool = False,
     known: ServiceProfile | None = None,
     domains: bool = False,
-) -> Plan:
-    """The ``ServiceProfile`` of ``service`` behind one of ``roots`` (tried in order).
-
-    Costs nothing when ``known`` already says it all, or when there is one root and the
-    generation is given (and the account is not asked for); one probe per root tried otherwise,
-    plus one account read when ``account`` is asked and not yet known.
-    """
+) -> Plan[ServiceProfile]:
+    """The ``ServiceProfile`` of ``service`` behind one of ``roots`` (tried in order): no request when
+    ``known`` says it all or one root's generation is given; else one probe per root tried, and one
+    account read when ``account`` is asked and not yet known."""
     profile = known
     if profile is None:
         profile = yield from _locate(service, roots, generation)
@@ -243,7 +221,7 @@ def discover(
     return profile
 
 
-def _locate(service: str, roots: tuple[str, ...], generation: Generation | None) -> Plan:
+def _locate(service: str, roots: tuple[str, ...], generation: Generation | None) -> Plan[ServiceProfile]:
     if len(roots) == 1 and generation is not None:
         return ServiceProfile(service, roots[0], generation.name)
     tried: list[str] = []
@@ -270,10 +248,9 @@ def _locate(service: str, roots: tuple[str, ...], generation: Generation | None)
     raise no_api_answered(service, tried, conn_id)
 
 
-def read_account(profile: ServiceProfile, *, domains: bool = False) -> Plan:
+def read_account(profile: ServiceProfile, *, domains: bool = False) -> Plan[ServiceProfile]:
     """``profile`` with the account's time zone and default domain (one GET /account); with
-    ``domains``, for a links account without a default domain, the domain it can use (one GET
-    /domains, ``usable_domains``)."""
+    ``domains``, for a links account without a default, the domain it can use (``usable_domains``)."""
     request = build_account(root=profile.root)
     response = yield request
     raise_for_status(request, response)
@@ -304,13 +281,9 @@ def drive_usable_domains(
     return drive(usable_domains(root), send)
 
 
-def usable_domains(root: str) -> Generator[ApiRequest, ApiResponse, tuple[int | None, tuple[tuple[int, str], ...]]]:
-    """(the only domain the account can use or None, the domains to choose from: (id, name)).
-
-    One ``GET /domains``: it lists the account's own domains only. With none, the install's domain
-    (``INSTALL_DOMAIN_ID``) is the one; with some, the install's and those (several). A failed read
-    tells nothing: (None, ()).
-    """
+def usable_domains(root: str) -> Plan[tuple[int | None, tuple[tuple[int, str], ...]]]:
+    """(the only domain the account can use or None, the domains to choose from: (id, name)), from one
+    ``GET /domains`` (the account's own domains only); a failed read tells nothing: (None, ())."""
     from airflow_provider_linkstats.client.contract import DOMAINS
     from airflow_provider_linkstats.client.errors import LinkstatsApiError, LinkstatsAuthError, LinkstatsRateLimitError
 

@@ -3,9 +3,8 @@
 phpShort 44-45 (the documented API) and 46-49 (current installs) take different form fields for
 the same ideas, and 46+ silently ignores the old names; phpAnalytics 3.0-3.6 and 3.7+ (31) name
 two statistics differently and store domains differently. Users write one vocabulary (the
-contract's field names); a ``Generation`` says how one generation spells it (form fields, record
-keys, statistics, targeting types) and what it can do (capabilities). A field a generation lacks
-is refused before any request, naming the field and the version.
+contract's field names); a ``Generation`` says how one generation spells it and what it can do.
+A field a generation lacks is refused before any request, naming the field and the version.
 
 A new version with one renamed field is one new value and one row of ``VERSIONS``::
 
@@ -16,9 +15,7 @@ A new version with one renamed field is one new value and one row of ``VERSIONS`
     )
     VERSIONS += (VersionRange("50", "50", PHPSHORT_50),)
 
-Nothing here does I/O. ``detection`` tells the generations apart from what each declares: the
-statistic its version probe asks for (``probe``) and, from its statistics table, the answer it
-gives (404 when it knows the name, 422 when not).
+Nothing here does I/O; ``detection`` tells the generations apart from what each declares.
 """
 
 from __future__ import annotations
@@ -28,13 +25,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from airflow_provider_linkstats.client.contract import (
-    LINKS,
-    TARGETING_FIELDS,
-    WEBSITES,
-    Resource,
-    TargetType,
-)
+from airflow_provider_linkstats.client.contract import LINKS, TARGETING_FIELDS, WEBSITES, Resource, TargetType
 from airflow_provider_linkstats.client.errors import LinkstatsInputError
 
 # How a generation expires a link by date.
@@ -74,7 +65,6 @@ class Generation:
     probe: str = ""
     # Capabilities.
     lists_date_expiry: bool = True  # the listing's status filter is right about end dates
-    has_disabled: bool = True  # the ``disabled`` flag and the Disabled status
     strips_www: bool = False  # analytics: the stored domain loses every "www."
     hints: Mapping[str, str] = field(default_factory=dict)  # a lacking field -> what to use instead
     # Statistics: the zone their days are counted in (see ACCOUNT_ZONE) and the daily series a
@@ -84,8 +74,6 @@ class Generation:
 
     def __repr__(self) -> str:
         return f"Generation({self.label})"
-
-    # -- telling generations apart -------------------------------------------------------------
 
     def probe_answer(self, statistic: str) -> int:
         """The HTTP status of this generation's answer to the probe asking ``statistic`` of record 0:
@@ -354,7 +342,6 @@ PHPSHORT_46 = Generation(
     daily_series=("click",),  # hours, days or months by the span asked: days for 1 to 89 days apart
     stats_zone=ACCOUNT_OFFSET,  # the account's zone's offset when asked (a summer click asked in winter: 1 h off)
     lists_date_expiry=False,  # status=2 lists only links that reached their click limit
-    has_disabled=False,
     hints={
         "expiration_date": "use expires_at (an aware datetime)",
         "expiration_time": "use expires_at (an aware datetime)",
@@ -428,11 +415,8 @@ def generations(service: str) -> tuple[Generation, ...]:
 
 
 def generation_for(service: str, api_version: str | int | None) -> Generation | None:
-    """The generation an ``api_version`` extra names; None for ``auto`` (detect on first use).
-
-    Accepted: ``auto``, or a version number of the service listed in ``VERSIONS`` (e.g. ``"49"``,
-    ``"3.3"``, ``"31"``), or a generation's name.
-    """
+    """The generation an ``api_version`` extra names (a version in ``VERSIONS``: "49", "3.3", "31");
+    None for ``auto`` (detect on first use)."""
     text = str(api_version).strip().lower() if api_version is not None else AUTO
     if text in ("", AUTO):
         return None

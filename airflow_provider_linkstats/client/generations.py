@@ -289,32 +289,24 @@ PHPSHORT_44 = Generation(
     daily_series=("clicks",),  # one row per day: a click adds to its UTC day's row
 )
 
+# phpShort 46+'s names, in its forms and its records alike (a record's own ``password`` is the
+# statistics password and its ``expires_at`` always null: both replaced).
+_PHPSHORT_46_NAMES = {
+    "expires_at": "active_period_end_at",
+    "starts_at": "active_period_start_at",
+    "expiration_clicks": "clicks_limit",
+    "password": "redirect_password",  # the visitor password
+    "privacy_password": "password",  # the statistics-page password
+    "target_type": "targets_type",
+    **{name: "targets" for name in TARGETING_FIELDS.values()},
+}
+
 PHPSHORT_46 = Generation(
     "links",
     "46",
     "phpShort 46+",
-    form_fields={
-        "password": "redirect_password",  # the visitor password
-        "privacy_password": "password",  # the statistics-page password
-        "expiration_clicks": "clicks_limit",
-        "expires_at": "active_period_end_at",
-        "starts_at": "active_period_start_at",
-        "expiration_date": None,
-        "expiration_time": None,
-        "disabled": None,
-        "target_type": "targets_type",
-        **{name: "targets" for name in TARGETING_FIELDS.values()},
-    },
-    # ``password`` is the statistics password there and ``expires_at`` always null: both replaced.
-    record_keys={
-        "expires_at": "active_period_end_at",
-        "starts_at": "active_period_start_at",
-        "expiration_clicks": "clicks_limit",
-        "password": "redirect_password",
-        "privacy_password": "password",
-        "target_type": "targets_type",
-        **{name: "targets" for name in TARGETING_FIELDS.values()},
-    },
+    form_fields={**_PHPSHORT_46_NAMES, "expiration_date": None, "expiration_time": None, "disabled": None},
+    record_keys=_PHPSHORT_46_NAMES,
     record_marks=("targets_type", "active_period_end_at", "clicks_limit", "redirect_password"),
     stats_names={
         **_LINK_STATS_44,

@@ -399,11 +399,8 @@ AUTO = "auto"
 
 def generations(service: str) -> tuple[Generation, ...]:
     """The generations of ``service`` in the table, oldest first, each once."""
-    found: dict[str, Generation] = {}
-    for row in VERSIONS:
-        if row.generation.service == service:
-            found.setdefault(row.generation.name, row.generation)
-    return tuple(found.values())
+    named = {row.generation.name: row.generation for row in VERSIONS if row.generation.service == service}
+    return tuple(named.values())
 
 
 def generation_for(service: str, api_version: str | int | None) -> Generation | None:

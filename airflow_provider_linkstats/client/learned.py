@@ -1,25 +1,15 @@
-"""What a hook learned about a connection's service, kept for the host's other task processes.
+"""What a hook learned about a connection's service (API root, generation, account facts, the
+service's clock), kept in small JSON files for the host's other task processes for ``ttl`` seconds,
+so that a campaign of many tasks pays one discovery (docs/connections.md).
 
-Every task instance runs in a process of its own (the triggerer in another), so what one hook
-finds out (the API root, the generation, the account's time zone and default domain, the
-service's clock) would be found out again by each. ``LearnedStore`` keeps it in small JSON files,
-one per connection, base URL and API key, for ``ttl`` seconds: a campaign of many tasks pays one
-discovery (docs/connections.md). The rules that keep it from being turned against the key:
-
-- The directory is created 0700; a directory or file owned by another user, or writable by the
-  group or others, is neither read nor written. Every access goes through a descriptor of the
-  checked directory and never follows a symbolic link inside it.
-- An entry is named by a one-way fingerprint of (connection id, base URL, API key): two
-  connections or two keys never share one, and the key is in no file (HMAC-SHA256 of it only).
-- A remembered API root is used only if the connection's own base URL yields it
-  (``allowed_roots``): an entry written by anyone can never send the key to another address.
-- An entry is checked before it is parsed (at most ``MAX_ENTRY_BYTES``, nested at most
-  ``MAX_DEPTH`` deep, no NaN or infinity) and its facts after (the caller's ``enough``); one that
-  fails is ignored, said in the log, and learned again. An answer that contradicts it drops it.
+Never turned against the key: the directory is 0700, and every access goes through a descriptor of
+it, checked private (this user's, writable by no one else), never following a symbolic link; an
+entry is named by a one-way fingerprint of (connection id, base URL, API key) and holds no key; a
+saved API root is used only if the connection's own base URL yields it (``allowed_roots``); an
+entry is bounded before it is parsed, its facts checked after (the caller's ``enough``).
 
 Concurrent tasks: the first to miss takes the entry's lock (``fcntl.flock``) and discovers; the
-others wait on the lock, at most ``wait`` seconds, then read what it saved (``recall_or_learn``).
-No Airflow import here: the hook reads Airflow's configuration and hands the values in.
+others wait at most ``wait`` seconds, then read what it saved. No Airflow import here.
 """
 
 from __future__ import annotations

@@ -13,7 +13,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import replace
+from dataclasses import KW_ONLY, dataclass, field, replace
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
@@ -42,41 +42,31 @@ Facts = dict[str, Any]
 _CONTRADICTED: set[tuple[str | None, str, str]] = set()
 
 
+@dataclass(eq=False, repr=False)
 class KnownService:
     """What is known about one connection's service (``resource``: its main collection).
 
     :param roots: the API roots the base URL allows, tried in order.
     :param pinned: the generation the connection names (``api_version``), or None (detected).
-    :param store: the learned-service store, resolved on first need (it may be disabled).
-    :param entry: this connection's entry in the store (a fingerprint of the key, never the key).
+    :param store: gives the learned-service store, resolved on first need (it may be disabled).
+    :param entry: gives this connection's entry in the store (a fingerprint of the key, never the key).
     :param wait: how long to wait for another process's discovery before finding out alone.
     :param on_found: told each profile found (the hook moves its settings to the root that answered).
     """
 
-    def __init__(
-        self,
-        resource: Resource,
-        *,
-        conn_id: str | None,
-        roots: tuple[str, ...],
-        pinned: Generation | None,
-        store: Callable[[], LearnedStore],
-        entry: Callable[[], EntryKey],
-        wait: float,
-        log: logging.Logger | logging.LoggerAdapter[Any],
-        on_found: Callable[[ServiceProfile], None] | None = None,
-    ) -> None:
-        self.resource = resource
-        self.conn_id = conn_id
-        self.roots = roots
-        self.pinned = pinned
-        self._store, self._entry = store, entry
-        self.wait = wait
-        self.log = log
-        self.on_found = on_found
-        self.profile: ServiceProfile | None = None  # what discovery learned, once it has
-        self.handed: ServiceProfile | None = None  # the profile adopted from another process, if any
-        self.client: LinkstatsClient | None = None  # the sync client that reads this profile, if any
+    resource: Resource
+    _: KW_ONLY
+    conn_id: str | None
+    roots: tuple[str, ...]
+    pinned: Generation | None
+    store: Callable[[], LearnedStore]
+    entry: Callable[[], EntryKey]
+    wait: float
+    log: logging.Logger | logging.LoggerAdapter[Any]
+    on_found: Callable[[ServiceProfile], None] | None = None
+    profile: ServiceProfile | None = field(default=None, init=False)  # what discovery learned, once it has
+    handed: ServiceProfile | None = field(default=None, init=False)  # adopted from another process, if any
+    client: LinkstatsClient | None = field(default=None, init=False)  # the sync client that reads the profile
 
     def __repr__(self) -> str:
         return f"KnownService({self.resource.service!r}, conn_id={self.conn_id!r}, profile={self.profile!r})"
@@ -239,8 +229,8 @@ class KnownService:
     @cached_property
     def learned(self) -> tuple[LearnedStore, EntryKey] | None:
         """The host's store and this connection's entry in it; None when the store is off."""
-        store = self._store()
-        return (store, self._entry()) if store.enabled else None
+        store = self.store()
+        return (store, self.entry()) if store.enabled else None
 
     def needs_discovery(self, account: bool) -> bool:
         """Whether finding the profile would send a request (else the store is not worth a look)."""

@@ -20,6 +20,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
+from airflow_provider_linkstats.client.contract import DOMAINS
 from airflow_provider_linkstats.client.detection import (
     NotTheApi,
     VersionUntold,
@@ -31,6 +32,7 @@ from airflow_provider_linkstats.client.detection import (
     read_probe,
     version_untold,
 )
+from airflow_provider_linkstats.client.errors import LinkstatsApiError, LinkstatsAuthError, LinkstatsRateLimitError
 from airflow_provider_linkstats.client.generations import Generation, by_name
 from airflow_provider_linkstats.client.protocol import (
     ApiRequest,
@@ -38,6 +40,7 @@ from airflow_provider_linkstats.client.protocol import (
     Plan,
     build_account,
     build_list,
+    drive,
     parse_page,
     parse_record,
     raise_for_status,
@@ -276,17 +279,12 @@ def drive_usable_domains(
     root: str, send: Callable[[ApiRequest], ApiResponse]
 ) -> tuple[int | None, tuple[tuple[int, str], ...]]:
     """``usable_domains`` through a sync sender (``LinkstatsClient.probe``)."""
-    from airflow_provider_linkstats.client.protocol import drive
-
     return drive(usable_domains(root), send)
 
 
 def usable_domains(root: str) -> Plan[tuple[int | None, tuple[tuple[int, str], ...]]]:
     """(the only domain the account can use or None, the domains to choose from: (id, name)), from one
     ``GET /domains`` (the account's own domains only); a failed read tells nothing: (None, ())."""
-    from airflow_provider_linkstats.client.contract import DOMAINS
-    from airflow_provider_linkstats.client.errors import LinkstatsApiError, LinkstatsAuthError, LinkstatsRateLimitError
-
     request = replace(build_list(DOMAINS, {"per_page": MAX_DOMAINS_READ}), root=root)
     try:
         response = yield request

@@ -215,12 +215,8 @@ class LearnedStore:
         if ready:
             return facts, True
         with self._lock_file(key) as fd:
-            deadline = time.monotonic() + wait
-            while fd is not None and not (held := _try_lock(fd)) and time.monotonic() < deadline:
+            for _ in _polls_for_lock(key, fd, wait):
                 time.sleep(_POLL)
-            if fd is not None and not held:
-                log.warning("Linkstats connection %r: another task is still discovering after %.0f s; "
-                            "discovering here too", key.conn_id, wait)  # fmt: skip
             facts, ready = self._recall_enough(key, roots, enough)
             if ready:
                 return facts, True
@@ -243,8 +239,7 @@ class LearnedStore:
         if ready:
             return facts, True
         with self._lock_file(key) as fd:
-            deadline = time.monotonic() + wait
-            while fd is not None and not _try_lock(fd) and time.monotonic() < deadline:
+            for _ in _polls_for_lock(key, fd, wait):
                 await asyncio.sleep(_POLL)
             facts, ready = self._recall_enough(key, roots, enough)
             if ready:
@@ -471,6 +466,20 @@ except ImportError:  # pragma: no cover
     fcntl = None  # type: ignore[assignment]
 
 _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
+
+
+def _polls_for_lock(key: EntryKey, fd: int | None, wait: float) -> Iterator[None]:
+    """Yields while another process holds ``fd``'s lock (the caller sleeps, or awaits, a poll), for at
+    most ``wait`` seconds; then says this one discovers too. Shared by ``recall_or_learn`` and its async twin."""
+    if fd is None:
+        return
+    deadline = time.monotonic() + wait
+    while not _try_lock(fd):
+        if time.monotonic() >= deadline:
+            log.warning("Linkstats connection %r: another task is still discovering after %.0f s; "
+                        "discovering here too", key.conn_id, wait)  # fmt: skip
+            return
+        yield
 
 
 def _try_lock(fd: int) -> bool:

@@ -200,18 +200,18 @@ class KnownService:
         if not profile.generation:
             self.log.info("Linkstats connection %r: the API answers at %s (%s, sent by this task)", self.conn_id,
                           profile.root, profile.note)  # fmt: skip
-        elif before is None or before.generation != profile.generation or before.root != profile.root:
-            if profile.note:
-                how = f"version probe GET /stats/0 {profile.note}, sent by this task"
-            elif self.pinned is not None:
-                how = "the api_version extra; no request sent"
-            else:  # built on what the host cache held (its account was read again)
-                how = f"{_learned_when(profile.learned_at, 'found')}, host cache"
-            self.log.info(
-                "Linkstats connection %r: %s at %s (%s)", self.conn_id, profile.spoken.label, profile.root, how
-            )
+        elif before is None or (before.generation, before.root) != (profile.generation, profile.root):
+            self.log.info("Linkstats connection %r: %s at %s (%s)", self.conn_id, profile.spoken.label,
+                          profile.root, self._how_found(profile))  # fmt: skip
         if profile.account_read and not (before is not None and before.account_read):
             self.log.info("Linkstats connection %r: %s", self.conn_id, describe_account(profile, "read by this task"))
+
+    def _how_found(self, profile: ServiceProfile) -> str:
+        if profile.note:
+            return f"version probe GET /stats/0 {profile.note}, sent by this task"
+        if self.pinned is not None:
+            return "the api_version extra; no request sent"
+        return f"{_learned_when(profile.learned_at, 'found')}, host cache"  # built on the host cache's facts
 
     def discovery_failed(self, error: LinkstatsApiError) -> LinkstatsApiError:
         """A refused key says so first; another failed probe says what it asked and what to set."""
@@ -270,17 +270,21 @@ class KnownService:
     def _recalled(self, facts: Facts | ServiceProfile, recalled: bool) -> ServiceProfile:
         profile = facts if isinstance(facts, ServiceProfile) else self._from_facts(facts)
         assert profile is not None
-        if recalled:  # each said once per process
-            if _first_time(("found", self.conn_id, profile.root, profile.learned_at)):
-                when = _learned_when(profile.learned_at, "found")
-                self.log.info("Linkstats connection %r: %s at %s, %s (host cache; no request sent)", self.conn_id,
-                              profile.spoken.label, profile.root, when)  # fmt: skip
-            if profile.account_read and _first_time(("read", self.conn_id, profile.account_read_at)):
-                self.log.info("Linkstats connection %r: %s", self.conn_id,
-                              describe_account(profile, _learned_when(profile.account_read_at, "read")))  # fmt: skip
+        if recalled:
+            self._say_recalled(profile)
         if self.pinned is not None and profile.generation != self.pinned.name:
             profile = replace(profile, generation=self.pinned.name)  # the extra decides
         return profile
+
+    def _say_recalled(self, profile: ServiceProfile) -> None:
+        """Where the host cache's facts came from, each said once per process."""
+        if _first_time(("found", self.conn_id, profile.root, profile.learned_at)):
+            when = _learned_when(profile.learned_at, "found")
+            self.log.info("Linkstats connection %r: %s at %s, %s (host cache; no request sent)", self.conn_id,
+                          profile.spoken.label, profile.root, when)  # fmt: skip
+        if profile.account_read and _first_time(("read", self.conn_id, profile.account_read_at)):
+            self.log.info("Linkstats connection %r: %s", self.conn_id,
+                          describe_account(profile, _learned_when(profile.account_read_at, "read")))  # fmt: skip
 
     # -- the service's clock, shared with the host's other processes ---------------------------------
 

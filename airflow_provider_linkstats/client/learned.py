@@ -22,6 +22,7 @@ import json
 import logging
 import math
 import os
+import re
 import secrets
 import stat
 import sys
@@ -29,6 +30,7 @@ import tempfile
 import time
 from collections.abc import Awaitable, Callable, Iterable, Iterator
 from dataclasses import astuple, dataclass
+from itertools import accumulate
 from pathlib import Path
 from typing import Any
 
@@ -101,24 +103,13 @@ def parse_entry(raw: bytes) -> tuple[dict[str, Any] | None, str | None]:
 def _depth(raw: bytes) -> int:
     """How deeply ``raw``'s JSON nests objects and lists (strings skipped), without parsing it:
     a file nested thousands deep would make the parser raise RecursionError."""
-    depth = deepest = 0
-    in_string = escaped = False
-    for byte in raw:
-        if in_string:
-            if escaped:
-                escaped = False
-            elif byte == 0x5C:  # backslash
-                escaped = True
-            elif byte == 0x22:  # quote
-                in_string = False
-        elif byte == 0x22:
-            in_string = True
-        elif byte in (0x5B, 0x7B):  # [ {
-            depth += 1
-            deepest = max(deepest, depth)
-        elif byte in (0x5D, 0x7D):
-            depth -= 1
-    return deepest
+    brackets = _JSON_STRING.sub(b"", raw)
+    return max(accumulate((_NESTING.get(byte, 0) for byte in brackets), initial=0))
+
+
+# A JSON string, escapes included; one left open runs to the end (its brackets are text too).
+_JSON_STRING = re.compile(rb'"(?:[^"\\]|\\.)*"?', re.DOTALL)
+_NESTING = {ord("["): 1, ord("{"): 1, ord("]"): -1, ord("}"): -1}
 
 
 def _no_constant(name: str) -> Any:

@@ -88,6 +88,10 @@ class ServiceProfile:
     # None: not read by this process (the host cache does not keep names); (): the read failed.
     domain_choices: tuple[tuple[int, str], ...] | None = field(default=None, compare=False)
 
+    def tells(self, account: bool, domains: bool = False) -> bool:
+        """Whether this profile says all that is asked: the account's facts, a create's domain."""
+        return (self.account_read or not account) and self.knows_domain(domains)
+
     def knows_domain(self, domains: bool) -> bool:
         """Whether the account's facts, read at most ``ACCOUNT_FRESH`` s ago, tell a create's domain."""
         if not domains:
@@ -232,23 +236,32 @@ def _locate(service: str, roots: tuple[str, ...], generation: Generation | None)
     for root in roots:
         try:
             if generation is None:
-                try:
-                    found, note = yield from identify(service, root)
-                except VersionUntold as untold:  # the API is here; only the version stays unknown
-                    return ServiceProfile(service, root, "", note=untold.note)
-                return ServiceProfile(service, root, found.name, note=note)
-            statistic = probes(service)[0]
-            request = probe_request(statistic, root)
-            response = yield request
-            status = read_probe(request, response)
-            note = probe_note(response)
-            if status is not None and generation.probe_answer(statistic) != status:
-                note += f", which is not how {generation.label} (the api_version extra) answers"
-            return ServiceProfile(service, root, generation.name, note=note)
+                return (yield from _identify_at(service, root))
+            return (yield from _probe_pinned(service, root, generation))
         except NotTheApi as error:
             conn_id = conn_id or error.conn_id
             tried.append(f"{root} ({error})")
     raise no_api_answered(service, tried, conn_id)
+
+
+def _identify_at(service: str, root: str) -> Plan[ServiceProfile]:
+    try:
+        found, note = yield from identify(service, root)
+    except VersionUntold as untold:  # the API is here; only the version stays unknown
+        return ServiceProfile(service, root, "", note=untold.note)
+    return ServiceProfile(service, root, found.name, note=note)
+
+
+def _probe_pinned(service: str, root: str, generation: Generation) -> Plan[ServiceProfile]:
+    """The api_version extra's generation at ``root``, once the probe shows the API answers there."""
+    statistic = probes(service)[0]
+    request = probe_request(statistic, root)
+    response = yield request
+    status = read_probe(request, response)
+    note = probe_note(response)
+    if status is not None and generation.probe_answer(statistic) != status:
+        note += f", which is not how {generation.label} (the api_version extra) answers"
+    return ServiceProfile(service, root, generation.name, note=note)
 
 
 def read_account(profile: ServiceProfile, *, domains: bool = False) -> Plan[ServiceProfile]:

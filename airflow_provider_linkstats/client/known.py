@@ -75,7 +75,7 @@ class KnownService:
 
     def _sufficient(self, account: bool, domains: bool = False) -> ServiceProfile | None:
         known = self.profile
-        if known is None or (account and not known.account_read) or not known.knows_domain(domains):
+        if known is None or not known.tells(account, domains):
             return None
         return known
 

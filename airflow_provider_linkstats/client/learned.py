@@ -435,18 +435,20 @@ def resolve(setting: str | None = None, ttl: float | str | None = None) -> Learn
     variable, else the default directory). ``ttl``: seconds, else the environment's, else an hour."""
     if setting is None:
         setting = os.environ.get(SETTING_ENV)
-    if ttl is None:
-        ttl = os.environ.get(TTL_ENV) or DEFAULT_TTL
-    try:
-        seconds = float(ttl)
-    except (TypeError, ValueError):
-        raise ValueError(f"cache_ttl {ttl!r}: allowed is a number of seconds, e.g. 3600 (0 disables)") from None
+    seconds = _ttl_seconds((os.environ.get(TTL_ENV) or DEFAULT_TTL) if ttl is None else ttl)
     if setting is not None and setting.strip().lower() in OFF or seconds <= 0:
         return LearnedStore(None)
     directory = Path(os.path.expanduser(setting.strip())) if setting is not None else default_directory()
     if not directory.is_absolute():
         raise ValueError(f"cache_dir {setting!r}: allowed is an absolute path, or empty or 'off' to disable it")
     return LearnedStore(directory, ttl=seconds)
+
+
+def _ttl_seconds(ttl: float | str) -> float:
+    try:
+        return float(ttl)
+    except (TypeError, ValueError):
+        raise ValueError(f"cache_ttl {ttl!r}: allowed is a number of seconds, e.g. 3600 (0 disables)") from None
 
 
 # -- helpers ---------------------------------------------------------------------------------------
@@ -535,11 +537,11 @@ def _entry_line(row: dict[str, Any], kept: list[str], now: float) -> str:
 
     facts = row.get("facts") or {}
     bad_facts = facts_problem(facts)
-    problem = row["unused_because"] or (f"its facts: {bad_facts}" if bad_facts else None)
-    if not bad_facts:  # only what a profile holds, checked: no other text is shown
+    if bad_facts:
+        shown, problem = "not shown", row["unused_because"] or f"its facts: {bad_facts}"
+    else:  # only what a profile holds, checked: no other text is shown
         shown = ", ".join(_shown(name, facts[name], now) for name in kept if name in facts)
-    else:
-        shown = "not shown"
+        problem = row["unused_because"]
     state = f"unused: {problem}" if problem else f"{row['age']:.0f} s old"
     if row.get("conn_id") is None:
         state = f"{row['file']}, {state}"

@@ -65,7 +65,7 @@ class ServiceLearner:
 
     def profile(self, service: str, *, account: bool = False, domains: bool = False) -> ServiceProfile:
         known = self.profiles.get(service)
-        if known is not None and (known.account_read or not account) and known.knows_domain(domains):
+        if known is not None and known.tells(account, domains):
             return known
         if self.profile_source is not None:
             extra = {"domains": True} if domains else {}  # only when asked: a source may take (service, account)

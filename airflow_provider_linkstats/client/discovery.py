@@ -220,11 +220,16 @@ def discover(
         profile = replace(profile, learned_at=time.time())
     elif generation is not None and profile.generation != generation.name:
         profile = replace(profile, generation=generation.name)
+    return (yield from _completed(profile, account=account, domains=domains))
+
+
+def _completed(profile: ServiceProfile, *, account: bool, domains: bool) -> Plan[ServiceProfile]:
+    """``profile`` with the account read when asked, else the domains a create can use when asked."""
     if account and not profile.account_read:
-        profile = yield from read_account(profile, domains=domains)
-    elif domains and profile.account_read and profile.default_domain_id is None and not profile.domains_read:
+        return (yield from read_account(profile, domains=domains))
+    if domains and profile.account_read and profile.default_domain_id is None and not profile.domains_read:
         sole, choices = yield from usable_domains(profile.root)
-        profile = replace(profile, sole_domain_id=sole, domain_choices=choices, domains_read=bool(choices))
+        return replace(profile, sole_domain_id=sole, domain_choices=choices, domains_read=bool(choices))
     return profile
 
 

@@ -278,19 +278,19 @@ class LearnedStore:
             if dfd is None:
                 return found
             now = time.time()
-            for name in sorted(os.listdir(dfd)):
-                if not name.endswith(_ENTRY):
-                    continue
-                data, problem = self._read_checked(dfd, name)
-                row: dict[str, Any] = {"file": name}
-                if data is not None:
-                    row.update(conn_id=data.get("conn_id"), base_url=data.get("base_url"), facts=data.get("facts"))
-                    saved = data.get("saved_at")
-                    row["age"] = now - saved if isinstance(saved, (int, float)) else None
-                    problem = problem or self._freshness(data, now)
-                row["unused_because"] = problem
-                found.append(row)
+            found.extend(self._row(dfd, name, now) for name in sorted(os.listdir(dfd)) if name.endswith(_ENTRY))
         return found
+
+    def _row(self, dfd: int, name: str, now: float) -> dict[str, Any]:
+        data, problem = self._read_checked(dfd, name)
+        row: dict[str, Any] = {"file": name}
+        if data is not None:
+            row.update(conn_id=data.get("conn_id"), base_url=data.get("base_url"), facts=data.get("facts"))
+            saved = data.get("saved_at")
+            row["age"] = now - saved if isinstance(saved, (int, float)) else None
+            problem = problem or self._freshness(data, now)
+        row["unused_because"] = problem
+        return row
 
     def clear(self) -> int:
         """Delete every entry and lock this user owns in the directory; the count of entries deleted."""

@@ -3,18 +3,13 @@
 Neither product sends a version header. A statistics read of record 0 answers 404 (no record 0)
 from a generation that knows the statistic asked for and 422 (the name is invalid) from one that
 does not: each ``Generation`` declares the statistic of its probe (``probe``), and its statistics
-table says how it answers. For the listed generations one request tells them apart
-(``name=click`` on phpShort, ``name=visitors_hour`` on phpAnalytics). Two generations that answer
-every probe alike cannot be told apart: detection says so, and the ``api_version`` extra decides.
+table says how it answers. Two generations that answer every probe alike cannot be told apart:
+detection says so, and the ``api_version`` extra decides.
 
 The same answer says whether a root is the API at all: the API's 404 is a JSON object whose
 ``status`` repeats the HTTP status, and only the API answers a GET with 422. A web server's HTML
 page, or the JSON 404 the web app gives for a path outside the API (a typo in the base URL),
-means "not here".
-
-``identify`` is a plan (yielding ``ApiRequest``s, receiving the raw answers) run by ``drive`` or
-``adrive`` with a sender that returns every answer whatever its status (``client.probe``,
-``AsyncLinkstatsClient.send``).
+means "not here". ``identify`` is a plan, run with a sender that returns every answer.
 """
 
 from __future__ import annotations
@@ -51,10 +46,7 @@ class NotTheApi(Exception):
 
 def read_probe(request: ApiRequest, response: ApiResponse) -> int | None:
     """404 or 422 (the API's answer that tells generations apart); None for a 2xx that tells nothing.
-
-    Raises ``NotTheApi`` when the answer is not from the API (try another root), and the usual
-    error for the API's other error answers (401, 403, 429, 5xx: the API is here but refused).
-    """
+    ``NotTheApi`` when the answer is not the API's; the usual error for its other errors (401, 429...)."""
     payload = _json_object(response)
     if payload is None:
         raise NotTheApi(response.status, describe_answer(response), response.conn_id)
@@ -83,10 +75,8 @@ class Ambiguous(LinkstatsResponseError):
 
 
 def identify(service: str, root: str = "") -> Generator[ApiRequest, ApiResponse, tuple[Generation, str]]:
-    """The connected generation of ``service`` at ``root`` and the probes' answer (for the log).
-
-    Raises ``NotTheApi`` when the first answer is not the API's.
-    """
+    """The connected generation of ``service`` at ``root`` and the probes' answer (for the log);
+    ``NotTheApi`` when the first answer is not the API's."""
     candidates = generations(service)
     notes = []
     for statistic in probes(service):

@@ -1,18 +1,14 @@
 """What a client learns about a connection's service, once: where the API answers, which
-generation it is, and the account's time zone and default domain.
-
-``discover`` is one plan run by ``drive`` (sync) or ``adrive`` (async) with a sender that hands
-back every answer whatever its status: it probes each candidate root until one answers as the
-API (``detection``), which also tells the generation unless it is given, then reads the account
-when asked. What it returns, a ``ServiceProfile``, is small and JSON-able: it holds no secret, so
-it can be kept across processes.
+generation it is (``detection``), and the account's time zone and default domain. ``discover``
+is a plan (run by ``drive`` or ``adrive`` with a sender that hands back every answer whatever its
+status); its answer, a ``ServiceProfile``, holds no secret, so it can be kept across processes.
 
 A fresh phpShort account has no default domain, and ``GET /domains`` lists only the account's own
 domains, never the install's global ones (the one made at install, id 1, is usable by every
 account: the web form offers it to all). So when the account names no default, the plan also reads
-its domains (one ``GET /domains``): with none of its own, the install's domain is the only one it
-can use (``sole_domain_id``); with some, there are several and the caller must choose
-(``domain_choices``, kept in memory only: names are the service's text, not stored).
+its domains: with none of its own, the install's domain is the only one it can use
+(``sole_domain_id``); with some, the caller must choose (``domain_choices``, kept in memory only:
+names are the service's text, not stored).
 """
 
 from __future__ import annotations
@@ -20,10 +16,11 @@ from __future__ import annotations
 import math
 import re
 import time
-from collections.abc import Callable, Generator, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
+from airflow_provider_linkstats.client.contract import DOMAINS
 from airflow_provider_linkstats.client.detection import (
     NotTheApi,
     VersionUntold,
@@ -35,12 +32,15 @@ from airflow_provider_linkstats.client.detection import (
     read_probe,
     version_untold,
 )
+from airflow_provider_linkstats.client.errors import LinkstatsApiError, LinkstatsAuthError, LinkstatsRateLimitError
 from airflow_provider_linkstats.client.generations import Generation, by_name
 from airflow_provider_linkstats.client.protocol import (
     ApiRequest,
     ApiResponse,
+    Plan,
     build_account,
     build_list,
+    drive,
     parse_page,
     parse_record,
     raise_for_status,
@@ -88,9 +88,12 @@ class ServiceProfile:
     # None: not read by this process (the host cache does not keep names); (): the read failed.
     domain_choices: tuple[tuple[int, str], ...] | None = field(default=None, compare=False)
 
+    def tells(self, account: bool, domains: bool = False) -> bool:
+        """Whether this profile says all that is asked: the account's facts, a create's domain."""
+        return (self.account_read or not account) and self.knows_domain(domains)
+
     def knows_domain(self, domains: bool) -> bool:
-        """Whether the account's facts answer which domain a create gets (when ``domains`` is asked),
-        read at most ``ACCOUNT_FRESH`` seconds ago."""
+        """Whether the account's facts, read at most ``ACCOUNT_FRESH`` s ago, tell a create's domain."""
         if not domains:
             return True
         return self.account_read and self.fresh() and (self.default_domain_id is not None or self.domains_read)
@@ -111,7 +114,7 @@ class ServiceProfile:
         return by_name(self.service, self.generation)
 
     def to_json(self) -> dict[str, Any]:
-        """What may be kept on disk or handed to another process: no text the service wrote."""
+        """What may be kept or handed to another process: no text the service wrote."""
         return {key: value for key, value in asdict(self).items() if key not in _NOT_STORED}
 
     @classmethod
@@ -150,14 +153,6 @@ def known_zone(name: Any) -> bool:
     return True
 
 
-def _domain_number(value: Any) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool) and 1 <= value < 2**31
-
-
-def _number(value: Any) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
-
-
 def with_clock(profile: ServiceProfile, clock: Any) -> ServiceProfile:
     """``profile`` carrying what ``clock`` (a ``ServiceClock``) measured, when it heard the service
     itself (an offset adopted from elsewhere is not passed on as a measurement)."""
@@ -169,8 +164,16 @@ def with_clock(profile: ServiceProfile, clock: Any) -> ServiceProfile:
     )  # fmt: skip
 
 
+def _number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
 def _moment(value: Any) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value) and value >= 0
+    return _number(value) and value >= 0
+
+
+def _domain_number(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and 1 <= value < 2**31
 
 
 def _null_or(valid: Callable[[Any], bool]) -> Callable[[Any], bool]:
@@ -181,18 +184,6 @@ def _text_matching(pattern: re.Pattern[str]) -> Callable[[Any], bool]:
     return lambda value: isinstance(value, str) and pattern.fullmatch(value) is not None
 
 
-def _is_bool(value: Any) -> bool:
-    return isinstance(value, bool)
-
-
-def _clock_offset(value: Any) -> bool:
-    return _number(value) and abs(value) < 864000  # under 10 days
-
-
-def _clock_uncertainty(value: Any) -> bool:
-    return _number(value) and 0 <= value < 3600  # under an hour
-
-
 # Each kept fact's check and what it allows, in the order ``facts_problem`` reads them.
 _FACT_CHECKS: dict[str, tuple[Callable[[Any], bool], str]] = {
     "service": (lambda v: v in ("links", "analytics"), "'links' or 'analytics'"),
@@ -201,17 +192,14 @@ _FACT_CHECKS: dict[str, tuple[Callable[[Any], bool], str]] = {
     "timezone": (_null_or(known_zone), "null or a time zone name"),
     "default_domain_id": (_null_or(_domain_number), "null or a domain id"),
     "sole_domain_id": (_null_or(_domain_number), "null or a domain id"),
-    "account_read": (_is_bool, "true or false"),
-    "domains_read": (_is_bool, "true or false"),
+    "account_read": (lambda v: isinstance(v, bool), "true or false"),
+    "domains_read": (lambda v: isinstance(v, bool), "true or false"),
     "learned_at": (_moment, "a finite time"),
     "account_read_at": (_moment, "a finite time"),
-    "clock_offset": (_null_or(_clock_offset), "null or seconds (under 10 days)"),
-    "clock_uncertainty": (_null_or(_clock_uncertainty), "null or seconds (under an hour)"),
+    "clock_offset": (_null_or(lambda v: _number(v) and abs(v) < 864000), "null or seconds (under 10 days)"),
+    "clock_uncertainty": (_null_or(lambda v: _number(v) and 0 <= v < 3600), "null or seconds (under an hour)"),
     "clock_at": (_moment, "a finite time"),
 }
-
-
-Plan = Generator[ApiRequest, ApiResponse, ServiceProfile]
 
 
 def discover(
@@ -222,28 +210,30 @@ def discover(
     account: bool = False,
     known: ServiceProfile | None = None,
     domains: bool = False,
-) -> Plan:
-    """The ``ServiceProfile`` of ``service`` behind one of ``roots`` (tried in order).
-
-    Costs nothing when ``known`` already says it all, or when there is one root and the
-    generation is given (and the account is not asked for); one probe per root tried otherwise,
-    plus one account read when ``account`` is asked and not yet known.
-    """
+) -> Plan[ServiceProfile]:
+    """The ``ServiceProfile`` of ``service`` behind one of ``roots`` (tried in order): no request when
+    ``known`` says it all or one root's generation is given; else one probe per root tried, and one
+    account read when ``account`` is asked and not yet known."""
     profile = known
     if profile is None:
         profile = yield from _locate(service, roots, generation)
         profile = replace(profile, learned_at=time.time())
     elif generation is not None and profile.generation != generation.name:
         profile = replace(profile, generation=generation.name)
+    return (yield from _completed(profile, account=account, domains=domains))
+
+
+def _completed(profile: ServiceProfile, *, account: bool, domains: bool) -> Plan[ServiceProfile]:
+    """``profile`` with the account read when asked, else the domains a create can use when asked."""
     if account and not profile.account_read:
-        profile = yield from read_account(profile, domains=domains)
-    elif domains and profile.account_read and profile.default_domain_id is None and not profile.domains_read:
+        return (yield from read_account(profile, domains=domains))
+    if domains and profile.account_read and profile.default_domain_id is None and not profile.domains_read:
         sole, choices = yield from usable_domains(profile.root)
-        profile = replace(profile, sole_domain_id=sole, domain_choices=choices, domains_read=bool(choices))
+        return replace(profile, sole_domain_id=sole, domain_choices=choices, domains_read=bool(choices))
     return profile
 
 
-def _locate(service: str, roots: tuple[str, ...], generation: Generation | None) -> Plan:
+def _locate(service: str, roots: tuple[str, ...], generation: Generation | None) -> Plan[ServiceProfile]:
     if len(roots) == 1 and generation is not None:
         return ServiceProfile(service, roots[0], generation.name)
     tried: list[str] = []
@@ -251,29 +241,37 @@ def _locate(service: str, roots: tuple[str, ...], generation: Generation | None)
     for root in roots:
         try:
             if generation is None:
-                try:
-                    found, note = yield from identify(service, root)
-                except VersionUntold as untold:  # the API is here; only the version stays unknown
-                    return ServiceProfile(service, root, "", note=untold.note)
-                return ServiceProfile(service, root, found.name, note=note)
-            statistic = probes(service)[0]
-            request = probe_request(statistic, root)
-            response = yield request
-            status = read_probe(request, response)
-            note = probe_note(response)
-            if status is not None and generation.probe_answer(statistic) != status:
-                note += f", which is not how {generation.label} (the api_version extra) answers"
-            return ServiceProfile(service, root, generation.name, note=note)
+                return (yield from _identify_at(service, root))
+            return (yield from _probe_pinned(service, root, generation))
         except NotTheApi as error:
             conn_id = conn_id or error.conn_id
             tried.append(f"{root} ({error})")
     raise no_api_answered(service, tried, conn_id)
 
 
-def read_account(profile: ServiceProfile, *, domains: bool = False) -> Plan:
+def _identify_at(service: str, root: str) -> Plan[ServiceProfile]:
+    try:
+        found, note = yield from identify(service, root)
+    except VersionUntold as untold:  # the API is here; only the version stays unknown
+        return ServiceProfile(service, root, "", note=untold.note)
+    return ServiceProfile(service, root, found.name, note=note)
+
+
+def _probe_pinned(service: str, root: str, generation: Generation) -> Plan[ServiceProfile]:
+    """The api_version extra's generation at ``root``, once the probe shows the API answers there."""
+    statistic = probes(service)[0]
+    request = probe_request(statistic, root)
+    response = yield request
+    status = read_probe(request, response)
+    note = probe_note(response)
+    if status is not None and generation.probe_answer(statistic) != status:
+        note += f", which is not how {generation.label} (the api_version extra) answers"
+    return ServiceProfile(service, root, generation.name, note=note)
+
+
+def read_account(profile: ServiceProfile, *, domains: bool = False) -> Plan[ServiceProfile]:
     """``profile`` with the account's time zone and default domain (one GET /account); with
-    ``domains``, for a links account without a default domain, the domain it can use (one GET
-    /domains, ``usable_domains``)."""
+    ``domains``, for a links account without a default, the domain it can use (``usable_domains``)."""
     request = build_account(root=profile.root)
     response = yield request
     raise_for_status(request, response)
@@ -299,21 +297,12 @@ def drive_usable_domains(
     root: str, send: Callable[[ApiRequest], ApiResponse]
 ) -> tuple[int | None, tuple[tuple[int, str], ...]]:
     """``usable_domains`` through a sync sender (``LinkstatsClient.probe``)."""
-    from airflow_provider_linkstats.client.protocol import drive
-
     return drive(usable_domains(root), send)
 
 
-def usable_domains(root: str) -> Generator[ApiRequest, ApiResponse, tuple[int | None, tuple[tuple[int, str], ...]]]:
-    """(the only domain the account can use or None, the domains to choose from: (id, name)).
-
-    One ``GET /domains``: it lists the account's own domains only. With none, the install's domain
-    (``INSTALL_DOMAIN_ID``) is the one; with some, the install's and those (several). A failed read
-    tells nothing: (None, ()).
-    """
-    from airflow_provider_linkstats.client.contract import DOMAINS
-    from airflow_provider_linkstats.client.errors import LinkstatsApiError, LinkstatsAuthError, LinkstatsRateLimitError
-
+def usable_domains(root: str) -> Plan[tuple[int | None, tuple[tuple[int, str], ...]]]:
+    """(the only domain the account can use or None, the domains to choose from: (id, name)), from one
+    ``GET /domains`` (the account's own domains only); a failed read tells nothing: (None, ())."""
     request = replace(build_list(DOMAINS, {"per_page": MAX_DOMAINS_READ}), root=root)
     try:
         response = yield request

@@ -3,9 +3,8 @@
 phpShort 44-45 (the documented API) and 46-49 (current installs) take different form fields for
 the same ideas, and 46+ silently ignores the old names; phpAnalytics 3.0-3.6 and 3.7+ (31) name
 two statistics differently and store domains differently. Users write one vocabulary (the
-contract's field names); a ``Generation`` says how one generation spells it (form fields, record
-keys, statistics, targeting types) and what it can do (capabilities). A field a generation lacks
-is refused before any request, naming the field and the version.
+contract's field names); a ``Generation`` says how one generation spells it and what it can do.
+A field a generation lacks is refused before any request, naming the field and the version.
 
 A new version with one renamed field is one new value and one row of ``VERSIONS``::
 
@@ -16,9 +15,7 @@ A new version with one renamed field is one new value and one row of ``VERSIONS`
     )
     VERSIONS += (VersionRange("50", "50", PHPSHORT_50),)
 
-Nothing here does I/O. ``detection`` tells the generations apart from what each declares: the
-statistic its version probe asks for (``probe``) and, from its statistics table, the answer it
-gives (404 when it knows the name, 422 when not).
+Nothing here does I/O; ``detection`` tells the generations apart from what each declares.
 """
 
 from __future__ import annotations
@@ -28,13 +25,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from airflow_provider_linkstats.client.contract import (
-    LINKS,
-    TARGETING_FIELDS,
-    WEBSITES,
-    Resource,
-    TargetType,
-)
+from airflow_provider_linkstats.client.contract import LINKS, TARGETING_FIELDS, WEBSITES, Resource, TargetType
 from airflow_provider_linkstats.client.errors import LinkstatsInputError
 
 # How a generation expires a link by date.
@@ -74,7 +65,6 @@ class Generation:
     probe: str = ""
     # Capabilities.
     lists_date_expiry: bool = True  # the listing's status filter is right about end dates
-    has_disabled: bool = True  # the ``disabled`` flag and the Disabled status
     strips_www: bool = False  # analytics: the stored domain loses every "www."
     hints: Mapping[str, str] = field(default_factory=dict)  # a lacking field -> what to use instead
     # Statistics: the zone their days are counted in (see ACCOUNT_ZONE) and the daily series a
@@ -84,8 +74,6 @@ class Generation:
 
     def __repr__(self) -> str:
         return f"Generation({self.label})"
-
-    # -- telling generations apart -------------------------------------------------------------
 
     def probe_answer(self, statistic: str) -> int:
         """The HTTP status of this generation's answer to the probe asking ``statistic`` of record 0:
@@ -301,32 +289,24 @@ PHPSHORT_44 = Generation(
     daily_series=("clicks",),  # one row per day: a click adds to its UTC day's row
 )
 
+# phpShort 46+'s names, in its forms and its records alike (a record's own ``password`` is the
+# statistics password and its ``expires_at`` always null: both replaced).
+_PHPSHORT_46_NAMES = {
+    "expires_at": "active_period_end_at",
+    "starts_at": "active_period_start_at",
+    "expiration_clicks": "clicks_limit",
+    "password": "redirect_password",  # the visitor password
+    "privacy_password": "password",  # the statistics-page password
+    "target_type": "targets_type",
+    **{name: "targets" for name in TARGETING_FIELDS.values()},
+}
+
 PHPSHORT_46 = Generation(
     "links",
     "46",
     "phpShort 46+",
-    form_fields={
-        "password": "redirect_password",  # the visitor password
-        "privacy_password": "password",  # the statistics-page password
-        "expiration_clicks": "clicks_limit",
-        "expires_at": "active_period_end_at",
-        "starts_at": "active_period_start_at",
-        "expiration_date": None,
-        "expiration_time": None,
-        "disabled": None,
-        "target_type": "targets_type",
-        **{name: "targets" for name in TARGETING_FIELDS.values()},
-    },
-    # ``password`` is the statistics password there and ``expires_at`` always null: both replaced.
-    record_keys={
-        "expires_at": "active_period_end_at",
-        "starts_at": "active_period_start_at",
-        "expiration_clicks": "clicks_limit",
-        "password": "redirect_password",
-        "privacy_password": "password",
-        "target_type": "targets_type",
-        **{name: "targets" for name in TARGETING_FIELDS.values()},
-    },
+    form_fields={**_PHPSHORT_46_NAMES, "expiration_date": None, "expiration_time": None, "disabled": None},
+    record_keys=_PHPSHORT_46_NAMES,
     record_marks=("targets_type", "active_period_end_at", "clicks_limit", "redirect_password"),
     stats_names={
         **_LINK_STATS_44,
@@ -354,7 +334,6 @@ PHPSHORT_46 = Generation(
     daily_series=("click",),  # hours, days or months by the span asked: days for 1 to 89 days apart
     stats_zone=ACCOUNT_OFFSET,  # the account's zone's offset when asked (a summer click asked in winter: 1 h off)
     lists_date_expiry=False,  # status=2 lists only links that reached their click limit
-    has_disabled=False,
     hints={
         "expiration_date": "use expires_at (an aware datetime)",
         "expiration_time": "use expires_at (an aware datetime)",
@@ -420,19 +399,13 @@ AUTO = "auto"
 
 def generations(service: str) -> tuple[Generation, ...]:
     """The generations of ``service`` in the table, oldest first, each once."""
-    found: dict[str, Generation] = {}
-    for row in VERSIONS:
-        if row.generation.service == service:
-            found.setdefault(row.generation.name, row.generation)
-    return tuple(found.values())
+    named = {row.generation.name: row.generation for row in VERSIONS if row.generation.service == service}
+    return tuple(named.values())
 
 
 def generation_for(service: str, api_version: str | int | None) -> Generation | None:
-    """The generation an ``api_version`` extra names; None for ``auto`` (detect on first use).
-
-    Accepted: ``auto``, or a version number of the service listed in ``VERSIONS`` (e.g. ``"49"``,
-    ``"3.3"``, ``"31"``), or a generation's name.
-    """
+    """The generation an ``api_version`` extra names (a version in ``VERSIONS``: "49", "3.3", "31");
+    None for ``auto`` (detect on first use)."""
     text = str(api_version).strip().lower() if api_version is not None else AUTO
     if text in ("", AUTO):
         return None

@@ -1,63 +1,38 @@
-"""What a hook learned about a connection's service, kept for the host's other task processes.
+"""What a hook learned about a connection's service (API root, generation, account facts, the
+service's clock), kept in small JSON files for the host's other task processes for ``ttl`` seconds,
+so that a campaign of many tasks pays one discovery (docs/connections.md).
 
-Every task instance of a deployment runs in a process of its own (and the triggerer in another),
-so what one hook finds out (the API root, the service's generation, the account's time zone and
-default domain) would be found out again by each: one to two requests per task before its real
-work. ``LearnedStore`` keeps those findings in small JSON files, one per connection, base URL and
-API key, for an hour (``ttl``), so that a campaign of many tasks pays one discovery.
-
-The rules that keep it from being turned against the key:
-
-- The directory is created 0700; a directory or file owned by another user, or writable by the
-  group or others, is not read (nor written). Every access goes through a descriptor of the
-  checked directory and never follows a symbolic link inside it.
-- An entry is found by a one-way fingerprint of (connection id, base URL, API key): two
-  connections or two keys never share one, and the key is in no file (HMAC-SHA256 of it only).
-- A remembered API root is used only if it is one of the roots the connection's own base URL
-  yields (``allowed_roots``): an entry written by anyone can never send the key to another address.
-- An entry is dropped when an answer contradicts it (``forget``): the hook tells it.
-- An entry is checked before it is parsed (at most ``MAX_ENTRY_BYTES``, nested at most
-  ``MAX_DEPTH`` deep, no NaN or infinity) and its facts after (the caller's ``check``: types,
-  sizes, finite times); one that fails is ignored, said in the log, and learned again.
+Never turned against the key: the directory is 0700, and every access goes through a descriptor of
+it, checked private (this user's, writable by no one else), never following a symbolic link; an
+entry is named by a one-way fingerprint of (connection id, base URL, API key) and holds no key; a
+saved API root is used only if the connection's own base URL yields it (``allowed_roots``); an
+entry is bounded before it is parsed, its facts checked after (the caller's ``enough``).
 
 Concurrent tasks: the first to miss takes the entry's lock (``fcntl.flock``) and discovers; the
-others wait on the lock, then read what it saved (``recall_or_learn``). Waiting is bounded: past
-``wait`` seconds a task discovers by itself, as it would without the store.
-
-The location (``resolve``): the ``[linkstats] cache_dir`` setting (environment variable
-``AIRFLOW__LINKSTATS__CACHE_DIR``), empty or ``off`` to disable it; by default the user's cache
-directory, ``$XDG_CACHE_HOME/airflow-provider-linkstats`` (``~/.cache/...``). See, or clear it with
-``python -m airflow_provider_linkstats.client.learned --list`` / ``--clear``.
-
-No Airflow import here: the hook reads Airflow's configuration and hands the values in.
+others wait at most ``wait`` seconds, then read what it saved. No Airflow import here.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import hashlib
+import hmac
 import json
 import logging
 import math
 import os
+import re
 import secrets
 import stat
 import sys
 import tempfile
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Iterator
-from dataclasses import astuple
+from collections.abc import Awaitable, Callable, Iterable, Iterator
+from dataclasses import astuple, dataclass
+from itertools import accumulate
 from pathlib import Path
 from typing import Any
-
-from airflow_provider_linkstats.client.learned_entry import (
-    FORMAT,
-    MAX_ENTRY_BYTES,
-    EntryKey,
-    entry_bytes,
-    fingerprint,  # noqa: F401 (imported from here by the hooks)
-    parse_entry,
-)
 
 log = logging.getLogger(__name__)
 
@@ -69,14 +44,84 @@ OFF = ("", "off", "none", "false", "0", "disabled")  # settings that disable the
 CLOCK_SKEW = 300.0  # an entry saved further in the future than this is not believed
 _POLL = 0.05  # seconds between tries of a lock another process holds
 _ENTRY, _LOCK = ".json", ".lock"
+FORMAT = 1  # of an entry; another one is ignored
+MAX_ENTRY_BYTES = 64 * 1024
+MAX_DEPTH = 8  # of nested objects and lists in an entry (ours have 2): deeper is not parsed at all
+_FINGERPRINT_LABEL = b"airflow-provider-linkstats learned-service key fingerprint v1"
+
+
+# -- an entry: whose it is, and its bytes (a file here, a value in the shared store) ----------------
+
+
+@dataclass(frozen=True)
+class EntryKey:
+    """Which entry: a connection, its base URL and a fingerprint of its key (never the key)."""
+
+    conn_id: str
+    base_url: str
+    fingerprint: str
+
+    @classmethod
+    def of(cls, conn_id: str, base_url: str, api_key: str) -> EntryKey:
+        return cls(conn_id, base_url, fingerprint(api_key))
+
+    @property
+    def name(self) -> str:
+        """The entry's file name stem: one-way, so listing the directory tells nothing either."""
+        text = json.dumps([self.conn_id, self.base_url, self.fingerprint])
+        return hashlib.sha256(text.encode()).hexdigest()[:40]
+
+
+def fingerprint(api_key: str) -> str:
+    """HMAC-SHA256 of the key: tells two keys apart, and cannot be turned back into one."""
+    return hmac.new(_FINGERPRINT_LABEL, api_key.encode(), hashlib.sha256).hexdigest()
+
+
+def entry_bytes(key: EntryKey, facts: dict[str, Any]) -> bytes:
+    if not isinstance(facts.get("root"), str):
+        raise ValueError("learned facts need the API root ('root')")
+    record = {"format": FORMAT, "conn_id": key.conn_id, "base_url": key.base_url,
+              "key_fingerprint": key.fingerprint, "saved_at": time.time(), "facts": facts}  # fmt: skip
+    return json.dumps(record, sort_keys=True).encode()
+
+
+def parse_entry(raw: bytes) -> tuple[dict[str, Any] | None, str | None]:
+    """(entry, None), or (None, why not) for bytes too large, too deep or not a JSON object."""
+    if len(raw) > MAX_ENTRY_BYTES:
+        return None, f"larger than {MAX_ENTRY_BYTES} bytes"
+    if _depth(raw) > MAX_DEPTH:
+        return None, f"nested deeper than {MAX_DEPTH} levels"
+    try:
+        data = json.loads(raw, parse_constant=_no_constant)
+    except (ValueError, RecursionError):
+        data = None
+    if not isinstance(data, dict):
+        return None, "not an entry (unreadable JSON)"
+    return data, None
+
+
+def _depth(raw: bytes) -> int:
+    """How deeply ``raw``'s JSON nests objects and lists (strings skipped), without parsing it:
+    a file nested thousands deep would make the parser raise RecursionError."""
+    brackets = _JSON_STRING.sub(b"", raw)
+    return max(accumulate((_NESTING.get(byte, 0) for byte in brackets), initial=0))
+
+
+# A JSON string, escapes included; one left open runs to the end (its brackets are text too).
+_JSON_STRING = re.compile(rb'"(?:[^"\\]|\\.)*"?', re.DOTALL)
+_NESTING = {ord("["): 1, ord("{"): 1, ord("]"): -1, ord("}"): -1}
+
+
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not a number an entry holds")
+
+
+# -- the store -------------------------------------------------------------------------------------
 
 
 class LearnedStore:
-    """Entries of learned facts (a JSON object holding at least ``root``), in one private directory.
-
-    ``directory`` None: a store that keeps nothing (the setting disabled it, or the directory could
-    not be used); every method still works, ``recall`` always misses.
-    """
+    """Entries of learned facts (a JSON object holding at least ``root``), in one private directory;
+    ``directory`` None: a store that keeps nothing (``recall`` always misses)."""
 
     def __init__(self, directory: str | os.PathLike[str] | None, *, ttl: float = DEFAULT_TTL) -> None:
         self.directory = Path(directory) if directory is not None else None
@@ -88,16 +133,17 @@ class LearnedStore:
 
     @property
     def enabled(self) -> bool:
-        return self.directory is not None and _flock is not None
+        return self.directory is not None and fcntl is not None
 
     # -- reading and writing ------------------------------------------------------------------
 
     def recall(self, key: EntryKey, allowed_roots: Iterable[str]) -> dict[str, Any] | None:
         """The facts saved for ``key`` if they are fresh, whole and point at an allowed root; else None."""
+        name = key.name + _ENTRY
         with self._dir() as dfd:
-            if dfd is None:
-                return None
-            data = self._read(dfd, key.name + _ENTRY)
+            data, problem = self._read_checked(dfd, name) if dfd is not None else (None, None)
+            if problem:
+                self._warn_once(f"file {name}", f"ignored {self.directory}/{name}: {problem}")
             if data is None:
                 return None
             problem = self.problem(data, key, tuple(allowed_roots))
@@ -105,11 +151,11 @@ class LearnedStore:
                 return dict(data["facts"])
             log.info("Linkstats connection %r: not using what was learned before (%s)", key.conn_id, problem)
             if problem.startswith("its API root"):
-                self._unlink(dfd, key.name + _ENTRY)  # ours, but not what this connection may use
+                self._unlink(dfd, name)  # ours, but not what this connection may use
             return None
 
     def remember(self, key: EntryKey, facts: dict[str, Any]) -> bool:
-        """Save ``facts`` (a JSON object with ``root``) for ``key``; False when the store keeps nothing."""
+        """Save ``facts`` for ``key``; False when the store keeps nothing."""
         data = entry_bytes(key, facts)
         with self._dir(create=True) as dfd:
             if dfd is None:
@@ -151,16 +197,17 @@ class LearnedStore:
     ) -> tuple[dict[str, Any], bool]:
         """(facts, True) from the store, or (facts ``learn`` found, False), saved for the others.
 
-        Saved facts count when ``enough(facts)``; otherwise they are handed to ``learn`` (which may
-        build on them: an entry without the account, when the account is wanted). While one
-        process learns, the others wait for it (at most ``wait`` seconds), then read what it
-        saved. ``learn`` raising saves nothing: the next waiter tries in turn.
+        Saved facts not ``enough`` are handed to ``learn`` to build on (an entry without the account,
+        when the account is wanted). One process learns, holding the entry's lock; the others wait
+        for it at most ``wait`` seconds. ``learn`` raising saves nothing: the next waiter tries in turn.
         """
         roots = tuple(allowed_roots)
         facts, ready = self._recall_enough(key, roots, enough)
         if ready:
             return facts, True
-        with self._locked(key, wait):
+        with self._lock_file(key) as fd:
+            for _ in _polls_for_lock(key, fd, wait):
+                time.sleep(_POLL)
             facts, ready = self._recall_enough(key, roots, enough)
             if ready:
                 return facts, True
@@ -182,7 +229,9 @@ class LearnedStore:
         facts, ready = self._recall_enough(key, roots, enough)
         if ready:
             return facts, True
-        async with self._alocked(key, wait):
+        with self._lock_file(key) as fd:
+            for _ in _polls_for_lock(key, fd, wait):
+                await asyncio.sleep(_POLL)
             facts, ready = self._recall_enough(key, roots, enough)
             if ready:
                 return facts, True
@@ -191,46 +240,20 @@ class LearnedStore:
             return facts, False
 
     def _recall_enough(self, key: EntryKey, roots: tuple[str, ...], enough: Callable[[dict[str, Any]], bool]):
-        """What ``recall`` gives, and whether it is enough (then nothing is learned)."""
         facts = self.recall(key, roots)
         return facts, facts is not None and enough(facts)
 
     @contextlib.contextmanager
-    def _locked(self, key: EntryKey, wait: float) -> Iterator[bool]:
-        """Hold ``key``'s lock (True), or go on without it after ``wait`` seconds or when unusable (False)."""
-        fd = self._lock_file(key)
-        if fd is None:
-            yield False
-            return
+    def _lock_file(self, key: EntryKey) -> Iterator[int | None]:
+        """``key``'s lock file, open (closing it releases the lock), or None when it cannot be used."""
+        fd = self._open_lock(key)
         try:
-            deadline = time.monotonic() + wait
-            while not (held := _try_lock(fd)) and time.monotonic() < deadline:
-                time.sleep(_POLL)
-            if not held:
-                log.warning(
-                    "Linkstats connection %r: another task is still discovering after %.0f s; discovering here too",
-                    key.conn_id,
-                    wait,
-                )
-            yield held
+            yield fd
         finally:
-            os.close(fd)  # closing the descriptor releases the lock
+            if fd is not None:
+                os.close(fd)
 
-    @contextlib.asynccontextmanager
-    async def _alocked(self, key: EntryKey, wait: float) -> AsyncIterator[bool]:
-        fd = self._lock_file(key)
-        if fd is None:
-            yield False
-            return
-        try:
-            deadline = time.monotonic() + wait
-            while not (held := _try_lock(fd)) and time.monotonic() < deadline:
-                await asyncio.sleep(_POLL)
-            yield held
-        finally:
-            os.close(fd)
-
-    def _lock_file(self, key: EntryKey) -> int | None:
+    def _open_lock(self, key: EntryKey) -> int | None:
         with self._dir(create=True) as dfd:
             if dfd is None:
                 return None
@@ -249,25 +272,25 @@ class LearnedStore:
     # -- seeing and clearing it ----------------------------------------------------------------
 
     def entries(self) -> list[dict[str, Any]]:
-        """Every entry file, read as ``recall`` reads it: conn id, base URL, facts, age, and why one is unused."""
+        """Every entry file as ``recall`` reads it: conn id, base URL, facts, age, and why one is unused."""
         found: list[dict[str, Any]] = []
         with self._dir() as dfd:
             if dfd is None:
                 return found
             now = time.time()
-            for name in sorted(os.listdir(dfd)):
-                if not name.endswith(_ENTRY):
-                    continue
-                data, problem = self._read_checked(dfd, name)
-                row: dict[str, Any] = {"file": name}
-                if data is not None:
-                    row.update(conn_id=data.get("conn_id"), base_url=data.get("base_url"), facts=data.get("facts"))
-                    saved = data.get("saved_at")
-                    row["age"] = now - saved if isinstance(saved, (int, float)) else None
-                    problem = problem or self._freshness(data, now)
-                row["unused_because"] = problem
-                found.append(row)
+            found.extend(self._row(dfd, name, now) for name in sorted(os.listdir(dfd)) if name.endswith(_ENTRY))
         return found
+
+    def _row(self, dfd: int, name: str, now: float) -> dict[str, Any]:
+        data, problem = self._read_checked(dfd, name)
+        row: dict[str, Any] = {"file": name}
+        if data is not None:
+            row.update(conn_id=data.get("conn_id"), base_url=data.get("base_url"), facts=data.get("facts"))
+            saved = data.get("saved_at")
+            row["age"] = now - saved if isinstance(saved, (int, float)) else None
+            problem = problem or self._freshness(data, now)
+        row["unused_because"] = problem
+        return row
 
     def clear(self) -> int:
         """Delete every entry and lock this user owns in the directory; the count of entries deleted."""
@@ -315,13 +338,6 @@ class LearnedStore:
                 yield dfd
         finally:
             os.close(dfd)
-
-    def _read(self, dfd: int, name: str) -> dict[str, Any] | None:
-        data, problem = self._read_checked(dfd, name)
-        if problem:
-            self._warn_once(f"file {name}", f"ignored {self.directory}/{name}: {problem}")
-            return None
-        return data
 
     def _read_checked(self, dfd: int, name: str) -> tuple[dict[str, Any] | None, str | None]:
         try:
@@ -385,11 +401,8 @@ class LearnedStore:
 
 
 def contradiction(status: int, body: bytes) -> str | None:
-    """Why an answer of an ordinary request (not a probe) says the learned root or key is wrong.
-
-    A 401: the key is refused there (a revoked key, or another install at that address). A 404
-    that is not the API's JSON: a web server's page, so the API is no longer at that root.
-    """
+    """Why an answer of an ordinary request (not a probe) says the learned root or key is wrong: a 401
+    (a revoked key, or another install at that address), a 404 that is not the API's JSON (a web page)."""
     if status == 401:
         return "the service refused the key (HTTP 401)"
     if status == 404:
@@ -406,11 +419,8 @@ def contradiction(status: int, body: bytes) -> str | None:
 
 
 def default_directory() -> Path:
-    """``$XDG_CACHE_HOME/airflow-provider-linkstats``, else ``~/.cache/airflow-provider-linkstats``.
-
-    Without a usable home (an arbitrary uid with HOME=/), a per-user directory in the system's
-    temporary directory, which the ownership check protects like any other.
-    """
+    """``$XDG_CACHE_HOME/airflow-provider-linkstats``, else ``~/.cache/...``; without a usable home (an
+    arbitrary uid with HOME=/), a per-user directory in the temporary one (the ownership check holds)."""
     xdg = os.environ.get("XDG_CACHE_HOME", "")
     if os.path.isabs(xdg):
         return Path(xdg) / DIRECTORY_NAME
@@ -425,12 +435,7 @@ def resolve(setting: str | None = None, ttl: float | str | None = None) -> Learn
     variable, else the default directory). ``ttl``: seconds, else the environment's, else an hour."""
     if setting is None:
         setting = os.environ.get(SETTING_ENV)
-    if ttl is None:
-        ttl = os.environ.get(TTL_ENV) or DEFAULT_TTL
-    try:
-        seconds = float(ttl)
-    except (TypeError, ValueError):
-        raise ValueError(f"cache_ttl {ttl!r}: allowed is a number of seconds, e.g. 3600 (0 disables)") from None
+    seconds = _ttl_seconds((os.environ.get(TTL_ENV) or DEFAULT_TTL) if ttl is None else ttl)
     if setting is not None and setting.strip().lower() in OFF or seconds <= 0:
         return LearnedStore(None)
     directory = Path(os.path.expanduser(setting.strip())) if setting is not None else default_directory()
@@ -439,22 +444,40 @@ def resolve(setting: str | None = None, ttl: float | str | None = None) -> Learn
     return LearnedStore(directory, ttl=seconds)
 
 
+def _ttl_seconds(ttl: float | str) -> float:
+    try:
+        return float(ttl)
+    except (TypeError, ValueError):
+        raise ValueError(f"cache_ttl {ttl!r}: allowed is a number of seconds, e.g. 3600 (0 disables)") from None
+
+
 # -- helpers ---------------------------------------------------------------------------------------
 
 try:  # POSIX only; elsewhere (Windows, where Airflow does not run either) nothing is kept
     import fcntl
-
-    _flock: Callable[[int, int], None] | None = fcntl.flock
 except ImportError:  # pragma: no cover
-    _flock = None
+    fcntl = None  # type: ignore[assignment]
 
 _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 
 
+def _polls_for_lock(key: EntryKey, fd: int | None, wait: float) -> Iterator[None]:
+    """Yields while another process holds ``fd``'s lock (the caller sleeps, or awaits, a poll), for at
+    most ``wait`` seconds; then says this one discovers too. Shared by ``recall_or_learn`` and its async twin."""
+    if fd is None:
+        return
+    deadline = time.monotonic() + wait
+    while not _try_lock(fd):
+        if time.monotonic() >= deadline:
+            log.warning("Linkstats connection %r: another task is still discovering after %.0f s; "
+                        "discovering here too", key.conn_id, wait)  # fmt: skip
+            return
+        yield
+
+
 def _try_lock(fd: int) -> bool:
-    assert _flock is not None
     try:
-        _flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:
         return False
     return True
@@ -514,11 +537,11 @@ def _entry_line(row: dict[str, Any], kept: list[str], now: float) -> str:
 
     facts = row.get("facts") or {}
     bad_facts = facts_problem(facts)
-    problem = row["unused_because"] or (f"its facts: {bad_facts}" if bad_facts else None)
-    if not bad_facts:  # only what a profile holds, checked: no other text is shown
+    if bad_facts:
+        shown, problem = "not shown", row["unused_because"] or f"its facts: {bad_facts}"
+    else:  # only what a profile holds, checked: no other text is shown
         shown = ", ".join(_shown(name, facts[name], now) for name in kept if name in facts)
-    else:
-        shown = "not shown"
+        problem = row["unused_because"]
     state = f"unused: {problem}" if problem else f"{row['age']:.0f} s old"
     if row.get("conn_id") is None:
         state = f"{row['file']}, {state}"
@@ -532,8 +555,7 @@ def _shown(name: str, value: Any, now: float) -> str:
 
 
 def _airflow_setting() -> str | None:
-    """``[linkstats] cache_dir`` from Airflow's configuration when Airflow is installed and the
-    environment variable is not set (the hooks read it the same way)."""
+    """The environment variable, else ``[linkstats] cache_dir`` when Airflow is installed (as the hooks read it)."""
     if SETTING_ENV in os.environ:
         return os.environ[SETTING_ENV]
     try:

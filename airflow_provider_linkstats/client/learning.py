@@ -1,14 +1,11 @@
-"""Learning the service: what one client knows of each service it talks to (its ``ServiceProfile``:
-the API root that answered, the generation, the account's facts) and of the service's clock.
-
-Known facts come from the hook when it has them (``profiles``: its ``service_profile``, which may
-keep them for the host's other tasks), else from running discovery (``client/discovery.py``)
-through the client's own requests. Each is learned at most once per client unless an answer
-contradicts it.
+"""Learning the service: what one client knows of each service it talks to (its ``ServiceProfile``)
+and of the service's clock, from the hook when it has them (``profiles``: its ``service_profile``),
+else from discovery through the client's own requests; once per client unless an answer contradicts it.
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
 from collections.abc import Callable
 from dataclasses import replace
@@ -33,12 +30,10 @@ class ServiceLearner:
         self.client = client
         self.given = generation
         self.profiles: dict[str, ServiceProfile] = {}
-        # Where profiles come from: the hook's ``service_profile`` (which may keep them elsewhere), else ``discover``.
-        self.profile_source = profiles
+        self.profile_source = profiles  # the hook's ``service_profile``, else None: ``discover``
         self.clock_read = False  # ``ensure_clock`` read the service's clock (once per client at most)
 
     def discover(self, service: str, *, roots=None, generation=None, account=False, known=None, domains=False):
-        """``LinkstatsClient.discover``: the discovery plan run through the client, its answer kept."""
         generation = generation or self.named(service)
         roots = roots or (self.client.root,)
         plan = discover(service, roots, generation, account=account, known=known, domains=domains)
@@ -56,10 +51,8 @@ class ServiceLearner:
     def ensure_clock(self, service: str = "links") -> ServiceClock:
         client = self.client
         if not client.clock.known:
-            try:
+            with contextlib.suppress(LinkstatsApiError, LinkstatsTransportError):  # the read below tells it
                 self.profile(service)  # the host's learned facts carry the clock; discovery's answers tell it
-            except (LinkstatsApiError, LinkstatsTransportError):
-                pass  # the read below tells the time, or says what is wrong
         if not client.clock.known and client.clock_source is not None:
             client.clock_source(client.clock)  # the host's learned facts, without a discovery
         if not client.clock.known and not self.clock_read:
@@ -72,12 +65,11 @@ class ServiceLearner:
 
     def profile(self, service: str, *, account: bool = False, domains: bool = False) -> ServiceProfile:
         known = self.profiles.get(service)
-        if known is not None and (known.account_read or not account) and known.knows_domain(domains):
+        if known is not None and known.tells(account, domains):
             return known
         if self.profile_source is not None:
-            found = self.profile_source(service, account, domains=True) if domains else (
-                self.profile_source(service, account))  # fmt: skip
-            return self.adopt(found)
+            extra = {"domains": True} if domains else {}  # only when asked: a source may take (service, account)
+            return self.adopt(self.profile_source(service, account, **extra))
         return self.discover(service, account=account, known=known.aged(domains) if known else None, domains=domains)
 
     def named(self, service: str) -> Generation | None:

@@ -11,30 +11,15 @@ being answered. So each answer bounds the offset (service minus worker) to an in
     Date - received  <=  offset  <  Date + 1 - sent
 
 The clock keeps the intersection of the intervals seen (it narrows as answers arrive), and follows
-the service when its clock is stepped, as NTP does: answers that agree with each other on a new
-offset are believed at once, and only a copy that shows it is one counts as a cached page:
-
-- an ``Age`` header above 0 (a cache's copy);
-- a read whose ``Date`` is earlier than the known clock allows, until another answer received more
-  than ``STEP_CONFIRM`` after it was sent agrees on the same offset (a cached page's fixed ``Date``
-  falls behind with every second, so two of its copies never agree). Until then it is a candidate
-  step, whether the offset was heard here or handed to this process (the host's learned facts, a
-  sensor's measurement: one proxy copy without ``Age`` can be a fresh process's first answer). A
-  candidate moves nothing and is kept nowhere; no decision needs it to: a wait fires only on an
-  answer whose own ``Date`` says the end passed and reads again at the end by that ``Date``, a
-  cleanup judges each page by its own ``Date``, a create's own answer mends its window;
-- an answer to a request sent before the answer that set the offset arrived (in flight across a step).
-
-An answer later than the known clock allows (no cache keeps a page from the future), the answer to
-a write (no cache keeps one) and a second read agreeing with a candidate are steps: the offset moves
-at once, ``observe`` says ``STEPPED``, the move is logged with both offsets, and ``stepped`` (the
-hook's) keeps the new offset in the host's learned facts.
+the service when its clock is stepped, as NTP does: the rules (what is a cached page, what is a
+step, a candidate step) are in docs/waiting.md, "A step of the service's clock". A step makes
+``observe`` say ``STEPPED``, is logged with both offsets, and ``stepped`` (the hook's) keeps the new
+offset in the host's learned facts.
 
 The estimate is the interval's middle; ``uncertainty`` is its half-width, which ``margin`` adds to
 the stated ``SAFETY_MARGIN``. Until the service has answered, the worker's clock stands in
 (``known`` is False): a decision that needs the service's time makes it known first
-(``LinkstatsClient.ensure_clock``: an answer this process has, the host's learned facts, or one
-cheap read). Thread-safe: a cleanup's delete threads share one client.
+(``LinkstatsClient.ensure_clock``). Thread-safe: a cleanup's delete threads share one client.
 """
 
 from __future__ import annotations

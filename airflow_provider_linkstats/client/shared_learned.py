@@ -1,19 +1,10 @@
 """What a hook learned about its service, shared by every host of a deployment through Redis.
 
-``SharedLearnedStore`` has the face of the host cache (``learned.LearnedStore``: ``recall``,
-``remember``, ``forget``, ``recall_or_learn``) and keeps the same entries (the whole service
-profile: API root, generation, account zone and default domain, the service's clock offset) under
-the same rules: an entry is found by a one-way name, is size-, depth- and type-checked before use,
-is used only when its root is one the connection's own base URL yields, holds no key and no server
-text, and lives ``ttl`` seconds (Redis expires it: nothing is left forever). Writes go to both
-stores; reads try Redis first, then the host cache.
-
-One process discovers while the others wait: the first to miss takes a lock in Redis (``SET NX``
-with a TTL of the wait), the others poll for the entry it writes. A pod per task finds each fact
-once per TTL for the whole deployment.
-
-A fault of Redis is never a fault of the task: the host cache alone answers (``StoreHealth`` says
-so once). No Airflow import here.
+``SharedLearnedStore`` has the face of the host cache (``learned.LearnedStore``) and keeps the same
+entries under the same rules (docs/many-hosts.md). Writes go to both stores; reads try Redis
+first, then the host cache. One process discovers while the others wait: the first to miss takes
+a lock in Redis (``SET NX`` with a TTL of the wait), the others poll for the entry it writes. A
+fault of Redis is never a fault of the task: the host cache alone answers. No Airflow import here.
 """
 
 from __future__ import annotations

@@ -160,19 +160,10 @@ class LinkstatsClient(SendingClient):
         *,
         zone: str | None = None,
     ) -> dict[str, Any]:
-        """Create a record; a create whose answer was lost is reconciled, never blindly re-sent.
-
-        After a lost answer (or a gateway's 502/503/504) the record is looked up by its natural key
-        (alias, domain, name) alone, and returned if it is this create's (``ownership.is_ours``);
-        another's, ``LinkstatsExistsError`` (``record`` holds it); not found, it is looked for again
-        within ``late_commit_window``, then ``LinkstatsOutcomeUnknownError``. A link without alias
-        (the service names it) is not looked up: "outcome unknown". Never sent twice
-        (``ownership.find_landed``).
-
-        The record the service answers with must hold what was sent (``verify.differences``; ``zone``:
-        the time zone phpShort 44-45's expiration_date and expiration_time were written in):
-        otherwise ``LinkstatsWriteMismatchError`` names the field, the record and the version assumed.
-        A website's refusals say what to do (``websites.write_errors``).
+        """Create a record; a create whose answer was lost (or answered 502/503/504) is looked up by
+        its natural key and reconciled, never sent twice (docs/hooks.md; ``ownership.find_landed``).
+        The record answered must hold what was sent (``verify``; ``zone``: the time zone phpShort
+        44-45's expiration_date and expiration_time were written in), else ``LinkstatsWriteMismatchError``.
         """
         return self._creator.create(resource, fields, generation, zone=zone)
 

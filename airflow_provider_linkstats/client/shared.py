@@ -111,7 +111,6 @@ class SharedBudget:
         self._pending: list[tuple[str, Any]] = []  # what answers taught, written with the next take
         self._window_read = False
         self.round_trips = 0  # Redis commands sent (for the bench)
-        self.waited = 0.0
 
     def __repr__(self) -> str:
         return f"SharedBudget(key_limit={self.key_limit}, address_limit={self.address_limit}, window={self.window:g})"

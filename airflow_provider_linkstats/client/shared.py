@@ -21,11 +21,12 @@ import math
 import threading
 import time
 from collections.abc import Callable, Coroutine
-from typing import Any
+from typing import Any, TypeVar
 
 from airflow_provider_linkstats.client.shared_limits import WindowLimits
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 
 PREFIX = "linkstats"  # every key this provider writes starts with "linkstats:"
 STORE_TIMEOUT = 0.5  # seconds a Redis command may take: well under a request's timeout
@@ -316,8 +317,9 @@ async def _answer(value: Any) -> Any:
     return await value if inspect.isawaitable(value) else value
 
 
-def _at_once(coroutine: Coroutine[Any, Any, float]) -> float:
-    """Run ``_take`` on the sync storage: it never suspends, so one step ends it, without an event loop."""
+def _at_once(coroutine: Coroutine[Any, Any, T]) -> T:
+    """Run a body shared with the async path (``_take``) on a sync client: it never suspends, so one
+    step ends it, without an event loop."""
     try:
         coroutine.send(None)
     except StopIteration as done:

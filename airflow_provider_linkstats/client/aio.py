@@ -77,7 +77,8 @@ async def shared_ssl_context(verify: bool) -> ssl.SSLContext:
         if future is None:
             future = _ssl_building[verify] = _build_in_thread(verify)
     try:
-        context = await asyncio.wrap_future(future)
+        # Shielded: a cancelled trigger would cancel the shared future, so every other waiter too.
+        context = await asyncio.shield(asyncio.wrap_future(future))
     except BaseException:
         with _ssl_lock:
             if _ssl_building.get(verify) is future and future.done():

@@ -521,23 +521,18 @@ def _shape_error(request: ApiRequest, response: ApiResponse, expected: str) -> L
 
 def _error_details(payload: Any, status: int, response: ApiResponse) -> tuple[str, dict[str, list[str]]]:
     """(message, field errors) from an error answer in whatever shape it came."""
-    field_errors: dict[str, list[str]] = {}
-    message = ""
-    if isinstance(payload, dict):
-        for key in ("message", "errors"):
-            field_errors.update(_field_errors(payload.get(key)))
-        for key in ("message", "error", "detail"):
-            value = payload.get(key)
-            if isinstance(value, str) and value.strip():
-                message = value.strip()[:MAX_ERROR_MESSAGE]
-                break
-    if not message:
-        message = _LOGIN_REDIRECT if _is_login_redirect(response) else _REASONS.get(status, "error")
-        if field_errors:
-            message = "the service rejected " + ", ".join(field_errors)
-        elif not isinstance(payload, dict):
-            message = f"{message} ({_describe_body(response)})"
-    return message, field_errors
+    told = payload if isinstance(payload, dict) else {}
+    field_errors = {**_field_errors(told.get("message")), **_field_errors(told.get("errors"))}
+    for key in ("message", "error", "detail"):
+        value = told.get(key)
+        if isinstance(value, str) and value.strip():
+            return value.strip()[:MAX_ERROR_MESSAGE], field_errors
+    if field_errors:
+        return "the service rejected " + ", ".join(field_errors), field_errors
+    reason = _LOGIN_REDIRECT if _is_login_redirect(response) else _REASONS.get(status, "error")
+    if not isinstance(payload, dict):
+        reason = f"{reason} ({_describe_body(response)})"
+    return reason, field_errors
 
 
 def _field_errors(value: Any) -> dict[str, list[str]]:

@@ -116,28 +116,31 @@ class RateLimiter:
             now = self._clock()
             if self._reset_at is not None and now >= self._reset_at:
                 self._new_window(remaining=self.limit)  # a new window: the whole budget again
-            remaining = self._remaining
-            if remaining is None:  # nothing known yet: the first request finds out
-                self._in_flight += 1
-                self._sent_in_window += 1
-                self.sent += 1
-                return 0.0
-            if remaining <= 0:
-                if self._reset_at is None:
-                    self._reset_at = now + self.window
-                return max(self._reset_at - now, 0.001)
-            limit = self.limit or remaining
-            if remaining <= limit // 2 and self._reset_at is not None:
-                # Spread the second half of the budget evenly over the rest of the window.
-                spacing = (self._reset_at - now) / remaining
-                if now < self._next_send:
-                    return self._next_send - now
-                self._next_send = now + spacing
-            self._remaining = remaining - 1
+            wait = self._delay(now)
+            if wait:
+                return wait
+            if self._remaining is not None:  # else nothing is known yet: the first request finds out
+                self._remaining -= 1
             self._in_flight += 1
             self._sent_in_window += 1
             self.sent += 1
             return 0.0
+
+    def _delay(self, now: float) -> float:
+        """The seconds the next request waits by what is left of the window (0.0: it goes now)."""
+        remaining = self._remaining
+        if remaining is None:
+            return 0.0
+        if remaining <= 0:
+            if self._reset_at is None:
+                self._reset_at = now + self.window
+            return max(self._reset_at - now, 0.001)
+        if remaining <= (self.limit or remaining) // 2 and self._reset_at is not None:
+            # Spread the second half of the budget evenly over the rest of the window.
+            if now < self._next_send:
+                return self._next_send - now
+            self._next_send = now + (self._reset_at - now) / remaining
+        return 0.0
 
     @property
     def answered(self) -> int:

@@ -217,6 +217,14 @@ class SharedBudget:
 
     async def _take(self, storage: Any) -> float:
         """What answers taught written back, then the address's slot and the key's taken."""
+        await self._exchange_learned(storage)
+        for kind in self._kinds():
+            if wait := await self._take_slot(storage, kind):
+                return wait
+        return 0.0
+
+    async def _exchange_learned(self, storage: Any) -> None:
+        """The window length other hosts learned read (once), what this process learned written."""
         redis = self._redis(storage)
         if not self._window_read:
             # Marked read only once adopted: a take that sees it read uses the adopted length (a
@@ -229,25 +237,25 @@ class SharedBudget:
         if (limits := self._changed_limits()) is not None:
             await _answer(redis.set(self._limits_key(), limits, ex=LIMITS_TTL))
             self.round_trips += 1
-        for kind in self._kinds():
-            item, key = self._item(kind)
-            key = self._prefixed(storage, key)
-            # The count and the window's age (and, with the address's, the limits): one round trip.
-            pipe = redis.pipeline(transaction=False)
-            if kind == "address":
-                pipe.get(self._limits_key())
-            await _answer(self._script(storage)(keys=[key], args=[item.get_expiry(), 1], client=pipe))
-            pipe.pttl(key)
-            answers = await _answer(pipe.execute())
-            self.round_trips += 1
-            if kind == "address":
-                self._adopt_limits(answers[0])
-            if not isinstance(answers[-1], int) or answers[-1] < 0:  # a key without an expiry: planted, or garbage
-                await _answer(redis.expire(key, item.get_expiry()))  # nothing is left forever
-                raise RuntimeError("a shared window without an expiry")
-            if wait := self._verdict(kind, answers):
-                return wait
-        return 0.0
+
+    async def _take_slot(self, storage: Any, kind: str) -> float:
+        """A slot in the ``kind`` window: 0.0 when taken, else the seconds until the window ends."""
+        redis, (item, key) = self._redis(storage), self._item(kind)
+        key = self._prefixed(storage, key)
+        # The count and the window's age (and, with the address's, the limits): one round trip.
+        pipe = redis.pipeline(transaction=False)
+        if kind == "address":
+            pipe.get(self._limits_key())
+        await _answer(self._script(storage)(keys=[key], args=[item.get_expiry(), 1], client=pipe))
+        pipe.pttl(key)
+        answers = await _answer(pipe.execute())
+        self.round_trips += 1
+        if kind == "address":
+            self._adopt_limits(answers[0])
+        if not isinstance(answers[-1], int) or answers[-1] < 0:  # a key without an expiry: planted, or garbage
+            await _answer(redis.expire(key, item.get_expiry()))  # nothing is left forever
+            raise RuntimeError("a shared window without an expiry")
+        return self._verdict(kind, answers)
 
     async def _write_back(self, storage: Any, what: str, value: Any) -> None:
         if what == "window":
@@ -295,7 +303,7 @@ class SharedBudget:
         (which opened a little after ours) ended, and count in the next one.
         """
         count, left_ms = answers[-2:]
-        item = self._item(kind)[0]  # with the limit just adopted (``_take``)
+        item = self._item(kind)[0]  # with the limit just adopted (``_take_slot``)
         left = left_ms / 1000
         if left > self.window * _LONGEST_STALL:
             raise RuntimeError(f"a shared window says {left:.0f} s more, longer than a window can last")

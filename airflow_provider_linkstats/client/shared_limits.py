@@ -41,9 +41,9 @@ class WindowLimits:
 
     def announced(self, limit: int | None, remaining: int | None, status: int) -> bool:
         """Learn from an answer's ``X-RateLimit-Limit`` and ``Remaining``; True when a limit changed."""
-        if _count(limit) is None:
+        limit = _count(limit)
+        if limit is None:
             return False
-        assert limit is not None
         key_spoke = status == 429 and not remaining and limit > self.address and self.address_from == "announced"
         if key_spoke:  # the key's limiter, showing its own limit
             return self._key_learned(limit)

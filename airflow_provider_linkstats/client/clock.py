@@ -133,7 +133,7 @@ class ServiceClock:
         ``STALE`` (a cached page: an ``Age`` header, or a ``Date`` earlier than the known clock allows
         that no other answer agrees with yet, a candidate step) or ``NO_DATE``."""
         headers = headers or {}
-        date = parse_http_date(headers.get("date") or headers.get("Date"))
+        date = parse_http_date(_header(headers, "date"))
         if date is None:
             return NO_DATE
         received = self._wall() if received is None else received
@@ -231,7 +231,7 @@ class ServiceClock:
         ``Age`` header and a ``Date`` not older than the send by the clock as known. None: it has no
         ``Date`` (nothing tells). Learns nothing (``observe`` does)."""
         headers = headers or {}
-        date = parse_http_date(headers.get("date") or headers.get("Date"))
+        date = parse_http_date(_header(headers, "date"))
         if date is None:
             return None
         if _aged(headers):
@@ -345,10 +345,15 @@ def adopt_profile_clock(clock: ServiceClock, profile: object) -> bool:
     return clock.adopt_offset(offset, uncertainty, age=age, source=f"measured {age:.0f} s ago by a task on this host")
 
 
+def _header(headers: Mapping[str, str], name: str) -> str | None:
+    """A header by its lower-case name, else as sent capitalised (a plain dict's keys are as sent)."""
+    return headers.get(name) or headers.get(name.capitalize())
+
+
 def _aged(headers: Mapping[str, str]) -> bool:
     """An ``Age`` header above 0 (RFC 9111: the seconds a cache has held the answer): a cache's copy.
     ``Age: 0`` is a cache passing on what the origin answered just now (Varnish sends it on a miss)."""
-    value = headers.get("age") or headers.get("Age")
+    value = _header(headers, "age")
     if value is None:
         return False
     try:

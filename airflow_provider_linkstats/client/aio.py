@@ -1,11 +1,8 @@
 """The asynchronous transport (httpx), for the trigger: same requests, same answers, no blocking call.
 
-Requests are built and answers read by ``protocol`` (and ``expiry``), exactly as the synchronous
-client does, so the deferrable sensor cannot drift from the poking one. This module only moves
-bytes and maps httpx's errors onto ``LinkstatsTransportError``, telling apart a request that never
-left (``sent=False``) from one whose answer was lost; and, as the sync client does, starts its
-clock from the host's learned facts and keeps a step it hears there, each in a thread (a file,
-maybe the shared store: never on the event loop).
+The state and the reading of answers are ``sending.SendingClient``'s, as in the synchronous client;
+this module only moves bytes and maps httpx's errors onto ``LinkstatsTransportError``, telling apart
+a request that never left (``sent=False``) from one whose answer was lost.
 
 Thousands of triggers may share one event loop, so each client is small: a pool of at most a few
 connections, one kept alive between pokes only when the next poke comes soon, and one TLS context
@@ -20,7 +17,6 @@ import concurrent.futures
 import logging
 import ssl
 import threading
-from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 from urllib.parse import urlencode
@@ -28,12 +24,12 @@ from urllib.parse import urlencode
 from airflow_provider_linkstats.client.auth import ApiKey
 from airflow_provider_linkstats.client.clock import ServiceClock, adopt_profile_clock
 from airflow_provider_linkstats.client.discovery import ServiceProfile, discover
-from airflow_provider_linkstats.client.errors import TRANSIENT_STATUSES, LinkstatsApiError, transport_error
+from airflow_provider_linkstats.client.errors import transport_error
 from airflow_provider_linkstats.client.generations import Generation
-from airflow_provider_linkstats.client.learned import contradiction
-from airflow_provider_linkstats.client.protocol import ApiRequest, ApiResponse, adrive, raise_for_status, request_url
+from airflow_provider_linkstats.client.protocol import ApiRequest, ApiResponse, adrive, request_url
 from airflow_provider_linkstats.client.ratelimit import RateLimiter
 from airflow_provider_linkstats.client.retry import RetryPolicy
+from airflow_provider_linkstats.client.sending import SendingClient
 from airflow_provider_linkstats.client.settings import (
     ASYNC_POOL_SIZE,
     COMMON_HEADERS,
@@ -81,7 +77,8 @@ async def shared_ssl_context(verify: bool) -> ssl.SSLContext:
         if future is None:
             future = _ssl_building[verify] = _build_in_thread(verify)
     try:
-        context = await asyncio.wrap_future(future)
+        # Shielded: a cancelled trigger would cancel the shared future, so every other waiter too.
+        context = await asyncio.shield(asyncio.wrap_future(future))
     except BaseException:
         with _ssl_lock:
             if _ssl_building.get(verify) is future and future.done():
@@ -119,12 +116,13 @@ def _build_ssl_context(verify: bool) -> ssl.SSLContext:
         return ssl.create_default_context()
 
 
-class AsyncLinkstatsClient:
+class AsyncLinkstatsClient(SendingClient):
     """Talks to one service with one API key over one ``httpx.AsyncClient``; use ``async with``.
 
     Build it with ``await AsyncLinkstatsClient.open(settings, key)`` (the hook's
     ``get_async_client()`` does). The key lives only in its ``ApiKey``, which signs each request:
-    it is in no header default, repr or message.
+    it is in no header default, repr or message. ``clock_source`` and ``clock_measured`` block (a
+    file, maybe the shared store), so each runs in a thread, never on the event loop.
     """
 
     def __init__(
@@ -138,20 +136,8 @@ class AsyncLinkstatsClient:
         max_connections: int = ASYNC_POOL_SIZE,
         limiter: RateLimiter | None = None,
     ) -> None:
-        self.settings = settings
-        self.root = settings.root.rstrip("/")
-        self.retry = retry or RetryPolicy.from_settings(settings)
-        self.limiter = limiter or RateLimiter(window=settings.rate_limit_window)
-        # The service's time, from the Date header of every answer (see client/clock.py).
-        self.clock = ServiceClock(name=f"connection {settings.conn_id!r}" if settings.conn_id else "the service")
-        self._auth = api_key if isinstance(api_key, ApiKey) else ApiKey(api_key)
-        # Told when an answer contradicts what discovery learned (the hook drops it from its cache).
-        self.contradicted: Any = None
-        # Where a clock measured elsewhere comes from, and where one measured here goes (the hook's
-        # ``KnownService.recall_clock`` and ``remember_clock``: the host's learned facts, a file and
-        # maybe the shared store): blocking calls, so each runs in a thread, never on the event loop.
-        self.clock_source: Callable[[ServiceClock], bool] | None = None
-        self.clock_measured: Callable[[ServiceClock], None] | None = None
+        super().__init__(settings, api_key, limiter=limiter, retry=retry)
+        self.root = self.root.rstrip("/")
         self.clock.stepped = self._keep_clock  # a step heard here is kept for the host at once
         self._keeping: set[asyncio.Task[None]] = set()  # those writes, awaited by ``aclose``
         httpx = _httpx()
@@ -188,19 +174,36 @@ class AsyncLinkstatsClient:
             await asyncio.wait(set(self._keeping), timeout=KEEP_CLOCK_WAIT)
         await self._client.aclose()
 
+    async def call(self, request: ApiRequest) -> ApiResponse:
+        """Send ``request`` under the retry policy and return its 2xx response, or raise."""
+
+        async def attempt(tried: Any) -> ApiResponse:
+            return self._checked(request, await self.send(request), tried)
+
+        return await self.retry.arun(request, attempt, log)
+
+    async def probe(self, request: ApiRequest) -> ApiResponse:
+        """The raw answer whatever its status (discovery reads 404 and 422), after waiting out a 429
+        or a 502-504 under the retry policy like any request."""
+
+        async def attempt(tried: Any) -> ApiResponse:
+            return self._raw(request, await self.send(request), tried)
+
+        return await self.retry.arun(request, attempt, log)
+
     async def send(self, request: ApiRequest) -> ApiResponse:
         """One attempt, paced by the rate limiter: the answer whatever its status, or ``LinkstatsTransportError``."""
+        await self.limiter.await_slot(self.settings.max_rate_limit_wait)
+        request = self._at_send(request)
         headers = dict(request.headers)
         content = None
         if request.method in ("POST", "PUT"):
             content = urlencode(list(request.form)).encode()
             headers["Content-Type"] = "application/x-www-form-urlencoded"
-        await self.limiter.await_slot(self.settings.max_rate_limit_wait)
         sent_at, sent_wall = self.limiter.now(), self.clock.stamp()
         httpx = _httpx()
         url = request_url(self.root, request)
-        settings = self.settings
-        where = {"conn_id": settings.conn_id, "scheme_assumed": settings.scheme_assumed}
+        where = {"conn_id": self.settings.conn_id, "scheme_assumed": self.settings.scheme_assumed}
         try:
             response = await self._client.request(
                 request.method,
@@ -215,27 +218,10 @@ class AsyncLinkstatsClient:
         except httpx.HTTPError as error:  # read/write timeout, reset, truncated answer...
             self.limiter.release()
             raise transport_error(request.method, url, error, sent=True, **where) from None
-        self.limiter.observe(response.headers, response.status_code, sent_at)
-        self.clock.observe(response.headers, sent_wall, method=request.method)
-        return ApiResponse(
-            response.status_code, response.headers, response.content, url, settings.conn_id, self._auth.redact
+        answer = ApiResponse(
+            response.status_code, response.headers, response.content, url, self.settings.conn_id, self._auth.redact
         )
-
-    async def probe(self, request: ApiRequest) -> ApiResponse:
-        """The raw answer whatever its status (discovery reads 404 and 422), after waiting out a 429
-        or a 502-504 under the retry policy like any request."""
-        try:
-            async for attempt in self.retry.async_retrying(request, log):
-                with attempt:
-                    response = await self.send(request)
-                    if response.status in TRANSIENT_STATUSES:
-                        raise_for_status(request, response, redact_key=self._auth.redact)
-                    return response
-        except LinkstatsApiError as error:
-            if self.retry.asks_too_long(error):
-                raise self.retry.explain(error) from error
-            raise
-        raise AssertionError("unreachable: tenacity re-raises the last error")  # pragma: no cover
+        return self._observed(request, answer, sent_at, sent_wall)
 
     async def discover(
         self,
@@ -297,18 +283,3 @@ class AsyncLinkstatsClient:
         self._keeping.discard(task)
         if not task.cancelled() and task.exception() is not None:
             log.warning("Linkstats: could not keep the service's clock for this host (%r)", task.exception())
-
-    async def call(self, request: ApiRequest) -> ApiResponse:
-        """Send ``request`` under the retry policy and return its 2xx response, or raise."""
-        try:
-            async for attempt in self.retry.async_retrying(request, log):
-                with attempt:
-                    response = await self.send(request)
-                    if self.contradicted is not None and (reason := contradiction(response.status, response.body)):
-                        self.contradicted(reason)
-                    raise_for_status(request, response, redact_key=self._auth.redact)
-        except LinkstatsApiError as error:
-            if self.retry.asks_too_long(error):
-                raise self.retry.explain(error) from error
-            raise
-        return response

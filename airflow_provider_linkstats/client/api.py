@@ -3,7 +3,7 @@
 ``LinkstatsClient`` holds the state one connection shares (its settings, key, rate limiter, retry
 policy, the service's clock, the transport) and hands each call to the collaborator that owns it:
 
-- sending and pacing: ``sending.Sender`` (the limiter's slot, the retry policy, ``BEFORE_SEND``);
+- sending and pacing: ``sending.SendingClient``, its base (the limiter's slot, the retry policy, ``BEFORE_SEND``);
 - learning the service: ``learning.ServiceLearner`` (profiles, the generation, the clock, the account);
 - a write's fields made ready: ``preparing.FieldPreparer`` (the zone, the domain, an end by the service's clock);
 - creating with its ownership rule: ``creating.Creator`` (never sent twice, ``ownership.find_landed``);
@@ -38,8 +38,7 @@ from airflow_provider_linkstats.client.protocol import (
 )
 from airflow_provider_linkstats.client.ratelimit import RateLimiter
 from airflow_provider_linkstats.client.reconcile import ClientRecords, create_or_reconcile
-from airflow_provider_linkstats.client.retry import RetryPolicy
-from airflow_provider_linkstats.client.sending import Sender
+from airflow_provider_linkstats.client.sending import SendingClient
 from airflow_provider_linkstats.client.settings import ClientSettings
 from airflow_provider_linkstats.client.transport import RequestsTransport
 from airflow_provider_linkstats.client.updating import Updater
@@ -47,7 +46,7 @@ from airflow_provider_linkstats.client.updating import Updater
 log = logging.getLogger(__name__)
 
 
-class LinkstatsClient:
+class LinkstatsClient(SendingClient):
     """Talks to one service (links or analytics) with one API key over one reused session.
 
     ``generation``: the connected service's ``Generation``, or its version as text (``"49"``,
@@ -68,29 +67,16 @@ class LinkstatsClient:
         generation: Generation | str | None = None,
         profiles: ProfileSource | None = None,
     ) -> None:
-        self.settings = settings
-        self.root = settings.root
-        self.retry = RetryPolicy.from_settings(settings)
-        self.limiter = limiter or RateLimiter(window=settings.rate_limit_window)
-        # The service's time, from the Date header of every answer: the clock every "now" reads.
-        self.clock = ServiceClock(name=f"connection {settings.conn_id!r}" if settings.conn_id else "the service")
-        self._auth = api_key if isinstance(api_key, ApiKey) else ApiKey(api_key)
+        super().__init__(settings, api_key, limiter=limiter)
         self._transport = RequestsTransport(settings, self._auth)
-        self._sender = Sender(self)
         self.learner = ServiceLearner(self, generation, profiles)
         self._preparer = FieldPreparer(self)
         self._creator = Creator(self, self._preparer)
         self._updater = Updater(self)
         self._lister = Lister(self)
-        # Where a clock measured elsewhere comes from, and where one measured here goes (the hook's
-        # ``KnownService.recall_clock`` and ``remember_clock``: the host's learned facts); None: nowhere.
-        self.clock_source: Callable[[ServiceClock], bool] | None = None
-        self.clock_measured: Callable[[ServiceClock], None] | None = None
         # Reads the account again and keeps it (the hook's ``KnownService.relearn_account``, which
         # also saves it for the host's other tasks); None: ``relearn_account`` does it here.
         self.account_reader: Callable[[str], ServiceProfile] | None = None
-        # Told when an answer contradicts what discovery learned (the hook drops it from its cache).
-        self.contradicted: Callable[[str], None] | None = None
 
     def __repr__(self) -> str:
         return f"LinkstatsClient(root={self.root!r})"
@@ -102,12 +88,24 @@ class LinkstatsClient:
 
     def call(self, request: ApiRequest) -> ApiResponse:
         """Send ``request`` under the retry policy and return its 2xx response, or raise."""
-        return self._sender.call(request)
+        return self.retry.run(request, lambda attempt: self._checked(request, self._send_paced(request), attempt), log)
 
     def probe(self, request: ApiRequest) -> ApiResponse:
         """The raw answer whatever its status (discovery reads 404 and 422), after waiting out a 429
         or a 502-504 under the retry policy like any request."""
-        return self._sender.probe(request)
+        return self.retry.run(request, lambda attempt: self._raw(request, self._send_paced(request), attempt), log)
+
+    def _send_paced(self, request: ApiRequest) -> ApiResponse:
+        """One attempt, after the rate limiter allows it; the answer's headers update the limiter."""
+        self.limiter.wait(self.settings.max_rate_limit_wait)
+        request = self._at_send(request)
+        sent_at, sent_wall = self.limiter.now(), self.clock.stamp()
+        try:
+            response = self._transport.send(request)
+        except BaseException:
+            self.limiter.release()
+            raise
+        return self._observed(request, response, sent_at, sent_wall)
 
     # -- what the client knows of the service ----------------------------------------------------
 
@@ -162,19 +160,10 @@ class LinkstatsClient:
         *,
         zone: str | None = None,
     ) -> dict[str, Any]:
-        """Create a record; a create whose answer was lost is reconciled, never blindly re-sent.
-
-        After a lost answer (or a gateway's 502/503/504) the record is looked up by its natural key
-        (alias, domain, name) alone, and returned if it is this create's (``ownership.is_ours``);
-        another's, ``LinkstatsExistsError`` (``record`` holds it); not found, it is looked for again
-        within ``late_commit_window``, then ``LinkstatsOutcomeUnknownError``. A link without alias
-        (the service names it) is not looked up: "outcome unknown". Never sent twice
-        (``ownership.find_landed``).
-
-        The record the service answers with must hold what was sent (``verify.differences``; ``zone``:
-        the time zone phpShort 44-45's expiration_date and expiration_time were written in):
-        otherwise ``LinkstatsWriteMismatchError`` names the field, the record and the version assumed.
-        A website's refusals say what to do (``websites.write_errors``).
+        """Create a record; a create whose answer was lost (or answered 502/503/504) is looked up by
+        its natural key and reconciled, never sent twice (docs/hooks.md; ``ownership.find_landed``).
+        The record answered must hold what was sent (``verify``; ``zone``: the time zone phpShort
+        44-45's expiration_date and expiration_time were written in), else ``LinkstatsWriteMismatchError``.
         """
         return self._creator.create(resource, fields, generation, zone=zone)
 

@@ -11,30 +11,15 @@ being answered. So each answer bounds the offset (service minus worker) to an in
     Date - received  <=  offset  <  Date + 1 - sent
 
 The clock keeps the intersection of the intervals seen (it narrows as answers arrive), and follows
-the service when its clock is stepped, as NTP does: answers that agree with each other on a new
-offset are believed at once, and only a copy that shows it is one counts as a cached page:
-
-- an ``Age`` header above 0 (a cache's copy);
-- a read whose ``Date`` is earlier than the known clock allows, until another answer received more
-  than ``STEP_CONFIRM`` after it was sent agrees on the same offset (a cached page's fixed ``Date``
-  falls behind with every second, so two of its copies never agree). Until then it is a candidate
-  step, whether the offset was heard here or handed to this process (the host's learned facts, a
-  sensor's measurement: one proxy copy without ``Age`` can be a fresh process's first answer). A
-  candidate moves nothing and is kept nowhere; no decision needs it to: a wait fires only on an
-  answer whose own ``Date`` says the end passed and reads again at the end by that ``Date``, a
-  cleanup judges each page by its own ``Date``, a create's own answer mends its window;
-- an answer to a request sent before the answer that set the offset arrived (in flight across a step).
-
-An answer later than the known clock allows (no cache keeps a page from the future), the answer to
-a write (no cache keeps one) and a second read agreeing with a candidate are steps: the offset moves
-at once, ``observe`` says ``STEPPED``, the move is logged with both offsets, and ``stepped`` (the
-hook's) keeps the new offset in the host's learned facts.
+the service when its clock is stepped, as NTP does: the rules (what is a cached page, what is a
+step, a candidate step) are in docs/waiting.md, "A step of the service's clock". A step makes
+``observe`` say ``STEPPED``, is logged with both offsets, and ``stepped`` (the hook's) keeps the new
+offset in the host's learned facts.
 
 The estimate is the interval's middle; ``uncertainty`` is its half-width, which ``margin`` adds to
 the stated ``SAFETY_MARGIN``. Until the service has answered, the worker's clock stands in
 (``known`` is False): a decision that needs the service's time makes it known first
-(``LinkstatsClient.ensure_clock``: an answer this process has, the host's learned facts, or one
-cheap read). Thread-safe: a cleanup's delete threads share one client.
+(``LinkstatsClient.ensure_clock``). Thread-safe: a cleanup's delete threads share one client.
 """
 
 from __future__ import annotations
@@ -148,7 +133,7 @@ class ServiceClock:
         ``STALE`` (a cached page: an ``Age`` header, or a ``Date`` earlier than the known clock allows
         that no other answer agrees with yet, a candidate step) or ``NO_DATE``."""
         headers = headers or {}
-        date = parse_http_date(headers.get("date") or headers.get("Date"))
+        date = parse_http_date(_header(headers, "date"))
         if date is None:
             return NO_DATE
         received = self._wall() if received is None else received
@@ -246,7 +231,7 @@ class ServiceClock:
         ``Age`` header and a ``Date`` not older than the send by the clock as known. None: it has no
         ``Date`` (nothing tells). Learns nothing (``observe`` does)."""
         headers = headers or {}
-        date = parse_http_date(headers.get("date") or headers.get("Date"))
+        date = parse_http_date(_header(headers, "date"))
         if date is None:
             return None
         if _aged(headers):
@@ -360,10 +345,15 @@ def adopt_profile_clock(clock: ServiceClock, profile: object) -> bool:
     return clock.adopt_offset(offset, uncertainty, age=age, source=f"measured {age:.0f} s ago by a task on this host")
 
 
+def _header(headers: Mapping[str, str], name: str) -> str | None:
+    """A header by its lower-case name, else as sent capitalised (a plain dict's keys are as sent)."""
+    return headers.get(name) or headers.get(name.capitalize())
+
+
 def _aged(headers: Mapping[str, str]) -> bool:
     """An ``Age`` header above 0 (RFC 9111: the seconds a cache has held the answer): a cache's copy.
     ``Age: 0`` is a cache passing on what the origin answered just now (Varnish sends it on a miss)."""
-    value = headers.get("age") or headers.get("Age")
+    value = _header(headers, "age")
     if value is None:
         return False
     try:

@@ -86,14 +86,7 @@ class LinkstatsApiError(LinkstatsError):
         For a hook that knows the likely fix better than the client did, so the client's generic
         ``hint`` is dropped (the message says the fix); raise it ``from`` this one. A 422's field
         errors are kept, and described once: ``message`` usually starts with this one's."""
-        where = {
-            "status": self.status,
-            "method": self.method,
-            "path": self.path,
-            "retry_after": self.retry_after,
-            "url": self.url,
-            "conn_id": self.conn_id,
-        }
+        where = {name: getattr(self, name) for name in ("status", "method", "path", "retry_after", "url", "conn_id")}
         cls = kind or type(self)
         error = cls.__new__(cls)
         error.__dict__.update(self.__dict__)  # a 422's ``errors`` among them
@@ -251,16 +244,13 @@ def transport_error(
     conn = f" (connection {conn_id!r})" if conn_id else ""
     kind = _cause_kind(cause)
     if kind == "tls" and not sent:  # a TLS failure after sending is a lost answer, handled below
-        if scheme_assumed:
-            fix = (
-                f"the Base URL of connection {conn_id!r} has no scheme, so https was assumed; write it with its "
-                f"scheme: http://{host} if the service speaks plain HTTP there, else https://{host}"
-            )
-        else:
-            fix = (
-                "check the Base URL's scheme (http:// for a plain-HTTP service), the certificate, or the "
-                "verify_ssl extra"
-            )
+        fix = (
+            f"the Base URL of connection {conn_id!r} has no scheme, so https was assumed; write it with its "
+            f"scheme: http://{host} if the service speaks plain HTTP there, else https://{host}"
+            if scheme_assumed
+            else "check the Base URL's scheme (http:// for a plain-HTTP service), the certificate, or the "
+            "verify_ssl extra"
+        )
         return LinkstatsTransportError(
             f"{where}: the TLS handshake with {host} failed ({type(cause).__name__}){conn}; {fix}",
             sent=False,

@@ -10,7 +10,8 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Awaitable, Callable, Generator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from http import HTTPStatus
 from typing import Any, TypeVar
 from urllib.parse import urlencode
 
@@ -172,9 +173,7 @@ def build_update(
 ) -> ApiRequest:
     record_id = validate_id(record_id, f"{resource.singular}_id")
     values = fields if isinstance(fields, Fields) else validate_fields(resource, "update", fields)
-    secrets = tuple(secret_values(resource, values))
-    wire = _spelt(resource, values, generation)
-    return ApiRequest("PUT", f"/{resource.name}/{record_id}", form=tuple(encode_form(wire)), secrets=secrets)
+    return replace(build_create(resource, values, generation), method="PUT", path=f"/{resource.name}/{record_id}")
 
 
 def _spelt(resource: Resource, values: Mapping[str, Any], generation: Generation | None) -> dict[str, Any]:
@@ -196,11 +195,14 @@ def build_delete(resource: Resource, record_id: Any) -> ApiRequest:
 
 
 def build_list(resource: Resource, filters: Mapping[str, Any], page: int = 1) -> ApiRequest:
-    params = validate_list_params(resource, filters)
-    pairs: FormPairs = [(name, str(value)) for name, value in params.items()]
+    return _paged(f"/{resource.name}", validate_list_params(resource, filters), page)
+
+
+def _paged(path: str, query: Mapping[str, Any], page: int) -> ApiRequest:
+    pairs: FormPairs = [(name, str(value)) for name, value in query.items()]
     if page > 1:
         pairs.append(("page", str(page)))
-    return ApiRequest("GET", f"/{resource.name}", params=tuple(pairs))
+    return ApiRequest("GET", path, params=tuple(pairs))
 
 
 def build_account(root: str = "") -> ApiRequest:
@@ -210,10 +212,7 @@ def build_account(root: str = "") -> ApiRequest:
 def build_stats(spec: StatsSpec, record_id: Any, query: Mapping[str, Any], page: int = 1) -> ApiRequest:
     """One page of a link's or website's statistics; ``query`` comes from ``validate_stats_query``."""
     record_id = validate_id(record_id, f"{spec.subject}_id")
-    pairs: FormPairs = [(name, str(value)) for name, value in query.items()]
-    if page > 1:
-        pairs.append(("page", str(page)))
-    return ApiRequest("GET", f"/stats/{record_id}", params=tuple(pairs))
+    return _paged(f"/stats/{record_id}", query, page)
 
 
 def stats_row(row: Mapping[str, Any]) -> dict[str, Any]:
@@ -522,23 +521,18 @@ def _shape_error(request: ApiRequest, response: ApiResponse, expected: str) -> L
 
 def _error_details(payload: Any, status: int, response: ApiResponse) -> tuple[str, dict[str, list[str]]]:
     """(message, field errors) from an error answer in whatever shape it came."""
-    field_errors: dict[str, list[str]] = {}
-    message = ""
-    if isinstance(payload, dict):
-        for key in ("message", "errors"):
-            field_errors.update(_field_errors(payload.get(key)))
-        for key in ("message", "error", "detail"):
-            value = payload.get(key)
-            if isinstance(value, str) and value.strip():
-                message = value.strip()[:MAX_ERROR_MESSAGE]
-                break
-    if not message:
-        message = _LOGIN_REDIRECT if _is_login_redirect(response) else _REASONS.get(status, "error")
-        if field_errors:
-            message = "the service rejected " + ", ".join(field_errors)
-        elif not isinstance(payload, dict):
-            message = f"{message} ({_describe_body(response)})"
-    return message, field_errors
+    told = payload if isinstance(payload, dict) else {}
+    field_errors = {**_field_errors(told.get("message")), **_field_errors(told.get("errors"))}
+    for key in ("message", "error", "detail"):
+        value = told.get(key)
+        if isinstance(value, str) and value.strip():
+            return value.strip()[:MAX_ERROR_MESSAGE], field_errors
+    if field_errors:
+        return "the service rejected " + ", ".join(field_errors), field_errors
+    reason = _LOGIN_REDIRECT if _is_login_redirect(response) else _REASONS.get(status, "error")
+    if not isinstance(payload, dict):
+        reason = f"{reason} ({_describe_body(response)})"
+    return reason, field_errors
 
 
 def _field_errors(value: Any) -> dict[str, list[str]]:
@@ -576,21 +570,11 @@ def _is_login_redirect(response: ApiResponse) -> bool:
 
 
 _LOGIN_REDIRECT = "redirected to the login page (the API key was not accepted)"
+# What an error answer without a message of its own is called: the standard phrase, but for three.
+_STANDARD = (301, 307, 308, 400, 403, 404, 405, 409, 429, 500, 502, 503, 504)
 _REASONS = {
-    301: "moved permanently",
+    **{status: HTTPStatus(status).phrase.lower() for status in _STANDARD},
     302: "found (a redirect)",
-    307: "temporary redirect",
-    308: "permanent redirect",
-    400: "bad request",
     401: "unauthenticated",
-    403: "forbidden",
-    404: "not found",
-    405: "method not allowed",
-    409: "conflict",
-    422: "unprocessable entity",
-    429: "too many requests",
-    500: "internal server error",
-    502: "bad gateway",
-    503: "service unavailable",
-    504: "gateway timeout",
+    422: "unprocessable entity",  # Python 3.13 calls it "unprocessable content"
 }

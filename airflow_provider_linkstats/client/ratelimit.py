@@ -116,28 +116,31 @@ class RateLimiter:
             now = self._clock()
             if self._reset_at is not None and now >= self._reset_at:
                 self._new_window(remaining=self.limit)  # a new window: the whole budget again
-            remaining = self._remaining
-            if remaining is None:  # nothing known yet: the first request finds out
-                self._in_flight += 1
-                self._sent_in_window += 1
-                self.sent += 1
-                return 0.0
-            if remaining <= 0:
-                if self._reset_at is None:
-                    self._reset_at = now + self.window
-                return max(self._reset_at - now, 0.001)
-            limit = self.limit or remaining
-            if remaining <= limit // 2 and self._reset_at is not None:
-                # Spread the second half of the budget evenly over the rest of the window.
-                spacing = (self._reset_at - now) / remaining
-                if now < self._next_send:
-                    return self._next_send - now
-                self._next_send = now + spacing
-            self._remaining = remaining - 1
+            wait = self._delay(now)
+            if wait:
+                return wait
+            if self._remaining is not None:  # else nothing is known yet: the first request finds out
+                self._remaining -= 1
             self._in_flight += 1
             self._sent_in_window += 1
             self.sent += 1
             return 0.0
+
+    def _delay(self, now: float) -> float:
+        """The seconds the next request waits by what is left of the window (0.0: it goes now)."""
+        remaining = self._remaining
+        if remaining is None:
+            return 0.0
+        if remaining <= 0:
+            if self._reset_at is None:
+                self._reset_at = now + self.window
+            return max(self._reset_at - now, 0.001)
+        if remaining <= (self.limit or remaining) // 2 and self._reset_at is not None:
+            # Spread the second half of the budget evenly over the rest of the window.
+            if now < self._next_send:
+                return self._next_send - now
+            self._next_send = now + (self._reset_at - now) / remaining
+        return 0.0
 
     @property
     def answered(self) -> int:
@@ -283,14 +286,10 @@ class RateLimiter:
         """
         waited = 0.0
         while (delay := self.reserve()) > 0:
-            self._check_wait(delay, max_wait)
-            self._tell(delay)
-            sleep(delay)
+            sleep(self._held(delay, max_wait))
             waited += delay
         while self.shared is not None and (delay := self.shared.take()) > 0 and not self.shared.stalled(waited):
-            self._check_wait(delay, max_wait)
-            self._tell(delay)
-            sleep(delay)
+            sleep(self._held(delay, max_wait))
             waited += delay
         self._add_waited(waited)
         return waited
@@ -299,19 +298,16 @@ class RateLimiter:
         """``wait`` for coroutines: sleeps without blocking the event loop."""
         waited = 0.0
         while (delay := self.reserve()) > 0:
-            self._check_wait(delay, max_wait)
-            self._tell(delay)
-            await asyncio.sleep(delay)
+            await asyncio.sleep(self._held(delay, max_wait))
             waited += delay
         while self.shared is not None and (delay := await self.shared.atake()) > 0 and not self.shared.stalled(waited):
-            self._check_wait(delay, max_wait)
-            self._tell(delay)
-            await asyncio.sleep(delay)
+            await asyncio.sleep(self._held(delay, max_wait))
             waited += delay
         self._add_waited(waited)
         return waited
 
-    def _check_wait(self, delay: float, max_wait: float | None) -> None:
+    def _held(self, delay: float, max_wait: float | None) -> float:
+        """``delay``, once it is known to fit ``max_wait`` and ``on_wait`` has been told."""
         if max_wait is not None and delay > max_wait:
             raise LinkstatsRateLimitError(
                 f"the service's request budget is used up for {delay:.0f} s more, longer than "
@@ -319,13 +315,12 @@ class RateLimiter:
                 status=429,
                 retry_after=delay,
             )
-
-    def _tell(self, delay: float) -> None:
         if (hook := self.on_wait) is not None:
             try:
                 hook(delay)
             except Exception:  # a progress line must never stop a request
                 pass
+        return delay
 
     @property
     def burst(self) -> int | None:
@@ -344,25 +339,20 @@ class RateLimiter:
                 self.waited += seconds
 
 
-def parse_retry_after(headers: Mapping[str, str], now: float | None = None) -> float | None:
+def parse_retry_after(headers: Mapping[str, str]) -> float | None:
     """Seconds to wait from a ``Retry-After`` header given in seconds or as an HTTP date."""
     raw = headers.get("retry-after")
     if raw is None:
         return None
-    raw = raw.strip()
     try:
-        return max(0.0, float(raw))
+        return max(0.0, float(raw.strip()))
     except ValueError:
         pass
-    import email.utils  # only for the rare HTTP-date form; the email package is slow to import
+    # Only for the rare HTTP-date form: the email package it uses is slow to import.
+    from airflow_provider_linkstats.client.clock import parse_http_date
 
-    try:
-        when = email.utils.parsedate_to_datetime(raw)
-    except (TypeError, ValueError):
-        return None
-    if when is None:
-        return None
-    return max(0.0, when.timestamp() - (time.time() if now is None else now))
+    when = parse_http_date(raw.strip())
+    return None if when is None else max(0.0, when - time.time())
 
 
 def _int(value: str | None) -> int | None:

@@ -14,7 +14,9 @@ take over instead of a worker slot being held for minutes.
 from __future__ import annotations
 
 import logging
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from typing import Any, TypeVar
 
 import tenacity
 
@@ -33,6 +35,8 @@ from airflow_provider_linkstats.client.settings import (
     DEFAULT_RETRY_WAIT_MAX,
     ClientSettings,
 )
+
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -80,11 +84,29 @@ class RetryPolicy:
             f"max_rate_limit_wait ({self.max_rate_limit_wait:.0f} s, a connection extra)"
         )
 
-    def retrying(self, request: ApiRequest, log: logging.Logger) -> tenacity.Retrying:
-        return tenacity.Retrying(**self._settings(request, log))
+    def run(self, request: ApiRequest, attempt: Callable[[Any], T], log: logging.Logger) -> T:
+        """``attempt(tenacity's attempt)`` under this policy: its result, or the last error raised."""
+        try:
+            for tried in tenacity.Retrying(**self._settings(request, log)):
+                with tried:
+                    return attempt(tried)
+        except LinkstatsApiError as error:
+            if self.asks_too_long(error):
+                raise self.explain(error) from error
+            raise
+        raise AssertionError("unreachable: tenacity re-raises the last error")  # pragma: no cover
 
-    def async_retrying(self, request: ApiRequest, log: logging.Logger) -> tenacity.AsyncRetrying:
-        return tenacity.AsyncRetrying(**self._settings(request, log))
+    async def arun(self, request: ApiRequest, attempt: Callable[[Any], Awaitable[T]], log: logging.Logger) -> T:
+        """``run`` for coroutines: the waits between attempts do not block the event loop."""
+        try:
+            async for tried in tenacity.AsyncRetrying(**self._settings(request, log)):
+                with tried:
+                    return await attempt(tried)
+        except LinkstatsApiError as error:
+            if self.asks_too_long(error):
+                raise self.explain(error) from error
+            raise
+        raise AssertionError("unreachable: tenacity re-raises the last error")  # pragma: no cover
 
     def _settings(self, request: ApiRequest, log: logging.Logger) -> dict:
         backoff = tenacity.wait_exponential(multiplier=self.initial_wait, max=self.max_wait) + tenacity.wait_random(

@@ -1,8 +1,9 @@
-"""Sending and pacing: one request at a time, after the rate limiter lets it go, under the retry policy.
+"""What the sync client (``api``) and the async one (``aio``) share: one connection's state and how
+each attempt is sent and read, so the deferrable sensor cannot drift from the poking one.
 
-Every request of a ``LinkstatsClient`` goes through its ``Sender``: the limiter's slot is taken
-before the send and given back when nothing was sent, and each answer's headers tell the limiter
-(``ratelimit``) and the service's clock (``clock``) what the service said.
+Every request takes the limiter's slot before its send, gives it back when nothing was sent, and
+each answer's headers tell the limiter (``ratelimit``) and the service's clock (``clock``) what the
+service said; the retry policy (``retry``) runs the attempts.
 """
 
 from __future__ import annotations
@@ -13,11 +14,15 @@ from contextvars import ContextVar
 from typing import Any
 
 from airflow_provider_linkstats.client import windows
-from airflow_provider_linkstats.client.errors import TRANSIENT_STATUSES, LinkstatsApiError, LinkstatsNotFoundError
+from airflow_provider_linkstats.client.auth import ApiKey
+from airflow_provider_linkstats.client.clock import ServiceClock
+from airflow_provider_linkstats.client.errors import TRANSIENT_STATUSES, LinkstatsNotFoundError
 from airflow_provider_linkstats.client.learned import contradiction
 from airflow_provider_linkstats.client.protocol import ApiRequest, ApiResponse, raise_for_status
+from airflow_provider_linkstats.client.ratelimit import RateLimiter
+from airflow_provider_linkstats.client.retry import RetryPolicy
+from airflow_provider_linkstats.client.settings import ClientSettings
 
-Answer = Callable[[ApiRequest, ApiResponse, Any], ApiResponse]  # an attempt's answer read, or raised
 log = logging.getLogger("airflow_provider_linkstats.client.api")
 
 # Called with each request of this thread (or task) after the rate limiter let it go and just
@@ -26,41 +31,39 @@ log = logging.getLogger("airflow_provider_linkstats.client.api")
 BEFORE_SEND: ContextVar[Callable[[ApiRequest], None] | None] = ContextVar("linkstats_before_send", default=None)
 
 
-class Sender:
-    """Sends the requests of one client through its limiter, retry policy, clock and transport
-    (``client`` is the ``LinkstatsClient``, which holds them: the hooks read and set them there)."""
+class SendingClient:
+    """The settings, key, rate limiter, retry policy and service's clock of one connection (the
+    hooks read and set them on the client), and the reading of each attempt's answer."""
 
-    def __init__(self, client: Any) -> None:
-        self.client = client
-
-    def call(self, request: ApiRequest) -> ApiResponse:
-        """Send ``request`` under the retry policy and return its 2xx response, or raise."""
-        return self._retried(request, self._checked)
-
-    def probe(self, request: ApiRequest) -> ApiResponse:
-        """The raw answer whatever its status (discovery reads 404 and 422), after waiting out a 429
-        or a 502-504 under the retry policy like any request."""
-        return self._retried(request, self._raw)
-
-    def _retried(self, request: ApiRequest, answer: Answer) -> ApiResponse:
-        """``answer(request, response, attempt)`` of each attempt, under the retry policy."""
-        retry = self.client.retry
-        try:
-            for attempt in retry.retrying(request, log):
-                with attempt:
-                    return answer(request, self.send_paced(request), attempt)
-        except LinkstatsApiError as error:
-            if retry.asks_too_long(error):
-                raise retry.explain(error) from error
-            raise
-        raise AssertionError("unreachable: tenacity re-raises the last error")  # pragma: no cover
+    def __init__(
+        self,
+        settings: ClientSettings,
+        api_key: ApiKey | str,
+        *,
+        limiter: RateLimiter | None = None,
+        retry: RetryPolicy | None = None,
+    ) -> None:
+        self.settings = settings
+        self.root = settings.root
+        self.retry = retry or RetryPolicy.from_settings(settings)
+        self.limiter = limiter or RateLimiter(window=settings.rate_limit_window)
+        # The service's time, from the Date header of every answer: the clock every "now" reads.
+        self.clock = ServiceClock(name=f"connection {settings.conn_id!r}" if settings.conn_id else "the service")
+        self._auth = api_key if isinstance(api_key, ApiKey) else ApiKey(api_key)
+        # Told when an answer contradicts what discovery learned (the hook drops it from its cache).
+        self.contradicted: Callable[[str], None] | None = None
+        # Where a clock measured elsewhere comes from, and where one measured here goes (the hook's
+        # ``KnownService.recall_clock`` and ``remember_clock``: the host's learned facts); None: nowhere.
+        self.clock_source: Callable[[ServiceClock], bool] | None = None
+        self.clock_measured: Callable[[ServiceClock], None] | None = None
 
     def _checked(self, request: ApiRequest, response: ApiResponse, attempt: Any) -> ApiResponse:
-        contradicted = self.client.contradicted
+        """``call``'s reading: the 2xx answer, else its error raised."""
+        contradicted = self.contradicted
         if contradicted is not None and (reason := contradiction(response.status, response.body)):
             contradicted(reason)
         try:
-            raise_for_status(request, response, redact_key=self.client._auth.redact)
+            raise_for_status(request, response, redact_key=self._auth.redact)
         except LinkstatsNotFoundError:
             # A DELETE whose earlier attempt was lost may have done its work already.
             if request.method == "DELETE" and attempt.retry_state.attempt_number > 1:
@@ -70,28 +73,27 @@ class Sender:
         return response
 
     def _raw(self, request: ApiRequest, response: ApiResponse, attempt: Any) -> ApiResponse:
+        """``probe``'s reading: the answer whatever its status, but a 429 or 502-504 is waited out."""
         if response.status in TRANSIENT_STATUSES:
-            raise_for_status(request, response, redact_key=self.client._auth.redact)
+            raise_for_status(request, response, redact_key=self._auth.redact)
         return response
 
-    def send_paced(self, request: ApiRequest) -> ApiResponse:
-        """One attempt, after the rate limiter allows it; the answer's headers update the limiter."""
-        limiter, clock = self.client.limiter, self.client.clock
-        limiter.wait(self.client.settings.max_rate_limit_wait)
+    def _at_send(self, request: ApiRequest) -> ApiRequest:
+        """The request to send now that the limiter let it go (``BEFORE_SEND``, ``windows.AT_SEND``);
+        the slot is given back when it is not sent."""
         try:
             if (check := BEFORE_SEND.get()) is not None:
                 check(request)  # e.g. the cleanup's evidence for a delete is still fresh, after the wait
             if (rebuild := windows.AT_SEND.get()) is not None:
                 request = rebuild(request)  # a duration's end counted from now
         except BaseException:
-            limiter.release()
+            self.limiter.release()
             raise
-        sent_at, sent_wall = limiter.now(), clock.stamp()
-        try:
-            response = self.client._transport.send(request)
-        except BaseException:
-            limiter.release()
-            raise
-        limiter.observe(response.headers, response.status, sent_at)
-        clock.observe(response.headers, sent_wall, method=request.method)
+        return request
+
+    def _observed(self, request: ApiRequest, response: ApiResponse, sent_at: float, sent_wall: float) -> ApiResponse:
+        """``response``, after the limiter and the clock learnt from its headers (``sent_*``: the stamps
+        of ``limiter.now()`` and ``clock.stamp()`` when it left)."""
+        self.limiter.observe(response.headers, response.status, sent_at)
+        self.clock.observe(response.headers, sent_wall, method=request.method)
         return response

@@ -1,53 +1,32 @@
 """One request budget for every host of a deployment, counted in a shared Redis (``limits``).
 
 Each process paces itself with its own ``RateLimiter`` (``ratelimit.py``), which learns what other
-clients of the key or address sent only from the answers it gets, after the fact. With a shared
-store configured (``[linkstats] shared_state_conn_id``), every request also takes its slot from
-fixed windows in Redis first, as the service counts them (Laravel's ``throttle`` is a fixed window
-that opens with its first request; so is ``limits``' ``FixedWindowRateLimiter``):
-
-- per address: the service counts client addresses, which no host can see. By default the whole
-  deployment is one address (hosts behind one NAT gateway); with the connection extra
-  ``address_per_host`` each host (Airflow's hostname) has a window of its own;
-- per key (its fingerprint, never the key): the generation's per-user limit (120 a minute on
-  phpShort; the connection extra ``rate_limit_per_key`` overrides it), for all hosts together.
-
-The generation's limits are only the starting values: the limits the service announces
-(``X-RateLimit-Limit``) size the windows from the first answer on, by ``shared_limits``' rules,
-and are written back for every host (``linkstats:limits:…``, read with every take's first round
-trip, kept ``LIMITS_TTL``). A window's Redis key does not name its limit, so a limit learned
-mid-window keeps the window's count.
-
-A request takes the address's slot, then the key's: two round trips (each ``limits``' count of a
-fixed window and the window's age, pipelined), and a refusal of the first costs the key nothing.
-Our window opens before the service counts the request, so it lasts half a second longer than the
-service's (rounded up to whole seconds, as Redis expires keys); a slot in its last second is
-refused, since its request could reach the service in the service's next window.
-
-What an answer teaches is written back for every host: a learned window length, the announced
-limits, and a 429 fills the window that spoke (``Remaining`` above 0 on a 429 means the per-user
-limiter did, whose limit is then learned from the key window's count) until its end.
-
-A store fault (Redis down, slower than ``STORE_TIMEOUT``, flushed, answering garbage, a window that
-never resets) is never a fault of the task: ``take`` lets the request go (the host's own limiter
-still paces it), ``StoreHealth`` says so once in the log, and tries Redis again ``RETRY_AFTER``
-seconds later. No Airflow import here: ``hooks/shared_state.py`` builds the storages.
+clients of the key or address sent only after the fact. With a shared store configured, every
+request first takes its slot in fixed windows in Redis, as the service counts them (Laravel's
+``throttle`` and ``limits``' ``FixedWindowRateLimiter`` both open a window with its first request):
+the address's (the whole deployment, or each host with ``address_per_host``), then the key's, so a
+refusal of the first costs the key nothing. docs/many-hosts.md says how the windows are sized
+(``shared_limits``), what is kept in Redis and for how long, and why a fault of the store is never
+a fault of the task (``StoreHealth``). No Airflow import here: ``hooks/shared_state.py`` builds the
+storages.
 """
 
 from __future__ import annotations
 
 import asyncio
 import hashlib
+import inspect
 import logging
 import math
 import threading
 import time
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Callable, Coroutine
+from typing import Any, TypeVar
 
 from airflow_provider_linkstats.client.shared_limits import WindowLimits
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 
 PREFIX = "linkstats"  # every key this provider writes starts with "linkstats:"
 STORE_TIMEOUT = 0.5  # seconds a Redis command may take: well under a request's timeout
@@ -133,7 +112,6 @@ class SharedBudget:
         self._pending: list[tuple[str, Any]] = []  # what answers taught, written with the next take
         self._window_read = False
         self.round_trips = 0  # Redis commands sent (for the bench)
-        self.waited = 0.0
 
     def __repr__(self) -> str:
         return f"SharedBudget(key_limit={self.key_limit}, address_limit={self.address_limit}, window={self.window:g})"
@@ -208,7 +186,7 @@ class SharedBudget:
             with self._lock:
                 self.limits.adopt(raw)
 
-    # -- sync -------------------------------------------------------------------------------------
+    # -- taking a slot: one body, run at once on the sync storage, awaited on the async one ------------
 
     def take(self) -> float:
         """0.0: the request may go (its slots are taken, or the store is unusable); else the seconds
@@ -216,55 +194,12 @@ class SharedBudget:
         if self._storage is None or not self.health.usable():
             return 0.0
         try:
-            self._sync_state()
-            delay = self._take(self._storage)
+            delay = _at_once(self._take(self._storage))
         except Exception as error:  # any fault of the store: the host's own limiter goes on
             self.health.failed(error)
             return 0.0
         self.health.answered()
         return delay
-
-    def _sync_state(self) -> None:
-        if not self._window_read:
-            # Marked read only once adopted: a take that sees it read uses the adopted length (a
-            # bulk delete's threads start together; one that named its window by the default
-            # length while another adopted a shorter one took the default's window for a stall).
-            self._adopt_window(self._redis(self._storage).get(self._window_key()))
-            self._window_read = True
-        for what, value in self._take_pending():
-            self._write_back(self._storage, what, value)
-        if (limits := self._changed_limits()) is not None:
-            self._redis(self._storage).set(self._limits_key(), limits, ex=LIMITS_TTL)
-            self.round_trips += 1
-
-    def _take(self, storage: Any) -> float:
-        client = self._redis(storage)
-        for kind in self._kinds():
-            item, key = self._item(kind)
-            key = self._prefixed(storage, key)
-            # The count and the window's age (and, with the address's, the limits): one round trip.
-            pipe = client.pipeline(transaction=False)
-            if kind == "address":
-                pipe.get(self._limits_key())
-            self._script(storage)(keys=[key], args=[item.get_expiry(), 1], client=pipe)
-            pipe.pttl(key)
-            answers = pipe.execute()
-            self.round_trips += 1
-            if wait := self._verdict(client.expire, kind, key, answers):
-                return wait
-        return 0.0
-
-    def _write_back(self, storage: Any, what: str, value: Any) -> None:
-        if what == "window":
-            self._redis(storage).set(self._window_key(), repr(value), ex=WINDOW_TTL)
-            return
-        if value == "key":  # the key's limiter spoke: its limit is at most what was counted
-            self._key_refused(storage.get(self._item("key")[1]))
-        item, key = self._item(value)
-        storage.incr(key, item.get_expiry(), amount=item.amount)
-        self.round_trips += 1 + (value == "key")
-
-    # -- async (the triggerer) -----------------------------------------------------------------------
 
     async def atake(self) -> float:
         """``take`` for coroutines, through the async storage (the loop never blocks on Redis)."""
@@ -273,42 +208,64 @@ class SharedBudget:
         try:
             if self._astorage is None:
                 self._astorage = self._astorage_of()
-            delay = await asyncio.wait_for(self._atake(), STORE_TIMEOUT * 4)
+            delay = await asyncio.wait_for(self._take(self._astorage), STORE_TIMEOUT * 4)
         except Exception as error:
             self.health.failed(error)
             return 0.0
         self.health.answered()
         return delay
 
-    async def _atake(self) -> float:
-        storage = self._astorage
-        if not self._window_read:  # marked read once adopted, as in ``_sync_state``
-            self._adopt_window(await self._redis(storage).get(self._window_key()))
-            self._window_read = True
-        for what, value in self._take_pending():
-            if what == "window":
-                await self._redis(storage).set(self._window_key(), repr(value), ex=WINDOW_TTL)
-                continue
-            if value == "key":
-                self._key_refused(await storage.get(self._item("key")[1]))
-            item, key = self._item(value)
-            await storage.incr(key, item.get_expiry(), amount=item.amount)
-        if (limits := self._changed_limits()) is not None:
-            await self._redis(storage).set(self._limits_key(), limits, ex=LIMITS_TTL)
-        client = self._redis(storage)
+    async def _take(self, storage: Any) -> float:
+        """What answers taught written back, then the address's slot and the key's taken."""
+        await self._exchange_learned(storage)
         for kind in self._kinds():
-            item, key = self._item(kind)
-            key = self._prefixed(storage, key)
-            pipe = client.pipeline(transaction=False)
-            if kind == "address":
-                pipe.get(self._limits_key())
-            await self._script(storage)(keys=[key], args=[item.get_expiry(), 1], client=pipe)
-            pipe.pttl(key)
-            answers = await pipe.execute()
-            self.round_trips += 1
-            if wait := self._verdict(None, kind, key, answers):
+            if wait := await self._take_slot(storage, kind):
                 return wait
         return 0.0
+
+    async def _exchange_learned(self, storage: Any) -> None:
+        """The window length other hosts learned read (once), what this process learned written."""
+        redis = self._redis(storage)
+        if not self._window_read:
+            # Marked read only once adopted: a take that sees it read uses the adopted length (a
+            # bulk delete's threads start together; one that named its window by the default
+            # length while another adopted a shorter one took the default's window for a stall).
+            self._adopt_window(await _answer(redis.get(self._window_key())))
+            self._window_read = True
+        for what, value in self._take_pending():
+            await self._write_back(storage, what, value)
+        if (limits := self._changed_limits()) is not None:
+            await _answer(redis.set(self._limits_key(), limits, ex=LIMITS_TTL))
+            self.round_trips += 1
+
+    async def _take_slot(self, storage: Any, kind: str) -> float:
+        """A slot in the ``kind`` window: 0.0 when taken, else the seconds until the window ends."""
+        redis, (item, key) = self._redis(storage), self._item(kind)
+        key = self._prefixed(storage, key)
+        # The count and the window's age (and, with the address's, the limits): one round trip.
+        pipe = redis.pipeline(transaction=False)
+        if kind == "address":
+            pipe.get(self._limits_key())
+        await _answer(self._script(storage)(keys=[key], args=[item.get_expiry(), 1], client=pipe))
+        pipe.pttl(key)
+        answers = await _answer(pipe.execute())
+        self.round_trips += 1
+        if kind == "address":
+            self._adopt_limits(answers[0])
+        if not isinstance(answers[-1], int) or answers[-1] < 0:  # a key without an expiry: planted, or garbage
+            await _answer(redis.expire(key, item.get_expiry()))  # nothing is left forever
+            raise RuntimeError("a shared window without an expiry")
+        return self._verdict(kind, answers)
+
+    async def _write_back(self, storage: Any, what: str, value: Any) -> None:
+        if what == "window":
+            await _answer(self._redis(storage).set(self._window_key(), repr(value), ex=WINDOW_TTL))
+            return
+        if value == "key":  # the key's limiter spoke: its limit is at most what was counted
+            self._key_refused(await _answer(storage.get(self._item("key")[1])))
+        item, key = self._item(value)
+        await _answer(storage.incr(key, item.get_expiry(), amount=item.amount))
+        self.round_trips += 1 + (value == "key")
 
     # -- helpers -----------------------------------------------------------------------------------
 
@@ -338,22 +295,15 @@ class SharedBudget:
         """``limits``' own script for a fixed window's count (INCRBY, and EXPIRE on the first)."""
         return getattr(storage, "bridge", storage).lua_incr_expire
 
-    def _verdict(self, expire: Callable[[str, int], Any] | None, kind: str, key: str, answers: list[Any]) -> float:
+    def _verdict(self, kind: str, answers: list[Any]) -> float:
         """0.0 when the slot is ours, else the seconds until the window ends.
 
-        ``answers``: the pipeline's (the stored limits first for the address's window, then the
-        count and the window's age). A slot late in our window is refused too: its request could
-        reach the service after the service's window (which opened a little after ours) ended,
-        and count in the next one.
+        ``answers``: the pipeline's (its last two: the count and the window's age). A slot late in
+        our window is refused too: its request could reach the service after the service's window
+        (which opened a little after ours) ended, and count in the next one.
         """
-        if kind == "address":
-            self._adopt_limits(answers[0])
         count, left_ms = answers[-2:]
-        item = self._item(kind)[0]  # with the limit just adopted
-        if not isinstance(left_ms, int) or left_ms < 0:  # a key without an expiry: planted, or garbage
-            if expire is not None:
-                expire(key, item.get_expiry())  # nothing is left forever
-            raise RuntimeError("a shared window without an expiry")
+        item = self._item(kind)[0]  # with the limit just adopted (``_take_slot``)
         left = left_ms / 1000
         if left > self.window * _LONGEST_STALL:
             raise RuntimeError(f"a shared window says {left:.0f} s more, longer than a window can last")
@@ -368,3 +318,19 @@ class SharedBudget:
             self.health.failed(f"one request waited {waited:.0f} s for a shared window that does not reset")
             return True
         return False
+
+
+async def _answer(value: Any) -> Any:
+    """A storage command's answer: awaited from the async storage, taken as it is from the sync one."""
+    return await value if inspect.isawaitable(value) else value
+
+
+def _at_once(coroutine: Coroutine[Any, Any, T]) -> T:
+    """Run a body shared with the async path (``_take``) on a sync client: it never suspends, so one
+    step ends it, without an event loop."""
+    try:
+        coroutine.send(None)
+    except StopIteration as done:
+        return done.value
+    coroutine.close()
+    raise RuntimeError("the sync storage answered with an awaitable")

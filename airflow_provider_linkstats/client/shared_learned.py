@@ -1,19 +1,10 @@
 """What a hook learned about its service, shared by every host of a deployment through Redis.
 
-``SharedLearnedStore`` has the face of the host cache (``learned.LearnedStore``: ``recall``,
-``remember``, ``forget``, ``recall_or_learn``) and keeps the same entries (the whole service
-profile: API root, generation, account zone and default domain, the service's clock offset) under
-the same rules: an entry is found by a one-way name, is size-, depth- and type-checked before use,
-is used only when its root is one the connection's own base URL yields, holds no key and no server
-text, and lives ``ttl`` seconds (Redis expires it: nothing is left forever). Writes go to both
-stores; reads try Redis first, then the host cache.
-
-One process discovers while the others wait: the first to miss takes a lock in Redis (``SET NX``
-with a TTL of the wait), the others poll for the entry it writes. A pod per task finds each fact
-once per TTL for the whole deployment.
-
-A fault of Redis is never a fault of the task: the host cache alone answers (``StoreHealth`` says
-so once). No Airflow import here.
+``SharedLearnedStore`` has the face of the host cache (``learned.LearnedStore``) and keeps the same
+entries under the same rules (docs/many-hosts.md). Writes go to both stores; reads try Redis
+first, then the host cache. One process discovers while the others wait: the first to miss takes
+a lock in Redis (``SET NX`` with a TTL of the wait), the others poll for the entry it writes. A
+fault of Redis is never a fault of the task: the host cache alone answers. No Airflow import here.
 """
 
 from __future__ import annotations
@@ -26,11 +17,13 @@ from collections.abc import Awaitable, Callable, Iterable
 from typing import Any
 
 from airflow_provider_linkstats.client.learned import EntryKey, LearnedStore, entry_bytes, parse_entry
-from airflow_provider_linkstats.client.shared import PREFIX, StoreHealth
+from airflow_provider_linkstats.client.shared import PREFIX, StoreHealth, _answer, _at_once
 
 log = logging.getLogger(__name__)
 
 Facts = dict[str, Any]
+Call = Callable[[Callable[[Any], Any]], Any]  # runs a Redis command: ``_call`` (sync) or ``_acall`` (async)
+_RELEASE = "if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) end return 0"
 _POLL = 0.1  # seconds between looks for the entry another host is discovering
 
 
@@ -56,22 +49,29 @@ class SharedLearnedStore:
     def _name(key: EntryKey) -> str:
         return f"{PREFIX}:learned:{key.name}"
 
-    # -- reading and writing ------------------------------------------------------------------
+    # -- reading and writing: one body each, run at once on the sync client, awaited on the async one --
 
     def recall(self, key: EntryKey, allowed_roots: Iterable[str]) -> Facts | None:
-        roots = tuple(allowed_roots)
-        raw = self._call(lambda: self._client.get(self._name(key)))
-        facts = self._checked(key, roots, raw)
-        return facts if facts is not None else self.host.recall(key, roots)
+        return _at_once(self._recall(key, tuple(allowed_roots), self._call))
 
     def remember(self, key: EntryKey, facts: Facts) -> bool:
-        data = entry_bytes(key, facts)
-        self.host.remember(key, facts)
-        return self._call(lambda: self._client.set(self._name(key), data, ex=self._seconds)) is not None
+        return _at_once(self._remember(key, facts, self._call))
 
     def forget(self, key: EntryKey, reason: str) -> bool:
-        dropped = bool(self._call(lambda: self._client.delete(self._name(key))))
+        dropped = bool(self._call(lambda redis: redis.delete(self._name(key))))
         return self.host.forget(key, reason) or dropped
+
+    async def _recall(self, key: EntryKey, roots: tuple[str, ...], call: Call) -> Facts | None:
+        raw = await _answer(call(lambda redis: redis.get(self._name(key))))
+        facts = self._checked(key, roots, raw)
+        if raw is not None and facts is None:
+            await _answer(call(lambda redis: redis.delete(self._name(key))))  # learned again, written anew
+        return facts if facts is not None else self.host.recall(key, roots)
+
+    async def _remember(self, key: EntryKey, facts: Facts, call: Call) -> bool:
+        data = entry_bytes(key, facts)
+        self.host.remember(key, facts)
+        return await _answer(call(lambda redis: redis.set(self._name(key), data, ex=self._seconds))) is not None
 
     @property
     def _seconds(self) -> int:
@@ -87,14 +87,13 @@ class SharedLearnedStore:
         if problem is None:
             return dict(data["facts"])  # type: ignore[index]
         log.info("Linkstats connection %r: not using the shared store's entry (%s)", key.conn_id, problem)
-        self._call(lambda: self._client.delete(self._name(key)))  # learned again, written anew
         return None
 
-    def _call(self, command: Callable[[], Any]) -> Any:
+    def _call(self, command: Callable[[Any], Any]) -> Any:
         if self._client is None or not self.health.usable():
             return None
         try:
-            answer = command()
+            answer = command(self._client)
         except Exception as error:  # Redis down, slow or answering garbage: the host cache alone
             self.health.failed(error)
             return None
@@ -124,23 +123,7 @@ class SharedLearnedStore:
         enough: Callable[[Facts], bool] = lambda facts: True,
     ) -> tuple[Facts, bool]:
         """``LearnedStore.recall_or_learn`` across hosts: the lock and the entry are in Redis."""
-        roots, lock, token = tuple(allowed_roots), f"{PREFIX}:lock:{key.name}", secrets.token_hex(8)
-        deadline = time.monotonic() + wait
-        while True:
-            facts = self.recall(key, roots)
-            if facts is not None and enough(facts):
-                return facts, True
-            taken = self._call(lambda: self._client.set(lock, token, nx=True, px=max(1, int(wait * 1000))))
-            if taken or not self.health.usable() or time.monotonic() >= deadline:
-                break
-            time.sleep(_POLL)
-        try:
-            facts = learn(facts)
-            self.remember(key, facts)
-            return facts, False
-        finally:
-            if taken:
-                self._call(lambda: self._release(lock, token))
+        return _at_once(self._recall_or_learn(key, tuple(allowed_roots), learn, wait, enough, self._call, time.sleep))
 
     async def arecall_or_learn(
         self,
@@ -152,32 +135,29 @@ class SharedLearnedStore:
         enough: Callable[[Facts], bool] = lambda facts: True,
     ) -> tuple[Facts, bool]:
         """``recall_or_learn`` for the triggerer, through the async client."""
-        roots, lock, token = tuple(allowed_roots), f"{PREFIX}:lock:{key.name}", secrets.token_hex(8)
+        return await self._recall_or_learn(key, tuple(allowed_roots), learn, wait, enough, self._acall, asyncio.sleep)
+
+    async def _recall_or_learn(
+        self, key: EntryKey, roots: tuple[str, ...], learn: Callable[[Facts | None], Any], wait: float,
+        enough: Callable[[Facts], bool], call: Call, pause: Callable[[float], Any],
+    ) -> tuple[Facts, bool]:  # fmt: skip
+        lock, token = f"{PREFIX}:lock:{key.name}", secrets.token_hex(8)
         deadline = time.monotonic() + wait
         while True:
-            raw = await self._acall(lambda client: client.get(self._name(key)))
-            facts = self._checked(key, roots, raw) or self.host.recall(key, roots)
+            facts = await self._recall(key, roots, call)
             if facts is not None and enough(facts):
                 return facts, True
-            taken = await self._acall(lambda client: client.set(lock, token, nx=True, px=max(1, int(wait * 1000))))
+            taken = await _answer(call(lambda redis: redis.set(lock, token, nx=True, px=max(1, int(wait * 1000)))))
             if taken or not self.health.usable() or time.monotonic() >= deadline:
                 break
-            await asyncio.sleep(_POLL)
+            await _answer(pause(_POLL))
         try:
-            facts = await learn(facts)
-            self.host.remember(key, facts)
-            data = entry_bytes(key, facts)
-            await self._acall(lambda client: client.set(self._name(key), data, ex=self._seconds))
+            facts = await _answer(learn(facts))
+            await self._remember(key, facts, call)
             return facts, False
         finally:
-            if taken:
-                await self._acall(lambda client: client.delete(lock))
-
-    def _release(self, lock: str, token: str) -> None:
-        """Drop the lock if it is still ours (it may have expired and been taken by another host)."""
-        held = self._client.get(lock)
-        if held is not None and (held.decode() if isinstance(held, bytes) else str(held)) == token:
-            self._client.delete(lock)
+            if taken:  # dropped only while still ours: it may have expired and been taken by another host
+                await _answer(call(lambda redis: redis.eval(_RELEASE, 1, lock, token)))
 
     # -- seeing and clearing (the host's part) -----------------------------------------------------
 

@@ -1,23 +1,9 @@
 """How many requests the shared windows hold: the limits the service announces (issue 42).
 
-The generation's limits (60 a window per address and 120 per key on phpShort) are only where a
-deployment starts: an install may allow more or less, and says so on every answer
-(``X-RateLimit-Limit``). What one host learns is written back to the shared store for every host.
-
-Laravel's throttle runs two limiters on phpShort (the address's, then the key's) and an answer
-shows one of them: on a 200 the one with less left; on a 429 the one that spoke (or, behind a
-throttle that writes its headers last, the address's with ``Remaining`` above 0: then the key's
-limiter spoke). So:
-
-- the address's limit is the announced one, except a limit above it that equals the key's (the
-  per-key limiter showing on a 200 once it has less left);
-- the key's limit keeps the generation's ratio to the address's (twice it on phpShort) until the
-  service shows its own: a 429 of the key's limiter announcing a limit above the address's gives
-  it; one that announces none (``Remaining`` above 0) lowers it to what the deployment had counted
-  in the key's window, at most halving it at once (a window that had just opened counts little);
-- the connection extra ``rate_limit_per_key`` is never relearned.
-
-No I/O here: ``shared.SharedBudget`` reads and writes the encoded form (``encode``, ``adopt``).
+The rules (which of Laravel's two limiters an answer shows, how the key's limit is learned, that
+the connection extra ``rate_limit_per_key`` is never relearned) are in docs/many-hosts.md, "How the
+service counts". No I/O here: ``shared.SharedBudget`` reads and writes the encoded form
+(``encode``, ``adopt``).
 """
 
 from __future__ import annotations
@@ -55,9 +41,9 @@ class WindowLimits:
 
     def announced(self, limit: int | None, remaining: int | None, status: int) -> bool:
         """Learn from an answer's ``X-RateLimit-Limit`` and ``Remaining``; True when a limit changed."""
-        if _count(limit) is None:
+        limit = _count(limit)
+        if limit is None:
             return False
-        assert limit is not None
         key_spoke = status == 429 and not remaining and limit > self.address and self.address_from == "announced"
         if key_spoke:  # the key's limiter, showing its own limit
             return self._key_learned(limit)
@@ -88,7 +74,7 @@ class WindowLimits:
             return False
         if counted > self.key:  # our window was full too: the windows are apart, not the limits
             return False
-        lowered = max(counted - 1, self.key // 2, 1)
+        lowered = max(counted - 1, self.key // 2, 1)  # at most halved: a window just opened counts little
         if lowered >= self.key:
             return False
         self.key, self.key_from = lowered, "learned"

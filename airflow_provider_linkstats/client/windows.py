@@ -1,16 +1,12 @@
-"""A time-dependent write checked by its own answer (issue 44, item 2).
+"""A time-dependent write checked by its own answer (issue 44, item 2; docs/operators.md).
 
-A link's window is computed by the service's clock as this process measured it: a duration's end
-(``expires_at="PT4M"``) counts from the send, and a phpShort 46+ window that starts "now" starts a
-margin before it. A measurement can be wrong (the service's clock was stepped since, a host's kept
-offset no longer holds), and the record the service answers with says so: its ``created_at`` (or
-``updated_at``) is the service's own "now" at the write. The window is wrong when it starts after
-that moment by more than the clock's margin (the link answers 404 until then), ends before it, or
-ends further from it than the duration asked. ``misclocked`` names what is wrong; the client then
-sends the window again (one PUT, by the clock the answer corrected: ``mend_fields``).
-
-What the user fixed (a ``starts_at``, an ``expires_at`` given as a moment) is never judged against
-the write's moment, only what the client computed from its clock.
+A link's window is computed by the service's clock as this process measured it, and the record the
+service answers with says whether that measurement held: its ``created_at`` (or ``updated_at``) is
+the service's own "now" at the write. ``misclocked`` names what is wrong (a start after that moment
+by more than the clock's margin, an end before it, or an end further from it than the duration
+asked); the client then sends the window again (one PUT, by the clock the answer corrected:
+``mend_fields``). What the user fixed (a ``starts_at``, an ``expires_at`` given as a moment) is
+never judged against the write's moment, only what the client computed from its clock.
 """
 
 from __future__ import annotations

@@ -1,26 +1,16 @@
 """The cleanup's decisions, without I/O: which links match, by which clock, when a page is read again,
-and when a walk of the listing is not to be trusted.
+and when a walk of the listing is not to be trusted (docs/cleanup.md tells the user's side).
 
-``drivers.cleanup.StreamingCleanup`` drives it: it reads the pages this plan asks for, feeds them in with
-the service's "now" (``ServiceClock.settled_now()``: a moment that has passed by the service's clock
+``drivers.cleanup.StreamingCleanup`` reads the pages this plan asks for, feeds them in with the
+service's "now" (``ServiceClock.settled_now()``: a moment that has passed by the service's clock
 whichever way the measurement errs) and sends the deletes it returns. Tests feed canned pages.
 
-The walk (``CleanupWalk``), sorted by id ascending:
-
-- **backward** when the first page's ``meta`` tells a page count that agrees with its total: the
-  last page first, down to page 1. A delete only moves records of later pages, which were read
-  already, so no record is skipped, and the ids already handled (``below``) keep any record from
-  being handled twice;
-- **forward** otherwise (no meta, or a ``last_page`` that disagrees with the total): each page
-  after the deletes of the one before are answered, from the offset of the records still listed.
-
-Every delete rests on fresh evidence (``PagePlan``): the read that finds a link (the walk's) is
-followed by a **confirming read** of the same page right before its deletes are sent; a link is
-deleted only if that read shows it still matching, and only while that read is at most
-``max_age`` seconds old (the driver checks at the moment the delete leaves, after any rate-limit
-wait). A record that stopped matching is kept and named; one no longer on the confirming page is
-not deleted on that evidence (read again on an earlier page when it moved there, else left); a
-delete held past ``max_age`` goes back to the page, which is read again before the rest.
+The walk (``CleanupWalk``) is sorted by id ascending: **backward** (the last page first) when the
+first page's ``meta`` tells a page count that agrees with its total, so a delete only moves records
+of pages read already and ``below`` keeps any record from being handled twice; else **forward**,
+each page from the offset of the records still listed. Every delete rests on fresh evidence
+(``PagePlan``): a confirming read of the page right before its deletes, which deletes a link only
+if it still matches, and only while that read is at most ``max_age`` seconds old.
 """
 
 from __future__ import annotations
@@ -29,13 +19,15 @@ import datetime as dt
 import math
 import re
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from airflow_provider_linkstats.client.checks import check_bool, check_choice, check_number, check_whole_number
 from airflow_provider_linkstats.client.checks import not_given as is_blank
+from airflow_provider_linkstats.client.contract import MAX_PER_PAGE
 from airflow_provider_linkstats.client.errors import LinkstatsInputError
 from airflow_provider_linkstats.client.paging import PageGuard, UntrustedListingError
+from airflow_provider_linkstats.client.records import link_timing, parse_timestamp, record_domain_id
 
 # Seconds from a confirming read to the last delete it allows: a link renewed after the read is
 # deleted only if its delete leaves within this window. At the real limit (60 requests a minute) a
@@ -83,8 +75,6 @@ class CleanupRules:
         ``status=2`` only where the generation's filter means "ended by date or clicks" (44-45);
         phpShort 46+'s does not, so there the walk covers all links and the records decide.
         """
-        from airflow_provider_linkstats.client.contract import MAX_PER_PAGE
-
         filters: JsonDict = {"sort_by": "id", "sort": "asc", "per_page": MAX_PER_PAGE}
         if self.expired and lists_date_expiry:
             filters["status"] = 2
@@ -95,9 +85,6 @@ class CleanupRules:
         if self.domain_id is not None:
             filters["domain_id"] = self.domain_id
         return filters
-
-    def matches(self, record: JsonDict, now: dt.datetime) -> bool:
-        return self.failed_rule(record, now) is None
 
     def failed_rule(self, record: JsonDict, now: dt.datetime) -> str | None:
         """The first rule the record does not meet (its argument's name), or None when it meets them all."""
@@ -113,13 +100,9 @@ class CleanupRules:
     # Each rule: whether the record meets it (a rule not given is met).
 
     def _ended(self, record: JsonDict, now: dt.datetime) -> bool:
-        from airflow_provider_linkstats.client.records import link_timing
-
         return not self.expired or link_timing(record).ended(now)
 
     def _old_enough(self, record: JsonDict, now: dt.datetime) -> bool:
-        from airflow_provider_linkstats.client.records import parse_timestamp
-
         if self.older_than is None:
             return True
         created = parse_timestamp(record.get("created_at"))  # a record without one is kept
@@ -135,8 +118,6 @@ class CleanupRules:
         return found and (space == self.space_id or (self.space_id == 0 and space is None))  # 0: in no space
 
     def _on_domain(self, record: JsonDict, now: dt.datetime) -> bool:
-        from airflow_provider_linkstats.client.records import record_domain_id
-
         return self.domain_id is None or record_domain_id(record) == self.domain_id
 
     def describe(self) -> str:
@@ -506,6 +487,4 @@ class CleanupLimits:
         return cls(dry, deletes, share, workers, sample, evidence, without_date)
 
     def as_kwargs(self) -> dict[str, Any]:
-        from dataclasses import asdict
-
         return asdict(self)

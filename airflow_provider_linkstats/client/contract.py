@@ -64,27 +64,10 @@ class Platform(str, enum.Enum):
 CONTINENTS = ("AF", "AN", "AS", "EU", "NA", "OC", "SA")
 DEVICES = ("desktop", "mobile", "tablet", "watch", "television")
 BROWSERS = (  # phpShort 46+ config/browsers.php
-    "Chrome",
-    "Chromium",
-    "Firefox",
-    "Firefox Mobile",
-    "Edge",
-    "Internet Explorer",
-    "Mobile Internet Explorer",
-    "Vivaldi",
-    "Brave",
-    "Safari",
-    "Opera",
-    "Opera Mini",
-    "Opera Mobile",
-    "Opera Touch",
-    "Yandex Browser",
-    "UC Browser",
-    "Samsung Internet",
-    "QQ Browser",
-    "BlackBerry Browser",
-    "Maxtho",
-)
+    "Chrome", "Chromium", "Firefox", "Firefox Mobile", "Edge", "Internet Explorer", "Mobile Internet Explorer",
+    "Vivaldi", "Brave", "Safari", "Opera", "Opera Mini", "Opera Mobile", "Opera Touch", "Yandex Browser",
+    "UC Browser", "Samsung Internet", "QQ Browser", "BlackBerry Browser", "Maxtho",
+)  # fmt: skip
 
 
 class Toggle(enum.IntEnum):
@@ -344,9 +327,6 @@ class Resource:
     natural_key: str  # unique per account; how a retried create finds its twin
     # Record keys the service stores as integers; create/update answers echo them as strings.
     integer_keys: tuple[str, ...] = ()
-
-    def spec(self, name: str) -> FieldSpec:
-        return next(f for f in self.fields if f.name == name)
 
     def fields_for(self, operation: str) -> tuple[FieldSpec, ...]:
         """Fields accepted by ``operation`` ("create" or "update")."""

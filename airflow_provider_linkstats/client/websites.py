@@ -19,13 +19,13 @@ from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 from airflow_provider_linkstats.client.errors import (
-    LinkstatsApiError,
     LinkstatsAuthError,
     LinkstatsNotFoundError,
     LinkstatsServerError,
     LinkstatsValidationError,
 )
 from airflow_provider_linkstats.client.generations import Generation
+from airflow_provider_linkstats.client.validation import normalize_domain
 
 log = logging.getLogger(__name__)
 
@@ -59,21 +59,15 @@ def write_errors(conn_id: str | None, record_id: Any = None, get: Callable[[], A
     except LinkstatsAuthError as error:
         if error.status != 403:
             raise
-        raise plan_refused(error, conn_id) from error
-
-
-def plan_refused(error: LinkstatsAuthError, conn_id: str | None) -> LinkstatsApiError:
-    return error.reworded(
-        f"{error.message}: the account's plan has no API access (phpAnalytics 3.5+ checks the plan's api "
-        f"feature); upgrade the plan, or use the key of an account whose plan includes the API "
-        f"(connection {conn_id!r})"
-    )
+        raise error.reworded(
+            f"{error.message}: the account's plan has no API access (phpAnalytics 3.5+ checks the plan's api "
+            f"feature); upgrade the plan, or use the key of an account whose plan includes the API "
+            f"(connection {conn_id!r})"
+        ) from error
 
 
 def stored_key(domain: str, generation: Generation) -> str:
     """A website's domain as ``generation`` stores it: the key to look it up by."""
-    from airflow_provider_linkstats.client.validation import normalize_domain
-
     return generation.stored_domain(normalize_domain(domain))
 
 
@@ -83,8 +77,6 @@ def say_stored_domain(
     """``record``, after logging when the service stored the website's domain other than as given."""
     given, stored = fields.get("domain"), record.get("domain") if isinstance(record, dict) else None
     if isinstance(given, str) and isinstance(stored, str):
-        from airflow_provider_linkstats.client.validation import normalize_domain
-
         if normalize_domain(given) != stored:
             spoken = generation()
             stripped = spoken.stored_domain(normalize_domain(given)) == stored

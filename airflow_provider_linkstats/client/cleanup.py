@@ -47,15 +47,11 @@ JsonDict = dict[str, Any]
 
 @dataclass(frozen=True)
 class CleanupRules:
-    """Which links a cleanup deletes, decided from each record (the listing's filters only narrow the walk).
-
-    ``expired``: the link is over for good by its record, whatever the generation
-    (``link_timing(record).ended(now)``: its end passed by ``now``, or its click limit was reached;
-    a phpShort 46+ window that has not started yet is not over). ``older_than``: its ``created_at``
-    is more than this long before ``now`` (a record without one is kept). ``search`` (SQL LIKE, as
-    the service reads it: case-insensitive, ``%`` and ``_`` wildcards) in ``search_by``;
-    ``space_id`` (0: no space); ``domain_id``. Every rule given must hold. ``now`` is the service's
-    settled now at the moment of each decision.
+    """Which links a cleanup deletes, decided from each record at the service's settled now (the
+    listing's filters only narrow the walk); every rule given must hold. ``expired``: over for good
+    by ``link_timing(record).ended(now)`` (a 46+ window not started yet is not over); ``older_than``:
+    ``created_at`` more than this before now (none: kept); ``search``: SQL LIKE in ``search_by``, as
+    the service reads it; ``space_id`` (0: no space); ``domain_id``.
     """
 
     expired: bool = True
@@ -70,11 +66,8 @@ class CleanupRules:
         return self.expired or any(value is not None for value in given)
 
     def listing_filters(self, lists_date_expiry: bool) -> JsonDict:
-        """What to ask the listing for: every rule the server can apply, sorted by id ascending.
-
-        ``status=2`` only where the generation's filter means "ended by date or clicks" (44-45);
-        phpShort 46+'s does not, so there the walk covers all links and the records decide.
-        """
+        """What to ask the listing for: every rule the server can apply, sorted by id ascending;
+        ``status=2`` only where it means "ended by date or clicks" (44-45; on 46+ the records decide)."""
         filters: JsonDict = {"sort_by": "id", "sort": "asc", "per_page": MAX_PER_PAGE}
         if self.expired and lists_date_expiry:
             filters["status"] = 2

@@ -392,11 +392,6 @@ WEBSITE_STAT_NAMES: tuple[str, ...] = (
 )  # fmt: skip
 
 
-def stats_names(service: str) -> tuple[str, ...]:
-    """The statistic names accepted for ``service``: both generations' names."""
-    return LINK_STAT_NAMES if service == "links" else WEBSITE_STAT_NAMES
-
-
 @dataclass(frozen=True)
 class StatsSpec:
     """The statistics of one service: ``GET /stats/{id}?name=&from=&to=``, rows of value and count."""
@@ -408,7 +403,7 @@ class StatsSpec:
     @property
     def names(self) -> tuple[str, ...]:
         """Every statistic name accepted (both generations' names)."""
-        return stats_names(self.service)
+        return LINK_STAT_NAMES if self.service == "links" else WEBSITE_STAT_NAMES
 
 
 _STATS_PARAMS: tuple[ListParamSpec, ...] = (

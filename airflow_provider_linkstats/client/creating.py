@@ -1,9 +1,6 @@
-"""Creating a record with its ownership rule: a create is sent once, never blindly again.
-
-A create whose answer was lost (or a gateway's 502/503/504) is reconciled: the record is looked up
-by its natural key and kept only if it is this create's (``ownership.find_landed``). A create
-refused on a domain learned from the account is sent again once, with the domain the account
-gives now; a website's refusals say what to do (``websites.write_errors``).
+"""Creating a record with its ownership rule: a create is sent once, never blindly again (a lost
+answer or a gateway's 502/503/504: ``ownership.find_landed``). A create refused on a domain learned
+from the account is sent again once, with the domain the account gives now.
 """
 
 from __future__ import annotations

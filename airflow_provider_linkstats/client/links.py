@@ -1,12 +1,10 @@
 """A link's fields, from what the caller wrote to what the connected generation takes.
 
-Written once for every caller (the hook, the operators, the client without Airflow): the fields
-are checked against the contract once (``check_link``, into a ``Fields`` value, before any
-request: a past expiry is refused on every generation), then only transformed for the connected
-generation (``for_generation``): ``expires_at`` becomes expiration_date and expiration_time in
-the account's zone, rounded up to the minute, where the generation expires links that way
-(phpShort 44-45), or the end of a window in UTC whose start is ``starts_at`` (default: now)
-(phpShort 46+); a create without ``domain_id`` gets the default domain.
+Checked once for every caller, on every generation alike, before any request (``check_link``: a
+past expiry is refused everywhere), then only transformed (``for_generation``): ``expires_at``
+becomes 44-45's expiration_date and expiration_time in the account's zone, rounded up to the
+minute, or 46+'s window in UTC from ``starts_at`` (default: now); a create without ``domain_id``
+gets the default domain.
 """
 
 from __future__ import annotations

@@ -1,9 +1,8 @@
-"""Fields made ready for the connected generation before a write: checked once, the time zone an
-end is written in and the domain of a create that names none (the connection's extras, else the
-account's, read once when needed), and an end counted by the service's clock.
-
-``LinkstatsClient.prepare`` is the door; an operator asks it first, and a create or update asks it
-again at the send (a duration counts from the write, a fixed end may have passed meanwhile).
+"""Fields made ready for the connected generation before a write (``LinkstatsClient.prepare``):
+checked once, the zone an end is written in and the domain of a create that names none (the
+connection's extras, else the account's, read once when needed), an end by the service's clock.
+An operator asks first, and a create or update again at the send (a duration counts from the
+write, a fixed end may have passed meanwhile).
 """
 
 from __future__ import annotations
@@ -109,7 +108,6 @@ class FieldPreparer:
         """A fixed ``expires_at`` given to fields prepared earlier is still ahead by the service's clock,
         by more than its margin (the request takes time to be stored): else the write would make a
         link dead from the start (``LinkstatsInputError``, no request)."""
-
         given = fields.given.get("expires_at")
         if given is None:
             return

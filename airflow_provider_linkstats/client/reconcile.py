@@ -1,18 +1,14 @@
 """Create first, reconcile on conflict: what "already taken" looks like, and what to do about it.
 
-Links (alias) and websites (domain) have a natural key the service itself keeps unique: a create
-with a taken one is refused with a 422 whose field errors name that field. That refusal is the
-cheap signal, so a create with ``if_exists`` is sent first and the record is looked up only when
-the service says the key is taken (or when the create's answer was lost, which ``LinkstatsClient
-.create`` reconciles itself). The refusal is recognised by the FIELD it names, never by its text:
-installs answer in their own language.
+Links (alias) and websites (domain) have a natural key the service keeps unique: a create with a
+taken one is refused with a 422 whose field errors name that field, recognised by the FIELD, never
+by its text (installs answer in their own language). That refusal is the cheap signal, so the
+create is sent first and the record looked up only when the key is taken (a lost answer is
+reconciled by ``LinkstatsClient.create`` itself). Spaces, pixels and domains have names the
+service does not keep unique: looked up first, as a create would make a twin.
 
-Spaces, pixels and domains have names the service does not keep unique (two spaces may share a
-name), so for them the look-up still comes first: a create would make a twin.
-
-``create_or_reconcile`` is that rule run over any ``Records``: the hook (whose writes reword
-errors for its connection) or ``ClientRecords`` around a ``LinkstatsClient`` (the client without
-Airflow's ``create_or_reconcile``). The rest does no I/O.
+``create_or_reconcile`` runs that rule over any ``Records``: the hook (whose writes reword errors
+for its connection) or ``ClientRecords`` around a ``LinkstatsClient``. The rest does no I/O.
 """
 
 from __future__ import annotations

@@ -1,9 +1,8 @@
-"""Updating a record, and every write's answer checked against what was asked.
+"""Updating a record, and every write's answer checked against what was asked (``verify``).
 
-An update whose outcome is unknown is sent again only if the record does not hold what was asked
-(``verify.unapplied``). A write's answer that does not hold what was sent raises
-``LinkstatsWriteMismatchError`` (``verify.differences``), except a phpShort 44-45 end stored in a
-zone the account no longer has: the account is read again and the end mended with one update.
+An update whose outcome is unknown is sent again only if the record does not hold what was asked.
+A phpShort 44-45 end stored in a zone the account no longer has is mended: the account is read
+again and the end brought to the moment asked with one update.
 """
 
 from __future__ import annotations

@@ -3,16 +3,13 @@
 A field the connected install does not know is ignored without a word: phpShort 46+ drops the
 older names (``expiration_clicks``, ``expiration_date``, ``target_type`` ...), a future version may
 rename one more. The write then "succeeds" and the link never expires. So every create and update
-answer is read back and compared with what was asked, field by field, for the fields whose loss
-changes what the link or website does: the expiry (44-45's date and time, 46+'s window end), the
-click limit, the targeting type and rules, privacy and which passwords are set, the domain, the
-space and the pixels.
+answer is compared with what was asked, for the fields whose loss changes what the link or website
+does (``CHECKED``).
 
-``differences`` is pure: the values asked (the vocabulary, as ``validate_fields`` returns them),
-and the record as ``records.normalize`` reads it, whichever generation sent it (``RECORD_KEYS``:
-a 44-45 ``ends_at`` and a 46+ ``active_period_end_at`` are both ``expires_at`` there). Fields not
-sent are not checked: the services echo them as null. Nor is a field whose key the answer does not
-carry at all (a proxy's or another server's shortened record): real installs send every key.
+``differences`` is pure: the values asked (as ``validate_fields`` returns them) and the record as
+``records.normalize`` reads it, whichever generation sent it. Fields not sent are not checked (the
+services echo them as null), nor a field whose keys the answer does not carry at all (a proxy's
+shortened record: real installs send every key).
 """
 
 from __future__ import annotations
@@ -74,11 +71,8 @@ def differences(
     resource: Resource, asked: Mapping[str, Any], record: Mapping[str, Any], *, zone: str | None = None
 ) -> list[Difference]:
     """The checked fields of ``asked`` that ``record`` does not hold, in the order of ``CHECKED``.
-
-    ``asked``: validated vocabulary values (None: not sent, not checked). ``record``: normalised.
     ``zone``: the time zone 44-45's ``expiration_date``/``expiration_time`` were sent in; without
-    it only the presence of an end is checked.
-    """
+    it only the presence of an end is checked."""
     found: list[Difference] = []
     for name in checked(resource):
         value = asked.get(name)

@@ -1,14 +1,7 @@
-"""What the analytics service's answers to website writes mean, said in terms of what to do.
-
-The sync client (``creating.py``, ``updating.py``) runs every website create and update through ``write_errors``:
-
-- a 422 "too many websites" on the domain: the account's plan allows no more;
-- a 403: phpAnalytics 3.5+ checks the plan's API feature, so the plan, not the key, is the cause;
-- a 500 to a PUT: phpAnalytics 31's answer when the website does not exist, confirmed by a GET
-  (``missing_on_500``) and then said as a 404.
-
-``say_stored_domain`` logs when the service stored a domain other than as given (phpAnalytics 31
-removes every "www."), since later look-ups and creates must use the stored one.
+"""What the analytics service's answers to website writes mean, said in terms of what to do
+(``write_errors``: a plan that allows no more websites, a plan without the API, phpAnalytics 31's
+500 for a missing website), and a domain the service stored other than as given
+(``say_stored_domain``: phpAnalytics 31 removes every "www.", and later look-ups must use it).
 """
 
 from __future__ import annotations

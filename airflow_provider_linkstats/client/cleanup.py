@@ -116,7 +116,8 @@ class CleanupRules:
     def describe(self) -> str:
         parts = ["expired"] if self.expired else []
         if self.older_than is not None:
-            parts.append(f"created more than {_days(self.older_than)} ago")
+            days = self.older_than.total_seconds() / 86400
+            parts.append(f"created more than {days:g} day{'' if days == 1 else 's'} ago")
         if self.search is not None:
             parts.append(f"{self.search_by} like {self.search!r}")
         if self.space_id is not None:
@@ -124,11 +125,6 @@ class CleanupRules:
         if self.domain_id is not None:
             parts.append(f"on domain {self.domain_id}")
         return ", ".join(parts)
-
-
-def _days(span: dt.timedelta) -> str:
-    days = span.total_seconds() / 86400
-    return f"{days:g} day{'' if days == 1 else 's'}"
 
 
 def _like(needle: str) -> re.Pattern[str]:

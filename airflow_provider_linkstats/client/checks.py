@@ -1,7 +1,7 @@
 """The scalar checks shared by operators, sensor, trigger and hook settings.
 
-Apart from ``validation.py`` (which re-exports them) because the sensor's constructor runs them
-at every DAG parse: this module is small and imports only the errors.
+Apart from ``validation.py`` because the sensor's constructor runs them at every DAG parse: this
+module is small and imports only the errors.
 """
 
 from __future__ import annotations

@@ -309,7 +309,7 @@ def _rules(name: str, value: Any, record: Mapping[str, Any], asked: Mapping[str,
 
 def _secret(name: str, value: Any, record: Mapping[str, Any], asked: Mapping[str, Any], zone: str | None):
     stored = record.get(name)
-    if not isinstance(stored, bool) or stored == bool(value):  # not a flag (an echo without it): nothing to compare
+    if not isinstance(stored, bool) or stored == bool(value):  # not a flag (an echo without it), or as asked
         return None
     return Difference(name, "set" if value else "not set", "set" if stored else "not set", not stored)
 

@@ -21,7 +21,7 @@ from airflow_provider_linkstats.client.errors import (
     LinkstatsInputError,
     LinkstatsTransportError,
 )
-from airflow_provider_linkstats.client.generations import UTC_WINDOW, Generation
+from airflow_provider_linkstats.client.generations import LOCAL_MINUTE, UTC_WINDOW, Generation
 from airflow_provider_linkstats.client.links import check_link, for_generation, needs_account
 from airflow_provider_linkstats.client.validation import Fields, aware_moment
 
@@ -72,7 +72,8 @@ class FieldPreparer:
         timezone, domain = self.client.settings.timezone, self.client.settings.default_domain_id
         if not needs_account(values, generation, timezone=timezone, default_domain_id=domain, operation=operation):
             return timezone, domain
-        zone_needed = values.get("expires_at") is not None and not timezone
+        # 46+ writes an end as a UTC window: only a local date and time needs the account's zone
+        zone_needed = values.get("expires_at") is not None and generation.expiry == LOCAL_MINUTE and not timezone
         domain_needed = domain is None and operation == "create" and values.get("domain_id") is None
         try:
             profile = self.client.profile("links", account=True, domains=domain_needed)

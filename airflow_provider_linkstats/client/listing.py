@@ -32,6 +32,12 @@ from airflow_provider_linkstats.client.validation import validate_list_params
 log = logging.getLogger("airflow_provider_linkstats.client.api")  # the client's log, as before the move
 
 
+def _checked_max_items(max_items: Any) -> int | None:
+    return None if max_items is None else check_whole_number(
+        "max_items", max_items, allowed="a non-negative integer or None"
+    )
+
+
 class Lister:
     """The listings of ``client`` (the ``LinkstatsClient``: its requests and what it knows)."""
 
@@ -63,6 +69,7 @@ class Lister:
             return self.iter(LINKS, filters, max_items=max_items, complete=complete)
         # Each record decided by the service's clock, which its page's answer told.
         params = validate_list_params(LINKS, filters)
+        max_items = _checked_max_items(max_items)
         sent, keep = status_listing(params, self.client.generation(LINKS.service), self.client.clock.now)
         if keep is None or complete:
             listing = self.iter(LINKS, sent, max_items=max_items, complete=complete)
@@ -83,8 +90,7 @@ class Lister:
         self, request_for_page: Callable[[int], ApiRequest], per_page: int, max_items: int | None
     ) -> Iterator[dict[str, Any]]:
         """Every item of a listing, one page request at a time, stopping at the last page or max_items."""
-        if max_items is not None:
-            max_items = check_whole_number("max_items", max_items, allowed="a non-negative integer or None")
+        max_items = _checked_max_items(max_items)
         yielded = 0
         page_number = 1
         guard = PageGuard(per_page)  # a listing whose paging lies (no meta, pages that repeat) still ends
@@ -119,8 +125,7 @@ class GaplessListing:
     tell growth or the service ignores ``sort``; once exhausted, ``pages`` says how many were read."""
 
     def __init__(self, client: Any, resource: Resource, params: dict[str, Any], max_items: int | None):
-        if max_items is not None:
-            max_items = check_whole_number("max_items", max_items, allowed="a non-negative integer or None")
+        max_items = _checked_max_items(max_items)
         self.walk = GaplessWalk()
         self.first_read: float | None = None  # the service's epoch second before which no page was read
         self.keep: Callable[[dict[str, Any]], bool] | None = None  # records kept (a status decided from records)

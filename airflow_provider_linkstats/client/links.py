@@ -81,12 +81,9 @@ def _not_after(values: Fields, what: str, moment: dt.datetime, *, by_worker: boo
     return LinkstatsInputError("expires_at", shown, allowed)
 
 
-def needs_account(values: Mapping[str, Any], generation: Generation, *, timezone: str | None,
-                  default_domain_id: int | None, operation: str) -> bool:
-    """Whether preparing ``values`` needs the account's time zone or default domain."""
-    zone = values.get("expires_at") is not None and generation.expiry == LOCAL_MINUTE and not timezone
-    domain = operation == "create" and values.get("domain_id") is None and default_domain_id is None
-    return zone or domain
+def needs_zone(values: Mapping[str, Any], generation: Generation, timezone: str | None) -> bool:
+    """Whether preparing ``values`` needs the account's time zone: an end written as a local date and time."""
+    return values.get("expires_at") is not None and generation.expiry == LOCAL_MINUTE and not timezone
 
 
 def for_generation(

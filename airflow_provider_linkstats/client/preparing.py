@@ -21,8 +21,8 @@ from airflow_provider_linkstats.client.errors import (
     LinkstatsInputError,
     LinkstatsTransportError,
 )
-from airflow_provider_linkstats.client.generations import LOCAL_MINUTE, UTC_WINDOW, Generation
-from airflow_provider_linkstats.client.links import check_link, for_generation, needs_account
+from airflow_provider_linkstats.client.generations import UTC_WINDOW, Generation
+from airflow_provider_linkstats.client.links import check_link, for_generation, needs_zone
 from airflow_provider_linkstats.client.validation import Fields, aware_moment
 
 log = logging.getLogger("airflow_provider_linkstats.client.api")  # the client's log, as before the move
@@ -70,11 +70,10 @@ class FieldPreparer:
         """The time zone an end is written in and the domain of a create that names none: the
         connection's extras, else the account's (read once when needed)."""
         timezone, domain = self.client.settings.timezone, self.client.settings.default_domain_id
-        if not needs_account(values, generation, timezone=timezone, default_domain_id=domain, operation=operation):
-            return timezone, domain
-        # 46+ writes an end as a UTC window: only a local date and time needs the account's zone
-        zone_needed = values.get("expires_at") is not None and generation.expiry == LOCAL_MINUTE and not timezone
+        zone_needed = needs_zone(values, generation, timezone)  # not on 46+: it writes an end as a UTC window
         domain_needed = domain is None and operation == "create" and values.get("domain_id") is None
+        if not (zone_needed or domain_needed):
+            return timezone, domain
         try:
             profile = self.client.profile("links", account=True, domains=domain_needed)
         except (LinkstatsApiError, LinkstatsTransportError) as error:

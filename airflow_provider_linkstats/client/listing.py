@@ -38,6 +38,16 @@ def _checked_max_items(max_items: Any) -> int | None:
     )
 
 
+def _leave_order_to_the_walk(filters: dict[str, Any]) -> None:
+    """A complete walk reads the listing by id, in its own order: an order asked is refused, ``sort`` dropped."""
+    for name, allowed in (("sort_by", "id"), ("sort", None)):
+        if not is_blank(filters.get(name)) and str(filters[name]) != allowed:
+            raise LinkstatsInputError(
+                name, filters[name], "left out: a complete walk reads the listing by id, in its own order"
+            )
+    filters.pop("sort", None)
+
+
 class Lister:
     """The listings of ``client`` (the ``LinkstatsClient``: its requests and what it knows)."""
 
@@ -50,12 +60,7 @@ class Lister:
         if resource is WEBSITES and not is_blank(filters.get("favorite")):
             self.client.generation(resource.service).check_filters(WEBSITES, filters)
         if complete:
-            for name, allowed in (("sort_by", "id"), ("sort", None)):
-                if not is_blank(filters.get(name)) and str(filters[name]) != allowed:
-                    raise LinkstatsInputError(
-                        name, filters[name], "left out: a complete walk reads the listing by id, in its own order"
-                    )
-            filters.pop("sort", None)
+            _leave_order_to_the_walk(filters)
         params = validate_list_params(resource, filters)
         params.setdefault("per_page", MAX_PER_PAGE)
         if complete:

@@ -34,7 +34,7 @@ from airflow_provider_linkstats.client.errors import (
     LinkstatsOutcomeUnknownError,
 )
 from airflow_provider_linkstats.client.records import parse_timestamp
-from airflow_provider_linkstats.client.validation import Fields, validate_fields
+from airflow_provider_linkstats.client.validation import Fields, as_fields
 from airflow_provider_linkstats.client.verify import checked, differences, identity_differences, same_text
 
 # The client a look-up goes through (``client/api.py``'s, which imports this module): named, not imported.
@@ -128,7 +128,7 @@ def differences_from_sent(
     duration) are not held against it."""
     if not checked(resource):
         return identity_differences(resource, fields, record)
-    asked = fields if isinstance(fields, Fields) else validate_fields(resource, "create", fields)
+    asked = as_fields(resource, "create", fields)
     timed = _TIMED if asked.has_durations else frozenset()
     found = differences(resource, asked, record, zone=zone)
     found += [d for d in identity_differences(resource, asked, record) if d.field not in {f.field for f in found}]

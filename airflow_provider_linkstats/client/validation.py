@@ -14,6 +14,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 from urllib.parse import urlsplit
 
+from airflow_provider_linkstats.client.checks import is_whole_text
 from airflow_provider_linkstats.client.contract import (
     FieldSpec,
     Kind,
@@ -91,6 +92,11 @@ def validate_fields(
                 raise LinkstatsInputError(spec.name, None, f"required on {resource.singular} create; {spec.allowed()}")
     _check_together(clean, values)
     return Fields(resource, operation, clean, values)
+
+
+def as_fields(resource: Resource, operation: str, fields: Mapping[str, Any]) -> Fields:
+    """``fields`` as ``Fields``: checked for ``operation`` unless they already are."""
+    return fields if isinstance(fields, Fields) else validate_fields(resource, operation, fields)
 
 
 def _not_accepted(
@@ -316,7 +322,7 @@ def _choice(spec: FieldSpec | ListParamSpec, value: Any, bad: Bad, now: Any) -> 
         candidates = [value.value]
     elif isinstance(value, bool):
         candidates = [int(value)]
-    elif isinstance(value, str) and value.strip().lstrip("-").isdigit():
+    elif is_whole_text(value):
         candidates = [value, int(value.strip())]
     for candidate in candidates:
         for choice in spec.choices:

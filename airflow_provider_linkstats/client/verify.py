@@ -20,6 +20,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from airflow_provider_linkstats.client.checks import is_whole_text
 from airflow_provider_linkstats.client.contract import LINKS, TARGETING_FIELDS, WEBSITES, Resource
 from airflow_provider_linkstats.client.errors import LinkstatsWriteMismatchError
 from airflow_provider_linkstats.client.records import parse_timestamp
@@ -367,7 +368,7 @@ _CARRIED = {
 
 
 def _int(value: Any) -> Any:
-    if isinstance(value, bool) or (isinstance(value, str) and value.strip().lstrip("-").isdigit()):
+    if isinstance(value, bool) or is_whole_text(value):
         return int(value)
     return value
 

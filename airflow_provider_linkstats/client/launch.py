@@ -241,9 +241,6 @@ def _field_problems(fields: dict[str, Any], from_csv: bool) -> list[str]:
     return problems
 
 
-# -- the result -------------------------------------------------------------------------------------
-
-
 class Outcome:
     def __init__(self) -> None:
         # alias -> {"id", "short_url", "outcome", "made_by"[, "expires_at"]}

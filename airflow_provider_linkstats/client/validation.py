@@ -287,9 +287,6 @@ def normalize_domain(value: str) -> str:
     return host.rstrip("/").lower()
 
 
-# -- helpers ---------------------------------------------------------------------------------
-
-
 def _positive_int(value: Any) -> int | None:
     if isinstance(value, str) and value.strip().isdigit():
         value = int(value.strip())

@@ -364,9 +364,6 @@ _CARRIED = {
 }
 
 
-# -- helpers ----------------------------------------------------------------------------------------
-
-
 def _int(value: Any) -> Any:
     if isinstance(value, bool) or is_whole_text(value):
         return int(value)

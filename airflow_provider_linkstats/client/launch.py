@@ -215,16 +215,22 @@ def _row_fields(
     return fields, problems
 
 
+def _unknown_columns(left: dict[str, Any], accepted: list[str]) -> list[str]:
+    """The CSV columns of ``left`` that are no create field, set aside and named with the fields they may be."""
+    problems = []
+    for name in [name for name in left if name not in accepted]:
+        problems.append(f"column {name!r} is no link field; the columns may be: {', '.join(accepted)}.")
+        left.pop(name)
+    return problems
+
+
 def _field_problems(fields: dict[str, Any], from_csv: bool) -> list[str]:
     """Every field of ``fields`` the contract refuses, one sentence each (the check stops at the first
     problem, so each refused field is set aside and the rest checked again); a CSV column that is no
     create field is named as an unknown column, with the fields it may be."""
     accepted = sorted(spec.name for spec in LINKS.fields_for("create"))
-    problems, left = [], dict(fields)
-    if from_csv:
-        for name in [name for name in left if name not in accepted]:
-            problems.append(f"column {name!r} is no link field; the columns may be: {', '.join(accepted)}.")
-            left.pop(name)
+    left = dict(fields)
+    problems = _unknown_columns(left, accepted) if from_csv else []
     for _ in range(len(left) + 1):
         try:
             checked = validate_fields(LINKS, "create", left)

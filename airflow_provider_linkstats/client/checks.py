@@ -1,7 +1,7 @@
 """The scalar checks shared by operators, sensor, trigger and hook settings.
 
-Apart from ``validation.py`` (which re-exports them) because the sensor's constructor runs them
-at every DAG parse: this module is small and imports only the errors.
+Apart from ``validation.py`` because the sensor's constructor runs them at every DAG parse: this
+module is small and imports only the errors.
 """
 
 from __future__ import annotations
@@ -26,12 +26,17 @@ def not_given(value: Any) -> bool:
     return value is None or (isinstance(value, str) and value.strip().lower() in ("", "none", "null"))
 
 
+def is_whole_text(value: Any) -> bool:
+    """A whole number's digits as a string (``"5"``, ``" -2 "``)."""
+    return isinstance(value, str) and value.strip().lstrip("-").isdigit()
+
+
 def check_whole_number(
     field: str, value: Any, *, minimum: int = 0, maximum: int | None = None, allowed: str = ""
 ) -> int:
     """An int (or its digits as a string) within bounds; booleans are not numbers here."""
     number: Any = value
-    if isinstance(value, str) and value.strip().lstrip("-").isdigit():
+    if is_whole_text(value):
         number = int(value.strip())
     if isinstance(number, bool) or not isinstance(number, int) or number < minimum or (
         maximum is not None and number > maximum

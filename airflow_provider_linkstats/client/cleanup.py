@@ -1,26 +1,16 @@
 """The cleanup's decisions, without I/O: which links match, by which clock, when a page is read again,
-and when a walk of the listing is not to be trusted.
+and when a walk of the listing is not to be trusted (docs/cleanup.md tells the user's side).
 
-``drivers.cleanup.StreamingCleanup`` drives it: it reads the pages this plan asks for, feeds them in with
-the service's "now" (``ServiceClock.settled_now()``: a moment that has passed by the service's clock
+``drivers.cleanup.StreamingCleanup`` reads the pages this plan asks for, feeds them in with the
+service's "now" (``ServiceClock.settled_now()``: a moment that has passed by the service's clock
 whichever way the measurement errs) and sends the deletes it returns. Tests feed canned pages.
 
-The walk (``CleanupWalk``), sorted by id ascending:
-
-- **backward** when the first page's ``meta`` tells a page count that agrees with its total: the
-  last page first, down to page 1. A delete only moves records of later pages, which were read
-  already, so no record is skipped, and the ids already handled (``below``) keep any record from
-  being handled twice;
-- **forward** otherwise (no meta, or a ``last_page`` that disagrees with the total): each page
-  after the deletes of the one before are answered, from the offset of the records still listed.
-
-Every delete rests on fresh evidence (``PagePlan``): the read that finds a link (the walk's) is
-followed by a **confirming read** of the same page right before its deletes are sent; a link is
-deleted only if that read shows it still matching, and only while that read is at most
-``max_age`` seconds old (the driver checks at the moment the delete leaves, after any rate-limit
-wait). A record that stopped matching is kept and named; one no longer on the confirming page is
-not deleted on that evidence (read again on an earlier page when it moved there, else left); a
-delete held past ``max_age`` goes back to the page, which is read again before the rest.
+The walk (``CleanupWalk``) is sorted by id ascending: **backward** (the last page first) when the
+first page's ``meta`` tells a page count that agrees with its total, so a delete only moves records
+of pages read already and ``below`` keeps any record from being handled twice; else **forward**,
+each page from the offset of the records still listed. Every delete rests on fresh evidence
+(``PagePlan``): a confirming read of the page right before its deletes, which deletes a link only
+if it still matches, and only while that read is at most ``max_age`` seconds old.
 """
 
 from __future__ import annotations
@@ -29,13 +19,15 @@ import datetime as dt
 import math
 import re
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from airflow_provider_linkstats.client.checks import check_bool, check_choice, check_number, check_whole_number
 from airflow_provider_linkstats.client.checks import not_given as is_blank
+from airflow_provider_linkstats.client.contract import MAX_PER_PAGE
 from airflow_provider_linkstats.client.errors import LinkstatsInputError
 from airflow_provider_linkstats.client.paging import PageGuard, UntrustedListingError
+from airflow_provider_linkstats.client.records import link_timing, parse_timestamp, record_domain_id
 
 # Seconds from a confirming read to the last delete it allows: a link renewed after the read is
 # deleted only if its delete leaves within this window. At the real limit (60 requests a minute) a
@@ -55,15 +47,11 @@ JsonDict = dict[str, Any]
 
 @dataclass(frozen=True)
 class CleanupRules:
-    """Which links a cleanup deletes, decided from each record (the listing's filters only narrow the walk).
-
-    ``expired``: the link is over for good by its record, whatever the generation
-    (``link_timing(record).ended(now)``: its end passed by ``now``, or its click limit was reached;
-    a phpShort 46+ window that has not started yet is not over). ``older_than``: its ``created_at``
-    is more than this long before ``now`` (a record without one is kept). ``search`` (SQL LIKE, as
-    the service reads it: case-insensitive, ``%`` and ``_`` wildcards) in ``search_by``;
-    ``space_id`` (0: no space); ``domain_id``. Every rule given must hold. ``now`` is the service's
-    settled now at the moment of each decision.
+    """Which links a cleanup deletes, decided from each record at the service's settled now (the
+    listing's filters only narrow the walk); every rule given must hold. ``expired``: over for good
+    by ``link_timing(record).ended(now)`` (a 46+ window not started yet is not over); ``older_than``:
+    ``created_at`` more than this before now (none: kept); ``search``: SQL LIKE in ``search_by``, as
+    the service reads it; ``space_id`` (0: no space); ``domain_id``.
     """
 
     expired: bool = True
@@ -78,13 +66,8 @@ class CleanupRules:
         return self.expired or any(value is not None for value in given)
 
     def listing_filters(self, lists_date_expiry: bool) -> JsonDict:
-        """What to ask the listing for: every rule the server can apply, sorted by id ascending.
-
-        ``status=2`` only where the generation's filter means "ended by date or clicks" (44-45);
-        phpShort 46+'s does not, so there the walk covers all links and the records decide.
-        """
-        from airflow_provider_linkstats.client.contract import MAX_PER_PAGE
-
+        """What to ask the listing for: every rule the server can apply, sorted by id ascending;
+        ``status=2`` only where it means "ended by date or clicks" (44-45; on 46+ the records decide)."""
         filters: JsonDict = {"sort_by": "id", "sort": "asc", "per_page": MAX_PER_PAGE}
         if self.expired and lists_date_expiry:
             filters["status"] = 2
@@ -95,9 +78,6 @@ class CleanupRules:
         if self.domain_id is not None:
             filters["domain_id"] = self.domain_id
         return filters
-
-    def matches(self, record: JsonDict, now: dt.datetime) -> bool:
-        return self.failed_rule(record, now) is None
 
     def failed_rule(self, record: JsonDict, now: dt.datetime) -> str | None:
         """The first rule the record does not meet (its argument's name), or None when it meets them all."""
@@ -113,13 +93,9 @@ class CleanupRules:
     # Each rule: whether the record meets it (a rule not given is met).
 
     def _ended(self, record: JsonDict, now: dt.datetime) -> bool:
-        from airflow_provider_linkstats.client.records import link_timing
-
         return not self.expired or link_timing(record).ended(now)
 
     def _old_enough(self, record: JsonDict, now: dt.datetime) -> bool:
-        from airflow_provider_linkstats.client.records import parse_timestamp
-
         if self.older_than is None:
             return True
         created = parse_timestamp(record.get("created_at"))  # a record without one is kept
@@ -135,14 +111,13 @@ class CleanupRules:
         return found and (space == self.space_id or (self.space_id == 0 and space is None))  # 0: in no space
 
     def _on_domain(self, record: JsonDict, now: dt.datetime) -> bool:
-        from airflow_provider_linkstats.client.records import record_domain_id
-
         return self.domain_id is None or record_domain_id(record) == self.domain_id
 
     def describe(self) -> str:
         parts = ["expired"] if self.expired else []
         if self.older_than is not None:
-            parts.append(f"created more than {_days(self.older_than)} ago")
+            days = self.older_than.total_seconds() / 86400
+            parts.append(f"created more than {days:g} day{'' if days == 1 else 's'} ago")
         if self.search is not None:
             parts.append(f"{self.search_by} like {self.search!r}")
         if self.space_id is not None:
@@ -150,11 +125,6 @@ class CleanupRules:
         if self.domain_id is not None:
             parts.append(f"on domain {self.domain_id}")
         return ", ".join(parts)
-
-
-def _days(span: dt.timedelta) -> str:
-    days = span.total_seconds() / 86400
-    return f"{days:g} day{'' if days == 1 else 's'}"
 
 
 def _like(needle: str) -> re.Pattern[str]:
@@ -506,6 +476,4 @@ class CleanupLimits:
         return cls(dry, deletes, share, workers, sample, evidence, without_date)
 
     def as_kwargs(self) -> dict[str, Any]:
-        from dataclasses import asdict
-
         return asdict(self)

@@ -64,27 +64,10 @@ class Platform(str, enum.Enum):
 CONTINENTS = ("AF", "AN", "AS", "EU", "NA", "OC", "SA")
 DEVICES = ("desktop", "mobile", "tablet", "watch", "television")
 BROWSERS = (  # phpShort 46+ config/browsers.php
-    "Chrome",
-    "Chromium",
-    "Firefox",
-    "Firefox Mobile",
-    "Edge",
-    "Internet Explorer",
-    "Mobile Internet Explorer",
-    "Vivaldi",
-    "Brave",
-    "Safari",
-    "Opera",
-    "Opera Mini",
-    "Opera Mobile",
-    "Opera Touch",
-    "Yandex Browser",
-    "UC Browser",
-    "Samsung Internet",
-    "QQ Browser",
-    "BlackBerry Browser",
-    "Maxtho",
-)
+    "Chrome", "Chromium", "Firefox", "Firefox Mobile", "Edge", "Internet Explorer", "Mobile Internet Explorer",
+    "Vivaldi", "Brave", "Safari", "Opera", "Opera Mini", "Opera Mobile", "Opera Touch", "Yandex Browser",
+    "UC Browser", "Samsung Internet", "QQ Browser", "BlackBerry Browser", "Maxtho",
+)  # fmt: skip
 
 
 class Toggle(enum.IntEnum):
@@ -345,9 +328,6 @@ class Resource:
     # Record keys the service stores as integers; create/update answers echo them as strings.
     integer_keys: tuple[str, ...] = ()
 
-    def spec(self, name: str) -> FieldSpec:
-        return next(f for f in self.fields if f.name == name)
-
     def fields_for(self, operation: str) -> tuple[FieldSpec, ...]:
         """Fields accepted by ``operation`` ("create" or "update")."""
         return tuple(f for f in self.fields if getattr(f, operation))
@@ -412,11 +392,6 @@ WEBSITE_STAT_NAMES: tuple[str, ...] = (
 )  # fmt: skip
 
 
-def stats_names(service: str) -> tuple[str, ...]:
-    """The statistic names accepted for ``service``: both generations' names."""
-    return LINK_STAT_NAMES if service == "links" else WEBSITE_STAT_NAMES
-
-
 @dataclass(frozen=True)
 class StatsSpec:
     """The statistics of one service: ``GET /stats/{id}?name=&from=&to=``, rows of value and count."""
@@ -428,7 +403,7 @@ class StatsSpec:
     @property
     def names(self) -> tuple[str, ...]:
         """Every statistic name accepted (both generations' names)."""
-        return stats_names(self.service)
+        return LINK_STAT_NAMES if self.service == "links" else WEBSITE_STAT_NAMES
 
 
 _STATS_PARAMS: tuple[ListParamSpec, ...] = (

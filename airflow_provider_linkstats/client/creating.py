@@ -1,9 +1,6 @@
-"""Creating a record with its ownership rule: a create is sent once, never blindly again.
-
-A create whose answer was lost (or a gateway's 502/503/504) is reconciled: the record is looked up
-by its natural key and kept only if it is this create's (``ownership.find_landed``). A create
-refused on a domain learned from the account is sent again once, with the domain the account
-gives now; a website's refusals say what to do (``websites.write_errors``).
+"""Creating a record with its ownership rule: a create is sent once, never blindly again (a lost
+answer or a gateway's 502/503/504: ``ownership.find_landed``). A create refused on a domain learned
+from the account is sent again once, with the domain the account gives now.
 """
 
 from __future__ import annotations
@@ -65,20 +62,15 @@ class Creator:
                 resource, "create", fields, record, generation, zone, request, response.status
             )
             return windows.checked(self.client, "create", fields, record, generation, zone)  # mended if misclocked
-        except LinkstatsValidationError as error:
-            if resource is LINKS and "domain_id" in error.errors:
-                other = self._domain_relearned(fields)
-                if other is None:
-                    raise self._domain_refused(error, fields) from error
+        except (LinkstatsValidationError, LinkstatsNotFoundError) as error:
+            if resource is not LINKS or not _refuses_domain(error):
+                raise
+            other = self._domain_relearned(fields)
+            if other is not None:
                 # A refused create made nothing: safe to send again, once (``_domain_retried``).
                 return self._create(resource, fields.changed(domain_id=other), generation, zone)
-            raise
-        except LinkstatsNotFoundError as error:
-            # A create's 404 is a referenced record missing; "...[App\Models\Domain]": the domain.
-            if resource is LINKS and "Domain" in error.message:
-                other = self._domain_relearned(fields)
-                if other is not None:
-                    return self._create(resource, fields.changed(domain_id=other), generation, zone)
+            if isinstance(error, LinkstatsValidationError):
+                raise self._domain_refused(error, fields) from error
             raise
         except (LinkstatsTransportError, LinkstatsApiError) as error:
             if not is_unknown_outcome(request, error):
@@ -125,3 +117,11 @@ class Creator:
             f"{error.message}: domain_id {sent} ({origin}) is not one the account may use; give another "
             f"domain_id, or set {extra}"
         )
+
+
+def _refuses_domain(error: LinkstatsValidationError | LinkstatsNotFoundError) -> bool:
+    """A create refused for its domain: a 422 on domain_id, or a 404 on a referenced record
+    missing, "...[App\\Models\\Domain]" (the domain)."""
+    if isinstance(error, LinkstatsValidationError):
+        return "domain_id" in error.errors
+    return "Domain" in error.message

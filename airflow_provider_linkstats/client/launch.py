@@ -9,12 +9,21 @@ this launch's (``wanted_alias``), what a conflict is (``conflicts``)
 
 from __future__ import annotations
 
+import csv
+import io
 import json
+import os
 import re
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from airflow_provider_linkstats.client.checks import check_future
 from airflow_provider_linkstats.client.contract import LINKS
+from airflow_provider_linkstats.client.errors import LinkstatsInputError
+from airflow_provider_linkstats.client.ownership import EARLIER_TRY
+from airflow_provider_linkstats.client.records import record_domain_id
+from airflow_provider_linkstats.client.validation import validate_fields
+from airflow_provider_linkstats.client.verify import identity_differences
 
 LIST_FIELDS = tuple(spec.name for spec in LINKS.fields if spec.kind.name in ("TARGETING", "ID_LIST"))
 SOURCE_FORMATS = ("json", "csv")
@@ -28,8 +37,6 @@ def load_rows(
     """The items as dicts (``Row``: each knows where it came from), from ``links`` or from the file at
     ``source`` (exactly one of the two), whose text ``read`` returns (the driver's object storage);
     ``from_file``: ``links`` is a JSON file's list."""
-    from airflow_provider_linkstats.client.errors import LinkstatsInputError
-
     if (links is None) == (source is None or source == ""):
         raise LinkstatsInputError("links/source", (links, source), "exactly one of the two")
     if source:
@@ -45,8 +52,6 @@ def load_rows(
 
 
 def _row(fields: Any, where: str) -> Row:
-    from airflow_provider_linkstats.client.errors import LinkstatsInputError
-
     if not isinstance(fields, Mapping):
         raise LinkstatsInputError(where, fields, "a dict of link fields (url, alias, ...)")
     return Row(fields, where)
@@ -64,11 +69,6 @@ class Row(dict):
 
 
 def _read_source(source: str, read: Callable[[str], str] | None) -> list[dict[str, Any]]:
-    import csv
-    import io
-
-    from airflow_provider_linkstats.client.errors import LinkstatsInputError
-
     kind = source.rsplit(".", 1)[-1].lower() if "." in source.rsplit("/", 1)[-1] else ""
     if kind not in SOURCE_FORMATS:
         raise LinkstatsInputError("source", source, "a URL of a .json or .csv file (file://, s3://, gs://, ...)")
@@ -87,8 +87,6 @@ def _read_source(source: str, read: Callable[[str], str] | None) -> list[dict[st
 
 def _json_rows(source: str, text: str) -> list[dict[str, Any]]:
     """A JSON file's links: a list, or an object with a ``links`` list."""
-    from airflow_provider_linkstats.client.errors import LinkstatsInputError
-
     try:
         data = json.loads(text)
     except ValueError as error:
@@ -100,8 +98,6 @@ def _json_rows(source: str, text: str) -> list[dict[str, Any]]:
 
 def _csv_fields(row: Mapping[str | None, str | None]) -> dict[str, Any]:
     """A CSV row's given fields (an empty cell gives none), a list field's cell read as JSON."""
-    from airflow_provider_linkstats.client.errors import LinkstatsInputError
-
     clean: dict[str, Any] = {}
     for name, value in row.items():
         if name is None or value is None or value.strip() == "":
@@ -151,8 +147,6 @@ def plan_items(
     """Every row checked and given its alias, before any request; all problems reported at once (every
     problem of every row, one sentence each), naming the row by where it came from (``Row.where``) and
     its alias. ``origin``: where the rows came from, for the message ("links", or "source '<url>'")."""
-    from airflow_provider_linkstats.client.errors import LinkstatsInputError
-
     if defaults is not None and not isinstance(defaults, Mapping):
         raise LinkstatsInputError("defaults", defaults, "a dict of create fields for every link")
     problems: list[str] = []
@@ -188,18 +182,12 @@ def _row_problems(
 
 def _invalid_rows(problems: list[str], rows: int, origin: str) -> Exception:
     """One error for every problem of every row: the first 20 listed, the rows counted."""
-    from airflow_provider_linkstats.client.errors import LinkstatsInputError
-
     shown = problems[:20] + ([f"and {len(problems) - 20} more."] if len(problems) > 20 else [])
     listed = "\n".join(f"- {problem}" for problem in shown)
     bad = len({problem.split(":", 1)[0].split(" (alias", 1)[0] for problem in problems})
     counted = f"{bad} of {rows} rows"
     message = f"{counted} of {origin} are invalid; nothing was sent:\n{listed}"
     return LinkstatsInputError(origin.split(" ", 1)[0], counted, listed, message=message)
-
-
-# alias and alias_column do not mix: with alias_column every row's alias comes from that column.
-_MIXED = "both an alias and alias_column {column!r}: with alias_column every alias comes from that column (leave "
 
 
 def _row_fields(
@@ -227,20 +215,22 @@ def _row_fields(
     return fields, problems
 
 
+def _unknown_columns(left: dict[str, Any], accepted: list[str]) -> list[str]:
+    """The CSV columns of ``left`` that are no create field, set aside and named with the fields they may be."""
+    problems = []
+    for name in [name for name in left if name not in accepted]:
+        problems.append(f"column {name!r} is no link field; the columns may be: {', '.join(accepted)}.")
+        left.pop(name)
+    return problems
+
+
 def _field_problems(fields: dict[str, Any], from_csv: bool) -> list[str]:
     """Every field of ``fields`` the contract refuses, one sentence each (the check stops at the first
     problem, so each refused field is set aside and the rest checked again); a CSV column that is no
     create field is named as an unknown column, with the fields it may be."""
-    from airflow_provider_linkstats.client.checks import check_future
-    from airflow_provider_linkstats.client.errors import LinkstatsInputError
-    from airflow_provider_linkstats.client.validation import validate_fields
-
     accepted = sorted(spec.name for spec in LINKS.fields_for("create"))
-    problems, left = [], dict(fields)
-    if from_csv:
-        for name in [name for name in left if name not in accepted]:
-            problems.append(f"column {name!r} is no link field; the columns may be: {', '.join(accepted)}.")
-            left.pop(name)
+    left = dict(fields)
+    problems = _unknown_columns(left, accepted) if from_csv else []
     for _ in range(len(left) + 1):
         try:
             checked = validate_fields(LINKS, "create", left)
@@ -255,9 +245,6 @@ def _field_problems(fields: dict[str, Any], from_csv: bool) -> list[str]:
             problems.append(error.sentence())
             left.pop(error.field)
     return problems
-
-
-# -- the result -------------------------------------------------------------------------------------
 
 
 class Outcome:
@@ -284,8 +271,6 @@ class Outcome:
 
 def kept(outcome: str, made_by: str) -> str:
     """A create refused as taken, then skipped or updated: an earlier try's link counts as that."""
-    from airflow_provider_linkstats.client.ownership import EARLIER_TRY
-
     if outcome == "skipped" and made_by == EARLIER_TRY:
         return "created_earlier"
     return outcome
@@ -293,8 +278,6 @@ def kept(outcome: str, made_by: str) -> str:
 
 def walk_filters(aliases: list[str]) -> tuple[str, dict[str, Any]]:
     """The one listing walk's filter: the aliases' common prefix (and the prefix)."""
-    import os
-
     prefix = os.path.commonprefix(aliases)
     return prefix, ({"search": prefix, "search_by": "alias"} if prefix else {})
 
@@ -302,8 +285,6 @@ def walk_filters(aliases: list[str]) -> tuple[str, dict[str, Any]]:
 def wanted_alias(record: dict[str, Any], wanted: Mapping[str, Any]) -> str | None:
     """The alias of this launch ``record`` is (``wanted``: alias -> the row's domain_id), or None:
     another alias, or the same alias on another domain."""
-    from airflow_provider_linkstats.client.records import record_domain_id
-
     alias = str(record.get("alias"))
     if alias not in wanted:
         return None
@@ -315,8 +296,6 @@ def wanted_alias(record: dict[str, Any], wanted: Mapping[str, Any]) -> str | Non
 
 def conflicts(items: list[Item], existing: Mapping[str, dict[str, Any]], rows: Mapping[str, str]) -> list[str]:
     """The rows whose alias belongs to another link (another long URL), one sentence each."""
-    from airflow_provider_linkstats.client.verify import identity_differences
-
     problems = []
     for item in items:
         record = existing.get(item.alias)

@@ -1,12 +1,10 @@
 """A link's fields, from what the caller wrote to what the connected generation takes.
 
-Written once for every caller (the hook, the operators, the client without Airflow): the fields
-are checked against the contract once (``check_link``, into a ``Fields`` value, before any
-request: a past expiry is refused on every generation), then only transformed for the connected
-generation (``for_generation``): ``expires_at`` becomes expiration_date and expiration_time in
-the account's zone, rounded up to the minute, where the generation expires links that way
-(phpShort 44-45), or the end of a window in UTC whose start is ``starts_at`` (default: now)
-(phpShort 46+); a create without ``domain_id`` gets the default domain.
+Checked once for every caller, on every generation alike, before any request (``check_link``: a
+past expiry is refused everywhere), then only transformed (``for_generation``): ``expires_at``
+becomes 44-45's expiration_date and expiration_time in the account's zone, rounded up to the
+minute, or 46+'s window in UTC from ``starts_at`` (default: now); a create without ``domain_id``
+gets the default domain.
 """
 
 from __future__ import annotations
@@ -83,12 +81,9 @@ def _not_after(values: Fields, what: str, moment: dt.datetime, *, by_worker: boo
     return LinkstatsInputError("expires_at", shown, allowed)
 
 
-def needs_account(values: Mapping[str, Any], generation: Generation, *, timezone: str | None,
-                  default_domain_id: int | None, operation: str) -> bool:
-    """Whether preparing ``values`` needs the account's time zone or default domain."""
-    zone = values.get("expires_at") is not None and generation.expiry == LOCAL_MINUTE and not timezone
-    domain = operation == "create" and values.get("domain_id") is None and default_domain_id is None
-    return zone or domain
+def needs_zone(values: Mapping[str, Any], generation: Generation, timezone: str | None) -> bool:
+    """Whether preparing ``values`` needs the account's time zone: an end written as a local date and time."""
+    return values.get("expires_at") is not None and generation.expiry == LOCAL_MINUTE and not timezone
 
 
 def for_generation(

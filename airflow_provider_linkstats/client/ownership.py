@@ -27,6 +27,15 @@ from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any
 
 from airflow_provider_linkstats.client.contract import LINKS, WEBSITES, Resource
+from airflow_provider_linkstats.client.errors import (
+    LinkstatsConflictError,
+    LinkstatsError,
+    LinkstatsExistsError,
+    LinkstatsOutcomeUnknownError,
+)
+from airflow_provider_linkstats.client.records import parse_timestamp
+from airflow_provider_linkstats.client.validation import Fields, as_fields
+from airflow_provider_linkstats.client.verify import checked, differences, identity_differences, same_text
 
 # The client a look-up goes through (``client/api.py``'s, which imports this module): named, not imported.
 LinkstatsClient = Any
@@ -37,12 +46,9 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-# Letters and digits without vowels: no word forms (an install's bad-words list never refuses a key),
-# and 31 symbols whichever case the service compares in (MySQL's default collation ignores case).
+# Letters and digits without vowels (no word: no bad-words list refuses a key), 31 symbols whichever
+# case the service compares in; 31**16 keys: why two never meet, docs/operators.md "Whose record is it".
 KEY_ALPHABET = "0123456789bcdfghjklmnpqrstvwxyz"
-# 16 symbols: 31**16 = 7.3e23 keys (79 bits). Among a million task instances' keys in one account the
-# chance that any two meet is about n**2 / 2 / 31**16 = 7e-13: they do not meet. (A meeting would
-# not be taken for this task's: the record must hold what was sent, else ``if_exists`` decides.)
 KEY_LENGTH = 16
 
 # Fields whose stored value depends on when the write was sent: a duration ("PT2H") counts from
@@ -79,8 +85,6 @@ class Claim:
     def keyed(self, resource: Resource, fields: Mapping[str, Any]) -> Any:
         """``fields`` with the task's key as alias where a link create names none (fields already
         made ready stay so: a duration is still counted from the send)."""
-        from airflow_provider_linkstats.client.validation import Fields
-
         if resource is not LINKS or not self.key or fields.get("alias") not in (None, ""):
             return fields
         if isinstance(fields, Fields):
@@ -122,12 +126,9 @@ def differences_from_sent(
     """What of the sent ``fields`` ``record`` holds otherwise. A field it holds nothing for (a write
     the service ignored: mended as the record's owner) and a moment counted from the send (a
     duration) are not held against it."""
-    from airflow_provider_linkstats.client.validation import Fields, validate_fields
-    from airflow_provider_linkstats.client.verify import checked, differences, identity_differences
-
     if not checked(resource):
         return identity_differences(resource, fields, record)
-    asked = fields if isinstance(fields, Fields) else validate_fields(resource, "create", fields)
+    asked = as_fields(resource, "create", fields)
     timed = _TIMED if asked.has_durations else frozenset()
     found = differences(resource, asked, record, zone=zone)
     found += [d for d in identity_differences(resource, asked, record) if d.field not in {f.field for f in found}]
@@ -137,8 +138,6 @@ def differences_from_sent(
 def created_after(record: Mapping[str, Any], moment: dt.datetime) -> bool | None:
     """Whether the service created ``record`` at or after ``moment`` (the service's clock); None:
     it has no readable ``created_at``."""
-    from airflow_provider_linkstats.client.records import parse_timestamp
-
     created = parse_timestamp(record.get("created_at"))
     return None if created is None else created >= moment
 
@@ -188,9 +187,6 @@ def find_landed(
     looked for again (backing off) until a look sent after ``late_commit_window`` finds nothing
     either, then ``LinkstatsOutcomeUnknownError``. Never sent again: a resend while the first may
     still land makes a twin (the task's retry looks again first: its create carries the same key)."""
-    from airflow_provider_linkstats.client.errors import LinkstatsOutcomeUnknownError
-
-    claim = _claim_of_send(sent_at, client.clock)
     if not key_value:
         raise LinkstatsOutcomeUnknownError(
             f"{request.describe()}: {unknown_reason(unknown)}, so the {resource.singular} may have been created; "
@@ -198,6 +194,8 @@ def find_landed(
             "was not sent again: check the service before retrying (a create run by a task carries the task's "
             "own alias, which its look-up and its retry find)"
         )
+    lost = _LostCreate(client, resource, request, fields, key_value, _claim_of_send(sent_at, client.clock),
+                       unknown_reason(unknown))  # fmt: skip
     window = client.settings.late_commit_window
     started, looks = time.monotonic(), 0
     while True:
@@ -207,7 +205,7 @@ def find_landed(
         time.sleep(max(0.0, min(pause, window - (time.monotonic() - started))))  # let a late commit land
         looks += 1
         look_began = time.monotonic()
-        found = _look(client, resource, request, fields, key_value, claim, unknown)
+        found = lost.look()
         if found is not None:
             return found
         # Only a look sent after the window proves nothing landed in it.
@@ -215,22 +213,18 @@ def find_landed(
             break
         log.info(
             "Linkstats %s: %s, and no %s with %s %r is there yet (look %d); looking again within %.0f s",
-            request.describe(), unknown_reason(unknown), resource.singular, resource.natural_key, key_value,
-            looks, window,
+            request.describe(), lost.reason, resource.singular, resource.natural_key, key_value, looks, window,
         )  # fmt: skip
     since = dt.datetime.fromtimestamp(sent_at + client.clock.offset, dt.timezone.utc)
-    what = f"{resource.natural_key} {key_value!r}"
     error = LinkstatsOutcomeUnknownError(
-        f"{request.describe()}: {unknown_reason(unknown)}; the {resource.singular} was looked up by {what} "
+        f"{request.describe()}: {lost.reason}; the {resource.singular} was looked up by {lost.what} "
         f"{looks} time(s) over {window:.0f} s (the late_commit_window extra of connection "
         f"{client.settings.conn_id!r}) and none it could have made appeared, so it was not sent again (a "
-        f"late commit would make a twin): check the service for a {resource.singular} with {what} made since "
+        f"late commit would make a twin): check the service for a {resource.singular} with {lost.what} made since "
         f"{since:%Y-%m-%d %H:%M:%S} UTC by its clock; the task's retry looks for it again before creating"
     )
     error.retry_looks_first = True
     raise error
-
-
 def _claim_of_send(sent_at: float, clock: ServiceClock) -> Claim:
     """The running task's claim, its first try taken no later than this create's send at its
     earliest (the clock's margin before it, and a second: ``created_at`` keeps whole seconds, so a
@@ -242,126 +236,111 @@ def _claim_of_send(sent_at: float, clock: ServiceClock) -> Claim:
     return dataclasses.replace(claim, first_try=first)
 
 
-def _look(
-    client: LinkstatsClient,
-    resource: Resource,
-    request: ApiRequest,
-    fields: Mapping[str, Any],
-    key_value: str,
-    claim: Claim,
-    unknown: BaseException,
-) -> dict[str, Any] | None:
-    """One look for the lost create's record by its key: the record if it is this create's, None if
-    none is there; another's: ``LinkstatsExistsError`` carrying it (``record``), for ``if_exists``."""
-    from airflow_provider_linkstats.client.errors import LinkstatsError, LinkstatsOutcomeUnknownError
+@dataclasses.dataclass(frozen=True)
+class _LostCreate:
+    """A create whose outcome is unknown (``reason``), looked for under its key through ``client``."""
 
-    reason, what = unknown_reason(unknown), f"{resource.natural_key} {key_value!r}"
-    try:
-        candidates = _under_key(client, resource, key_value, fields.get("domain_id"))
-    except LinkstatsError as lookup_error:
-        raise LinkstatsOutcomeUnknownError(
-            f"{request.describe()}: {reason}, so the {resource.singular} may have been created, and looking it up "
-            f"by {what} failed too ({lookup_error}); it was not sent again: check the service before retrying"
-        ) from lookup_error
-    if not candidates:
-        return None
-    ours = [record for record in candidates if _owned(client, resource, claim, fields, record, request, reason)]
-    if len(ours) == 1:
-        log.warning(
-            "Linkstats %s: %s, but the %s exists as asked (id=%s, found by %s); not sending again",
-            request.describe(), reason, resource.singular, ours[0].get("id"), what,
-        )  # fmt: skip
-        return ours[0]
-    if len(ours) > 1:
-        ids = ", ".join(str(record.get("id")) for record in ours)
-        raise LinkstatsOutcomeUnknownError(
-            f"{request.describe()}: {reason}; {resource.name} {ids} with that {resource.natural_key} hold what was "
-            "sent, so which one is this create's is unknown; it was not sent again: check them before retrying"
-        )
-    raise _not_ours(client, resource, request, fields, candidates[0], claim, reason, what)
+    client: LinkstatsClient
+    resource: Resource
+    request: ApiRequest
+    fields: Mapping[str, Any]
+    key_value: str
+    claim: Claim
+    reason: str
 
+    @property
+    def what(self) -> str:
+        return f"{self.resource.natural_key} {self.key_value!r}"
 
-def _under_key(client: LinkstatsClient, resource: Resource, key_value: str, domain_id: Any) -> list[dict[str, Any]]:
-    """The records under the key: one at most where the service keeps it unique (a link's alias, a
-    website's domain), else every record whose name is exactly it (spaces, pixels, domains)."""
-    from airflow_provider_linkstats.client.verify import same_text
-
-    if resource in (LINKS, WEBSITES):
-        found = client.find_by_natural_key(resource, key_value, domain_id)
-        return [found] if found is not None else []
-    field = resource.natural_key
-    listing = client.iter(resource, {"search": key_value, "search_by": field})
-    return [r for r in listing if isinstance(r.get(field), str) and same_text(key_value, r[field])]
-
-
-def _owned(
-    client: LinkstatsClient,
-    resource: Resource,
-    claim: Claim,
-    fields: Mapping[str, Any],
-    record: dict[str, Any],
-    request: ApiRequest,
-    reason: str,
-) -> bool:
-    """``is_ours`` for a lost create's candidate; no evidence either way (no ``Date``, no
-    ``created_at``) where time decides: ``LinkstatsOutcomeUnknownError``."""
-    from airflow_provider_linkstats.client.errors import LinkstatsOutcomeUnknownError
-
-    keyed = claim.derived(fields.get(resource.natural_key))
-    if not keyed and not differences_from_sent(resource, fields, record, client.zone(resource)):
-        if not client.clock.known:
+    def look(self) -> dict[str, Any] | None:
+        """One look for the record by its key: the record if it is this create's, None if none is
+        there; another's: ``LinkstatsExistsError`` carrying it (``record``), for ``if_exists``."""
+        resource, request = self.resource, self.request
+        try:
+            candidates = self._under_key()
+        except LinkstatsError as lookup_error:
             raise LinkstatsOutcomeUnknownError(
-                f"{request.describe()}: {reason}; the service's answers carry no Date header, so "
-                f"{resource.singular} id={record.get('id')}'s created_at cannot be compared with when this create "
-                "was sent (no evidence either way); it was not sent again: check the service before retrying (and "
-                "why its answers lack a Date header: a proxy that strips it?)"
-            )
-        if created_after(record, dt.datetime.min.replace(tzinfo=dt.timezone.utc)) is None:
+                f"{request.describe()}: {self.reason}, so the {resource.singular} may have been created, and looking "
+                f"it up by {self.what} failed too ({lookup_error}); it was not sent again: check the service before "
+                "retrying"
+            ) from lookup_error
+        if not candidates:
+            return None
+        ours = [record for record in candidates if self._owned(record)]
+        if len(ours) == 1:
+            log.warning(
+                "Linkstats %s: %s, but the %s exists as asked (id=%s, found by %s); not sending again",
+                request.describe(), self.reason, resource.singular, ours[0].get("id"), self.what,
+            )  # fmt: skip
+            return ours[0]
+        if len(ours) > 1:
+            ids = ", ".join(str(record.get("id")) for record in ours)
             raise LinkstatsOutcomeUnknownError(
-                f"{request.describe()}: {reason}; {resource.singular} id={record.get('id')} holds what was sent but "
-                "no readable created_at, so whether this create made it is unknown (no evidence either way); it "
-                f"was not sent again: check whether {resource.singular} id={record.get('id')} is yours"
+                f"{request.describe()}: {self.reason}; {resource.name} {ids} with that {resource.natural_key} hold "
+                "what was sent, so which one is this create's is unknown; it was not sent again: check them before "
+                "retrying"
             )
-    return is_ours(resource, claim, fields, record, client.clock, client.zone(resource))
+        raise self._not_ours(candidates[0])
 
+    def _under_key(self) -> list[dict[str, Any]]:
+        """The records under the key: one at most where the service keeps it unique (a link's alias, a
+        website's domain), else every record whose name is exactly it (spaces, pixels, domains)."""
+        resource, key_value = self.resource, self.key_value
+        if resource in (LINKS, WEBSITES):
+            found = self.client.find_by_natural_key(resource, key_value, self.fields.get("domain_id"))
+            return [found] if found is not None else []
+        field = resource.natural_key
+        listing = self.client.iter(resource, {"search": key_value, "search_by": field})
+        return [r for r in listing if isinstance(r.get(field), str) and same_text(key_value, r[field])]
 
-def _not_ours(
-    client: LinkstatsClient,
-    resource: Resource,
-    request: ApiRequest,
-    fields: Mapping[str, Any],
-    record: dict[str, Any],
-    claim: Claim,
-    reason: str,
-    what: str,
-) -> BaseException:
-    """The error for a record under the key that is not this create's: another long URL or domain
-    is another's (``LinkstatsConflictError``); else one made before (``LinkstatsExistsError``
-    carrying it, for ``if_exists`` to decide)."""
-    from airflow_provider_linkstats.client.errors import LinkstatsConflictError, LinkstatsExistsError
-    from airflow_provider_linkstats.client.verify import identity_differences
+    def _owned(self, record: dict[str, Any]) -> bool:
+        """``is_ours`` for a candidate; no evidence either way (no ``Date``, no ``created_at``) where
+        time decides: ``LinkstatsOutcomeUnknownError``."""
+        client, resource, fields, claim = self.client, self.resource, self.fields, self.claim
+        keyed = claim.derived(fields.get(resource.natural_key))
+        if not keyed and not differences_from_sent(resource, fields, record, client.zone(resource)):
+            if not client.clock.known:
+                raise LinkstatsOutcomeUnknownError(
+                    f"{self.request.describe()}: {self.reason}; the service's answers carry no Date header, so "
+                    f"{resource.singular} id={record.get('id')}'s created_at cannot be compared with when this "
+                    "create was sent (no evidence either way); it was not sent again: check the service before "
+                    "retrying (and why its answers lack a Date header: a proxy that strips it?)"
+                )
+            if created_after(record, dt.datetime.min.replace(tzinfo=dt.timezone.utc)) is None:
+                raise LinkstatsOutcomeUnknownError(
+                    f"{self.request.describe()}: {self.reason}; {resource.singular} id={record.get('id')} holds what "
+                    "was sent but no readable created_at, so whether this create made it is unknown (no evidence "
+                    f"either way); it was not sent again: check whether {resource.singular} id={record.get('id')} "
+                    "is yours"
+                )
+        return is_ours(resource, claim, fields, record, client.clock, client.zone(resource))
 
-    others = identity_differences(resource, fields, record)
-    if others:
-        error: LinkstatsExistsError = LinkstatsConflictError(
-            f"{request.describe()}: {reason}; a {resource.singular} with {what} exists (id={record.get('id')}) but "
-            f"it is not the one asked ({'; '.join(d.describe() for d in others)}): it is another's, and nothing "
-            f"was written to it; choose another {resource.natural_key}",
-            conn_id=client.settings.conn_id,
-        )
-    else:
-        assert claim.first_try is not None
-        since = on_service_clock(client.clock, claim.first_try)
-        error = LinkstatsExistsError(
-            f"{request.describe()}: {reason}; a {resource.singular} with {what} exists (id={record.get('id')}, "
-            f"created {record.get('created_at')} by the service's clock, before this create was sent or this "
-            f"task's first try began at {since:%H:%M:%S}, or with other fields than were sent): it is not this "
-            "create's, and nothing was written to it",
-            conn_id=client.settings.conn_id,
-        )
-        error.record = record
-    error.record_id = record.get("id")
-    return error
+    def _not_ours(self, record: dict[str, Any]) -> BaseException:
+        """The error for a record under the key that is not this create's: another long URL or domain
+        is another's (``LinkstatsConflictError``); else one made before (``LinkstatsExistsError``
+        carrying it, for ``if_exists`` to decide)."""
+        resource, conn_id = self.resource, self.client.settings.conn_id
+        where = f"{self.request.describe()}: {self.reason}; a {resource.singular} with {self.what} exists"
+        others = identity_differences(resource, self.fields, record)
+        if others:
+            error: LinkstatsExistsError = LinkstatsConflictError(
+                f"{where} (id={record.get('id')}) but it is not the one asked "
+                f"({'; '.join(d.describe() for d in others)}): it is another's, and nothing was written to it; "
+                f"choose another {resource.natural_key}",
+                conn_id=conn_id,
+            )
+        else:
+            assert self.claim.first_try is not None
+            since = on_service_clock(self.client.clock, self.claim.first_try)
+            error = LinkstatsExistsError(
+                f"{where} (id={record.get('id')}, created {record.get('created_at')} by the service's clock, before "
+                f"this create was sent or this task's first try began at {since:%H:%M:%S}, or with other fields "
+                "than were sent): it is not this create's, and nothing was written to it",
+                conn_id=conn_id,
+            )
+            error.record = record
+        error.record_id = record.get("id")
+        return error
 
 
 # -- the bulk launch's "made_by" -----------------------------------------------------------------------

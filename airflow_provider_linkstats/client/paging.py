@@ -1,18 +1,13 @@
-"""How far a walk of a listing may go before the service's paging is not to be trusted.
+"""How a walk of a listing reads its pages, without I/O: ``PageGuard`` (when the service's paging is
+not to be trusted) and ``GaplessWalk`` (a complete walk that skips no record). The walks
+(``client.listing``, the waits' page walker, the cleanup) feed them what they read.
 
-Real installs answer a listing with ``data`` and Laravel's ``meta`` (``current_page``,
-``last_page``, ``total``), but some proxies and older installs send ``data`` only, a ``last_page``
-that does not match the rows, the same rows whatever ``page`` asks, or more rows than
-``per_page``. A walk that believes such an answer reads forever. ``PageGuard`` is fed each page a
-walk reads and stops it, naming the URL, when:
-
-- the walk reads more pages than the listing can hold: ``ceil(total / page size) + SLACK_PAGES``
-  when the service told a total (the largest it told, as links may be added meanwhile), else
-  ``PAGES_CAP`` (2 million links at 100 a page);
-- a page shows the same records as another page number read before it (the ``page`` parameter
-  is ignored).
-
-No I/O: the walks (``client.api``, the waits' page walker, the cleanup) feed it what they read.
+Some proxies and older installs send ``data`` without ``meta``, a ``last_page`` that does not match
+the rows, the same rows whatever ``page`` asks, or more rows than ``per_page``: a walk that believes
+them reads forever. ``PageGuard`` stops it, naming the URL, when it reads more pages than the
+listing can hold (``ceil(total / page size) + SLACK_PAGES``, from the largest total told, as links
+may be added meanwhile; else ``PAGES_CAP``), or when a page shows the same records as another page
+number read before it (the ``page`` parameter is ignored).
 """
 
 from __future__ import annotations
@@ -113,55 +108,32 @@ class PageGuard:
 
 
 class GaplessWalk:
-    """The page reads of a walk over a listing that changes while it is read, in which no record
-    that is listed from the walk's start to its end is skipped (``client.iter(..., complete=True)``).
+    """The page reads of a complete walk (``client.iter(..., complete=True)``): no record listed from
+    the walk's start to its end is skipped, though the listing changes while it is read (the user's
+    account of it: docs/warehouse.md, "The listing cannot skip a link").
 
-    A listing paged by offset shifts under a walk: a record deleted from a page already read moves
-    every later record up one place, and a forward walk never sees the one that crossed the page
-    boundary. This walk reads the listing sorted by id so that the part already read is always its
-    end, which no change can move a record out of unseen:
+    A listing paged by offset shifts under a walk: a delete moves every later record up a place, and
+    a forward walk never sees the one that crossed a page boundary. So the listing is read sorted by
+    id, the part already read always its end: page 1 newest first (``sort=desc``: the newest ``size``
+    records, and the ``total``), then oldest first (``sort=asc``) pages ``ceil(total / size) - 1``
+    down to 1. A delete or a move out only moves records from the part read into the page read next
+    (read twice: ``fresh`` drops the repeat); a create lands after everything.
 
-    1. page 1 newest first (``sort=desc``): the newest ``size`` records, and the ``total``;
-    2. then oldest first (``sort=asc``) pages ``ceil(total / size) - 1`` down to 1.
+    A record *entering* a filtered selection has an old id: it lands among the pages not read yet and
+    pushes the one at their boundary onto a page read already. The totals tell it (the growth summed
+    over each two reads in a row): the pages above the one just read that the growth could have
+    pushed records onto are read again, highest first, and that page joins the part read once the
+    page above it is read again with no shrinking between (``_join``). Past one re-read per page
+    planned plus ``REREADS_CAP`` (a total that keeps moving with nothing behind it), or with no total
+    at all, the walk goes on without telling growth, and ``blind`` says so.
 
-    Oldest first, a record created meanwhile is added after everything (never read: it did not
-    exist at the start), and a record deleted anywhere (or leaving a filtered selection: moved to
-    another space) moves only the records after it up, so those cross from the part read into the
-    page read next: read twice (``fresh`` drops the repeat), never skipped, at no request more.
-
-    A record *entering* a filtered selection (moved into the space or domain, edited to match the
-    search) has an old id: it lands among the pages not read yet and pushes the records after it
-    a place down the listing, so the one at the boundary crosses onto a page read already. The
-    total says so: each answer tells it, and a walk down that met a listing grown since the part
-    read (ranks counted from the oldest, the growth summed over each two reads in a row) cannot
-    join the page it just read to that part. It reads again the pages above it that the growth
-    could have pushed records onto (one page for up to a page's worth), from the highest down;
-    the page it read joins once the page above it is read again with no shrinking between (else it
-    is read again too: what was pushed up may have gone back onto it). A create raises the total
-    as well, and costs the same page. So a change costs nothing (deletes, moves out) or a page
-    (each two reads between which the listing grew, a page's worth at most; one more when it also
-    shrank during that read again); no change, no page more. What no total can tell: a record
-    entering below the walk while as many leave above it between the same two reads (the total
-    unchanged; no walk at this cost can tell that from a record that left); and no total at all
-    (a proxy stripped ``meta``): ``blind`` then says the walk could not tell growth. So does a total
-    that keeps moving with nothing behind it: once the pages read again pass one per page planned
-    plus ``REREADS_CAP``, the walk goes on down without reading any again.
-
-    The total is checked by the first oldest-first page: unless the total is a whole number of
-    pages, that page reaches into the newest-first page 1's records (deletes only move it further),
-    so a full page below them says the total was short (a stale or lying ``meta``): the end is then
-    looked for as without one. An empty page says it was long: the end is looked for below it. (A
-    total short by a whole number of pages cannot be told from a true one without a read more: it
-    is believed.)
-
-    A service that ignores ``sort`` (a page not in the order asked) is read forward from page 1 as
-    any walk is, and ``unsorted`` says so: there a delete during the walk can hide a record.
-
-    When the service tells no total (a proxy stripped ``meta``), the last page is found first:
-    oldest-first pages 2, 4, 8, ... are read until one is not full, then the pages between are
-    halved down to the first one not full; a page found not full when read holds the listing's end
-    then (later deletes only move records towards the start), so the walk goes down from it. That
-    costs about ``2 log2(pages)`` requests more (100 pages: 14).
+    The first oldest-first page checks the total: unless the total is a whole number of pages, it
+    reaches into page 1's records, so a full page below them says the total was short (a stale
+    ``meta``), an empty one that it was long; the end is then looked for as without a total. Without
+    a total, the last page is found first: oldest-first pages 2, 4, 8, ... until one is not full, then
+    halving between (about ``2 log2(pages)`` requests more); a page found not full holds the end as
+    read (later deletes only move records towards the start), and the walk goes down from it. A
+    service that ignores ``sort`` is read forward from page 1 as any walk is (``unsorted``).
     """
 
     def __init__(self) -> None:

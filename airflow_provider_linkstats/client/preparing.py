@@ -1,9 +1,8 @@
-"""Fields made ready for the connected generation before a write: checked once, the time zone an
-end is written in and the domain of a create that names none (the connection's extras, else the
-account's, read once when needed), and an end counted by the service's clock.
-
-``LinkstatsClient.prepare`` is the door; an operator asks it first, and a create or update asks it
-again at the send (a duration counts from the write, a fixed end may have passed meanwhile).
+"""Fields made ready for the connected generation before a write (``LinkstatsClient.prepare``):
+checked once, the zone an end is written in and the domain of a create that names none (the
+connection's extras, else the account's, read once when needed), an end by the service's clock.
+An operator asks first, and a create or update again at the send (a duration counts from the
+write, a fixed end may have passed meanwhile).
 """
 
 from __future__ import annotations
@@ -23,7 +22,7 @@ from airflow_provider_linkstats.client.errors import (
     LinkstatsTransportError,
 )
 from airflow_provider_linkstats.client.generations import UTC_WINDOW, Generation
-from airflow_provider_linkstats.client.links import check_link, for_generation, needs_account
+from airflow_provider_linkstats.client.links import check_link, for_generation, needs_zone
 from airflow_provider_linkstats.client.validation import Fields, aware_moment
 
 log = logging.getLogger("airflow_provider_linkstats.client.api")  # the client's log, as before the move
@@ -71,10 +70,10 @@ class FieldPreparer:
         """The time zone an end is written in and the domain of a create that names none: the
         connection's extras, else the account's (read once when needed)."""
         timezone, domain = self.client.settings.timezone, self.client.settings.default_domain_id
-        if not needs_account(values, generation, timezone=timezone, default_domain_id=domain, operation=operation):
-            return timezone, domain
-        zone_needed = values.get("expires_at") is not None and not timezone
+        zone_needed = needs_zone(values, generation, timezone)  # not on 46+: it writes an end as a UTC window
         domain_needed = domain is None and operation == "create" and values.get("domain_id") is None
+        if not (zone_needed or domain_needed):
+            return timezone, domain
         try:
             profile = self.client.profile("links", account=True, domains=domain_needed)
         except (LinkstatsApiError, LinkstatsTransportError) as error:
@@ -109,7 +108,6 @@ class FieldPreparer:
         """A fixed ``expires_at`` given to fields prepared earlier is still ahead by the service's clock,
         by more than its margin (the request takes time to be stored): else the write would make a
         link dead from the start (``LinkstatsInputError``, no request)."""
-
         given = fields.given.get("expires_at")
         if given is None:
             return

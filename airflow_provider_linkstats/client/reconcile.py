@@ -1,24 +1,21 @@
 """Create first, reconcile on conflict: what "already taken" looks like, and what to do about it.
 
-Links (alias) and websites (domain) have a natural key the service itself keeps unique: a create
-with a taken one is refused with a 422 whose field errors name that field. That refusal is the
-cheap signal, so a create with ``if_exists`` is sent first and the record is looked up only when
-the service says the key is taken (or when the create's answer was lost, which ``LinkstatsClient
-.create`` reconciles itself). The refusal is recognised by the FIELD it names, never by its text:
-installs answer in their own language.
+Links (alias) and websites (domain) have a natural key the service keeps unique: a create with a
+taken one is refused with a 422 whose field errors name that field, recognised by the FIELD, never
+by its text (installs answer in their own language). That refusal is the cheap signal, so the
+create is sent first and the record looked up only when the key is taken (a lost answer is
+reconciled by ``LinkstatsClient.create`` itself). Spaces, pixels and domains have names the
+service does not keep unique: looked up first, as a create would make a twin.
 
-Spaces, pixels and domains have names the service does not keep unique (two spaces may share a
-name), so for them the look-up still comes first: a create would make a twin.
-
-``create_or_reconcile`` is that rule run over any ``Records``: the hook (whose writes reword
-errors for its connection) or ``ClientRecords`` around a ``LinkstatsClient`` (the client without
-Airflow's ``create_or_reconcile``). The rest does no I/O.
+``create_or_reconcile`` runs that rule over any ``Records``: the hook (whose writes reword errors
+for its connection) or ``ClientRecords`` around a ``LinkstatsClient``. The rest does no I/O.
 """
 
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING, Any, Protocol
+from dataclasses import dataclass
+from typing import Any, Protocol
 
 from airflow_provider_linkstats.client.checks import check_choice, is_blank
 from airflow_provider_linkstats.client.contract import LINKS, WEBSITES, Resource
@@ -28,10 +25,8 @@ from airflow_provider_linkstats.client.errors import (
     LinkstatsValidationError,
 )
 from airflow_provider_linkstats.client.ownership import Claim, claiming, is_ours
-from airflow_provider_linkstats.client.verify import Difference, identity_differences
-
-if TYPE_CHECKING:
-    from airflow_provider_linkstats.client.generations import Generation
+from airflow_provider_linkstats.client.verify import Difference, identity_differences, unset_fields
+from airflow_provider_linkstats.client.websites import stored_key
 
 JsonDict = dict[str, Any]
 
@@ -123,160 +118,118 @@ def create_or_reconcile(
     log: logging.Logger | logging.LoggerAdapter[Any] | None = None,
     claim: Claim | None = None,
 ) -> tuple[JsonDict, str]:
-    """Create a record, or meet the one with the same natural key: (record, "created" | "skipped" | "updated").
+    """Create a record, or meet the one with the same natural key: (record, "created" | "skipped" |
+    "updated" | "created_earlier"), as the module's docstring says.
 
-    Links (``alias``) and websites (``domain``): the create is sent first, so a first launch
-    costs one request per record. Only the service's "already taken" answer (a 422 naming that
-    field, in whatever language the install speaks) leads to a look-up by the key; then
-    ``if_exists`` decides: "fail" raises ``LinkstatsExistsError``, "skip" returns the record as
-    it is, "update" writes the given fields to it. A create whose answer was lost is looked up
-    by the client by its key, so a retry never makes a twin.
-
-    ``claim`` (``ownership.Claim``): a link without alias carries the task's own key; a record under
-    the key that is this task's (``ownership.is_ours``: an earlier try's, its worker lost after the
-    service committed) is returned whatever ``if_exists`` ("fail" too), outcome "created_earlier",
-    fields the service left unset filled in. "skip" never writes to another's record: one that
-    differs in what identifies it (a link's long URL, a website's domain) raises
-    ``LinkstatsConflictError``. Spaces, pixels and domains, whose names the service does not keep
-    unique, are looked up first.
+    ``if_exists`` decides for a record that is not this task's: "fail" raises ``LinkstatsExistsError``,
+    "skip" returns it as it is (``LinkstatsConflictError`` when what identifies it differs: a link's
+    long URL, a website's domain), "update" writes the given fields to it. One that is this task's
+    (``claim``: ``ownership.is_ours``, an earlier try's whose worker was lost after the service
+    committed) is returned whatever ``if_exists``, as "created_earlier", the fields the service left
+    unset filled in.
     """
     if_exists = check_choice("if_exists", if_exists, IF_EXISTS_CHOICES)
-    log = log or logging.getLogger(__name__)
     claim = claim or Claim()
-    fields = claim.keyed(resource, fields)
+    log = log or logging.getLogger(__name__)
+    meeting = _Reconcile(records, resource, claim.keyed(resource, fields), if_exists, conn_id, log, claim)
     with claiming(claim):
-        return _reconciled(records, resource, fields, if_exists, conn_id, log, claim)
+        return meeting.run()
 
 
-def _reconciled(
-    records: Records,
-    resource: Resource,
-    fields: JsonDict,
-    if_exists: str,
-    conn_id: str | None,
-    log: logging.Logger | logging.LoggerAdapter[Any],
-    claim: Claim,
-) -> tuple[JsonDict, str]:
-    key = fields.get(resource.natural_key)
-    if is_blank(key):  # the service names the alias
-        return _create(records, fields, resource, if_exists, conn_id, log, claim)
-    if not creates_first(resource):
-        existing = records.find(str(key), fields.get("domain_id"), resource)
+@dataclass(frozen=True)
+class _Reconcile:
+    """One ``create_or_reconcile``: where it writes, what it creates, and how it meets a record found."""
+
+    records: Records
+    resource: Resource
+    fields: JsonDict
+    if_exists: str
+    conn_id: str | None
+    log: logging.Logger | logging.LoggerAdapter[Any]
+    claim: Claim
+
+    def run(self) -> tuple[JsonDict, str]:
+        resource, key = self.resource, self.fields.get(self.resource.natural_key)
+        if is_blank(key):  # the service names the alias
+            return self.create()
+        if not creates_first(resource):
+            existing = self.records.find(str(key), self.fields.get("domain_id"), resource)
+            return self.create() if existing is None else self.meet(existing, None)
+        try:
+            return self.create()
+        except LinkstatsValidationError as error:
+            if not is_taken(error, resource):
+                raise
+            taken = error
+        existing = self.records.find(str(key), self.fields.get("domain_id"), resource)
         if existing is None:
-            return _create(records, fields, resource, if_exists, conn_id, log, claim)
-        return _meet_existing(records, existing, fields, if_exists, resource, None, conn_id, log, claim)
-    try:
-        return _create(records, fields, resource, if_exists, conn_id, log, claim)
-    except LinkstatsValidationError as error:
-        if not is_taken(error, resource):
+            where = " (another account's, or one on another domain)" if resource is LINKS else " (another account's)"
+            raise taken.reworded(
+                f"{taken.message}: choose another {resource.natural_key}; {key!r} is taken, but by no "
+                f"{resource.singular} the API key of connection {self.conn_id!r} can see{where}"
+            ) from taken
+        return self.meet(existing, taken)
+
+    def create(self) -> tuple[JsonDict, str]:
+        """The create; one whose outcome was unknown and whose look-up found an older record under the
+        key (someone's from before the send, never this create's: ``LinkstatsExistsError.record``) is
+        met as ``if_exists`` says."""
+        try:
+            return self.records.create_record(self.fields, self.resource), CREATED
+        except LinkstatsConflictError:
             raise
-        taken = error
-    existing = records.find(str(key), fields.get("domain_id"), resource)
-    if existing is None:
-        where = " (another account's, or one on another domain)" if resource is LINKS else " (another account's)"
-        raise taken.reworded(
-            f"{taken.message}: choose another {resource.natural_key}; {key!r} is taken, but by no "
-            f"{resource.singular} the API key of connection {conn_id!r} can see{where}"
-        ) from taken
-    return _meet_existing(records, existing, fields, if_exists, resource, taken, conn_id, log, claim)
-
-
-def _create(
-    records: Records,
-    fields: JsonDict,
-    resource: Resource,
-    if_exists: str,
-    conn_id: str | None,
-    log: logging.Logger | logging.LoggerAdapter[Any],
-    claim: Claim,
-) -> tuple[JsonDict, str]:
-    """The create; one whose outcome was unknown and whose look-up found an older record under the
-    key (someone's from before the send, never this create's: ``LinkstatsExistsError.record``) is
-    met as ``if_exists`` says."""
-    try:
-        return records.create_record(fields, resource), CREATED
-    except LinkstatsConflictError:
-        raise
-    except LinkstatsExistsError as error:
-        if error.record is None:
+        except LinkstatsExistsError as error:
+            if error.record is None:
+                raise
+            found = error
+        try:
+            return self.meet(found.record, None)
+        except LinkstatsConflictError:
             raise
-        found = error
-    try:
-        return _meet_existing(records, found.record, fields, if_exists, resource, None, conn_id, log, claim)
-    except LinkstatsConflictError:
-        raise
-    except LinkstatsExistsError as met:  # "fail": the look-up's own words say why it is not this create's
-        raise found.reworded(f"{found.message}; {met.message.split(':', 1)[0]}") from met
+        except LinkstatsExistsError as met:  # "fail": the look-up's own words say why it is not this create's
+            raise found.reworded(f"{found.message}; {met.message.split(':', 1)[0]}") from met
 
-
-def _meet_existing(
-    records: Records,
-    existing: JsonDict,
-    fields: JsonDict,
-    if_exists: str,
-    resource: Resource,
-    taken: LinkstatsValidationError | None,
-    conn_id: str | None,
-    log: logging.Logger | logging.LoggerAdapter[Any],
-    claim: Claim,
-) -> tuple[JsonDict, str]:
-    """``if_exists`` applied to the record found under the create's natural key; this task's own
-    (``ownership.is_ours``) is returned as made by an earlier try whatever ``if_exists``."""
-    noun, key_name = resource.singular, resource.natural_key
-    key, record_id = fields.get(key_name), existing.get("id")
-    ours = records.owns(existing, fields, claim, resource)
-    if ours and if_exists != "update":
-        repair = records.unset_fields(existing, fields, resource)
-        record = records.update_record(record_id, repair, resource) if repair else existing
-        log.warning(
-            "%s with %s %r exists (id=%s, created %s), made by an earlier try of this task: taken as this task's "
-            "own, not sent again%s", noun, key_name, key, record_id, existing.get("created_at"),
-            f"; {', '.join(sorted(repair))} updated as asked (a write the service ignored)" if repair else "",
-        )  # fmt: skip
-        return record, CREATED_EARLIER
-    if if_exists == "fail":
-        message = (
-            f"set if_exists='skip' to reuse it or if_exists='update' to overwrite its fields: a {noun} with "
-            f"{key_name} {key!r} already exists (id={record_id})"
-        )
-        raise existing_error(LinkstatsExistsError, message, record_id, taken, conn_id)
-    if if_exists == "skip":
-        others = identity_differences(resource, fields, existing)
-        if others:  # another's record: "skip" never writes to it, nor reports it as ours
-            raise conflict_error(resource, existing, others, key, taken, conn_id)
-        # An older record is someone's as it is: nothing is filled in on it.
-        log.info("%s with %s %r exists (id=%s); skipped", noun, key_name, key, record_id)
-        return existing, SKIPPED
-    record = records.update_record(record_id, updatable(resource, fields), resource)
-    log.info("%s with %s %r exists (id=%s); updated", noun, key_name, key, record_id)
-    return record, UPDATED
-
-
-class RecordClient(Protocol):
-    """What ``ClientRecords`` uses of a ``LinkstatsClient`` (client/api.py): named here, not imported,
-    because the client imports this module (``LinkstatsClient.create_or_reconcile``)."""
-
-    def create(self, resource: Resource, fields: JsonDict) -> JsonDict: ...
-
-    def update(self, resource: Resource, record_id: Any, fields: JsonDict) -> JsonDict: ...
-
-    def default_domain_id(self) -> int | None: ...
-
-    def generation(self, service: str) -> Generation: ...
-
-    def find_by_natural_key(self, resource: Resource, value: str, domain_id: Any = None) -> JsonDict | None: ...
-
-    clock: Any
-
-    def zone(self, resource: Resource) -> str | None: ...
+    def meet(self, existing: JsonDict, taken: LinkstatsValidationError | None) -> tuple[JsonDict, str]:
+        """``if_exists`` applied to the record found under the create's natural key; this task's own
+        (``ownership.is_ours``) is returned as made by an earlier try whatever ``if_exists``."""
+        records, resource, fields = self.records, self.resource, self.fields
+        noun, key_name = resource.singular, resource.natural_key
+        key, record_id = fields.get(key_name), existing.get("id")
+        ours = records.owns(existing, fields, self.claim, resource)
+        if ours and self.if_exists != "update":
+            repair = records.unset_fields(existing, fields, resource)
+            record = records.update_record(record_id, repair, resource) if repair else existing
+            self.log.warning(
+                "%s with %s %r exists (id=%s, created %s), made by an earlier try of this task: taken as this task's "
+                "own, not sent again%s", noun, key_name, key, record_id, existing.get("created_at"),
+                f"; {', '.join(sorted(repair))} updated as asked (a write the service ignored)" if repair else "",
+            )  # fmt: skip
+            return record, CREATED_EARLIER
+        if self.if_exists == "fail":
+            message = (
+                f"set if_exists='skip' to reuse it or if_exists='update' to overwrite its fields: a {noun} with "
+                f"{key_name} {key!r} already exists (id={record_id})"
+            )
+            raise existing_error(LinkstatsExistsError, message, record_id, taken, self.conn_id)
+        if self.if_exists == "skip":
+            others = identity_differences(resource, fields, existing)
+            if others:  # another's record: "skip" never writes to it, nor reports it as ours
+                raise conflict_error(resource, existing, others, key, taken, self.conn_id)
+            # An older record is someone's as it is: nothing is filled in on it.
+            self.log.info("%s with %s %r exists (id=%s); skipped", noun, key_name, key, record_id)
+            return existing, SKIPPED
+        record = records.update_record(record_id, updatable(resource, fields), resource)
+        self.log.info("%s with %s %r exists (id=%s); updated", noun, key_name, key, record_id)
+        return record, UPDATED
 
 
 class ClientRecords:
-    """``Records`` over a ``LinkstatsClient``: a link without ``domain_id`` is looked up on the
-    default domain (``LinkstatsClient.default_domain_id``), a website by its domain as the
-    connected version stores it, as the hooks do."""
+    """``Records`` over a ``LinkstatsClient`` (client/api.py, which imports this module: not named
+    here): a link without ``domain_id`` is looked up on the default domain
+    (``LinkstatsClient.default_domain_id``), a website by its domain as the connected version
+    stores it, as the hooks do."""
 
-    def __init__(self, client: RecordClient) -> None:
+    def __init__(self, client: Any) -> None:
         self.client = client
 
     def create_record(self, fields: JsonDict, resource: Resource | None = None) -> JsonDict:
@@ -294,8 +247,6 @@ class ClientRecords:
         if resource is LINKS and is_blank(domain_id):
             domain_id = self.client.default_domain_id()
         elif resource is WEBSITES:
-            from airflow_provider_linkstats.client.websites import stored_key
-
             natural_key = stored_key(natural_key, self.client.generation(WEBSITES.service))
         return self.client.find_by_natural_key(resource, natural_key, domain_id)
 
@@ -304,7 +255,5 @@ class ClientRecords:
         return is_ours(resource, claim, fields, record, self.client.clock, self.client.zone(resource))
 
     def unset_fields(self, record: JsonDict, fields: JsonDict, resource: Resource | None = None) -> JsonDict:
-        from airflow_provider_linkstats.client.verify import unset_fields
-
         assert resource is not None
         return unset_fields(resource, record, fields, lambda: self.client.zone(resource))

@@ -1,10 +1,8 @@
 """Reading records as real installs send them, and a link's status, which they never send.
 
-Records are read leniently: unknown keys pass through, a missing key is never an error, and the
-numbers that create and update answers echo back as form strings (``"disabled": "1"``) get the
-types a later GET returns. Nested objects (``domain``, ``space``, ``pixels``) stay as sent.
-Secrets never come back: ``password`` and ``privacy_password`` are booleans on real installs
-(set or not); should a server send a string there, it is dropped before it can reach XCom.
+Read leniently, as docs/hooks.md ("Records and status") says. ``password`` and ``privacy_password``
+are booleans on real installs (set or not); should a server send a string there, it is dropped
+before it can reach XCom.
 """
 
 from __future__ import annotations
@@ -31,11 +29,9 @@ _LINE_KEYS = {
 def normalize(resource: Resource | None, record: Mapping[str, Any], generation: Any = None) -> JsonDict:
     """A record with the contract's integer keys as ints, line lists as lists, and no secret strings.
 
-    Link records also get the vocabulary's keys, read with ``generation``'s ``record_keys`` (when not
-    given, the generation whose ``record_marks`` the record carries): ``expires_at`` (the end time,
-    ISO 8601 in UTC, or None), ``expiration_clicks``, ``password`` and ``privacy_password``
-    (booleans), ``target_type`` and the targeting lists under their argument names, and any field
-    a generation renames (``starts_at`` on phpShort 46+). The generation's own keys pass through.
+    Link records also get the vocabulary's keys (docs/versions.md, "Records read back"), read with
+    ``generation``'s ``record_keys`` (when not given, the generation whose ``record_marks`` the
+    record carries); the generation's own keys pass through.
     """
     clean = _plain(resource, record)
     if resource is not None and resource.name == "links":

@@ -1,9 +1,8 @@
-"""Updating a record, and every write's answer checked against what was asked.
+"""Updating a record, and every write's answer checked against what was asked (``verify``).
 
-An update whose outcome is unknown is sent again only if the record does not hold what was asked
-(``verify.unapplied``). A write's answer that does not hold what was sent raises
-``LinkstatsWriteMismatchError`` (``verify.differences``), except a phpShort 44-45 end stored in a
-zone the account no longer has: the account is read again and the end mended with one update.
+An update whose outcome is unknown is sent again only if the record does not hold what was asked.
+A phpShort 44-45 end stored in a zone the account no longer has is mended: the account is read
+again and the end brought to the moment asked with one update.
 """
 
 from __future__ import annotations
@@ -25,7 +24,7 @@ from airflow_provider_linkstats.client.errors import (
 from airflow_provider_linkstats.client.ownership import unknown_reason
 from airflow_provider_linkstats.client.protocol import build_update, parse_record
 from airflow_provider_linkstats.client.retry import is_unknown_outcome
-from airflow_provider_linkstats.client.validation import Fields, validate_fields
+from airflow_provider_linkstats.client.validation import as_fields
 from airflow_provider_linkstats.client.verify import checked, differences, mismatch_error, unapplied, zone_mismatch
 from airflow_provider_linkstats.client.websites import write_errors
 
@@ -64,36 +63,44 @@ class Updater:
                 record = parse_record(request, response, generation) or self.client.get(resource, record_id)  # a 204
                 record = self.verified(resource, "update", fields, record, generation, zone, request, response.status)
                 return windows.checked(self.client, "update", fields, record, generation, zone)
-            # Unknown: sent again only if the record does not hold what was asked (a PUT resent is
-            # idempotent only while nothing else changed the record meanwhile).
             time.sleep(self.client.retry.pause(attempt, last))
-            try:
-                record = self.client.get(resource, record_id)
-            except LinkstatsError as lookup_error:
-                raise last from lookup_error  # the update's own failure; its task retry may send it again
-            missing = self._unapplied(resource, fields, record, zone)
-            if not missing:
-                log.warning(
-                    "Linkstats %s: %s, but the %s holds what was asked; not sending again",
-                    request.describe(), unknown_reason(last), resource.singular,
-                )  # fmt: skip
-                return self.verified(resource, "update", fields, record, generation, zone, request, None)
-            log.warning(
-                "Linkstats %s: %s, and the %s does not hold what was asked (%s); sending again",
-                request.describe(), unknown_reason(last), resource.singular, "; ".join(d.describe() for d in missing),
-            )  # fmt: skip
+            held = self._held_after_unknown(resource, record_id, fields, zone, request, last)
+            if held is not None:
+                return self.verified(resource, "update", fields, held, generation, zone, request, None)
         assert last is not None
         raise last
 
+    def _held_after_unknown(
+        self, resource: Resource, record_id: Any, fields: Mapping[str, Any], zone: str | None, request, unknown
+    ) -> dict | None:
+        """After an update of unknown outcome, the record if it holds what was asked; None: send it
+        again (a PUT resent is idempotent only while nothing else changed the record meanwhile)."""
+        try:
+            record = self.client.get(resource, record_id)
+        except LinkstatsError as lookup_error:
+            raise unknown from lookup_error  # the update's own failure; its task retry may send it again
+        missing = self._unapplied(resource, fields, record, zone)
+        if not missing:
+            log.warning(
+                "Linkstats %s: %s, but the %s holds what was asked; not sending again",
+                request.describe(), unknown_reason(unknown), resource.singular,
+            )  # fmt: skip
+            return record
+        log.warning(
+            "Linkstats %s: %s, and the %s does not hold what was asked (%s); sending again",
+            request.describe(), unknown_reason(unknown), resource.singular, "; ".join(d.describe() for d in missing),
+        )  # fmt: skip
+        return None
+
     def _unapplied(self, resource: Resource, fields: Mapping[str, Any], record: dict[str, Any], zone: str | None):
-        asked = fields if isinstance(fields, Fields) else validate_fields(resource, "update", fields)
+        asked = as_fields(resource, "update", fields)
         return unapplied(resource, asked, record, zone=zone or self.client.zone(resource))
 
     def verified(self, resource: Resource, operation, fields, record, generation, zone, request, status):
         """``record``, if it holds the checked fields of ``fields`` as sent; else ``LinkstatsWriteMismatchError``."""
         if not checked(resource):
             return record
-        asked = fields if isinstance(fields, Fields) else validate_fields(resource, operation, fields)
+        asked = as_fields(resource, operation, fields)
         found = differences(resource, asked, record, zone=zone or self.client.zone(resource))
         if not found:
             return record

@@ -14,6 +14,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 from urllib.parse import urlsplit
 
+from airflow_provider_linkstats.client.checks import is_whole_text
 from airflow_provider_linkstats.client.contract import (
     FieldSpec,
     Kind,
@@ -91,6 +92,11 @@ def validate_fields(
                 raise LinkstatsInputError(spec.name, None, f"required on {resource.singular} create; {spec.allowed()}")
     _check_together(clean, values)
     return Fields(resource, operation, clean, values)
+
+
+def as_fields(resource: Resource, operation: str, fields: Mapping[str, Any]) -> Fields:
+    """``fields`` as ``Fields``: checked for ``operation`` unless they already are."""
+    return fields if isinstance(fields, Fields) else validate_fields(resource, operation, fields)
 
 
 def _not_accepted(
@@ -198,29 +204,6 @@ def _ip_lines(spec: Any, value: Any, bad: Bad, now: Any) -> list[str]:
     return items
 
 
-def _targeting_check(spec: Any, value: Any, bad: Bad, now: Any) -> Any:
-    assert isinstance(spec, FieldSpec)
-    return _targeting(spec, value)
-
-
-_CHECKS: dict[Kind, Callable[[Any, Any, Bad, Any], Any]] = {
-    Kind.CHOICE: lambda spec, value, bad, now: _choice(spec, value, bad),
-    Kind.TEXT: _text,
-    Kind.SLUG: _slug,
-    Kind.URL: _url,
-    Kind.HOST: _host,
-    Kind.ID: _number,
-    Kind.POSITIVE_INT: _number,
-    Kind.ID_LIST: _id_list,
-    Kind.DATE: lambda spec, value, bad, now: _date(value, bad),
-    Kind.TIME: lambda spec, value, bad, now: _time(value, bad),
-    Kind.DATETIME: lambda spec, value, bad, now: aware_moment(spec.name, value, now=now),
-    Kind.TARGETING: _targeting_check,
-    Kind.LINES: _lines,
-    Kind.IP_LINES: _ip_lines,
-}
-
-
 def validate_list_params(resource: Resource, params: Mapping[str, Any]) -> dict[str, Any]:
     """Normalise listing filters; unknown names and values outside the contract are rejected."""
     return _checked_params(resource.list_params, params, f"a {resource.name} listing parameter", {})
@@ -304,9 +287,6 @@ def normalize_domain(value: str) -> str:
     return host.rstrip("/").lower()
 
 
-# -- helpers ---------------------------------------------------------------------------------
-
-
 def _positive_int(value: Any) -> int | None:
     if isinstance(value, str) and value.strip().isdigit():
         value = int(value.strip())
@@ -333,13 +313,13 @@ def _is_url(value: Any) -> bool:
     return parts.scheme in ("http", "https") and bool(parts.netloc)
 
 
-def _choice(spec: FieldSpec | ListParamSpec, value: Any, bad: Any) -> Any:
+def _choice(spec: FieldSpec | ListParamSpec, value: Any, bad: Bad, now: Any) -> Any:
     candidates = [value]
     if isinstance(value, enum.Enum):
         candidates = [value.value]
     elif isinstance(value, bool):
         candidates = [int(value)]
-    elif isinstance(value, str) and value.strip().lstrip("-").isdigit():
+    elif is_whole_text(value):
         candidates = [value, int(value.strip())]
     for candidate in candidates:
         for choice in spec.choices:
@@ -349,7 +329,7 @@ def _choice(spec: FieldSpec | ListParamSpec, value: Any, bad: Any) -> Any:
     raise bad()
 
 
-def _date(value: Any, bad: Any) -> str:
+def _date(spec: Any, value: Any, bad: Bad, now: Any) -> str:
     if isinstance(value, dt.datetime):
         raise bad(value, "a date formatted YYYY-MM-DD (pass a datetime as expires_at instead)")
     if isinstance(value, dt.date):
@@ -412,7 +392,7 @@ def _fixed_length(field: str, value: Any, duration: dt.timedelta) -> dt.timedelt
     return dt.timedelta(seconds=duration.total_seconds())
 
 
-def _time(value: Any, bad: Any) -> str:
+def _time(spec: Any, value: Any, bad: Bad, now: Any) -> str:
     if isinstance(value, dt.time):
         return value.strftime("%H:%M")
     if isinstance(value, str) and _TIME.match(value):
@@ -422,7 +402,7 @@ def _time(value: Any, bad: Any) -> str:
     raise bad()
 
 
-def _targeting(spec: FieldSpec, value: Any) -> list[dict[str, str]]:
+def _targeting(spec: FieldSpec, value: Any, bad: Bad, now: Any) -> list[dict[str, str]]:
     shape = spec.allowed()
     if not isinstance(value, (list, tuple)):
         raise LinkstatsInputError(spec.name, value, shape)
@@ -456,6 +436,24 @@ def _rule_key(spec: FieldSpec, key: Any, where: str) -> str:
     elif not isinstance(key, str) or not key:
         raise LinkstatsInputError(f"{where}.key", key, "a non-empty string")
     return str(key)
+
+
+_CHECKS: dict[Kind, Callable[[Any, Any, Bad, Any], Any]] = {
+    Kind.CHOICE: _choice,
+    Kind.TEXT: _text,
+    Kind.SLUG: _slug,
+    Kind.URL: _url,
+    Kind.HOST: _host,
+    Kind.ID: _number,
+    Kind.POSITIVE_INT: _number,
+    Kind.ID_LIST: _id_list,
+    Kind.DATE: _date,
+    Kind.TIME: _time,
+    Kind.DATETIME: lambda spec, value, bad, now: aware_moment(spec.name, value, now=now),
+    Kind.TARGETING: _targeting,
+    Kind.LINES: _lines,
+    Kind.IP_LINES: _ip_lines,
+}
 
 
 def secret_values(resource: Resource, values: Mapping[str, Any]) -> Iterable[str]:

@@ -3,28 +3,28 @@
 A field the connected install does not know is ignored without a word: phpShort 46+ drops the
 older names (``expiration_clicks``, ``expiration_date``, ``target_type`` ...), a future version may
 rename one more. The write then "succeeds" and the link never expires. So every create and update
-answer is read back and compared with what was asked, field by field, for the fields whose loss
-changes what the link or website does: the expiry (44-45's date and time, 46+'s window end), the
-click limit, the targeting type and rules, privacy and which passwords are set, the domain, the
-space and the pixels.
+answer is compared with what was asked, for the fields whose loss changes what the link or website
+does (``CHECKED``).
 
-``differences`` is pure: the values asked (the vocabulary, as ``validate_fields`` returns them),
-and the record as ``records.normalize`` reads it, whichever generation sent it (``RECORD_KEYS``:
-a 44-45 ``ends_at`` and a 46+ ``active_period_end_at`` are both ``expires_at`` there). Fields not
-sent are not checked: the services echo them as null. Nor is a field whose key the answer does not
-carry at all (a proxy's or another server's shortened record): real installs send every key.
+``differences`` is pure: the values asked (as ``validate_fields`` returns them) and the record as
+``records.normalize`` reads it, whichever generation sent it. Fields not sent are not checked (the
+services echo them as null), nor a field whose keys the answer does not carry at all (a proxy's
+shortened record: real installs send every key).
 """
 
 from __future__ import annotations
 
 import datetime as dt
+import functools
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from airflow_provider_linkstats.client.checks import is_whole_text
 from airflow_provider_linkstats.client.contract import LINKS, TARGETING_FIELDS, WEBSITES, Resource
 from airflow_provider_linkstats.client.errors import LinkstatsWriteMismatchError
-from airflow_provider_linkstats.client.validation import validate_fields
+from airflow_provider_linkstats.client.records import parse_timestamp
+from airflow_provider_linkstats.client.validation import normalize_domain, validate_fields
 
 # Seconds a stored end may lie after the one asked: phpShort 44-45 keep minutes (the hook rounds
 # up, a direct date and time has none), a 46+ install may drop the seconds too. Before it: 1 s.
@@ -72,15 +72,12 @@ def differences(
     resource: Resource, asked: Mapping[str, Any], record: Mapping[str, Any], *, zone: str | None = None
 ) -> list[Difference]:
     """The checked fields of ``asked`` that ``record`` does not hold, in the order of ``CHECKED``.
-
-    ``asked``: validated vocabulary values (None: not sent, not checked). ``record``: normalised.
     ``zone``: the time zone 44-45's ``expiration_date``/``expiration_time`` were sent in; without
-    it only the presence of an end is checked.
-    """
+    it only the presence of an end is checked."""
     found: list[Difference] = []
     for name in checked(resource):
         value = asked.get(name)
-        if value is None:
+        if value is None or record.keys().isdisjoint(_CARRIED.get(name, (name,))):
             continue
         difference = _CHECKS[(resource.name, name)](value, record, asked, zone)
         if difference is not None:
@@ -262,14 +259,14 @@ def same_text(asked: str, stored: str) -> bool:
 
 
 # -- one check per field ----------------------------------------------------------------------
+# Each: (the value asked, the record, every value asked, the zone) -> a Difference, or None. A field
+# whose keys the record does not carry at all is not checked (``_CARRIED``, in ``differences``).
 
 
 def _expiry(asked_moment: Any, record: Mapping[str, Any], asked: Mapping[str, Any], zone: str | None):
-    from airflow_provider_linkstats.client.records import parse_timestamp
-
     stored = parse_timestamp(record.get("expires_at"))
     moment = asked_moment if isinstance(asked_moment, dt.datetime) else None
-    if moment is None or "expires_at" not in record:
+    if moment is None:
         return None
     if stored is None:
         return Difference("expires_at", _iso(moment), None, True)
@@ -281,11 +278,7 @@ def _expiry(asked_moment: Any, record: Mapping[str, Any], asked: Mapping[str, An
 
 def _expiration_date(date: Any, record: Mapping[str, Any], asked: Mapping[str, Any], zone: str | None):
     """44-45's date and time: the moment in ``zone`` when known, else only that an end is stored."""
-    from airflow_provider_linkstats.client.records import parse_timestamp
-
     time = asked.get("expiration_time")
-    if "expires_at" not in record:
-        return None
     if not date or not time:  # both empty: the expiry is being cleared
         stored = parse_timestamp(record.get("expires_at"))
         return None if stored is None else Difference("expires_at", None, _iso(stored), False)
@@ -303,58 +296,33 @@ def _expiration_date(date: Any, record: Mapping[str, Any], asked: Mapping[str, A
     return None
 
 
-def _number(name: str):
-    def check(value: Any, record: Mapping[str, Any], asked: Mapping[str, Any], zone: str | None):
-        if name not in record:
-            return None
-        stored = record.get(name)
-        if _int(value) == _int(stored) or (_int(value) == 0 and stored is None):
-            return None
-        return Difference(name, _int(value), stored, not stored)
-
-    return check
+def _number(name: str, value: Any, record: Mapping[str, Any], asked: Mapping[str, Any], zone: str | None):
+    stored = record.get(name)
+    if _int(value) == _int(stored) or (_int(value) == 0 and stored is None):
+        return None
+    return Difference(name, _int(value), stored, not stored)
 
 
-def _rules(name: str):
-    def check(value: Any, record: Mapping[str, Any], asked: Mapping[str, Any], zone: str | None):
-        if name not in record:
-            return None
-        stored = record.get(name)
-        if _rule_set(value) == _rule_set(stored):
-            return None
-        return Difference(name, value, stored, not stored)
-
-    return check
+def _rules(name: str, value: Any, record: Mapping[str, Any], asked: Mapping[str, Any], zone: str | None):
+    stored = record.get(name)
+    return None if _rule_set(value) == _rule_set(stored) else Difference(name, value, stored, not stored)
 
 
-def _secret(name: str):
-    def check(value: Any, record: Mapping[str, Any], asked: Mapping[str, Any], zone: str | None):
-        stored = record.get(name)
-        if not isinstance(stored, bool):  # not said (an echo without it): nothing to compare
-            return None
-        if stored == bool(value):
-            return None
-        return Difference(name, "set" if value else "not set", "set" if stored else "not set", not stored)
-
-    return check
+def _secret(name: str, value: Any, record: Mapping[str, Any], asked: Mapping[str, Any], zone: str | None):
+    stored = record.get(name)
+    if not isinstance(stored, bool) or stored == bool(value):  # not a flag (an echo without it), or as asked
+        return None
+    return Difference(name, "set" if value else "not set", "set" if stored else "not set", not stored)
 
 
-def _nested_id(name: str, key: str):
-    def check(value: Any, record: Mapping[str, Any], asked: Mapping[str, Any], zone: str | None):
-        if key not in record and name not in record:
-            return None
-        nested = record.get(key)
-        stored = nested.get("id") if isinstance(nested, Mapping) else record.get(name)
-        if _int(stored) == _int(value):
-            return None
-        return Difference(name, _int(value), _int(stored), stored is None)
-
-    return check
+def _nested_id(name: str, value: Any, record: Mapping[str, Any], asked: Mapping[str, Any], zone: str | None):
+    """A link's domain or space: the nested record's id (``domain.id``), else the plain ``domain_id``."""
+    nested = record.get(name.removesuffix("_id"))
+    stored = nested.get("id") if isinstance(nested, Mapping) else record.get(name)
+    return None if _int(stored) == _int(value) else Difference(name, _int(value), _int(stored), stored is None)
 
 
 def _pixels(value: Any, record: Mapping[str, Any], asked: Mapping[str, Any], zone: str | None):
-    if record.keys().isdisjoint(("pixels", "pixel_ids")):
-        return None
     items = record.get("pixels")  # the pixels' records, else their ids
     items = items if isinstance(items, list) else record.get("pixel_ids") or []
     stored = sorted(_int(p.get("id") if isinstance(p, Mapping) else p) for p in items)
@@ -363,10 +331,6 @@ def _pixels(value: Any, record: Mapping[str, Any], asked: Mapping[str, Any], zon
 
 
 def _website_domain(value: Any, record: Mapping[str, Any], asked: Mapping[str, Any], zone: str | None):
-    from airflow_provider_linkstats.client.validation import normalize_domain
-
-    if "domain" not in record:
-        return None
     stored = record.get("domain")
     wanted = normalize_domain(str(value))
     # phpAnalytics 31 stores the domain without any "www.": the same site.
@@ -378,26 +342,30 @@ def _website_domain(value: Any, record: Mapping[str, Any], asked: Mapping[str, A
 _CHECKS: dict[tuple[str, str], Any] = {
     (LINKS.name, "expires_at"): _expiry,
     (LINKS.name, "expiration_date"): _expiration_date,
-    (LINKS.name, "expiration_clicks"): _number("expiration_clicks"),
-    (LINKS.name, "target_type"): _number("target_type"),
-    **{(LINKS.name, name): _rules(name) for name in TARGETING_FIELDS.values()},
-    (LINKS.name, "privacy"): _number("privacy"),
-    (LINKS.name, "password"): _secret("password"),
-    (LINKS.name, "privacy_password"): _secret("privacy_password"),
-    (LINKS.name, "domain_id"): _nested_id("domain_id", "domain"),
-    (LINKS.name, "space_id"): _nested_id("space_id", "space"),
+    (LINKS.name, "expiration_clicks"): functools.partial(_number, "expiration_clicks"),
+    (LINKS.name, "target_type"): functools.partial(_number, "target_type"),
+    **{(LINKS.name, name): functools.partial(_rules, name) for name in TARGETING_FIELDS.values()},
+    (LINKS.name, "privacy"): functools.partial(_number, "privacy"),
+    (LINKS.name, "password"): functools.partial(_secret, "password"),
+    (LINKS.name, "privacy_password"): functools.partial(_secret, "privacy_password"),
+    (LINKS.name, "domain_id"): functools.partial(_nested_id, "domain_id"),
+    (LINKS.name, "space_id"): functools.partial(_nested_id, "space_id"),
     (LINKS.name, "pixel_ids"): _pixels,
     (WEBSITES.name, "domain"): _website_domain,
-    (WEBSITES.name, "privacy"): _number("privacy"),
-    (WEBSITES.name, "password"): _secret("password"),
+    (WEBSITES.name, "privacy"): functools.partial(_number, "privacy"),
+    (WEBSITES.name, "password"): functools.partial(_secret, "password"),
+}
+# The record keys that carry a field asked (else its own name).
+_CARRIED = {
+    "expiration_date": ("expires_at",),
+    "domain_id": ("domain", "domain_id"),
+    "space_id": ("space", "space_id"),
+    "pixel_ids": ("pixels", "pixel_ids"),
 }
 
 
-# -- helpers ----------------------------------------------------------------------------------------
-
-
 def _int(value: Any) -> Any:
-    if isinstance(value, bool) or (isinstance(value, str) and value.strip().lstrip("-").isdigit()):
+    if isinstance(value, bool) or is_whole_text(value):
         return int(value)
     return value
 

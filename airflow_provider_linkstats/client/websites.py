@@ -1,14 +1,7 @@
-"""What the analytics service's answers to website writes mean, said in terms of what to do.
-
-The sync client (``creating.py``, ``updating.py``) runs every website create and update through ``write_errors``:
-
-- a 422 "too many websites" on the domain: the account's plan allows no more;
-- a 403: phpAnalytics 3.5+ checks the plan's API feature, so the plan, not the key, is the cause;
-- a 500 to a PUT: phpAnalytics 31's answer when the website does not exist, confirmed by a GET
-  (``missing_on_500``) and then said as a 404.
-
-``say_stored_domain`` logs when the service stored a domain other than as given (phpAnalytics 31
-removes every "www."), since later look-ups and creates must use the stored one.
+"""What the analytics service's answers to website writes mean, said in terms of what to do
+(``write_errors``: a plan that allows no more websites, a plan without the API, phpAnalytics 31's
+500 for a missing website), and a domain the service stored other than as given
+(``say_stored_domain``: phpAnalytics 31 removes every "www.", and later look-ups must use it).
 """
 
 from __future__ import annotations
@@ -19,13 +12,13 @@ from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 from airflow_provider_linkstats.client.errors import (
-    LinkstatsApiError,
     LinkstatsAuthError,
     LinkstatsNotFoundError,
     LinkstatsServerError,
     LinkstatsValidationError,
 )
 from airflow_provider_linkstats.client.generations import Generation
+from airflow_provider_linkstats.client.validation import normalize_domain
 
 log = logging.getLogger(__name__)
 
@@ -59,21 +52,15 @@ def write_errors(conn_id: str | None, record_id: Any = None, get: Callable[[], A
     except LinkstatsAuthError as error:
         if error.status != 403:
             raise
-        raise plan_refused(error, conn_id) from error
-
-
-def plan_refused(error: LinkstatsAuthError, conn_id: str | None) -> LinkstatsApiError:
-    return error.reworded(
-        f"{error.message}: the account's plan has no API access (phpAnalytics 3.5+ checks the plan's api "
-        f"feature); upgrade the plan, or use the key of an account whose plan includes the API "
-        f"(connection {conn_id!r})"
-    )
+        raise error.reworded(
+            f"{error.message}: the account's plan has no API access (phpAnalytics 3.5+ checks the plan's api "
+            f"feature); upgrade the plan, or use the key of an account whose plan includes the API "
+            f"(connection {conn_id!r})"
+        ) from error
 
 
 def stored_key(domain: str, generation: Generation) -> str:
     """A website's domain as ``generation`` stores it: the key to look it up by."""
-    from airflow_provider_linkstats.client.validation import normalize_domain
-
     return generation.stored_domain(normalize_domain(domain))
 
 
@@ -83,8 +70,6 @@ def say_stored_domain(
     """``record``, after logging when the service stored the website's domain other than as given."""
     given, stored = fields.get("domain"), record.get("domain") if isinstance(record, dict) else None
     if isinstance(given, str) and isinstance(stored, str):
-        from airflow_provider_linkstats.client.validation import normalize_domain
-
         if normalize_domain(given) != stored:
             spoken = generation()
             stripped = spoken.stored_domain(normalize_domain(given)) == stored

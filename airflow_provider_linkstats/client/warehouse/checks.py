@@ -5,9 +5,12 @@ request (``operators/warehouse.py``). No I/O.
 from __future__ import annotations
 
 import datetime as dt
+import hashlib
+import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from airflow_provider_linkstats.client.checks import is_blank
 from airflow_provider_linkstats.client.errors import LinkstatsInputError
 from airflow_provider_linkstats.client.warehouse.days import aware
 
@@ -18,9 +21,6 @@ def selection_key(conn_id: str, filters: Mapping[str, Any], ids: Sequence[int] |
     """The selection a load reads, as its saved state is keyed: the service connection, the
     listing's filters, or the ids given. Canonical JSON (``{"conn":"linkstats_links_default",
     "space_id":"1"}``); over 200 characters (many ids), ``sha256:`` and its digest instead."""
-    import hashlib
-    import json
-
     # Values as text: a templated "1" and a literal 1 are one selection.
     chosen: dict[str, Any] = {"conn": str(conn_id), **{str(k): str(filters[k]).strip() for k in sorted(filters)}}
     if ids is not None:
@@ -34,8 +34,6 @@ def selection_key(conn_id: str, filters: Mapping[str, Any], ids: Sequence[int] |
 
 def checked_breakdown(breakdown: Any, names: Sequence[str]) -> str | None:
     """The statistic a breakdown loads (one of the resource's ``names``), or None for the daily counts."""
-    from airflow_provider_linkstats.client.checks import is_blank
-
     if is_blank(breakdown):
         return None
     name = str(breakdown).strip()
@@ -46,8 +44,6 @@ def checked_breakdown(breakdown: Any, names: Sequence[str]) -> str | None:
 
 def run_interval(given_start: Any, given_end: Any, context: Mapping[str, Any], log: Any) -> tuple[Any, Any]:
     """The interval a run loads: the arguments, else the run's data interval (``context``)."""
-    from airflow_provider_linkstats.client.checks import is_blank
-
     start = given_start if not is_blank(given_start) else context.get("data_interval_start")
     end = given_end if not is_blank(given_end) else context.get("data_interval_end")
     run_after = getattr(context.get("dag_run"), "run_after", None)

@@ -1,11 +1,13 @@
 """Only what changed: the links' counters as the last load saw them (``Counter``), which links need a
 statistics request (``links_to_fetch``), when no counter can be trusted (``untrusted_counters``: one went down),
-since when a counter stood still, and the days an earlier run loaded short. No I/O.
+since when a counter stood still, the days an earlier run loaded short, and the fewest requests a run
+can make (``minimum_requests``). No I/O.
 """
 
 from __future__ import annotations
 
 import datetime as dt
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -38,12 +40,8 @@ class Listed:
 
 
 def needs_request(clicks: int, known: Counter | None, first_day: ServiceDay) -> bool:
-    """Whether a link with ``clicks`` now may have clicks on the days from ``first_day`` on, given
-    what its selection saved (``known``; the selection has saved counters).
-
-    No: its counter is unchanged and held before that day began, or it was never clicked since it
-    was created (a link not seen before). A counter lower than saved was reset: yes.
-    """
+    """Whether a link with ``clicks`` now may have clicks on the days from ``first_day`` on, given the
+    counter its selection saved (``known``): ``why_fetch`` for a selection with saved counters."""
     return why_fetch(Listed(clicks), known, first_day, new_selection=False) is not None
 
 
@@ -55,12 +53,10 @@ def why_fetch(
     new_selection: bool,
     reused_alias_of: int | None = None,
 ) -> str | None:
-    """Why a link needs a statistics request for the days from ``first_day`` on, or None.
-
-    ``new_selection``: nothing saved for this selection (or only under another generation), so a
-    counter proves nothing (0 may be a reset). ``reused_alias_of``: the id that had this link's
-    alias in the saved counters (the link was deleted and re-created).
-    """
+    """Why a link needs a statistics request for the days from ``first_day`` on, or None (the rules:
+    docs/warehouse.md, "Counters that go down or restart"). ``new_selection``: nothing saved for this
+    selection (or only under another generation); ``reused_alias_of``: the id that had this link's
+    alias in the saved counters (the link was deleted and re-created)."""
     if listed.clicks is None:
         return "asked for by id"
     if new_selection:
@@ -86,11 +82,9 @@ def _counter_change(listed: Listed, known: Counter, first_day: ServiceDay) -> st
 
 
 def untrusted_counters(listed: Mapping[int, Listed], known: Mapping[int, Counter]) -> str | None:
-    """Why no counter of this listing can be trusted, or None: a link the last load saw reads a
-    lower counter now. A counter that went down was reset since (the upgrade to phpShort 46 resets
-    every one; a partial reset or a reused id fewer), and a link reset with it and clicked as often
-    since as its counter read before reads the same again: nothing in the listing tells it from a
-    link never reset, and its new clicks would be skipped. So every link is fetched that run."""
+    """Why no counter of this listing can be trusted, or None: a link the last load saw reads a lower
+    counter now, so counters were reset, and one reset and clicked as often since reads the same
+    again (docs/warehouse.md, "A reset"): every link is fetched that run."""
     seen = [(link.clicks, known[link_id].clicks) for link_id, link in listed.items()
             if link.clicks is not None and link_id in known]  # fmt: skip
     down = sum(1 for now, before in seen if now < before)
@@ -102,9 +96,8 @@ def untrusted_counters(listed: Mapping[int, Listed], known: Mapping[int, Counter
 def links_to_fetch(
     listed: Mapping[int, Listed], known: Mapping[int, Counter], plan: DayPlan, untrusted: str | None = None
 ) -> dict[int, str]:
-    """Of the links ``listed``, those that need a statistics request, with the reason (for the
-    log), given the counters saved for the selection (``known``; empty for a new selection).
-    ``untrusted`` (``untrusted_counters``): why no counter is trusted, every link's reason."""
+    """The links ``listed`` that need a statistics request, with the reason (for the log), given the
+    counters saved (``known``; empty for a new selection) and ``untrusted`` (``untrusted_counters``)."""
     if untrusted is not None:
         return dict.fromkeys(listed, untrusted)
     first = plan.days[0]
@@ -127,14 +120,10 @@ def steady_since(
     plan: DayPlan,
     known: Mapping[dt.date, int | None] | None = None,
 ) -> dt.datetime:
-    """The earliest moment a counter read at ``clicks_listed_at`` is known to have held its value,
-    from a statistics answer ``counts`` (clicks per label) over ``windows``, asked after the listing,
-    and the days' own counts where ``known`` (``DayPlan.day_counts``).
-
-    When the last window reaches today, no click after the last day with clicks means the counter
-    stood still since that day's end (or since the first day to load began, with no click at all).
-    Otherwise only the listing's moment is known.
-    """
+    """The earliest moment a counter read at ``clicks_listed_at`` is known to have held its value, from
+    a statistics answer ``counts`` (clicks per label) over ``windows``, asked after the listing, and
+    the days' own counts where ``known`` (``DayPlan.day_counts``): when the last window reaches today,
+    the end of the last day with clicks (no click at all: the first day's start); else the listing's."""
     first, today = plan.days[0].day, plan.today
     if not windows or windows[-1][1] < today or ServiceDay.of(today, plan.zone).end < clicks_listed_at:
         return clicks_listed_at
@@ -152,18 +141,48 @@ def first_day_found_short(
     windows: Sequence[tuple[dt.date, dt.date]],
     plan: DayPlan,
 ) -> dt.date | None:
-    """The first day to reload when a link's counter grew since it was last read by more clicks
-    than the statistics answer holds from the first day to load through today (``answered``): the
-    rest were counted on earlier days, after the counter was read, so an earlier run loaded those
-    days without them (it ran before they came: a service clock behind, clicks recorded late) and
-    may have marked them complete. They are the days from the one before the moment the counter
-    was known steady since (clicks counted up to a day late).
-
-    None when nothing is short, or when it cannot be told: no counter known, a counter that did
-    not grow (one that went down is another matter), a last window short of today."""
+    """The first day to reload when a link's counter grew since it was last read by more clicks than
+    the answer holds from the first day to load through today (``answered``): the rest were counted
+    late on days an earlier run loaded (docs/warehouse.md, "A day found short later"), from the day
+    before the counter was known steady (clicks counted up to a day late). None when nothing is
+    short, or it cannot be told (no counter known, one that did not grow, a window short of today)."""
     if clicks is None or known is None or not windows or windows[-1][1] < plan.today or not plan.days:
         return None
     if clicks - known.clicks <= answered:
         return None
     first = (known.steady_since - dt.timedelta(days=1)).astimezone(tz_of(plan.zone)).date()
     return first if first < plan.days[0].day else None
+
+
+# -- the cost of a load ----------------------------------------------------------------------------
+
+PAGE_SIZE = 100  # links per listing page (the largest per_page the services take)
+
+
+def listing_pages(records: int, per_page: int = PAGE_SIZE) -> int:
+    """Pages a listing of ``records`` takes (an empty listing still answers one page)."""
+    return max(1, math.ceil(records / per_page))
+
+
+def minimum_requests(
+    *,
+    listed: int | None = None,
+    changed: int = 0,
+    statistics: int = 1,
+    windows: int = 1,
+    websites: int = 0,
+    breakdown_days: int = 0,
+    alone: int = 0,
+) -> int:
+    """The fewest requests a run can make: the listing's pages when records are listed (``listed``
+    records; an empty listing still answers one page), one request per changed record, statistic
+    and window, one per website and statistic, one per record and day with clicks for a breakdown
+    (its rows have no day), and one per record and day asked alone (``DayPlan.ask_alone``)."""
+    pages = listing_pages(listed) if listed is not None else 0
+    return pages + changed * statistics * windows + websites * statistics * windows + breakdown_days + alone
+
+
+def selected_days(counts: Mapping[dt.date, int], days: Sequence[ServiceDay]) -> dict[dt.date, int]:
+    """The counts of the days being loaded (a window may reach past them, to today)."""
+    wanted = {day.day for day in days}
+    return {day: count for day, count in counts.items() if day in wanted and count}

@@ -145,14 +145,33 @@ def plan_days(
     start, end = _interval(interval_start, interval_end)
     zone, now = check_zone(zone), aware(now, "now")
     dates = sorted(set(days_ending_in(start, end, zone)) | set(reload))
-    fitted = [change.fit(day, labels) if change is not None else ServiceDay.of(day, zone) for day in dates]
-    covered = tuple(day for day, fit in zip(dates, fitted, strict=True) if fit is None)
-    transitions = tuple(fit for fit in fitted if isinstance(fit, Transition))
-    days = tuple(fit.span if isinstance(fit, Transition) else fit for fit in fitted if fit is not None)
+    days, transitions, covered = _fitted(dates, zone, labels, change)
     _refuse_days_not_begun(days, now, end)
     read_after = now if complete_by is None else min(now, aware(complete_by, "complete_by"))
     incomplete = frozenset(day.day for day in days if day.end > read_after)
     return DayPlan(zone, days, incomplete, now.astimezone(tz_of(zone)).date(), now, labels, transitions, covered)
+
+
+def _fitted(
+    dates: Sequence[dt.date], zone: str, labels: dt.timedelta | None, change: ZoneChange | None
+) -> tuple[tuple[ServiceDay, ...], tuple[Transition, ...], tuple[dt.date, ...]]:
+    """The spans of ``dates`` as ``change`` fits them, the transitions among them, and the dates it
+    leaves out (covered by days loaded in another zone)."""
+    if change is None:
+        return tuple(ServiceDay.of(day, zone) for day in dates), (), ()
+    days: list[ServiceDay] = []
+    transitions: list[Transition] = []
+    covered: list[dt.date] = []
+    for day in dates:
+        fit = change.fit(day, labels)
+        if fit is None:
+            covered.append(day)
+        elif isinstance(fit, Transition):
+            transitions.append(fit)
+            days.append(fit.span)
+        else:
+            days.append(fit)
+    return tuple(days), tuple(transitions), tuple(covered)
 
 
 def _interval(interval_start: Any, interval_end: Any) -> tuple[dt.datetime, dt.datetime]:

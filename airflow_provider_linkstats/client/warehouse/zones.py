@@ -182,13 +182,13 @@ def zone_change(
     with their zone. None when every day there is of ``zone``."""
     taken = frozenset(day for day, held in loaded.items() if held.zone != zone)
     stray = {day: name for day, name in incomplete.items() if name != zone}
-    # A day fitted after an earlier change (not its zone's midnights) still bounds its neighbours,
-    # also once the other zone's days were deleted (the documented way back to one zone).
-    if not taken and not stray and all(held.natural for held in loaded.values()):
-        return None
-    old = tuple(sorted({loaded[day].zone for day in taken} | set(stray.values())))
     if not taken:  # nothing complete in another zone: its incomplete days are simply loaded in this one
-        return ZoneChange(zone, old, loaded, reload=tuple(sorted(stray)))
+        # A day fitted after an earlier change (not its zone's midnights) still bounds its neighbours,
+        # also once the other zone's days were deleted (the documented way back to one zone).
+        if not stray and all(held.natural for held in loaded.values()):
+            return None
+        return ZoneChange(zone, tuple(sorted(set(stray.values()))), loaded, reload=tuple(sorted(stray)))
+    old = tuple(sorted({loaded[day].zone for day in taken} | set(stray.values())))
     boundary = max(loaded[day].end for day in taken)
     change = ZoneChange(zone, old, loaded, taken, boundary, max(taken), _first_after(max(taken), boundary, zone))
     return _with_stray_days(change, sorted(stray))
